@@ -1,0 +1,45 @@
+import { EXIT_USAGE, UsageError, type Io } from './cli.js';
+import { commands } from './commands/index.js';
+
+const defaultIo: Io = {
+  stdout: (text) => process.stdout.write(text),
+  stderr: (text) => process.stderr.write(text),
+};
+
+export function helpText(): string {
+  const width = Math.max(...commands.map((c) => c.name.length));
+  const lines = commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return `mco decides which Kubernetes clusters should run a workload right now.
+
+Usage: mco <command> [options]
+
+Commands:
+${lines.join('\n')}
+
+Run "mco <command> --help" for the options of a command.
+`;
+}
+
+/** Runs the `mco` command line; returns the exit code. */
+export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
+    io.stdout(helpText());
+    return name === undefined ? EXIT_USAGE : 0;
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    io.stderr(`mco: unknown command "${name}"\n\n${helpText()}`);
+    return EXIT_USAGE;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (error) {
+    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      io.stderr(`mco ${name}: ${(error as Error).message}\n`);
+      return EXIT_USAGE;
+    }
+    io.stderr(`mco ${name}: ${(error as Error).stack ?? String(error)}\n`);
+    return 1;
+  }
+}

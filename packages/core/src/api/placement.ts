@@ -1,0 +1,242 @@
+import { z } from 'zod';
+import { ConditionSchema, ObjectMetaSchema, TimestampSchema } from './common.js';
+
+export const PLACEMENT_GROUP = 'orchestra.multicluster.x-k8s.io';
+export const PLACEMENT_API_VERSION = `${PLACEMENT_GROUP}/v1alpha1`;
+export const PLACEMENT_KIND = 'MultiKubernetesClusterPlacement';
+
+/** Longest `cluster-name-regex` pattern accepted (semantics.md section 2). */
+export const MAX_REGEX_LENGTH = 1024;
+
+const shortString = z.string().max(1024);
+const seconds = (description: string) => z.number().int().min(0).max(31_536_000).optional().describe(description);
+
+// Operators are plain strings (not an enum) because Google's v0.2.0 CRD accepts any
+// string there; an unknown operator makes the spec invalid (condition Valid=False).
+export const LabelSelectorRequirementSchema = z.object({
+  key: z.string().min(1).max(317).describe('The ClusterProfile label key the selector applies to.'),
+  operator: z.string().max(32).describe('One of In, NotIn, Exists, DoesNotExist.'),
+  values: z
+    .array(z.string().max(1024))
+    .max(256)
+    .optional()
+    .describe('Non-empty for In and NotIn; empty or absent for Exists and DoesNotExist.'),
+});
+export type LabelSelectorRequirement = z.infer<typeof LabelSelectorRequirementSchema>;
+
+export const FieldSelectorRequirementSchema = z.object({
+  field: z.string().min(1).max(317).describe('The ClusterProfile field: metadata.name or metadata.namespace.'),
+  operator: z.string().max(32).describe('One of In, NotIn, Exists, DoesNotExist.'),
+  values: z
+    .array(z.string().max(1024))
+    .max(256)
+    .optional()
+    .describe('Non-empty for In and NotIn; empty or absent for Exists and DoesNotExist.'),
+});
+export type FieldSelectorRequirement = z.infer<typeof FieldSelectorRequirementSchema>;
+
+export const ClusterSelectorExpressionSchema = z
+  .object({
+    labelSelector: LabelSelectorRequirementSchema.optional(),
+    fieldSelector: FieldSelectorRequirementSchema.optional(),
+  })
+  .describe('A selector on a label, a field, or both (ANDed).');
+export type ClusterSelectorExpression = z.infer<typeof ClusterSelectorExpressionSchema>;
+
+export const ClusterSelectorTermSchema = z
+  .object({
+    matchExpressions: z
+      .array(ClusterSelectorExpressionSchema)
+      .max(64)
+      .optional()
+      .describe('Requirements that must all be met (ANDed).'),
+  })
+  .describe('A term of a cluster selector.');
+export type ClusterSelectorTerm = z.infer<typeof ClusterSelectorTermSchema>;
+
+export const ClusterSelectorSchema = z.object({
+  clusterSelectorTerms: z
+    .array(ClusterSelectorTermSchema)
+    .max(64)
+    .describe('Terms that are ORed: a cluster is selected when it meets at least one.'),
+});
+export type ClusterSelector = z.infer<typeof ClusterSelectorSchema>;
+
+export const PreferredClusterSelectorTermSchema = z.object({
+  weight: z.number().int().min(1).max(100).describe('Weight 1-100 added to a cluster matching the preference.'),
+  preference: ClusterSelectorTermSchema,
+});
+export type PreferredClusterSelectorTerm = z.infer<typeof PreferredClusterSelectorTermSchema>;
+
+export const ClusterAffinitySchema = z
+  .object({
+    requiredDuringSchedulingRequiredDuringExecution: ClusterSelectorSchema.optional().describe(
+      'Clusters must match to be selected; a listed cluster that stops matching is evicted.',
+    ),
+    requiredDuringSchedulingIgnoredDuringExecution: ClusterSelectorSchema.optional().describe(
+      'Clusters must match to be selected; a listed cluster that stops matching keeps the workload.',
+    ),
+    preferredDuringSchedulingIgnoredDuringExecution: z
+      .array(PreferredClusterSelectorTermSchema)
+      .max(64)
+      .optional()
+      .describe('mco extension: eligible clusters are ordered by the summed weight of matching preferences.'),
+  })
+  .describe('Cluster affinity: exactly one of the two required forms, plus optional preferences.');
+export type ClusterAffinity = z.infer<typeof ClusterAffinitySchema>;
+
+export const ClusterSelectorRuleSchema = z
+  .object({
+    type: z.string().max(64).describe('all-clusters, cluster-list or cluster-name-regex.'),
+    arguments: z
+      .record(z.string(), shortString)
+      .optional()
+      .describe('cluster-list: {clusters: "ns/a,ns/b"}; cluster-name-regex: {regex: "<Go RE2 pattern>"}.'),
+  })
+  .describe('A v0.1 rule: consumes an ordered list of clusters and returns an ordered list.');
+export type ClusterSelectorRule = z.infer<typeof ClusterSelectorRuleSchema>;
+
+export const BehaviorSchema = z
+  .object({
+    scaleOut: z
+      .object({
+        stabilizationWindowSeconds: seconds(
+          'How long capacity must be short before a cluster is added (default 0: at once).',
+        ),
+      })
+      .optional(),
+    scaleIn: z
+      .object({
+        stabilizationWindowSeconds: seconds(
+          'How long a cluster must want scale-in continuously before it is scaled in (default 300).',
+        ),
+        cooldownSeconds: seconds('No scale-in within this time of the last addition (default 300).'),
+      })
+      .optional(),
+    drain: z
+      .object({
+        stepIntervalSeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(86_400)
+          .optional()
+          .describe('Time between two drain steps (default 60).'),
+        stepPercent: z
+          .number()
+          .int()
+          .min(1)
+          .max(100)
+          .optional()
+          .describe('Share of desiredMaxReplicas removed per step, at least 1 replica (default 25).'),
+      })
+      .optional(),
+    evictionTimeoutSeconds: seconds('An EVICTING cluster is removed after this time at the latest (default 1800).'),
+    unhealthyTimeoutSeconds: seconds('An UNHEALTHY cluster is removed after this time (default 900).'),
+    signalStaleAfterSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .optional()
+      .describe('A signal older than this is ignored (default 180).'),
+  })
+  .describe('mco extension: timing of scale-out, scale-in, draining and removal.');
+export type Behavior = z.infer<typeof BehaviorSchema>;
+
+export const WorkloadDetailsSchema = z.object({
+  namespace: z.string().max(63).optional().describe('Namespace of the workload in each member cluster.'),
+  deploymentName: z.string().max(253).describe('Deployment whose pending pods are observed.'),
+  hpaName: z.string().max(253).describe('HorizontalPodAutoscaler whose status is observed.'),
+});
+export type WorkloadDetails = z.infer<typeof WorkloadDetailsSchema>;
+
+export const AutoscaleForCapacitySchema = z.object({
+  minClustersBelowCapacityCeiling: z
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .describe('Minimum number of ACTIVE clusters that are not at their capacity ceiling.'),
+  maxClusters: z
+    .number()
+    .int()
+    .min(0)
+    .max(10_000)
+    .optional()
+    .describe('Maximum number of listed clusters; 0 or absent means no limit.'),
+  workloadDetails: WorkloadDetailsSchema.optional(),
+  useDraining: z
+    .boolean()
+    .optional()
+    .describe('Publish draining.desiredMaxReplicas for SCALING_IN and EVICTING clusters.'),
+  behavior: BehaviorSchema.optional(),
+  signalSource: z
+    .string()
+    .max(253)
+    .optional()
+    .describe('mco extension: name of the capacity-signal source to use (default: the controller-wide one).'),
+});
+export type AutoscaleForCapacity = z.infer<typeof AutoscaleForCapacitySchema>;
+
+export const PlacementSpecSchema = z.object({
+  clusterSelectorRules: z
+    .array(ClusterSelectorRuleSchema)
+    .max(32)
+    .optional()
+    .describe('v0.1 rules pipeline, applied in order to the ClusterProfiles ordered by namespace/name.'),
+  rules: z.array(ClusterSelectorRuleSchema).max(32).optional().describe('Alias of clusterSelectorRules.'),
+  affinity: z
+    .object({ clusterAffinity: ClusterAffinitySchema.optional() })
+    .optional()
+    .describe('v0.2 cluster affinity, applied to the output of the rules (or to every ClusterProfile).'),
+  scaling: z
+    .object({ autoscaleForCapacity: AutoscaleForCapacitySchema.optional() })
+    .optional()
+    .describe('Without autoscaleForCapacity every eligible cluster runs the workload.'),
+});
+export type PlacementSpec = z.infer<typeof PlacementSpecSchema>;
+
+export const CLUSTER_STATES = ['ACTIVE', 'SCALING_IN', 'UNHEALTHY', 'EVICTING'] as const;
+export const ClusterStateSchema = z.enum(CLUSTER_STATES);
+export type ClusterState = z.infer<typeof ClusterStateSchema>;
+
+export const DrainingSchema = z.object({
+  desiredMaxReplicas: z.number().int().min(0).describe('The HPA maxReplicas a drainer should apply.'),
+  lastReplicaCountDecrease: TimestampSchema,
+  currentReplicaCount: z.number().int().min(0).optional().describe('Observed replicas (informational).'),
+});
+export type Draining = z.infer<typeof DrainingSchema>;
+
+export const PlacementClusterSchema = z.object({
+  name: z.string().min(1).max(253),
+  namespace: z.string().max(63).optional(),
+  state: ClusterStateSchema,
+  lastTransitionTime: TimestampSchema,
+  atCapacityCeiling: z.boolean().optional(),
+  draining: DrainingSchema.optional(),
+  reason: z.string().max(128).optional().describe('PascalCase reason of the last transition.'),
+  message: z.string().max(1024).optional().describe('Human-readable explanation of the last transition.'),
+  scaleInCandidateSince: TimestampSchema.optional().describe(
+    'Since when this ACTIVE cluster has continuously wanted scale-in.',
+  ),
+});
+export type PlacementCluster = z.infer<typeof PlacementClusterSchema>;
+
+export const PlacementStatusSchema = z.object({
+  clusters: z.array(PlacementClusterSchema).max(10_000).optional(),
+  lastAdditionTime: TimestampSchema.optional(),
+  lastClusterRemovalTime: TimestampSchema.optional(),
+  observedGeneration: z.number().int().min(0).optional(),
+  conditions: z.array(ConditionSchema).max(16).optional(),
+});
+export type PlacementStatus = z.infer<typeof PlacementStatusSchema>;
+
+export const PlacementSchema = z.object({
+  apiVersion: z.literal(PLACEMENT_API_VERSION).optional(),
+  kind: z.literal(PLACEMENT_KIND).optional(),
+  metadata: ObjectMetaSchema,
+  spec: PlacementSpecSchema.optional(),
+  status: PlacementStatusSchema.optional(),
+});
+export type Placement = z.infer<typeof PlacementSchema>;

@@ -1,0 +1,28 @@
+import { z } from 'zod';
+import { TimestampSchema } from './common.js';
+
+/**
+ * One observation of the placed workload on one cluster (semantics.md section 5).
+ * Every field but `cluster` and `observedAt` is optional: absent means unknown.
+ */
+export const SignalSchema = z.object({
+  cluster: z.string().min(3).describe('ClusterProfile `namespace/name`.'),
+  observedAt: TimestampSchema,
+  hpa: z
+    .object({
+      currentReplicas: z.number().int().min(0).optional(),
+      desiredReplicas: z.number().int().min(0).optional(),
+      minReplicas: z.number().int().min(0).optional(),
+      maxReplicas: z.number().int().min(0).optional(),
+      scalingLimited: z
+        .object({ status: z.enum(['True', 'False', 'Unknown']), reason: z.string().optional() })
+        .optional(),
+    })
+    .optional(),
+  pendingPods: z.number().int().min(0).optional(),
+  failedScaleUp: z.boolean().optional(),
+  workloadHealthy: z.boolean().optional(),
+  atCapacityCeiling: z.boolean().optional(),
+  wantsScaleIn: z.boolean().optional(),
+});
+export type Signal = z.infer<typeof SignalSchema>;

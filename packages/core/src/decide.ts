@@ -1,0 +1,540 @@
+import type { ClusterProfile } from './api/cluster-profile.js';
+import { clusterKey, type Condition, type ObjectMeta } from './api/common.js';
+import type { Decision, Transition, TransitionId } from './api/decision.js';
+import {
+  PlacementSpecSchema,
+  type AutoscaleForCapacity,
+  type ClusterState,
+  type Draining,
+  type PlacementCluster,
+  type PlacementStatus,
+} from './api/placement.js';
+import type { Signal } from './api/signal.js';
+import type { SpecError } from './result.js';
+import { resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
+import { nextDrainStepAt, startDraining, stepDraining } from './scaling/draining.js';
+import { assessSignal, indexSignals, type SignalAssessment } from './scaling/signals.js';
+import { createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
+import { compileSelection, selectClusters, type SelectionResult } from './selection/select.js';
+import { formatTime, parseTime, SECOND } from './time.js';
+import { setCondition } from './conditions.js';
+
+export interface DecideInput {
+  /** The evaluation time; the engine works at one-second resolution, like Kubernetes timestamps. */
+  readonly now: Date;
+  readonly placement: {
+    readonly metadata: Pick<ObjectMeta, 'name'> & Partial<Pick<ObjectMeta, 'namespace' | 'generation'>>;
+    /** Checked by the engine: an invalid spec is reported in `status.conditions`. */
+    readonly spec?: unknown;
+    readonly status?: PlacementStatus | undefined;
+  };
+  /** The fleet: ClusterProfiles, or an Inventory built once with `createInventory` and shared across placements. */
+  readonly clusterProfiles: readonly ClusterProfile[] | Inventory;
+  readonly signals?: readonly Signal[];
+}
+
+/** A listed cluster while the evaluation works on it. */
+interface Entry {
+  readonly key: string;
+  readonly name: string;
+  readonly namespace: string | undefined;
+  state: ClusterState;
+  lastTransitionTime: string;
+  reason: string | undefined;
+  message: string | undefined;
+  draining: Draining | undefined;
+  scaleInCandidateSince: string | undefined;
+  readonly signal: SignalAssessment;
+  /** Entered SCALING_IN or EVICTING in this evaluation. */
+  enteredDrain: boolean;
+  removed: boolean;
+}
+
+export const CONDITION_VALID = 'Valid';
+export const CONDITION_SATISFIED = 'Satisfied';
+
+/**
+ * Decides which clusters should run a placement's workload now
+ * (semantics.md). Pure and deterministic: same input, same output.
+ */
+export function decide(input: DecideInput): Decision {
+  const nowMs = Math.floor(input.now.getTime() / SECOND) * SECOND;
+  const now = formatTime(nowMs);
+  const previous = input.placement.status ?? {};
+  const generation = input.placement.metadata.generation;
+
+  const parsed = PlacementSpecSchema.safeParse(input.placement.spec ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = ['spec', ...issue.path.map(String)].join('.').replace(/\.(\d+)(?=\.|$)/g, '[$1]');
+    return invalid(previous, { reason: 'InvalidSpec', field, message: issue.message }, now, generation);
+  }
+  const spec = parsed.data;
+  const selection = compileSelection(spec);
+  if (!selection.ok) return invalid(previous, selection.error, now, generation);
+
+  const inventory = Array.isArray(input.clusterProfiles)
+    ? createInventory(input.clusterProfiles as readonly ClusterProfile[])
+    : (input.clusterProfiles as Inventory);
+  const selected = selectClusters(selection.value, inventory);
+  const autoscale = spec.scaling?.autoscaleForCapacity;
+  const behavior = resolveBehavior(autoscale?.behavior);
+  const signals = indexSignals(input.signals ?? []);
+  const assess = (key: string) => assessSignal(signals.get(key), nowMs, behavior.signalStaleAfterSeconds);
+
+  const run = new Evaluation(nowMs, now, previous, selected, inventory, behavior, assess);
+  if (autoscale) run.autoscale(autoscale);
+  else run.placeEveryEligible();
+
+  const status: PlacementStatus = {
+    ...previous,
+    clusters: run.listedClusters(autoscale?.useDraining === true),
+    ...(run.lastAdditionTime ? { lastAdditionTime: run.lastAdditionTime } : {}),
+    ...(run.lastClusterRemovalTime ? { lastClusterRemovalTime: run.lastClusterRemovalTime } : {}),
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+  };
+  const unknown = selected.unknownClusters;
+  let conditions = setCondition(
+    previous.conditions,
+    {
+      type: CONDITION_VALID,
+      status: 'True',
+      reason: 'Valid',
+      message:
+        unknown.length > 0
+          ? `the spec is valid; cluster-list names clusters that are not ClusterProfiles: ${unknown.join(', ')}`
+          : 'the spec is valid',
+      observedGeneration: generation,
+    },
+    now,
+  );
+  conditions = setCondition(conditions, { ...run.satisfied, observedGeneration: generation }, now);
+  status.conditions = conditions;
+  if (status.clusters!.length === 0 && previous.clusters === undefined) delete status.clusters;
+  return { status, transitions: run.transitions, requeueAfterSeconds: run.requeueAfterSeconds() };
+}
+
+/** An invalid spec changes nothing in `status.clusters`: the workload stays where it is. */
+function invalid(previous: PlacementStatus, error: SpecError, now: string, generation: number | undefined): Decision {
+  let conditions = setCondition(
+    previous.conditions,
+    {
+      type: CONDITION_VALID,
+      status: 'False',
+      reason: error.reason,
+      message: `${error.field}: ${error.message}`,
+      observedGeneration: generation,
+    },
+    now,
+  );
+  conditions = setCondition(
+    conditions,
+    {
+      type: CONDITION_SATISFIED,
+      status: 'Unknown',
+      reason: 'InvalidSpec',
+      message: 'the spec is invalid; the clusters stay as they are until it is fixed',
+      observedGeneration: generation,
+    },
+    now,
+  );
+  return {
+    status: { ...previous, ...(generation !== undefined ? { observedGeneration: generation } : {}), conditions },
+    transitions: [],
+    requeueAfterSeconds: null,
+  };
+}
+
+class Evaluation {
+  readonly transitions: Transition[] = [];
+  readonly entries: Entry[] = [];
+  private readonly byKey = new Map<string, Entry>();
+  private readonly timers: number[] = [];
+  lastAdditionTime: string | undefined;
+  lastClusterRemovalTime: string | undefined;
+  satisfied: Omit<Condition, 'lastTransitionTime'> = { type: CONDITION_SATISFIED, status: 'True' };
+
+  constructor(
+    private readonly nowMs: number,
+    private readonly now: string,
+    private readonly previous: PlacementStatus,
+    private readonly selected: SelectionResult,
+    private readonly inventory: Inventory,
+    private readonly behavior: ResolvedBehavior,
+    private readonly assess: (key: string) => SignalAssessment,
+  ) {
+    this.lastAdditionTime = previous.lastAdditionTime;
+    this.lastClusterRemovalTime = previous.lastClusterRemovalTime;
+    for (const c of previous.clusters ?? []) {
+      const key = clusterKey(c.namespace, c.name);
+      if (this.byKey.has(key)) continue; // a duplicate entry cannot mean anything more; keep the first
+      const entry: Entry = {
+        key,
+        name: c.name,
+        namespace: c.namespace,
+        state: c.state,
+        lastTransitionTime: c.lastTransitionTime,
+        reason: c.reason,
+        message: c.message,
+        draining: c.draining,
+        scaleInCandidateSince: c.scaleInCandidateSince,
+        signal: assess(key),
+        enteredDrain: false,
+        removed: false,
+      };
+      this.entries.push(entry);
+      this.byKey.set(key, entry);
+    }
+  }
+
+  // ---- transitions -------------------------------------------------------
+
+  private move(entry: Entry, id: TransitionId, to: ClusterState | null, reason: string, message: string): void {
+    this.transitions.push({ cluster: entry.key, id, from: entry.removed ? null : entry.state, to, reason: message });
+    if (to === null) {
+      entry.removed = true;
+      this.lastClusterRemovalTime = this.now;
+      return;
+    }
+    if (to === 'SCALING_IN' || to === 'EVICTING') entry.enteredDrain = true;
+    else entry.draining = undefined;
+    if (to !== 'ACTIVE') entry.scaleInCandidateSince = undefined;
+    entry.state = to;
+    entry.lastTransitionTime = this.now;
+    entry.reason = reason;
+    entry.message = message;
+  }
+
+  private add(cluster: InventoryCluster, message: string): void {
+    const entry: Entry = {
+      key: cluster.key,
+      name: cluster.name,
+      namespace: cluster.namespace,
+      state: 'ACTIVE',
+      lastTransitionTime: this.now,
+      reason: 'Added',
+      message,
+      draining: undefined,
+      scaleInCandidateSince: undefined,
+      signal: this.assess(cluster.key),
+      enteredDrain: false,
+      removed: false,
+    };
+    this.entries.push(entry);
+    this.byKey.set(entry.key, entry);
+    this.transitions.push({ cluster: entry.key, id: 'P1', from: null, to: 'ACTIVE', reason: message });
+    this.lastAdditionTime = this.now;
+  }
+
+  private live(): Entry[] {
+    return this.entries.filter((e) => !e.removed);
+  }
+
+  /** Why a cluster is unhealthy, or undefined (unknown is not unhealthy). */
+  private unhealthyBecause(key: string, signal: SignalAssessment): string | undefined {
+    if (this.inventory.byKey.get(key)?.controlPlaneHealthy === false) return 'ControlPlaneUnhealthy';
+    if (signal.workloadUnhealthy) return 'WorkloadUnhealthy';
+    return undefined;
+  }
+
+  /** H2 needs evidence: a cluster marked unhealthy by its workload needs a fresh healthy signal. */
+  private isHealthyAgain(entry: Entry): boolean {
+    if (this.unhealthyBecause(entry.key, entry.signal)) return false;
+    return entry.reason !== 'WorkloadUnhealthy' || entry.signal.workloadHealthy;
+  }
+
+  private elapsedSeconds(since: string | undefined): number {
+    const t = parseTime(since);
+    return t === undefined ? Infinity : (this.nowMs - t) / SECOND;
+  }
+
+  private timer(sinceMs: number | undefined, seconds: number): void {
+    if (sinceMs !== undefined) this.timers.push(sinceMs + seconds * SECOND);
+  }
+
+  /**
+   * Step 1: per listed cluster at most one E/H/R transition, E before H before R
+   * (semantics.md section 3). `removeIneligibleAtOnce`: without autoscaling there
+   * is nothing to drain, so E1/E3 is followed by R3 in the same evaluation.
+   */
+  private applyLifecycle(removeIneligibleAtOnce: boolean): void {
+    const b = this.behavior;
+    for (const entry of this.live()) {
+      const eligible = this.selected.isStillEligible(entry.key);
+      const unhealthy = this.unhealthyBecause(entry.key, entry.signal);
+      const replicas = entry.signal.currentReplicas;
+      if (!eligible && (entry.state === 'ACTIVE' || entry.state === 'SCALING_IN')) {
+        const why = `no longer eligible: ${this.selected.ineligibleBecause(entry.key)}`;
+        this.move(entry, entry.state === 'ACTIVE' ? 'E1' : 'E3', 'EVICTING', 'NoLongerEligible', why);
+        if (removeIneligibleAtOnce)
+          this.move(entry, 'R3', null, 'Removed', 'nothing to drain without autoscaleForCapacity');
+        continue;
+      }
+      if (entry.state === 'EVICTING') {
+        if (eligible) {
+          this.move(entry, 'E2', 'ACTIVE', 'EligibleAgain', 'eligible again');
+        } else if (removeIneligibleAtOnce) {
+          this.move(entry, 'R3', null, 'Removed', 'nothing to drain without autoscaleForCapacity');
+        } else if (replicas !== undefined && replicas <= 1) {
+          this.move(entry, 'R3', null, 'Removed', `drained: observed ${replicas} replica(s)`);
+        } else if (this.elapsedSeconds(entry.lastTransitionTime) >= b.evictionTimeoutSeconds) {
+          this.move(entry, 'R3', null, 'Removed', `EVICTING for evictionTimeoutSeconds (${b.evictionTimeoutSeconds}s)`);
+        } else {
+          this.timer(parseTime(entry.lastTransitionTime), b.evictionTimeoutSeconds);
+        }
+        continue;
+      }
+      if (unhealthy && (entry.state === 'ACTIVE' || entry.state === 'SCALING_IN')) {
+        const why =
+          unhealthy === 'ControlPlaneUnhealthy'
+            ? 'the ClusterProfile condition ControlPlaneHealthy is False'
+            : 'the signal reports the workload unhealthy';
+        this.move(entry, entry.state === 'ACTIVE' ? 'H1' : 'H3', 'UNHEALTHY', unhealthy, why);
+        continue;
+      }
+      if (entry.state === 'UNHEALTHY') {
+        if (this.isHealthyAgain(entry)) {
+          this.move(entry, 'H2', 'ACTIVE', 'HealthyAgain', 'healthy again');
+        } else if (this.elapsedSeconds(entry.lastTransitionTime) >= b.unhealthyTimeoutSeconds) {
+          this.move(
+            entry,
+            'R2',
+            null,
+            'Removed',
+            `UNHEALTHY for unhealthyTimeoutSeconds (${b.unhealthyTimeoutSeconds}s)`,
+          );
+        } else {
+          this.timer(parseTime(entry.lastTransitionTime), b.unhealthyTimeoutSeconds);
+        }
+        continue;
+      }
+      if (entry.state === 'SCALING_IN' && replicas !== undefined && replicas <= 1) {
+        this.move(entry, 'R1', null, 'Removed', `scaled in: observed ${replicas} replica(s)`);
+      }
+    }
+  }
+
+  /** Without autoscaleForCapacity: every eligible, healthy cluster is ACTIVE. */
+  placeEveryEligible(): void {
+    this.applyLifecycle(true);
+    for (const entry of this.live()) {
+      if (entry.state === 'SCALING_IN') {
+        this.move(
+          entry,
+          'P3',
+          'ACTIVE',
+          'Reactivated',
+          'reactivated: no scaling configured, every eligible cluster runs',
+        );
+      }
+    }
+    for (const cluster of this.selected.eligible) {
+      if (this.byKey.get(cluster.key)?.removed === false) continue;
+      if (this.unhealthyBecause(cluster.key, this.assess(cluster.key))) continue;
+      this.add(cluster, 'eligible, and no scaling is configured: every eligible cluster runs');
+    }
+    const count = this.live().length;
+    this.satisfied =
+      this.selected.eligible.length === 0
+        ? {
+            type: CONDITION_SATISFIED,
+            status: 'False',
+            reason: 'NoEligibleClusters',
+            message: 'no ClusterProfile is eligible',
+          }
+        : {
+            type: CONDITION_SATISFIED,
+            status: 'True',
+            reason: 'AllEligibleClustersPlaced',
+            message: `${count} cluster(s) listed`,
+          };
+  }
+
+  autoscale(config: AutoscaleForCapacity): void {
+    const b = this.behavior;
+    const min = config.minClustersBelowCapacityCeiling;
+    const max = config.maxClusters ?? 0;
+    this.applyLifecycle(false);
+
+    // Scale-in candidates: the time a cluster started wanting scale-in is kept
+    // in status, so a restart loses nothing.
+    for (const entry of this.live()) {
+      if (entry.state === 'ACTIVE' && entry.signal.wantsScaleIn) entry.scaleInCandidateSince ??= this.now;
+      else entry.scaleInCandidateSince = undefined;
+    }
+
+    const isHeadroom = (e: Entry) => e.state === 'ACTIVE' && !e.signal.atCapacityCeiling;
+    let headroom = this.live().filter(isHeadroom).length;
+    let scaledOut = false;
+    let stabilizing = false;
+
+    if (headroom < min) {
+      // Capacity-driven scale-out waits for the window; filling up to min (a
+      // new placement, after an eviction) never does.
+      const active = this.live().filter((e) => e.state === 'ACTIVE').length;
+      const shortSince = this.shortSince();
+      if (
+        b.scaleOutStabilizationSeconds > 0 &&
+        active >= min &&
+        this.nowMs - shortSince < b.scaleOutStabilizationSeconds * SECOND
+      ) {
+        stabilizing = true;
+        this.timer(shortSince, b.scaleOutStabilizationSeconds);
+      } else {
+        for (const entry of this.byPriority(this.live().filter((e) => e.state === 'SCALING_IN'))) {
+          if (headroom >= min) break;
+          if (!this.selected.isStillEligible(entry.key) || this.unhealthyBecause(entry.key, entry.signal)) continue;
+          this.move(
+            entry,
+            'P3',
+            'ACTIVE',
+            'Reactivated',
+            `headroom ${headroom} < min ${min}: reactivated, preferred over adding a cluster`,
+          );
+          headroom++;
+          scaledOut = true;
+        }
+        for (const cluster of this.selected.eligible) {
+          if (headroom >= min || (max > 0 && this.live().length >= max)) break;
+          if (this.byKey.get(cluster.key)?.removed === false) continue;
+          if (this.unhealthyBecause(cluster.key, this.assess(cluster.key))) continue;
+          this.add(cluster, `headroom ${headroom} < min ${min}: added the highest-priority eligible cluster`);
+          headroom++;
+          scaledOut = true;
+        }
+      }
+    }
+
+    if (!scaledOut) this.scaleIn(min, headroom);
+    this.drain(config.useDraining === true);
+    this.satisfied = this.satisfaction(min, max, headroom, stabilizing);
+  }
+
+  /** Since when headroom has been short: the Satisfied=False transition time, kept in status. */
+  private shortSince(): number {
+    const satisfied = this.previous.conditions?.find((c) => c.type === CONDITION_SATISFIED);
+    const since = satisfied?.status === 'False' ? parseTime(satisfied.lastTransitionTime) : undefined;
+    return since ?? this.nowMs;
+  }
+
+  private scaleIn(min: number, headroom: number): void {
+    const b = this.behavior;
+    const active = this.live().filter((e) => e.state === 'ACTIVE');
+    const waiting: Entry[] = [];
+    for (const entry of active) {
+      const since = parseTime(entry.scaleInCandidateSince);
+      if (since === undefined) continue;
+      if (this.nowMs - since >= b.scaleInStabilizationSeconds * SECOND) waiting.push(entry);
+      else this.timer(since, b.scaleInStabilizationSeconds);
+    }
+    if (waiting.length === 0) return;
+    // Fail static: never scale in on a guess about the others' headroom.
+    if (active.some((e) => !e.signal.fresh)) return;
+    const lastAddition = parseTime(this.lastAdditionTime);
+    if (lastAddition !== undefined && this.nowMs - lastAddition < b.scaleInCooldownSeconds * SECOND) {
+      this.timer(lastAddition, b.scaleInCooldownSeconds);
+      return;
+    }
+    const candidate = this.byPriority(waiting).at(-1)!;
+    const without = headroom - (candidate.signal.atCapacityCeiling ? 0 : 1);
+    if (without < min) return;
+    const wanted = Math.round(this.elapsedSeconds(candidate.scaleInCandidateSince));
+    this.move(
+      candidate,
+      'P2',
+      'SCALING_IN',
+      'ScaleIn',
+      `wanted scale-in for ${wanted}s, the lowest-priority such cluster; headroom stays ${without} >= min ${min} without it`,
+    );
+  }
+
+  private drain(useDraining: boolean): void {
+    const b = this.behavior;
+    for (const entry of this.live()) {
+      if (!useDraining || (entry.state !== 'SCALING_IN' && entry.state !== 'EVICTING')) {
+        entry.draining = undefined;
+        continue;
+      }
+      entry.draining =
+        entry.enteredDrain || !entry.draining
+          ? startDraining(entry.signal, this.nowMs)
+          : stepDraining(entry.draining, entry.signal, this.nowMs, b.drainStepIntervalSeconds, b.drainStepPercent);
+      const next = entry.draining && nextDrainStepAt(entry.draining, b.drainStepIntervalSeconds);
+      if (next) this.timers.push(next);
+    }
+  }
+
+  private satisfaction(
+    min: number,
+    max: number,
+    headroom: number,
+    stabilizing: boolean,
+  ): Omit<Condition, 'lastTransitionTime'> {
+    const type = CONDITION_SATISFIED;
+    const counts = `${headroom} of ${min} required cluster(s) are ACTIVE and below their capacity ceiling`;
+    if (headroom >= min) return { type, status: 'True', reason: 'HeadroomAvailable', message: counts };
+    if (stabilizing) {
+      return {
+        type,
+        status: 'False',
+        reason: 'ScaleOutStabilizing',
+        message: `${counts}; waiting for behavior.scaleOut.stabilizationWindowSeconds`,
+      };
+    }
+    const addable = this.selected.eligible.some(
+      (c) => this.byKey.get(c.key)?.removed !== false && !this.unhealthyBecause(c.key, this.assess(c.key)),
+    );
+    if (addable && max > 0 && this.live().length >= max) {
+      return {
+        type,
+        status: 'False',
+        reason: 'MaxClustersReached',
+        message: `${counts}; maxClusters (${max}) reached`,
+      };
+    }
+    if (this.selected.eligible.length === 0) {
+      return {
+        type,
+        status: 'False',
+        reason: 'NoEligibleClusters',
+        message: `${counts}; no ClusterProfile is eligible`,
+      };
+    }
+    return {
+      type,
+      status: 'False',
+      reason: 'AllClustersAtCapacity',
+      message: `${counts}; every eligible cluster is listed or unhealthy`,
+    };
+  }
+
+  /** Listed clusters in priority order: eligible ones first, the others by namespace/name. */
+  private byPriority(entries: Entry[]): Entry[] {
+    const rank = (e: Entry) => this.selected.priority.get(e.key) ?? Infinity;
+    return [...entries].sort((a, b) => rank(a) - rank(b) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  listedClusters(useDraining: boolean): PlacementCluster[] {
+    return this.byPriority(this.live()).map((e) => {
+      if (e.signal.staleAt !== undefined) this.timers.push(e.signal.staleAt);
+      const cluster: PlacementCluster = {
+        name: e.name,
+        ...(e.namespace !== undefined ? { namespace: e.namespace } : {}),
+        state: e.state,
+        lastTransitionTime: e.lastTransitionTime,
+      };
+      if (e.signal.fresh) cluster.atCapacityCeiling = e.signal.atCapacityCeiling;
+      if (useDraining && e.draining) cluster.draining = e.draining;
+      if (e.reason !== undefined) cluster.reason = e.reason;
+      if (e.message !== undefined) cluster.message = e.message;
+      if (e.scaleInCandidateSince !== undefined) cluster.scaleInCandidateSince = e.scaleInCandidateSince;
+      return cluster;
+    });
+  }
+
+  requeueAfterSeconds(): number | null {
+    let next = Infinity;
+    for (const t of this.timers) if (t > this.nowMs && t < next) next = t;
+    return next === Infinity ? null : Math.max(1, Math.ceil((next - this.nowMs) / SECOND));
+  }
+}

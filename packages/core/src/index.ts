@@ -1,0 +1,18 @@
+// The public API of @mco/core. Everything here is documented in docs/api.md.
+export * from './api/common.js';
+export * from './api/cluster-profile.js';
+export * from './api/placement.js';
+export * from './api/signal.js';
+export * from './api/placement-decision.js';
+export * from './api/decision.js';
+export type { Result, SpecError } from './result.js';
+export { decide, CONDITION_SATISFIED, CONDITION_VALID, type DecideInput } from './decide.js';
+export { createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
+export { compileRe2, type Re2Pattern } from './selection/regex.js';
+export { compileSelection, selectClusters, type Selection, type SelectionResult } from './selection/select.js';
+export { RULE_TYPES } from './selection/rules.js';
+export { DEFAULT_BEHAVIOR, resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
+export { isAtCapacityCeiling, wantsScaleIn, assessSignal, type SignalAssessment } from './scaling/signals.js';
+export { drainStepSize } from './scaling/draining.js';
+export { setCondition } from './conditions.js';
+export { buildPlacementDecisions, placementDecisionName, SCHEDULER_NAME } from './placement-decisions.js';

@@ -1,0 +1,38 @@
+import type { Behavior } from '../api/placement.js';
+
+/** Every timing knob of a placement, defaults applied (semantics.md section 6). */
+export interface ResolvedBehavior {
+  readonly scaleOutStabilizationSeconds: number;
+  readonly scaleInStabilizationSeconds: number;
+  readonly scaleInCooldownSeconds: number;
+  readonly drainStepIntervalSeconds: number;
+  readonly drainStepPercent: number;
+  readonly evictionTimeoutSeconds: number;
+  readonly unhealthyTimeoutSeconds: number;
+  readonly signalStaleAfterSeconds: number;
+}
+
+export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
+  scaleOutStabilizationSeconds: 0,
+  scaleInStabilizationSeconds: 300,
+  scaleInCooldownSeconds: 300,
+  drainStepIntervalSeconds: 60,
+  drainStepPercent: 25,
+  evictionTimeoutSeconds: 1800,
+  unhealthyTimeoutSeconds: 900,
+  signalStaleAfterSeconds: 180,
+});
+
+export function resolveBehavior(behavior: Behavior | undefined): ResolvedBehavior {
+  const d = DEFAULT_BEHAVIOR;
+  return {
+    scaleOutStabilizationSeconds: behavior?.scaleOut?.stabilizationWindowSeconds ?? d.scaleOutStabilizationSeconds,
+    scaleInStabilizationSeconds: behavior?.scaleIn?.stabilizationWindowSeconds ?? d.scaleInStabilizationSeconds,
+    scaleInCooldownSeconds: behavior?.scaleIn?.cooldownSeconds ?? d.scaleInCooldownSeconds,
+    drainStepIntervalSeconds: behavior?.drain?.stepIntervalSeconds ?? d.drainStepIntervalSeconds,
+    drainStepPercent: behavior?.drain?.stepPercent ?? d.drainStepPercent,
+    evictionTimeoutSeconds: behavior?.evictionTimeoutSeconds ?? d.evictionTimeoutSeconds,
+    unhealthyTimeoutSeconds: behavior?.unhealthyTimeoutSeconds ?? d.unhealthyTimeoutSeconds,
+    signalStaleAfterSeconds: behavior?.signalStaleAfterSeconds ?? d.signalStaleAfterSeconds,
+  };
+}

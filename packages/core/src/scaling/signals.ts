@@ -1,0 +1,88 @@
+import type { Signal } from '../api/signal.js';
+import { parseTime, SECOND } from '../time.js';
+
+/** What the engine reads from one cluster's signal. Missing or stale data reads as "unknown". */
+export interface SignalAssessment {
+  /** The signal exists and is younger than `signalStaleAfterSeconds`. */
+  readonly fresh: boolean;
+  readonly atCapacityCeiling: boolean;
+  readonly wantsScaleIn: boolean;
+  /** false only when a fresh signal says so. */
+  readonly workloadUnhealthy: boolean;
+  /** true only when a fresh signal says so. */
+  readonly workloadHealthy: boolean;
+  readonly currentReplicas: number | undefined;
+  readonly maxReplicas: number | undefined;
+  /** When the signal turns stale (ms), for fresh signals. */
+  readonly staleAt: number | undefined;
+}
+
+export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
+  fresh: false,
+  atCapacityCeiling: false,
+  wantsScaleIn: false,
+  workloadUnhealthy: false,
+  workloadHealthy: false,
+  currentReplicas: undefined,
+  maxReplicas: undefined,
+  staleAt: undefined,
+});
+
+/**
+ * A cluster is at its capacity ceiling when pods are pending and the
+ * cluster-autoscaler failed to scale up, when the HPA is at its maximum and
+ * reports ScalingLimited, or when the source says so directly.
+ */
+export function isAtCapacityCeiling(signal: Signal): boolean {
+  if (signal.atCapacityCeiling === true) return true;
+  if ((signal.pendingPods ?? 0) > 0 && signal.failedScaleUp === true) return true;
+  const hpa = signal.hpa;
+  return (
+    hpa?.currentReplicas !== undefined &&
+    hpa.maxReplicas !== undefined &&
+    hpa.currentReplicas >= hpa.maxReplicas &&
+    hpa.scalingLimited?.status === 'True'
+  );
+}
+
+/** A cluster wants scale-in when its HPA is at its minimum and limited by TooFewReplicas, or the source says so. */
+export function wantsScaleIn(signal: Signal): boolean {
+  if (signal.wantsScaleIn === true) return true;
+  const hpa = signal.hpa;
+  return (
+    hpa?.currentReplicas !== undefined &&
+    hpa.minReplicas !== undefined &&
+    hpa.currentReplicas <= hpa.minReplicas &&
+    hpa.scalingLimited?.status === 'True' &&
+    hpa.scalingLimited.reason === 'TooFewReplicas'
+  );
+}
+
+export function assessSignal(signal: Signal | undefined, nowMs: number, staleAfterSeconds: number): SignalAssessment {
+  const observedAt = parseTime(signal?.observedAt);
+  if (!signal || observedAt === undefined) return UNKNOWN_SIGNAL;
+  const staleAt = observedAt + staleAfterSeconds * SECOND;
+  if (nowMs >= staleAt) return UNKNOWN_SIGNAL;
+  return {
+    fresh: true,
+    atCapacityCeiling: isAtCapacityCeiling(signal),
+    wantsScaleIn: wantsScaleIn(signal),
+    workloadUnhealthy: signal.workloadHealthy === false,
+    workloadHealthy: signal.workloadHealthy === true,
+    currentReplicas: signal.hpa?.currentReplicas,
+    maxReplicas: signal.hpa?.maxReplicas,
+    staleAt,
+  };
+}
+
+/** The newest signal per cluster; ties keep the first given. */
+export function indexSignals(signals: readonly Signal[]): Map<string, Signal> {
+  const byCluster = new Map<string, Signal>();
+  for (const signal of signals) {
+    const previous = byCluster.get(signal.cluster);
+    if (!previous || (parseTime(signal.observedAt) ?? -Infinity) > (parseTime(previous.observedAt) ?? -Infinity)) {
+      byCluster.set(signal.cluster, signal);
+    }
+  }
+  return byCluster;
+}

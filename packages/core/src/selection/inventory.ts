@@ -1,0 +1,48 @@
+import type { ClusterProfile } from '../api/cluster-profile.js';
+import { CONTROL_PLANE_HEALTHY } from '../api/cluster-profile.js';
+import { clusterKey, type ClusterKey } from '../api/common.js';
+
+/** A ClusterProfile as the engine sees it, with what every evaluation reads precomputed. */
+export interface InventoryCluster {
+  readonly key: ClusterKey;
+  readonly name: string;
+  readonly namespace: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** The `ControlPlaneHealthy` condition: false only when it is `False`; unknown is undefined. */
+  readonly controlPlaneHealthy: boolean | undefined;
+  readonly profile: ClusterProfile;
+}
+
+/**
+ * The candidates of semantics.md section 2.1: ClusterProfiles not being deleted,
+ * in `namespace/name` byte order. Build it once per snapshot and share it across
+ * placements; it is immutable.
+ */
+export interface Inventory {
+  readonly clusters: readonly InventoryCluster[];
+  readonly byKey: ReadonlyMap<ClusterKey, InventoryCluster>;
+}
+
+const EMPTY_LABELS: Readonly<Record<string, string>> = Object.freeze({});
+
+export function createInventory(profiles: readonly ClusterProfile[]): Inventory {
+  const byKey = new Map<ClusterKey, InventoryCluster>();
+  for (const profile of profiles) {
+    const { name, namespace = '', deletionTimestamp } = profile.metadata;
+    if (deletionTimestamp) continue;
+    const key = clusterKey(namespace, name);
+    if (byKey.has(key)) continue; // a snapshot never holds two objects with one identity; keep the first
+    const condition = profile.status?.conditions?.find((c) => c.type === CONTROL_PLANE_HEALTHY);
+    byKey.set(key, {
+      key,
+      name,
+      namespace,
+      labels: profile.metadata.labels ?? EMPTY_LABELS,
+      controlPlaneHealthy: condition?.status === 'False' ? false : condition?.status === 'True' ? true : undefined,
+      profile,
+    });
+  }
+  // Byte order of namespace/name; Kubernetes names are ASCII, where UTF-16 order is byte order.
+  const clusters = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return { clusters, byKey };
+}

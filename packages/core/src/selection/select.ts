@@ -1,0 +1,117 @@
+import type { ClusterKey } from '../api/common.js';
+import type { PlacementSpec } from '../api/placement.js';
+import { err, ok, type Result, type SpecError } from '../result.js';
+import type { Inventory, InventoryCluster } from './inventory.js';
+import { compileRule, type CompiledRule } from './rules.js';
+import { compileClusterSelector, compileTerm, type ClusterMatcher } from './selectors.js';
+
+/** A placement's selection policy, compiled once per spec. */
+export interface Selection {
+  readonly rules: readonly CompiledRule[] | undefined;
+  readonly required: ClusterMatcher | undefined;
+  /** true with requiredDuringSchedulingRequiredDuringExecution: listed clusters that stop matching are evicted. */
+  readonly requiredDuringExecution: boolean;
+  readonly preferences: readonly { readonly weight: number; readonly match: ClusterMatcher }[];
+}
+
+export function compileSelection(spec: PlacementSpec): Result<Selection, SpecError> {
+  if (spec.clusterSelectorRules && spec.rules) {
+    return err({
+      reason: 'InvalidSpec',
+      field: 'spec.rules',
+      message: 'set either clusterSelectorRules or its alias rules, not both',
+    });
+  }
+  const ruleSpecs = spec.clusterSelectorRules ?? spec.rules;
+  const rulesField = spec.clusterSelectorRules ? 'spec.clusterSelectorRules' : 'spec.rules';
+  let rules: CompiledRule[] | undefined;
+  if (ruleSpecs && ruleSpecs.length > 0) {
+    rules = [];
+    for (let i = 0; i < ruleSpecs.length; i++) {
+      const rule = compileRule(ruleSpecs[i]!, `${rulesField}[${i}]`);
+      if (!rule.ok) return rule;
+      rules.push(rule.value);
+    }
+  }
+
+  const affinity = spec.affinity?.clusterAffinity;
+  const base = 'spec.affinity.clusterAffinity';
+  const rde = affinity?.requiredDuringSchedulingRequiredDuringExecution;
+  const ide = affinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (rde && ide) {
+    return err({
+      reason: 'InvalidAffinity',
+      field: base,
+      message:
+        'set only one of requiredDuringSchedulingRequiredDuringExecution and requiredDuringSchedulingIgnoredDuringExecution',
+    });
+  }
+  let required: ClusterMatcher | undefined;
+  if (rde || ide) {
+    const path = `${base}.${rde ? 'requiredDuringSchedulingRequiredDuringExecution' : 'requiredDuringSchedulingIgnoredDuringExecution'}`;
+    const matcher = compileClusterSelector((rde ?? ide)!, path);
+    if (!matcher.ok) return matcher;
+    required = matcher.value;
+  }
+  const preferences: { weight: number; match: ClusterMatcher }[] = [];
+  const preferred = affinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
+  for (let i = 0; i < preferred.length; i++) {
+    const term = compileTerm(
+      preferred[i]!.preference,
+      `${base}.preferredDuringSchedulingIgnoredDuringExecution[${i}].preference`,
+    );
+    if (!term.ok) return term;
+    preferences.push({ weight: preferred[i]!.weight, match: term.value });
+  }
+  return ok({ rules, required, requiredDuringExecution: rde !== undefined, preferences });
+}
+
+export interface SelectionResult {
+  /** The ordered eligible list: position is priority (earlier is preferred). */
+  readonly eligible: readonly InventoryCluster[];
+  readonly priority: ReadonlyMap<ClusterKey, number>;
+  /** Whether a listed cluster may stay (semantics.md section 3, "no longer eligible"). */
+  isStillEligible(key: ClusterKey): boolean;
+  /** Why `isStillEligible` is false, for the transition's reason. */
+  ineligibleBecause(key: ClusterKey): string;
+  readonly unknownClusters: readonly string[];
+}
+
+export function selectClusters(selection: Selection, inventory: Inventory): SelectionResult {
+  const report = { unknownClusters: [] as string[] };
+  let list: readonly InventoryCluster[] = inventory.clusters;
+  let ruleKeys: Set<ClusterKey> | undefined;
+  if (selection.rules) {
+    for (const rule of selection.rules) list = rule(list, inventory, report);
+    ruleKeys = new Set(list.map((c) => c.key));
+  }
+  const required = selection.required;
+  let eligible = required ? list.filter(required) : list;
+  if (selection.preferences.length > 0) {
+    const scored = eligible.map((cluster, index) => {
+      let score = 0;
+      for (const p of selection.preferences) if (p.match(cluster)) score += p.weight;
+      return { cluster, index, score };
+    });
+    scored.sort((a, b) => b.score - a.score || a.index - b.index);
+    eligible = scored.map((s) => s.cluster);
+  }
+  const priority = new Map<ClusterKey, number>();
+  for (let i = 0; i < eligible.length; i++) priority.set(eligible[i]!.key, i);
+
+  const ineligibleBecause = (key: ClusterKey): string => {
+    if (!inventory.byKey.has(key)) return 'its ClusterProfile was deleted';
+    if (ruleKeys && !ruleKeys.has(key)) return 'it dropped out of the cluster selector rules';
+    if (selection.requiredDuringExecution && !priority.has(key)) {
+      return 'it no longer matches requiredDuringSchedulingRequiredDuringExecution';
+    }
+    return '';
+  };
+  return {
+    eligible,
+    priority,
+    isStillEligible: (key) => ineligibleBecause(key) === '',
+    ineligibleBecause,
+    unknownClusters: report.unknownClusters,
+  };
+}

@@ -1,0 +1,106 @@
+import type { ClusterSelector, ClusterSelectorTerm } from '../api/placement.js';
+import { err, ok, type Result, type SpecError } from '../result.js';
+import type { InventoryCluster } from './inventory.js';
+
+export type ClusterMatcher = (cluster: InventoryCluster) => boolean;
+
+const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
+const FIELDS: Record<string, (c: InventoryCluster) => string> = {
+  'metadata.name': (c) => c.name,
+  'metadata.namespace': (c) => c.namespace,
+};
+
+const selectorError = (field: string, message: string): SpecError => ({ reason: 'InvalidSelector', field, message });
+
+/**
+ * One requirement with Kubernetes label-selector meaning: `NotIn` and
+ * `DoesNotExist` match a missing key.
+ */
+function compileRequirement(
+  read: (c: InventoryCluster) => string | undefined,
+  operator: string,
+  values: readonly string[] | undefined,
+  path: string,
+): Result<ClusterMatcher, SpecError> {
+  if (!OPERATORS.has(operator)) {
+    return err(
+      selectorError(`${path}.operator`, `unknown operator "${operator}"; use In, NotIn, Exists or DoesNotExist`),
+    );
+  }
+  const count = values?.length ?? 0;
+  if ((operator === 'In' || operator === 'NotIn') && count === 0) {
+    return err(selectorError(`${path}.values`, `operator ${operator} needs at least one value`));
+  }
+  if ((operator === 'Exists' || operator === 'DoesNotExist') && count > 0) {
+    return err(selectorError(`${path}.values`, `operator ${operator} takes no values`));
+  }
+  const set = new Set(values);
+  switch (operator) {
+    case 'In':
+      return ok((c) => {
+        const v = read(c);
+        return v !== undefined && set.has(v);
+      });
+    case 'NotIn':
+      return ok((c) => {
+        const v = read(c);
+        return v === undefined || !set.has(v);
+      });
+    case 'Exists':
+      return ok((c) => read(c) !== undefined);
+    default:
+      return ok((c) => read(c) === undefined);
+  }
+}
+
+/** A term: its expressions ANDed; a term without expressions matches every cluster. */
+export function compileTerm(term: ClusterSelectorTerm, path: string): Result<ClusterMatcher, SpecError> {
+  const parts: ClusterMatcher[] = [];
+  const expressions = term.matchExpressions ?? [];
+  for (let i = 0; i < expressions.length; i++) {
+    const expression = expressions[i]!;
+    const at = `${path}.matchExpressions[${i}]`;
+    if (!expression.labelSelector && !expression.fieldSelector) {
+      return err(selectorError(at, 'an expression needs a labelSelector, a fieldSelector or both'));
+    }
+    if (expression.labelSelector) {
+      const { key, operator, values } = expression.labelSelector;
+      const matcher = compileRequirement((c) => c.labels[key], operator, values, `${at}.labelSelector`);
+      if (!matcher.ok) return matcher;
+      parts.push(matcher.value);
+    }
+    if (expression.fieldSelector) {
+      const { field, operator, values } = expression.fieldSelector;
+      const read = FIELDS[field];
+      if (!read) {
+        return err(
+          selectorError(
+            `${at}.fieldSelector.field`,
+            `unsupported field "${field}"; use metadata.name or metadata.namespace`,
+          ),
+        );
+      }
+      const matcher = compileRequirement(read, operator, values, `${at}.fieldSelector`);
+      if (!matcher.ok) return matcher;
+      parts.push(matcher.value);
+    }
+  }
+  return ok((c) => {
+    for (const part of parts) if (!part(c)) return false;
+    return true;
+  });
+}
+
+/** A selector: its terms ORed; no terms match no cluster. */
+export function compileClusterSelector(selector: ClusterSelector, path: string): Result<ClusterMatcher, SpecError> {
+  const terms: ClusterMatcher[] = [];
+  for (let i = 0; i < selector.clusterSelectorTerms.length; i++) {
+    const term = compileTerm(selector.clusterSelectorTerms[i]!, `${path}.clusterSelectorTerms[${i}]`);
+    if (!term.ok) return term;
+    terms.push(term.value);
+  }
+  return ok((c) => {
+    for (const term of terms) if (term(c)) return true;
+    return false;
+  });
+}

@@ -1,0 +1,14 @@
+import { defineConfig } from 'vitest/config';
+
+// Tests run against TypeScript sources of sibling packages through the
+// "source" export condition, so no build is needed before `npm test`.
+export default defineConfig({
+  resolve: { conditions: ['source'] },
+  ssr: { resolve: { conditions: ['source'], externalConditions: ['source'] } },
+  test: {
+    include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+    reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
+    testTimeout: 20_000,
+    hookTimeout: 600_000,
+  },
+});
