@@ -1,0 +1,21 @@
+export {
+  createLogger,
+  redact,
+  silentLogger,
+  REDACTED,
+  type Logger,
+  type LogFields,
+  type LogLevel,
+  type LoggerOptions,
+} from './logger.js';
+export { McoError, toMcoError, httpStatusOf, type McoErrorCode } from './errors.js';
+export type {
+  CapacitySignalSource,
+  InventoryProvider,
+  InventoryProviderModule,
+  PluginDeps,
+  PluginKind,
+  PluginModule,
+  SignalRequest,
+  SignalSourceModule,
+} from './plugin.js';

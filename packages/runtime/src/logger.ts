@@ -1,0 +1,68 @@
+/** Structured logger handed to every part of mco; one JSON object per line. */
+export interface Logger {
+  debug(message: string, fields?: LogFields): void;
+  info(message: string, fields?: LogFields): void;
+  warn(message: string, fields?: LogFields): void;
+  error(message: string, fields?: LogFields): void;
+  /** A logger that adds `fields` to every line. */
+  child(fields: LogFields): Logger;
+}
+export type LogFields = Readonly<Record<string, unknown>>;
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
+
+const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+
+/** Keys whose values are never logged, whatever their nesting. */
+const SECRET_KEY =
+  /(token|secret|password|passwd|authorization|credential|bearer|private|key-?data|cert-?data|cookie)/i;
+export const REDACTED = '[REDACTED]';
+
+/** Replaces the values of secret-looking keys; also turns Errors into {message, code}. */
+export function redact(value: unknown, depth = 0): unknown {
+  if (depth > 8) return '[…]';
+  if (value instanceof Error) {
+    const code = (value as { code?: unknown }).code;
+    return { message: value.message, ...(code !== undefined ? { code } : {}) };
+  }
+  if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? REDACTED : redact(v, depth + 1);
+    return out;
+  }
+  return value;
+}
+
+export interface LoggerOptions {
+  readonly level?: LogLevel;
+  /** Where lines go; stderr by default. */
+  readonly write?: (line: string) => void;
+  readonly now?: () => Date;
+}
+
+export function createLogger(options: LoggerOptions = {}, bound: LogFields = {}): Logger {
+  const min = LEVELS[options.level ?? 'info'];
+  const write = options.write ?? ((line: string) => process.stderr.write(line));
+  const now = options.now ?? (() => new Date());
+  const log = (level: LogLevel) => (message: string, fields?: LogFields) => {
+    if (LEVELS[level] < min) return;
+    const record = redact({ ...bound, ...fields }) as Record<string, unknown>;
+    write(`${JSON.stringify({ time: now().toISOString(), level, msg: message, ...record })}\n`);
+  };
+  return {
+    debug: log('debug'),
+    info: log('info'),
+    warn: log('warn'),
+    error: log('error'),
+    child: (fields) => createLogger(options, { ...bound, ...fields }),
+  };
+}
+
+/** A logger that drops everything, for tests and library defaults. */
+export const silentLogger: Logger = {
+  debug: () => {},
+  info: () => {},
+  warn: () => {},
+  error: () => {},
+  child: () => silentLogger,
+};

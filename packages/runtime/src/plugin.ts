@@ -1,0 +1,66 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Signal } from '@mco/core';
+import type { ClusterProfile, PlacementSpec } from '@mco/core';
+import type { Registry } from 'prom-client';
+import type { z } from 'zod';
+import type { Logger } from './logger.js';
+
+/** What the mco app hands to every plugin it creates. */
+export interface PluginDeps {
+  readonly logger: Logger;
+  /** Access to the hub cluster. */
+  readonly kubeConfig: KubeConfig;
+  /** Register the plugin's metrics here; they appear on the app's /metrics. */
+  readonly metrics: Registry;
+  /** The clock; tests pass a fake one. */
+  readonly now: () => Date;
+}
+
+export type PluginKind = 'inventory' | 'signals';
+
+/**
+ * What a provider package exports (docs/writing-a-provider.md): a name, a zod
+ * schema for its configuration, and a factory. Importing the package has no
+ * side effects; the mco app registers it in one list.
+ */
+export interface PluginModule<Kind extends PluginKind, Config, Instance> {
+  readonly kind: Kind;
+  /** Unique among plugins of its kind: lower-case words and dashes. */
+  readonly name: string;
+  readonly configSchema: z.ZodType<Config>;
+  create(config: Config, deps: PluginDeps): Instance;
+}
+
+/** What a capacity-signal source is asked about: one placement and its listed clusters. */
+export interface SignalRequest {
+  readonly placement: {
+    readonly namespace: string;
+    readonly name: string;
+    readonly spec: PlacementSpec;
+  };
+  /** The clusters to observe, with their ClusterProfiles (for access and annotations). */
+  readonly clusters: readonly { readonly key: string; readonly profile: ClusterProfile }[];
+}
+
+/**
+ * Observes the placed workload on clusters and reports semantics.md section 5
+ * signals, each stamped with `observedAt`. Sources observe; they never decide.
+ * A cluster it cannot observe is left out (a missing signal), never guessed.
+ */
+export interface CapacitySignalSource {
+  observe(request: SignalRequest, abort?: AbortSignal): Promise<readonly Signal[]>;
+  close?(): Promise<void>;
+}
+
+/**
+ * Keeps the hub's ClusterProfiles in step with a source of truth. Owns only
+ * profiles whose `spec.clusterManager.name` is its own; never prunes from a
+ * partial listing.
+ */
+export interface InventoryProvider {
+  /** Runs until `abort` fires; resolves after cleanup. */
+  run(abort: AbortSignal): Promise<void>;
+}
+
+export type SignalSourceModule<Config = unknown> = PluginModule<'signals', Config, CapacitySignalSource>;
+export type InventoryProviderModule<Config = unknown> = PluginModule<'inventory', Config, InventoryProvider>;
