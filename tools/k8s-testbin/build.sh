@@ -69,18 +69,21 @@ fi
 tmpfiles=()
 child=""
 cleanup() {
-  # Stop a running `go build` (it removes its own work dir on SIGINT) so it
-  # cannot write the temp file after we delete it.
-  if [[ -n "$child" ]] && kill -0 "$child" 2>/dev/null; then
-    kill -INT "$child" 2>/dev/null || true
+  # `go build` runs in its own process group (setsid): stop the whole group
+  # (go, compile, link) so nothing can write the temp file after we delete it.
+  if [[ -n "$child" ]]; then
+    kill -TERM -- "-$child" 2>/dev/null || true
     wait "$child" 2>/dev/null || true
   fi
-  ((${#tmpfiles[@]})) && rm -f "${tmpfiles[@]}"
+  ((${#tmpfiles[@]})) && rm -rf "${tmpfiles[@]}"
   return 0
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# We hold the lock, so temp files here are leftovers of a killed run.
+rm -rf "$out"/.*.tmp.* "$out"/.gotmp.*
 
 if [[ -n "${GO:-}" ]]; then
   go_cmd="$GO"
@@ -99,16 +102,19 @@ build() { # name package [extra ldflags]
     return 0
   fi
   [[ -n "$go_cmd" ]] || die "go not found (need Go >= 1.26; set GO=/path/to/go)"
-  local tmp="$out/.$name.tmp.$$"
-  tmpfiles+=("$tmp")
+  local tmp="$out/.$name.tmp.$$" gotmp="$out/.gotmp.$$"
+  tmpfiles+=("$tmp" "$gotmp")
+  mkdir -p "$gotmp"
   log "building $name ($pkg) -> $out/$name; a cold build takes ~4 min on 2 cores"
   local start=$SECONDS
-  # Run in the background and `wait`, so INT/TERM traps fire at once.
-  (cd "$here" && GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off \
-    exec "$go_cmd" build -mod=readonly -trimpath -ldflags="-s -w $extra" -o "$tmp" "$pkg") >&2 &
+  # In the background + `wait` so INT/TERM traps fire at once; GOTMPDIR so an
+  # interrupted build leaves no go-build* work dir behind.
+  (cd "$here" && GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off GOTMPDIR="$gotmp" \
+    exec setsid -w "$go_cmd" build -mod=readonly -trimpath -ldflags="-s -w $extra" -o "$tmp" "$pkg") >&2 &
   child=$!
   wait "$child" || die "go build $pkg failed"
   child=""
+  rm -rf "$gotmp"
   "$tmp" --version >&2 || die "freshly built $name does not run"
   chmod 0755 "$tmp"
   mv -f "$tmp" "$out/$name"

@@ -1,6 +1,12 @@
-// Wrapper module used only to build a real kube-apiserver and etcd for tests.
-// See build.sh and RESULTS.md. Regenerate the replace list from the
-// published k8s.io/kubernetes go.mod ("=> ./staging/src/..." lines).
+// Wrapper module used only to build a real kube-apiserver and etcd for tests
+// (see build.sh and RESULTS.md). `go install k8s.io/kubernetes/...@v` cannot
+// work because k8s.io/kubernetes replaces its staging modules with local
+// paths; this module repeats those replaces with published versions.
+//
+// To bump: set the k8s.io/kubernetes version, regenerate the replace block
+// from that version's go.mod ("=> ./staging/src/..." lines, all -> v0.Y.Z),
+// run `GOTOOLCHAIN=local go mod tidy`. etcd is whatever version k8s's graph
+// selects (go.etcd.io/etcd/server/v3, whose module root is package main).
 module mco/tools/k8s-testbin
 
 go 1.26.0
@@ -188,6 +194,8 @@ replace (
 	k8s.io/mount-utils => k8s.io/mount-utils v0.36.4
 	k8s.io/pod-security-admission => k8s.io/pod-security-admission v0.36.4
 	k8s.io/sample-apiserver => k8s.io/sample-apiserver v0.36.4
+	// sample-cli-plugin and sample-controller have no v0.36.4 on the proxy;
+	// harmless, as nothing in the build graph requires them.
 	k8s.io/sample-cli-plugin => k8s.io/sample-cli-plugin v0.36.4
 	k8s.io/sample-controller => k8s.io/sample-controller v0.36.4
 	k8s.io/streaming => k8s.io/streaming v0.36.4
