@@ -16,6 +16,9 @@ export type {
   PluginDeps,
   PluginKind,
   PluginModule,
+  SignalError,
+  SignalObservation,
   SignalRequest,
   SignalSourceModule,
 } from './plugin.js';
+export { signalMetrics, type SignalMetrics, type SignalResult } from './signal-metrics.js';

@@ -3,6 +3,7 @@ import type { Signal } from '@mco/core';
 import type { ClusterProfile, PlacementSpec } from '@mco/core';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
+import type { McoErrorCode } from './errors.js';
 import type { Logger } from './logger.js';
 
 /** What the mco app hands to every plugin it creates. */
@@ -43,12 +44,37 @@ export interface SignalRequest {
 }
 
 /**
+ * Why a cluster's signal is missing or incomplete. The controller shows these
+ * in the placement's conditions; the message names the cluster's problem in
+ * words an operator can act on and never contains a credential.
+ */
+export interface SignalError {
+  /** ClusterProfile `namespace/name`. */
+  readonly cluster: string;
+  readonly code: McoErrorCode;
+  readonly message: string;
+}
+
+/** The answer of one `observe` call. */
+export interface SignalObservation {
+  /** At most one signal per requested cluster; a cluster that could not be observed has none. */
+  readonly signals: readonly Signal[];
+  /**
+   * One entry per cluster that could not be observed (no signal) or only in
+   * part (its signal leaves the unobserved fields undefined), in request order.
+   */
+  readonly errors: readonly SignalError[];
+}
+
+/**
  * Observes the placed workload on clusters and reports semantics.md section 5
  * signals, each stamped with `observedAt`. Sources observe; they never decide.
- * A cluster it cannot observe is left out (a missing signal), never guessed.
+ * A cluster it cannot observe is left out (a missing signal), never guessed,
+ * and reported in `errors`. `observe` rejects only when `abort` fires or on a
+ * broken invariant, never because a cluster failed.
  */
 export interface CapacitySignalSource {
-  observe(request: SignalRequest, abort?: AbortSignal): Promise<readonly Signal[]>;
+  observe(request: SignalRequest, abort?: AbortSignal): Promise<SignalObservation>;
   close?(): Promise<void>;
 }
 
