@@ -1,1 +1,13 @@
-export {};
+// @mco/testkit (private): a real kube-apiserver + etcd for integration tests.
+// See docs/testing.md.
+export { BUILD_SCRIPT, controlPlaneAvailability, ENABLE_HINT, locateBinaries, type Availability } from './binaries.js';
+export {
+  DEFAULT_USERS,
+  startControlPlane,
+  type ClusterHandle,
+  type ControlPlane,
+  type ControlPlaneOptions,
+} from './control-plane.js';
+export { apiErrorOf, type ApiErrorInfo } from './http.js';
+export { applyObjects, FIELD_MANAGER, installCrds, loadYamlObjects, type CrdSource } from './objects.js';
+export { controlPlaneSkipReason, describeWithControlPlane, sharedCrdsDir, type RequirementOptions } from './vitest.js';

@@ -1,0 +1,60 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { describe } from 'vitest';
+import { controlPlaneAvailability, ENABLE_HINT } from './binaries.js';
+
+/** `../shared/crds` beside the repository (third-party CRDs, test data), or undefined when absent. */
+export function sharedCrdsDir(): string | undefined {
+  const dir = fileURLToPath(new URL('../../../../shared/crds', import.meta.url));
+  return existsSync(dir) ? dir : undefined;
+}
+
+export interface RequirementOptions {
+  /** The suite also needs `../shared/crds`. */
+  readonly sharedCrds?: boolean;
+}
+
+/**
+ * Why a suite that needs a real control plane cannot run here, or undefined
+ * when it can. Under `CI=true` nothing is ever skipped: a missing requirement
+ * then fails the suite in its `beforeAll`.
+ */
+export function controlPlaneSkipReason(
+  options: RequirementOptions = {},
+  env: NodeJS.ProcessEnv = process.env,
+): string | undefined {
+  if (env.CI === 'true' || env.CI === '1') return undefined;
+  const availability = controlPlaneAvailability(env);
+  if (!availability.available) return `${availability.reason}; to enable: ${ENABLE_HINT}`;
+  if (options.sharedCrds && !sharedCrdsDir()) {
+    return 'no ../shared/crds beside the repository (third-party CRDs used as test data)';
+  }
+  return undefined;
+}
+
+const announced = new Set<string>();
+
+/**
+ * `describe` for suites that start a real kube-apiserver. Outside CI, when the
+ * requirements are missing, the suite is skipped and ONE line says why and how
+ * to enable it.
+ */
+export function describeWithControlPlane(name: string, fn: () => void): void;
+export function describeWithControlPlane(name: string, options: RequirementOptions, fn: () => void): void;
+export function describeWithControlPlane(
+  name: string,
+  optionsOrFn: RequirementOptions | (() => void),
+  maybeFn?: () => void,
+): void {
+  const [options, fn] = typeof optionsOrFn === 'function' ? [{}, optionsOrFn] : [optionsOrFn, maybeFn!];
+  const reason = controlPlaneSkipReason(options);
+  if (reason === undefined) {
+    describe(name, fn);
+    return;
+  }
+  if (!announced.has(reason)) {
+    announced.add(reason);
+    console.warn(`[mco-testkit] skipping integration tests: ${reason}`);
+  }
+  describe.skip(name, fn);
+}
