@@ -1,7 +1,8 @@
+import type {
+  KubeConfig} from '@kubernetes/client-node';
 import {
   ApiextensionsV1Api,
   CustomObjectsApi,
-  KubeConfig,
   KubernetesObjectApi,
   PatchStrategy,
   type KubernetesObject,
