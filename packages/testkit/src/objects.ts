@@ -1,5 +1,4 @@
-import type {
-  KubeConfig} from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import {
   ApiextensionsV1Api,
   CustomObjectsApi,
