@@ -1,0 +1,210 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { ClusterProfile } from '@mco/core';
+import { silentLogger, type Logger } from '@mco/runtime';
+import { selectAccessProvider } from './access.js';
+import { parsePluginRequest, placementParameters, type ProfileLookup } from './parameters.js';
+import type { TokenVerifier } from './token.js';
+import type { PlacementView } from './view.js';
+
+/** The path Argo CD's plugin generator posts to (`{baseUrl}/api/v1/getparams.execute`). */
+export const PLUGIN_PATH = '/api/v1/getparams.execute';
+
+export interface PluginServerLimits {
+  /** Largest accepted request body (default 64 KiB); Argo CD sends a few hundred bytes. */
+  readonly maxBodyBytes?: number;
+  /** Largest accepted request head (default 16 KiB). */
+  readonly maxHeaderBytes?: number;
+  /** Time allowed to receive the request head (default 10 s). */
+  readonly headersTimeoutMs?: number;
+  /** Time allowed to receive the whole request (default 30 s). */
+  readonly requestTimeoutMs?: number;
+  /**
+   * How long an idle keep-alive connection stays open (default 120 s). Longer
+   * than Go's http.Transport IdleConnTimeout (90 s), so Argo CD always closes
+   * first and never reuses a connection the server is closing.
+   */
+  readonly keepAliveTimeoutMs?: number;
+}
+
+export interface PluginServerOptions {
+  readonly view: PlacementView;
+  readonly token: TokenVerifier;
+  /** Access provider names in order of preference, for the `server` output (default: first with a server). */
+  readonly accessProviderNames?: readonly string[];
+  readonly limits?: PluginServerLimits;
+  readonly logger?: Logger;
+}
+
+export interface PluginServer {
+  readonly server: Server;
+  listen(port: number, host?: string): Promise<AddressInfo>;
+  close(): Promise<void>;
+}
+
+const DEFAULT_LIMITS: Required<PluginServerLimits> = {
+  maxBodyBytes: 64 * 1024,
+  maxHeaderBytes: 16 * 1024,
+  headersTimeoutMs: 10_000,
+  requestTimeoutMs: 30_000,
+  keepAliveTimeoutMs: 120_000,
+};
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly reason: string,
+    message: string,
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The ApplicationSet plugin generator endpoint (docs/argocd.md). Status codes:
+ * 200 with one parameter set per listed cluster; 400 bad parameters; 401 no
+ * bearer token; 403 wrong token; 404 unknown path or placement; 405 wrong
+ * method; 413 body too large; 415 not JSON; 503 cache not synced or partial;
+ * 500 a placement status mco cannot read. Argo CD changes nothing on any
+ * non-2xx answer, so every doubt is an error, never a list.
+ */
+export function createPluginServer(options: PluginServerOptions): PluginServer {
+  const limits = { ...DEFAULT_LIMITS, ...options.limits };
+  const logger = options.logger ?? silentLogger;
+  const lookup: ProfileLookup = {
+    clusterProfile: (namespace, name) => options.view.clusterProfile(namespace, name),
+    serverOf: (profile: ClusterProfile) =>
+      selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null,
+  };
+
+  const server = createServer({ maxHeaderSize: limits.maxHeaderBytes }, (req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      logger.error('plugin request failed', { error });
+      if (!res.headersSent) send(res, 500, { error: 'Internal', message: 'internal error' });
+      else res.destroy();
+    });
+  });
+  server.headersTimeout = limits.headersTimeoutMs;
+  server.requestTimeout = limits.requestTimeoutMs;
+  server.keepAliveTimeout = limits.keepAliveTimeoutMs;
+  server.maxHeadersCount = 64;
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = (req.url ?? '').split('?', 1)[0];
+    if (path === '/healthz') return send(res, 200, { status: 'ok' });
+    if (path === '/readyz') {
+      return options.view.synced()
+        ? send(res, 200, { status: 'ok' })
+        : send(res, 503, { error: 'NotSynced', message: 'cache not synced' });
+    }
+    try {
+      if (path !== PLUGIN_PATH) throw new HttpError(404, 'NotFound', `no such path; Argo CD posts to ${PLUGIN_PATH}`);
+      if (req.method !== 'POST') {
+        throw new HttpError(405, 'MethodNotAllowed', 'only POST is allowed', { Allow: 'POST' });
+      }
+      await authenticate(req);
+      if (!isJson(req.headers['content-type'])) {
+        throw new HttpError(415, 'UnsupportedMediaType', 'Content-Type must be application/json');
+      }
+      const body = parseBody(await readBody(req, limits.maxBodyBytes));
+      const parsed = parsePluginRequest(body);
+      if (!parsed.ok) throw new HttpError(400, 'BadRequest', parsed.message);
+      const { placementNamespace: ns, placementName: name, applicationSetName } = parsed.value;
+      if (!options.view.synced()) {
+        throw new HttpError(503, 'NotSynced', 'the placement cache is not synced yet; Argo CD will retry', {
+          'Retry-After': '5',
+        });
+      }
+      const placement = options.view.placement(ns, name);
+      if (!placement) throw new HttpError(404, 'PlacementNotFound', `placement ${ns}/${name} not found`);
+      const result = placementParameters(placement, lookup);
+      if (!result.ok) throw new HttpError(result.status, result.reason, result.message);
+      logger.debug('plugin answered', { applicationSet: applicationSetName, placement: `${ns}/${name}` });
+      send(res, 200, { output: { parameters: result.value } });
+    } catch (error) {
+      if (!(error instanceof HttpError)) throw error;
+      const fields = { status: error.status, reason: error.reason, path, method: req.method };
+      if (error.status >= 500) logger.warn(error.message, fields);
+      else logger.debug(error.message, fields);
+      send(res, error.status, { error: error.reason, message: error.message }, error.headers);
+      // Do not read a body we refused: close the connection instead of draining it.
+      if (!req.complete) res.once('finish', () => req.destroy());
+    }
+  }
+
+  async function authenticate(req: IncomingMessage): Promise<void> {
+    const header = req.headers.authorization;
+    const match = header ? /^Bearer +(\S+) *$/i.exec(header) : null;
+    if (!match?.[1]) {
+      throw new HttpError(401, 'Unauthorized', 'a bearer token is required', { 'WWW-Authenticate': 'Bearer' });
+    }
+    if (!(await options.token.verify(match[1]))) throw new HttpError(403, 'Forbidden', 'invalid token');
+  }
+
+  return {
+    server,
+    listen: (port, host = '0.0.0.0') =>
+      new Promise((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, host, () => {
+          server.off('error', reject);
+          resolve(server.address() as AddressInfo);
+        });
+      }),
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        server.closeIdleConnections();
+      }),
+  };
+}
+
+function isJson(contentType: string | undefined): boolean {
+  if (!contentType) return false;
+  const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase();
+  return mediaType === 'application/json';
+}
+
+function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers['content-length']);
+  if (Number.isFinite(declared) && declared > maxBytes) {
+    return Promise.reject(new HttpError(413, 'PayloadTooLarge', `the request body exceeds ${maxBytes} bytes`));
+  }
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.off('data', onData);
+        req.pause();
+        reject(new HttpError(413, 'PayloadTooLarge', `the request body exceeds ${maxBytes} bytes`));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    req.on('data', onData);
+    req.once('end', () => resolve(Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
+}
+
+function parseBody(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new HttpError(400, 'BadRequest', 'the request body is not valid JSON');
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(text),
+    'Cache-Control': 'no-store',
+    ...headers,
+  });
+  res.end(text);
+}
