@@ -47,6 +47,8 @@ interface Entry {
   readonly signal: SignalAssessment;
   /** Entered SCALING_IN or EVICTING in this evaluation. */
   enteredDrain: boolean;
+  /** Reactivated (P3) in this evaluation: its signal still shows the drain cap, not the cluster. */
+  reactivated: boolean;
   removed: boolean;
 }
 
@@ -180,6 +182,7 @@ class Evaluation {
         scaleInCandidateSince: c.scaleInCandidateSince,
         signal: assess(key),
         enteredDrain: false,
+        reactivated: false,
         removed: false,
       };
       this.entries.push(entry);
@@ -218,6 +221,7 @@ class Evaluation {
       scaleInCandidateSince: undefined,
       signal: this.assess(cluster.key),
       enteredDrain: false,
+      reactivated: false,
       removed: false,
     };
     this.entries.push(entry);
@@ -293,7 +297,8 @@ class Evaluation {
         continue;
       }
       if (entry.state === 'UNHEALTHY') {
-        if (this.isHealthyAgain(entry)) {
+        // An ineligible cluster never becomes ACTIVE again: it waits for R2.
+        if (eligible && this.isHealthyAgain(entry)) {
           this.move(entry, 'H2', 'ACTIVE', 'HealthyAgain', 'healthy again');
         } else if (this.elapsedSeconds(entry.lastTransitionTime) >= b.unhealthyTimeoutSeconds) {
           this.move(
@@ -391,13 +396,13 @@ class Evaluation {
             'Reactivated',
             `headroom ${headroom} < min ${min}: reactivated, preferred over adding a cluster`,
           );
+          entry.reactivated = true;
           headroom++;
           scaledOut = true;
         }
         for (const cluster of this.selected.eligible) {
           if (headroom >= min || (max > 0 && this.live().length >= max)) break;
-          if (this.byKey.get(cluster.key)?.removed === false) continue;
-          if (this.unhealthyBecause(cluster.key, this.assess(cluster.key))) continue;
+          if (!this.isAddable(cluster)) continue;
           this.add(cluster, `headroom ${headroom} < min ${min}: added the highest-priority eligible cluster`);
           headroom++;
           scaledOut = true;
@@ -481,9 +486,7 @@ class Evaluation {
         message: `${counts}; waiting for behavior.scaleOut.stabilizationWindowSeconds`,
       };
     }
-    const addable = this.selected.eligible.some(
-      (c) => this.byKey.get(c.key)?.removed !== false && !this.unhealthyBecause(c.key, this.assess(c.key)),
-    );
+    const addable = this.selected.eligible.some((c) => this.isAddable(c));
     if (addable && max > 0 && this.live().length >= max) {
       return {
         type,
@@ -504,8 +507,18 @@ class Evaluation {
       type,
       status: 'False',
       reason: 'AllClustersAtCapacity',
-      message: `${counts}; every eligible cluster is listed or unhealthy`,
+      message: `${counts}; every eligible cluster is listed, unhealthy or at its capacity ceiling`,
     };
+  }
+
+  /**
+   * A cluster scale-out may add: not listed, not unhealthy, and not known to be
+   * at its capacity ceiling (adding a stocked-out cluster gives no headroom).
+   */
+  private isAddable(cluster: InventoryCluster): boolean {
+    if (this.byKey.get(cluster.key)?.removed === false) return false;
+    const signal = this.assess(cluster.key);
+    return !signal.atCapacityCeiling && !this.unhealthyBecause(cluster.key, signal);
   }
 
   /** Listed clusters in priority order: eligible ones first, the others by namespace/name. */
@@ -523,7 +536,7 @@ class Evaluation {
         state: e.state,
         lastTransitionTime: e.lastTransitionTime,
       };
-      if (e.signal.fresh) cluster.atCapacityCeiling = e.signal.atCapacityCeiling;
+      if (e.signal.fresh) cluster.atCapacityCeiling = e.signal.atCapacityCeiling && !e.reactivated;
       if (useDraining && e.draining) cluster.draining = e.draining;
       if (e.reason !== undefined) cluster.reason = e.reason;
       if (e.message !== undefined) cluster.message = e.message;

@@ -8,7 +8,8 @@ export const PLACEMENT_KIND = 'MultiKubernetesClusterPlacement';
 /** Longest `cluster-name-regex` pattern accepted (semantics.md section 2). */
 export const MAX_REGEX_LENGTH = 1024;
 
-const shortString = z.string().max(1024);
+// Generous: a too-long regex must reach the engine to be reported as InvalidRegex.
+const shortString = z.string().max(4096);
 const seconds = (description: string) => z.number().int().min(0).max(31_536_000).optional().describe(description);
 
 // Operators are plain strings (not an enum) because Google's v0.2.0 CRD accepts any

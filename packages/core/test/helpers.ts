@@ -1,0 +1,53 @@
+import {
+  decide,
+  type ClusterProfile,
+  type Decision,
+  type PlacementCluster,
+  type PlacementSpec,
+  type PlacementStatus,
+  type Signal,
+} from '@mco/core';
+import { aPlacement } from '@mco/core/testing';
+
+export const T0 = Date.UTC(2026, 0, 1);
+/** The RFC 3339 time `seconds` after 2026-01-01T00:00:00Z. */
+export const at = (seconds: number): string => new Date(T0 + seconds * 1000).toISOString().replace('.000Z', 'Z');
+
+export interface Case {
+  readonly spec: PlacementSpec;
+  readonly status?: PlacementStatus;
+  readonly profiles: readonly ClusterProfile[];
+  readonly signals?: readonly Signal[];
+  /** Seconds after T0. */
+  readonly now: number;
+}
+
+export function run(c: Case): Decision {
+  return decide({
+    now: new Date(T0 + c.now * 1000),
+    placement: aPlacement('default/web', c.spec, c.status),
+    clusterProfiles: c.profiles,
+    signals: c.signals ?? [],
+  });
+}
+
+/** A status.clusters entry of cluster `ns/name`. */
+export function listed(
+  key: string,
+  state: PlacementCluster['state'],
+  since: number,
+  extra: Partial<PlacementCluster> = {},
+): PlacementCluster {
+  const [namespace, name] = key.split('/') as [string, string];
+  return { name, namespace, state, lastTransitionTime: at(since), ...extra };
+}
+
+/** `ns/name state` for every listed cluster, in status order. */
+export const states = (d: Decision): string[] =>
+  (d.status.clusters ?? []).map((c) => `${c.namespace}/${c.name} ${c.state}`);
+
+/** `id cluster from->to` for every transition. */
+export const moves = (d: Decision): string[] =>
+  d.transitions.map((t) => `${t.id} ${t.cluster} ${t.from ?? '-'}->${t.to ?? '-'}`);
+
+export const condition = (d: Decision, type: string) => d.status.conditions?.find((c) => c.type === type);

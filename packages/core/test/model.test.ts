@@ -1,0 +1,246 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { aClusterProfile, anAutoscalingSpec, aPlacement, aSignal } from '@mco/core/testing';
+import { decide, type ClusterState, type PlacementStatus, type Signal } from '@mco/core';
+
+// Model-based test: random sequences of fleet events, each followed by an
+// evaluation whose status is fed back, as the controller does. After every
+// evaluation the invariants of semantics.md must hold.
+
+const KEYS = ['fleet/c0', 'fleet/c1', 'fleet/c2', 'fleet/c3', 'fleet/c4'] as const;
+type Key = (typeof KEYS)[number];
+type Observation = 'ceiling' | 'scale-in' | 'steady' | 'unhealthy' | 'drained' | 'missing';
+
+const MIN = 2;
+const MAX = 4;
+const WINDOW = 120;
+const COOLDOWN = 60;
+const spec = anAutoscalingSpec(
+  MIN,
+  {
+    maxClusters: MAX,
+    useDraining: true,
+    behavior: {
+      scaleIn: { stabilizationWindowSeconds: WINDOW, cooldownSeconds: COOLDOWN },
+      drain: { stepIntervalSeconds: 30, stepPercent: 50 },
+      evictionTimeoutSeconds: 600,
+      unhealthyTimeoutSeconds: 300,
+    },
+  },
+  {
+    affinity: {
+      clusterAffinity: {
+        requiredDuringSchedulingRequiredDuringExecution: {
+          clusterSelectorTerms: [
+            { matchExpressions: [{ labelSelector: { key: 'gpu', operator: 'In', values: ['yes'] } }] },
+          ],
+        },
+      },
+    },
+  },
+);
+
+interface World {
+  now: number;
+  fleet: Map<Key, { gpu: boolean; deleted: boolean; controlPlaneHealthy: boolean; observation: Observation }>;
+  status: PlacementStatus | undefined;
+  evaluations: number;
+}
+
+const iso = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace('.000Z', 'Z');
+const TABLE: Record<string, [ClusterState | null, ClusterState | null]> = {
+  P1: [null, 'ACTIVE'],
+  P2: ['ACTIVE', 'SCALING_IN'],
+  P3: ['SCALING_IN', 'ACTIVE'],
+  E1: ['ACTIVE', 'EVICTING'],
+  E2: ['EVICTING', 'ACTIVE'],
+  E3: ['SCALING_IN', 'EVICTING'],
+  H1: ['ACTIVE', 'UNHEALTHY'],
+  H2: ['UNHEALTHY', 'ACTIVE'],
+  H3: ['SCALING_IN', 'UNHEALTHY'],
+  R1: ['SCALING_IN', null],
+  R2: ['UNHEALTHY', null],
+  R3: ['EVICTING', null],
+};
+
+function signalOf(key: Key, o: Observation, at: string): Signal | undefined {
+  const hpa = (current: number, min: number, max: number, limited: 'True' | 'False', reason: string) => ({
+    currentReplicas: current,
+    desiredReplicas: current,
+    minReplicas: min,
+    maxReplicas: max,
+    scalingLimited: { status: limited, reason },
+  });
+  switch (o) {
+    case 'ceiling':
+      return aSignal(key, at, { hpa: hpa(8, 1, 8, 'True', 'TooManyReplicas'), workloadHealthy: true });
+    case 'scale-in':
+      return aSignal(key, at, { hpa: hpa(2, 2, 8, 'True', 'TooFewReplicas'), workloadHealthy: true });
+    case 'steady':
+      return aSignal(key, at, { hpa: hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: true });
+    case 'unhealthy':
+      return aSignal(key, at, { hpa: hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: false });
+    case 'drained':
+      return aSignal(key, at, { hpa: hpa(1, 1, 8, 'True', 'TooFewReplicas'), workloadHealthy: true });
+    case 'missing':
+      return undefined;
+  }
+}
+
+function evaluate(w: World): void {
+  const previous = new Map((w.status?.clusters ?? []).map((c) => [`${c.namespace}/${c.name}`, c]));
+  const profiles = [...w.fleet]
+    .filter(([, c]) => !c.deleted)
+    .map(([key, c]) =>
+      aClusterProfile(key, { labels: { gpu: c.gpu ? 'yes' : 'no' }, controlPlaneHealthy: c.controlPlaneHealthy }),
+    );
+  const signals = [...w.fleet].flatMap(([key, c]) => signalOf(key, c.observation, iso(w.now - 5)) ?? []);
+  const d = decide({
+    now: new Date(Date.UTC(2026, 0, 1) + w.now * 1000),
+    placement: aPlacement('default/m', spec, w.status),
+    clusterProfiles: profiles,
+    signals,
+  });
+  const next = new Map((d.status.clusters ?? []).map((c) => [`${c.namespace}/${c.name}`, c]));
+
+  // 1. The new status is exactly the old one with the transitions applied, each one from the table.
+  const states = new Map([...previous].map(([k, c]) => [k, c.state as ClusterState | null]));
+  for (const t of d.transitions) {
+    expect([t.from, t.to]).toEqual(TABLE[t.id]);
+    expect(states.get(t.cluster) ?? null).toBe(t.from);
+    states.set(t.cluster, t.to);
+    expect(t.reason.length).toBeGreaterThan(0);
+  }
+  const expected = new Map([...states].filter(([, s]) => s !== null));
+  expect(new Map([...next].map(([k, c]) => [k, c.state]))).toEqual(expected);
+  expect(next.size).toBe(d.status.clusters?.length ?? 0);
+
+  // 2. Nothing ACTIVE or SCALING_IN is ineligible (RDE).
+  for (const [key, c] of next) {
+    const cluster = w.fleet.get(key as Key)!;
+    if (c.state === 'ACTIVE' || c.state === 'SCALING_IN') expect(cluster.gpu && !cluster.deleted).toBe(true);
+    expect(Date.parse(c.lastTransitionTime)).toBeLessThanOrEqual(Date.UTC(2026, 0, 1) + w.now * 1000);
+    if (c.draining) expect(c.draining.desiredMaxReplicas).toBeGreaterThanOrEqual(1);
+    const before = previous.get(key);
+    if (c.draining && before?.draining && before.state === c.state) {
+      expect(c.draining.desiredMaxReplicas).toBeLessThanOrEqual(before.draining.desiredMaxReplicas);
+    }
+  }
+
+  // 3. Adding never exceeds maxClusters; scale-in respects min, window and cooldown.
+  if (d.transitions.some((t) => t.id === 'P1')) expect(next.size).toBeLessThanOrEqual(MAX);
+  const headroom = [...next.values()].filter((c) => c.state === 'ACTIVE' && c.atCapacityCeiling !== true).length;
+  const p2 = d.transitions.filter((t) => t.id === 'P2');
+  expect(p2.length).toBeLessThanOrEqual(1);
+  for (const t of p2) {
+    expect(headroom).toBeGreaterThanOrEqual(MIN);
+    const since = Date.parse(previous.get(t.cluster)!.scaleInCandidateSince!);
+    expect(Date.UTC(2026, 0, 1) + w.now * 1000 - since).toBeGreaterThanOrEqual(WINDOW * 1000);
+    if (w.status?.lastAdditionTime) {
+      expect(Date.UTC(2026, 0, 1) + w.now * 1000 - Date.parse(w.status.lastAdditionTime)).toBeGreaterThanOrEqual(
+        COOLDOWN * 1000,
+      );
+    }
+  }
+
+  // 4. Satisfied tells the truth about headroom.
+  const satisfied = d.status.conditions?.find((c) => c.type === 'Satisfied');
+  expect(satisfied?.status).toBe(headroom >= MIN ? 'True' : 'False');
+  if (d.requeueAfterSeconds !== null) expect(d.requeueAfterSeconds).toBeGreaterThanOrEqual(1);
+
+  w.status = d.status;
+  w.evaluations++;
+}
+
+const arbKey = fc.constantFrom(...KEYS);
+class Advance implements fc.Command<World, World> {
+  constructor(readonly seconds: number) {}
+  check = () => true;
+  run(_m: World, w: World) {
+    w.now += this.seconds;
+    evaluate(w);
+  }
+  toString = () => `advance(${this.seconds})`;
+}
+class Observe implements fc.Command<World, World> {
+  constructor(
+    readonly key: Key,
+    readonly observation: Observation,
+  ) {}
+  check = () => true;
+  run(_m: World, w: World) {
+    w.fleet.get(this.key)!.observation = this.observation;
+    evaluate(w);
+  }
+  toString = () => `observe(${this.key}, ${this.observation})`;
+}
+class Relabel implements fc.Command<World, World> {
+  constructor(
+    readonly key: Key,
+    readonly gpu: boolean,
+  ) {}
+  check = () => true;
+  run(_m: World, w: World) {
+    w.fleet.get(this.key)!.gpu = this.gpu;
+    evaluate(w);
+  }
+  toString = () => `relabel(${this.key}, gpu=${this.gpu})`;
+}
+class SetDeleted implements fc.Command<World, World> {
+  constructor(
+    readonly key: Key,
+    readonly deleted: boolean,
+  ) {}
+  check = () => true;
+  run(_m: World, w: World) {
+    w.fleet.get(this.key)!.deleted = this.deleted;
+    evaluate(w);
+  }
+  toString = () => `${this.deleted ? 'delete' : 'restore'}(${this.key})`;
+}
+class SetControlPlane implements fc.Command<World, World> {
+  constructor(
+    readonly key: Key,
+    readonly healthy: boolean,
+  ) {}
+  check = () => true;
+  run(_m: World, w: World) {
+    w.fleet.get(this.key)!.controlPlaneHealthy = this.healthy;
+    evaluate(w);
+  }
+  toString = () => `controlPlane(${this.key}, ${this.healthy})`;
+}
+
+const commands = [
+  fc.integer({ min: 1, max: 400 }).map((s) => new Advance(s)),
+  fc
+    .tuple(arbKey, fc.constantFrom<Observation>('ceiling', 'scale-in', 'steady', 'unhealthy', 'drained', 'missing'))
+    .map(([k, o]) => new Observe(k, o)),
+  fc.tuple(arbKey, fc.boolean()).map(([k, g]) => new Relabel(k, g)),
+  fc.tuple(arbKey, fc.boolean()).map(([k, d]) => new SetDeleted(k, d)),
+  fc.tuple(arbKey, fc.boolean()).map(([k, h]) => new SetControlPlane(k, h)),
+];
+
+describe('model-based state machine test', () => {
+  it('keeps every invariant over random sequences of fleet events', () => {
+    fc.assert(
+      fc.property(fc.commands(commands, { maxCommands: 60 }), (cmds) => {
+        const world: World = {
+          now: 0,
+          fleet: new Map(
+            KEYS.map((k) => [
+              k,
+              { gpu: true, deleted: false, controlPlaneHealthy: true, observation: 'steady' as Observation },
+            ]),
+          ),
+          status: undefined,
+          evaluations: 0,
+        };
+        evaluate(world);
+        fc.modelRun(() => ({ model: world, real: world }), cmds);
+        expect(world.evaluations).toBe(cmds.commands.length + 1);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});

@@ -1,0 +1,55 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { compileRe2 } from '@mco/core';
+
+interface Vector {
+  readonly pattern: string;
+  readonly input?: string;
+  readonly match?: boolean;
+  readonly error?: boolean;
+  /** A known difference between re2js and Go, documented in docs/api.md. */
+  readonly goDiffers?: string;
+}
+const vectorsPath = new URL('./re2/vectors.json', import.meta.url).pathname;
+const vectors: Vector[] = JSON.parse(readFileSync(vectorsPath, 'utf8'));
+const label = (v: Vector) =>
+  v.error
+    ? `/${v.pattern}/ is rejected`
+    : `/${v.pattern}/ ${v.match ? 'matches' : 'does not match'} ${JSON.stringify(v.input)}`;
+
+describe('cluster-name-regex uses Go RE2 semantics (re2js)', () => {
+  it.each(vectors.map((v) => [label(v), v] as const))('%s', (_name, v) => {
+    const compiled = compileRe2(v.pattern);
+    if (v.error) {
+      expect(compiled.ok).toBe(false);
+      return;
+    }
+    expect(compiled.ok).toBe(true);
+    if (compiled.ok) expect(compiled.value.test(v.input!)).toBe(v.match);
+  });
+
+  const hasGo = spawnSync('go', ['version'], { encoding: 'utf8' }).status === 0;
+  it.skipIf(!hasGo && process.env.CI !== 'true')(
+    'Go regexp agrees with every vector (needs go on PATH)',
+    () => {
+      const out = execFileSync('go', ['run', new URL('./re2/go_check.go', import.meta.url).pathname], {
+        input: JSON.stringify(vectors.map((v) => ({ pattern: v.pattern, input: v.input ?? '' }))),
+        encoding: 'utf8',
+        env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod', GO111MODULE: 'off' },
+        timeout: 120_000,
+      });
+      const results: { error: boolean; match: boolean }[] = JSON.parse(out);
+      const disagreements = vectors.flatMap((v, i) => {
+        const go = results[i]!;
+        if (v.goDiffers) return [];
+        const expected = v.error ? { error: true, match: false } : { error: false, match: v.match! };
+        return go.error === expected.error && go.match === expected.match
+          ? []
+          : [`${label(v)}: Go says ${JSON.stringify(go)}`];
+      });
+      expect(disagreements).toEqual([]);
+    },
+    180_000,
+  );
+});
