@@ -238,7 +238,7 @@ describe('model-based state machine test', () => {
         };
         evaluate(world);
         fc.modelRun(() => ({ model: world, real: world }), cmds);
-        expect(world.evaluations).toBe(cmds.commands.length + 1);
+        expect(world.evaluations).toBe([...cmds].length + 1);
       }),
       { numRuns: 200 },
     );
