@@ -1,0 +1,68 @@
+import { describe, expect, it } from 'vitest';
+import {
+  buildPlacementDecisions,
+  placementDecisionName,
+  PlacementDecisionSchema,
+  type PlacementStatus,
+} from '@mco/core';
+
+const statusWith = (n: number): PlacementStatus => ({
+  clusters: Array.from({ length: n }, (_, i) => ({
+    name: `c${String(i).padStart(3, '0')}`,
+    namespace: 'fleet',
+    state: i % 2 === 0 ? 'ACTIVE' : 'SCALING_IN',
+    lastTransitionTime: '2026-01-01T00:00:00Z',
+  })),
+});
+const placement = { metadata: { name: 'web', namespace: 'apps' } };
+
+describe('PlacementDecision slices (semantics.md section 8)', () => {
+  it('puts every listed cluster into one slice with the placement-key label and the state as reason', () => {
+    expect(buildPlacementDecisions(placement, statusWith(2))).toEqual([
+      {
+        apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+        kind: 'PlacementDecision',
+        metadata: { name: 'web-0', namespace: 'apps', labels: { 'multicluster.x-k8s.io/placement-key': 'web' } },
+        schedulerName: 'mco',
+        decisions: [
+          { clusterProfileRef: { name: 'c000', namespace: 'fleet' }, reason: 'ACTIVE' },
+          { clusterProfileRef: { name: 'c001', namespace: 'fleet' }, reason: 'SCALING_IN' },
+        ],
+      },
+    ]);
+  });
+
+  it('keeps an empty slice when no cluster is listed, so consumers see an explicit empty decision', () => {
+    const [only, ...rest] = buildPlacementDecisions(placement, {});
+    expect(rest).toEqual([]);
+    expect(only?.decisions).toEqual([]);
+  });
+
+  it.each([
+    [100, [100]],
+    [101, [100, 1]],
+    [250, [100, 100, 50]],
+  ])('slices %i clusters into slices of at most 100 with decision-key and decision-index', (n, sizes) => {
+    const slices = buildPlacementDecisions(placement, statusWith(n));
+    expect(slices.map((s) => s.decisions.length)).toEqual(sizes);
+    for (const [i, s] of slices.entries()) {
+      expect(PlacementDecisionSchema.safeParse(s).success).toBe(true);
+      expect(s.metadata.name).toBe(`web-${i}`);
+      if (slices.length > 1) {
+        expect(s.metadata.labels).toEqual({
+          'multicluster.x-k8s.io/placement-key': 'web',
+          'multicluster.x-k8s.io/decision-key': 'web',
+          'multicluster.x-k8s.io/decision-index': String(i),
+        });
+      }
+    }
+    expect(slices.flatMap((s) => s.decisions.map((d) => d.clusterProfileRef.name))).toEqual(
+      statusWith(n).clusters!.map((c) => c.name),
+    );
+  });
+
+  it('names slices within the 253-character limit of object names', () => {
+    expect(placementDecisionName('p'.repeat(253), 12)).toHaveLength(253);
+    expect(placementDecisionName('p'.repeat(253), 12).endsWith('-12')).toBe(true);
+  });
+});
