@@ -1,0 +1,201 @@
+import { watch } from 'node:fs';
+import { readFile, stat } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import type { KubeConfig } from '@kubernetes/client-node';
+import {
+  McoError,
+  silentLogger,
+  toMcoError,
+  type InventoryProvider,
+  type InventoryProviderModule,
+  type Logger,
+  type PluginDeps,
+} from '@mco/runtime';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { parseClustersFile, resolveClusterDeclarations } from './declarations.js';
+import { createSyncMetrics, runSyncLoop } from './loop.js';
+import { syncClusterProfiles, type SyncReport } from './sync.js';
+
+/** Default `spec.clusterManager.name` of profiles declared by hand. */
+export const MANUAL_MANAGER = 'mco-manual';
+const MAX_FILE_BYTES = 10 * 1024 * 1024;
+const ManagerName = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/, 'must be a valid label value');
+const Namespace = z
+  .string()
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a lower-case DNS label');
+
+export const manualProviderConfigSchema = z.strictObject({
+  /** The clusters file (YAML or JSON); re-read when it changes and every `resyncSeconds`. */
+  file: z.string().min(1),
+  /** Namespace of clusters that name none. */
+  namespace: Namespace.default('fleet'),
+  managerName: ManagerName.default(MANUAL_MANAGER),
+  /** Delete owned profiles that are no longer declared. */
+  prune: z.boolean().default(true),
+  /** Restrict listing and pruning to these namespaces (a namespaced Role then suffices). */
+  namespaces: z.array(Namespace).min(1).optional(),
+  resyncSeconds: z.number().positive().default(300),
+  backoff: z
+    .strictObject({
+      initialSeconds: z.number().positive().default(1),
+      maxSeconds: z.number().positive().default(300),
+    })
+    .default({ initialSeconds: 1, maxSeconds: 300 }),
+});
+export type ManualProviderConfig = z.output<typeof manualProviderConfigSchema>;
+
+export interface ApplyClustersFileOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly file: string;
+  readonly namespace: string;
+  readonly manager: string;
+  readonly prune: boolean;
+  readonly namespaces?: readonly string[];
+  readonly dryRun?: boolean;
+  readonly now: () => Date;
+  readonly logger?: Logger;
+  readonly abort?: AbortSignal;
+}
+
+/**
+ * Reads a clusters file and syncs the hub with it once (`mco clusters apply`).
+ * An unreadable or invalid file throws McoError(Invalid) before anything is written.
+ */
+export async function applyClustersFile(options: ApplyClustersFileOptions): Promise<SyncReport> {
+  const declarations = parseClustersFile(await readClustersFile(options.file), options.file);
+  const desired = await resolveClusterDeclarations(declarations.clusters, {
+    namespace: options.namespace,
+    baseDir: dirname(options.file),
+  });
+  return syncClusterProfiles({
+    kubeConfig: options.kubeConfig,
+    manager: options.manager,
+    desired,
+    prune: options.prune,
+    namespaces: options.namespaces,
+    dryRun: options.dryRun,
+    now: options.now,
+    logger: options.logger,
+    abort: options.abort,
+  });
+}
+
+/** Reads a YAML or JSON file of at most 10 MiB. */
+export async function readClustersFile(path: string): Promise<unknown> {
+  let text: string;
+  try {
+    const info = await stat(path);
+    if (info.size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    throw new McoError('Invalid', `cannot read ${path}: ${(error as Error).message}`, false, { cause: error });
+  }
+  try {
+    return parseYaml(text);
+  } catch (error) {
+    throw new McoError('Invalid', `${path} is not valid YAML or JSON: ${(error as Error).message}`, false);
+  }
+}
+
+// The provider contract (docs/writing-a-provider.md): kind, name, configSchema, create.
+export const kind = 'inventory';
+export const name = 'manual';
+export const configSchema = manualProviderConfigSchema;
+
+/**
+ * The manual inventory provider in controller mode: keeps the hub in step
+ * with a clusters file, re-reading it when it changes (also through a
+ * ConfigMap volume's symlink swap) and every `resyncSeconds`.
+ */
+export function create(config: ManualProviderConfig, deps: PluginDeps): InventoryProvider {
+  const logger = (deps.logger ?? silentLogger).child({ provider: 'manual', manager: config.managerName });
+  const metrics = createSyncMetrics(deps.metrics, 'mco_manual_provider', config.managerName);
+  return {
+    run: (abort) =>
+      runSyncLoop({
+        abort,
+        logger,
+        intervalMs: config.resyncSeconds * 1000,
+        backoff: { initialMs: config.backoff.initialSeconds * 1000, maxMs: config.backoff.maxSeconds * 1000 },
+        changed: (signal) => fileChanged(config.file, signal),
+        sync: async (signal) => {
+          try {
+            const report = await applyClustersFile({
+              kubeConfig: deps.kubeConfig,
+              file: config.file,
+              namespace: config.namespace,
+              manager: config.managerName,
+              prune: config.prune,
+              namespaces: config.namespaces,
+              now: deps.now,
+              logger,
+              abort: signal,
+            });
+            logSkipped(logger, report);
+            if (report.failed.length > 0) {
+              metrics.recordError('WriteFailed');
+              return { ok: false, reason: 'WriteFailed', error: report.failed[0]!.error };
+            }
+            metrics.recordSuccess(deps.now(), ownedCount(report));
+            logger.info('clusters file synced', summary(report));
+            return { ok: true };
+          } catch (error) {
+            const failure = toMcoError(error);
+            metrics.recordError(failure.code);
+            return { ok: false, reason: failure.code, error: failure };
+          }
+        },
+      }),
+  };
+}
+
+/** The module the mco app registers: the three exports above, plus its kind. */
+export const manualProvider: InventoryProviderModule<ManualProviderConfig> = { kind, name, configSchema, create };
+
+/** Profiles owned after a successful sync. */
+export function ownedCount(report: SyncReport): number {
+  return report.created.length + report.unchanged.length + new Set([...report.updated, ...report.statusUpdated]).size;
+}
+
+export function summary(report: SyncReport) {
+  return {
+    created: report.created.length,
+    updated: new Set([...report.updated, ...report.statusUpdated]).size,
+    deleted: report.deleted.length,
+    unchanged: report.unchanged.length,
+    skipped: report.skipped.length,
+    writes: report.writes,
+  };
+}
+
+export function logSkipped(logger: Logger, report: SyncReport): void {
+  for (const s of report.skipped)
+    logger.warn('ClusterProfile skipped', { cluster: s.key, reason: s.reason, detail: s.message });
+}
+
+/** Resolves on the first change of `path` (watching its directory, so replaced files and symlink swaps count). */
+function fileChanged(path: string, abort: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    let watcher: ReturnType<typeof watch> | undefined;
+    const done = () => {
+      watcher?.close();
+      resolve();
+    };
+    try {
+      watcher = watch(dirname(path), { signal: abort }, (_event, name) => {
+        // `..data` is the symlink a ConfigMap volume swaps on update.
+        if (name === null || name === basename(path) || name === '..data') setTimeout(done, 100);
+      });
+      watcher.on('error', () => undefined);
+    } catch {
+      // Watching is an optimisation: the periodic resync still applies changes.
+    }
+    abort.addEventListener('abort', done, { once: true });
+  });
+}

@@ -1,0 +1,345 @@
+import { CustomObjectsApi, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import {
+  CLUSTER_MANAGER_LABEL,
+  CLUSTER_PROFILE_API_VERSION,
+  clusterKey,
+  type AccessProvider,
+  type ClusterKey,
+  type ClusterProfile,
+  type ConditionStatus,
+} from '@mco/core';
+import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { canonicalJson, projectOwnedFields } from './managed-fields.js';
+
+const GROUP = 'multicluster.x-k8s.io';
+const VERSION = 'v1alpha1';
+const PLURAL = 'clusterprofiles';
+const APPLY = setHeaderOptions('Content-Type', 'application/apply-patch+yaml');
+const LIST_PAGE = 500;
+
+/** A condition a provider declares; the writer keeps `lastTransitionTime` stable while the status holds. */
+export interface DesiredCondition {
+  readonly type: string;
+  readonly status: ConditionStatus;
+  /** CamelCase, as the CRD requires. */
+  readonly reason: string;
+  readonly message?: string;
+}
+
+/** What a provider wants one ClusterProfile to look like. */
+export interface DesiredClusterProfile {
+  readonly namespace: string;
+  readonly name: string;
+  readonly displayName?: string;
+  readonly labels?: Readonly<Record<string, string>>;
+  readonly annotations?: Readonly<Record<string, string>>;
+  readonly status?: {
+    readonly accessProviders?: readonly AccessProvider[];
+    readonly properties?: readonly { readonly name: string; readonly value: string }[];
+    readonly conditions?: readonly DesiredCondition[];
+    readonly version?: { readonly kubernetes?: string };
+  };
+}
+
+export interface SyncOptions {
+  /** Access to the hub. */
+  readonly kubeConfig: KubeConfig;
+  /** `spec.clusterManager.name` and the `x-k8s.io/cluster-manager` label of every profile written. */
+  readonly manager: string;
+  /** Server-side apply field manager; `mco-<manager>` by default. */
+  readonly fieldManager?: string;
+  readonly desired: readonly DesiredClusterProfile[];
+  /** Delete owned profiles that are not desired. Only pass true for a complete view of the source. */
+  readonly prune: boolean;
+  /** Owned profiles to leave exactly as they are: neither written nor pruned. */
+  readonly retain?: readonly ClusterKey[];
+  /** List and prune only in these namespaces (then a namespaced Role suffices); all namespaces otherwise. */
+  readonly namespaces?: readonly string[];
+  /** Send every write with dryRun=All: the server validates, nothing is stored. */
+  readonly dryRun?: boolean;
+  readonly now: () => Date;
+  readonly logger?: Logger;
+  /** Checked between writes; an abort stops the sync before it prunes. */
+  readonly abort?: AbortSignal;
+}
+
+export type SkipReason = 'NotOwned' | 'Terminating';
+
+/** What one sync did, by ClusterProfile key (`namespace/name`), each list sorted. */
+export interface SyncReport {
+  readonly created: ClusterKey[];
+  /** Labels, annotations or spec changed. */
+  readonly updated: ClusterKey[];
+  readonly statusUpdated: ClusterKey[];
+  readonly deleted: ClusterKey[];
+  readonly unchanged: ClusterKey[];
+  readonly skipped: { readonly key: ClusterKey; readonly reason: SkipReason; readonly message: string }[];
+  readonly failed: { readonly key: ClusterKey; readonly error: McoError }[];
+  /** Write requests sent (creates, applies, status applies, deletes). */
+  readonly writes: number;
+}
+
+/**
+ * Brings the hub's ClusterProfiles of one manager in step with `desired`:
+ * server-side apply of labels, annotations and spec, then of status through
+ * the `/status` subresource (a plain apply drops status); deletes owned
+ * profiles that are no longer desired when `prune` is set. A profile is owned
+ * when both its `x-k8s.io/cluster-manager` label and `spec.clusterManager.name`
+ * name the manager; others are never written or deleted. Writes happen only
+ * when the fields this manager owns differ from what it would apply, so a
+ * second run over the same input sends no request but the list.
+ *
+ * Throws an McoError when the listing fails (nothing was written then);
+ * failures of single writes are reported in `failed` and do not stop the others.
+ */
+export async function syncClusterProfiles(options: SyncOptions): Promise<SyncReport> {
+  const { manager, logger = silentLogger } = options;
+  const fieldManager = options.fieldManager ?? `mco-${manager}`;
+  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const dryRun = options.dryRun ? 'All' : undefined;
+  assertUniqueKeys(options.desired);
+  if (options.namespaces) {
+    const allowed = new Set(options.namespaces);
+    const outside = options.desired.find((d) => !allowed.has(d.namespace));
+    if (outside)
+      throw new McoError(
+        'Invalid',
+        `ClusterProfile ${clusterKey(outside.namespace, outside.name)} is outside the namespaces this provider may write (${[...allowed].join(', ')})`,
+        false,
+      );
+  }
+
+  const existing = await listProfiles(api, manager, options.namespaces);
+  const report: MutableReport = {
+    created: [],
+    updated: [],
+    statusUpdated: [],
+    deleted: [],
+    unchanged: [],
+    skipped: [],
+    failed: [],
+    writes: 0,
+  };
+  const retained = new Set(options.retain ?? []);
+
+  for (const desired of sortByKey(options.desired)) {
+    options.abort?.throwIfAborted();
+    const key = clusterKey(desired.namespace, desired.name);
+    if (retained.has(key)) continue;
+    const current = existing.get(key);
+    if (current && !isOwnedBy(current, manager)) {
+      report.skipped.push({
+        key,
+        reason: 'NotOwned',
+        message: `ClusterProfile ${key} exists and belongs to cluster manager "${current.spec?.clusterManager?.name ?? ''}", not "${manager}"; left untouched`,
+      });
+      continue;
+    }
+    if (current?.metadata.deletionTimestamp) {
+      report.skipped.push({ key, reason: 'Terminating', message: `ClusterProfile ${key} is being deleted` });
+      continue;
+    }
+    try {
+      let object: ClusterProfile | undefined = current;
+      const body = specApplyBody(desired, manager);
+      if (!current || !ownsSame(current, body, fieldManager, '')) {
+        object = (await api.patchNamespacedCustomObject(
+          { ...target(desired), body, fieldManager, force: true, dryRun },
+          APPLY,
+        )) as ClusterProfile;
+        report.writes++;
+        (current ? report.updated : report.created).push(key);
+      }
+      // A dry-run create leaves nothing whose status could be written.
+      if (!current && dryRun) continue;
+      const statusBody = statusApplyBody(desired, object, options.now);
+      if (!object || !ownsSame(object, statusBody, fieldManager, 'status')) {
+        await api.patchNamespacedCustomObjectStatus(
+          { ...target(desired), body: statusBody, fieldManager, force: true, dryRun },
+          APPLY,
+        );
+        report.writes++;
+        report.statusUpdated.push(key);
+      }
+      if (current && !report.updated.includes(key) && !report.statusUpdated.includes(key)) report.unchanged.push(key);
+    } catch (error) {
+      const failure = toMcoError(error, `apply ClusterProfile ${key}`);
+      logger.warn('ClusterProfile write failed', { cluster: key, error: failure });
+      report.failed.push({ key, error: failure });
+    }
+  }
+
+  if (options.prune) {
+    const wanted = new Set(options.desired.map((d) => clusterKey(d.namespace, d.name)));
+    for (const [key, profile] of [...existing].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      options.abort?.throwIfAborted();
+      if (wanted.has(key) || retained.has(key) || !isOwnedBy(profile, manager)) continue;
+      if (profile.metadata.deletionTimestamp) continue;
+      try {
+        await api.deleteNamespacedCustomObject({
+          group: GROUP,
+          version: VERSION,
+          plural: PLURAL,
+          namespace: profile.metadata.namespace,
+          name: profile.metadata.name,
+          dryRun,
+          // Deletes exactly the object that was listed: if it changed since, the next sync decides again.
+          body: { preconditions: { uid: profile.metadata.uid, resourceVersion: profile.metadata.resourceVersion } },
+        });
+        report.writes++;
+        report.deleted.push(key);
+      } catch (error) {
+        const failure = toMcoError(error, `delete ClusterProfile ${key}`);
+        if (failure.code === 'NotFound') continue;
+        logger.warn('ClusterProfile delete failed', { cluster: key, error: failure });
+        report.failed.push({ key, error: failure });
+      }
+    }
+  }
+  for (const list of [report.created, report.updated, report.statusUpdated, report.deleted, report.unchanged])
+    list.sort();
+  return report;
+}
+
+type MutableReport = { -readonly [K in keyof SyncReport]: SyncReport[K] };
+
+/** Owned: the label and `spec.clusterManager.name` both name the manager. */
+export function isOwnedBy(profile: ClusterProfile, manager: string): boolean {
+  return profile.metadata.labels?.[CLUSTER_MANAGER_LABEL] === manager && profile.spec?.clusterManager?.name === manager;
+}
+
+/** Lists the profiles labelled with the manager (paged), keyed by `namespace/name`. */
+async function listProfiles(
+  api: CustomObjectsApi,
+  manager: string,
+  namespaces: readonly string[] | undefined,
+): Promise<Map<ClusterKey, ClusterProfile>> {
+  const labelSelector = `${CLUSTER_MANAGER_LABEL}=${manager}`;
+  const out = new Map<ClusterKey, ClusterProfile>();
+  for (const namespace of namespaces ?? [undefined]) {
+    let cont: string | undefined;
+    do {
+      let page: { items?: ClusterProfile[]; metadata?: { continue?: string } };
+      try {
+        page = namespace
+          ? await api.listNamespacedCustomObject({
+              group: GROUP,
+              version: VERSION,
+              plural: PLURAL,
+              namespace,
+              labelSelector,
+              limit: LIST_PAGE,
+              _continue: cont,
+            })
+          : await api.listClusterCustomObject({
+              group: GROUP,
+              version: VERSION,
+              plural: PLURAL,
+              labelSelector,
+              limit: LIST_PAGE,
+              _continue: cont,
+            });
+      } catch (error) {
+        throw toMcoError(error, `list ClusterProfiles of manager ${manager}${namespace ? ` in ${namespace}` : ''}`);
+      }
+      for (const item of page.items ?? []) out.set(clusterKey(item.metadata.namespace, item.metadata.name), item);
+      cont = page.metadata?.continue || undefined;
+    } while (cont);
+  }
+  return out;
+}
+
+function target(desired: DesiredClusterProfile) {
+  return { group: GROUP, version: VERSION, plural: PLURAL, namespace: desired.namespace, name: desired.name };
+}
+
+function specApplyBody(desired: DesiredClusterProfile, manager: string) {
+  return {
+    apiVersion: CLUSTER_PROFILE_API_VERSION,
+    kind: 'ClusterProfile',
+    metadata: {
+      name: desired.name,
+      namespace: desired.namespace,
+      // The manager label last, so a declared label can never take it over.
+      labels: { ...desired.labels, [CLUSTER_MANAGER_LABEL]: manager },
+      ...(desired.annotations && Object.keys(desired.annotations).length > 0
+        ? { annotations: { ...desired.annotations } }
+        : {}),
+    },
+    spec: {
+      ...(desired.displayName ? { displayName: desired.displayName } : {}),
+      clusterManager: { name: manager },
+    },
+  };
+}
+
+function statusApplyBody(desired: DesiredClusterProfile, current: ClusterProfile | undefined, now: () => Date) {
+  const status = desired.status ?? {};
+  const previous = current?.status?.conditions ?? [];
+  const conditions = status.conditions?.map((c) => {
+    const before = previous.find((p) => p.type === c.type);
+    return {
+      type: c.type,
+      status: c.status,
+      reason: c.reason,
+      message: c.message ?? '',
+      // Stable while the status holds, so an unchanged condition is no write.
+      lastTransitionTime:
+        before?.status === c.status && before.lastTransitionTime
+          ? before.lastTransitionTime
+          : now()
+              .toISOString()
+              .replace(/\.\d{3}Z$/, 'Z'),
+    };
+  });
+  return {
+    apiVersion: CLUSTER_PROFILE_API_VERSION,
+    kind: 'ClusterProfile',
+    metadata: { name: desired.name, namespace: desired.namespace },
+    status: {
+      ...(status.accessProviders?.length ? { accessProviders: status.accessProviders } : {}),
+      ...(status.properties?.length ? { properties: status.properties } : {}),
+      ...(conditions?.length ? { conditions } : {}),
+      ...(status.version?.kubernetes ? { version: { kubernetes: status.version.kubernetes } } : {}),
+    },
+  };
+}
+
+/** True when the fields the field manager owns already hold what `body` would apply. */
+function ownsSame(object: unknown, body: { metadata: object }, fieldManager: string, subresource: string): boolean {
+  const owned = projectOwnedFields(object, fieldManager, subresource);
+  const {
+    apiVersion: _a,
+    kind: _k,
+    metadata,
+    ...rest
+  } = body as Record<string, unknown> & {
+    metadata: Record<string, unknown>;
+  };
+  const { name: _n, namespace: _ns, ...meta } = metadata;
+  const ownedMeta = { ...(owned.metadata as Record<string, unknown> | undefined) };
+  delete ownedMeta.name;
+  delete ownedMeta.namespace;
+  const ownedRest = { ...owned };
+  delete ownedRest.metadata;
+  delete ownedRest.apiVersion;
+  delete ownedRest.kind;
+  return canonicalJson({ meta: ownedMeta, rest: ownedRest }) === canonicalJson({ meta, rest });
+}
+
+function assertUniqueKeys(desired: readonly DesiredClusterProfile[]): void {
+  const seen = new Set<string>();
+  for (const d of desired) {
+    const key = clusterKey(d.namespace, d.name);
+    if (seen.has(key)) throw new McoError('Invalid', `ClusterProfile ${key} is declared twice`, false);
+    seen.add(key);
+  }
+}
+
+function sortByKey(desired: readonly DesiredClusterProfile[]): DesiredClusterProfile[] {
+  return [...desired].sort((a, b) => {
+    const ka = clusterKey(a.namespace, a.name);
+    const kb = clusterKey(b.namespace, b.name);
+    return ka < kb ? -1 : ka > kb ? 1 : 0;
+  });
+}
