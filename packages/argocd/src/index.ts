@@ -22,3 +22,39 @@ export {
 } from './server.js';
 export { createFileTokenVerifier, type FileTokenOptions, type TokenVerifier } from './token.js';
 export { createStaticPlacementView, type PlacementView, type StaticPlacementView } from './view.js';
+export { APPLICATION_SETS, REFRESH_ANNOTATION, placementsOf, type ApplicationSetLike } from './applicationsets.js';
+export { createCachedPlacementView, type CacheEvent, type CachedViewOptions, type ObjectCache } from './cache.js';
+export {
+  CLUSTER_PROFILE_ANNOTATION,
+  CREDENTIAL_EXPIRES_ANNOTATION,
+  DEFAULT_MANAGER,
+  MANAGED_BY_LABEL,
+  SECRET_TYPE_LABEL,
+  buildClusterSecret,
+  isUpToDate,
+  isValidSecretName,
+  type ArgoClusterConfig,
+  type ClusterAccessLike,
+  type ClusterSecret,
+  type ClusterSecretOptions,
+} from './cluster-secret.js';
+export {
+  createApplicationSetClient,
+  createSecretClient,
+  type ApplicationSetClientOptions,
+  type SecretClientOptions,
+} from './kube.js';
+export {
+  createApplicationSetRefresher,
+  type ApplicationSetClient,
+  type Refresher,
+  type RefresherOptions,
+} from './refresher.js';
+export {
+  createSecretSyncer,
+  type AccessResolver,
+  type ExistingSecret,
+  type SecretClient,
+  type SecretSyncer,
+  type SecretSyncerOptions,
+} from './secret-syncer.js';

@@ -1,0 +1,169 @@
+import type { ClusterProfile, Placement } from '@mco/core';
+import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { selectAccessProvider } from './access.js';
+import { placementsOf, type ApplicationSetLike } from './applicationsets.js';
+import type { ObjectCache } from './cache.js';
+import { placementParameters, type ProfileLookup } from './parameters.js';
+
+/** What the refresher needs from the API server (`createApplicationSetClient` implements it). */
+export interface ApplicationSetClient {
+  list(): Promise<ApplicationSetLike[]>;
+  /** Merge-patches the refresh annotation onto one ApplicationSet; resolves quietly if it is gone. */
+  refresh(namespace: string, name: string): Promise<void>;
+}
+
+export interface RefresherOptions {
+  readonly placements: ObjectCache<Placement>;
+  readonly clusterProfiles: ObjectCache<ClusterProfile>;
+  readonly applicationSets: ApplicationSetClient;
+  readonly accessProviderNames?: readonly string[];
+  /** Changes within this window are refreshed together (default 200 ms). */
+  readonly debounceMs?: number;
+  /** Retry delay after a failed list or patch, doubled up to 60 s (default 1 s). */
+  readonly retryMs?: number;
+  readonly logger?: Logger;
+}
+
+export interface Refresher {
+  /** Starts reacting to cache events; call before the caches start so no event is missed. */
+  start(): void;
+  stop(): void;
+  /** Resolves when no refresh is pending or running (for tests and shutdown). */
+  idle(): Promise<void>;
+}
+
+/**
+ * Argo CD only calls the plugin on its poll interval. When the plugin's
+ * answer for a placement changes (a cluster joins or leaves the list, a
+ * `desiredMaxReplicas` or state changes, a profile's labels or server change),
+ * the refresher merge-patches `argocd.argoproj.io/application-set-refresh:
+ * "true"` onto every ApplicationSet whose plugin generator names that
+ * placement, so Argo CD regenerates at once. Answers the plugin would refuse
+ * (503/500) trigger nothing: Argo CD would only get the error.
+ */
+export function createApplicationSetRefresher(options: RefresherOptions): Refresher {
+  const logger = (options.logger ?? silentLogger).child({ component: 'applicationset-refresher' });
+  const debounceMs = options.debounceMs ?? 200;
+  const baseRetryMs = options.retryMs ?? 1000;
+  const lookup: ProfileLookup = {
+    clusterProfile: (namespace, name) => options.clusterProfiles.get(`${namespace}/${name}`),
+    serverOf: (profile) => selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null,
+  };
+  /** The last answer seen per placement key, as JSON; absent until the caches synced. */
+  const answers = new Map<string, string>();
+  const dirty = new Set<string>();
+  let allDirty = false;
+  const pending = new Set<string>();
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let retryMs = baseRetryMs;
+  let started = false;
+  let baselined = false;
+
+  const synced = () => options.placements.hasSynced() && options.clusterProfiles.hasSynced();
+
+  const schedule = (delayMs: number) => {
+    if (!started || timer || running) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      running = flush().finally(() => {
+        running = undefined;
+        if (dirty.size > 0 || allDirty || pending.size > 0) schedule(pending.size > 0 ? retryMs : debounceMs);
+      });
+    }, delayMs);
+  };
+
+  const answerOf = (placement: Placement): string | undefined => {
+    const result = placementParameters(placement, lookup);
+    return result.ok ? JSON.stringify(result.value) : undefined;
+  };
+
+  /** Compares answers with the last seen ones; changed placements become pending. */
+  const diff = () => {
+    const keys = allDirty ? new Set([...answers.keys(), ...options.placements.list().map(keyOf)]) : new Set(dirty);
+    dirty.clear();
+    allDirty = false;
+    for (const key of keys) {
+      const placement = options.placements.get(key);
+      if (!placement) {
+        answers.delete(key);
+        continue;
+      }
+      const answer = answerOf(placement);
+      if (answer === undefined) continue;
+      const before = answers.get(key);
+      answers.set(key, answer);
+      if (baselined && before !== answer) pending.add(key);
+    }
+  };
+
+  async function flush(): Promise<void> {
+    if (!synced()) return;
+    diff();
+    if (!baselined) {
+      // The first synced view is the baseline: Argo CD polls anyway, and a
+      // restart of mco should not refresh every ApplicationSet in the hub.
+      baselined = true;
+      return;
+    }
+    if (pending.size === 0) return;
+    const keys = new Set(pending);
+    try {
+      const appSets = await options.applicationSets.list();
+      for (const appSet of appSets) {
+        const namespace = appSet.metadata?.namespace;
+        const name = appSet.metadata?.name;
+        if (!namespace || !name) continue;
+        const used = placementsOf(appSet).filter((key) => keys.has(key));
+        if (used.length === 0) continue;
+        await options.applicationSets.refresh(namespace, name);
+        logger.info('refreshed ApplicationSet', { applicationSet: `${namespace}/${name}`, placements: used });
+      }
+      for (const key of keys) pending.delete(key);
+      retryMs = baseRetryMs;
+    } catch (error) {
+      logger.warn('refreshing ApplicationSets failed; retrying', { error: toMcoError(error), retryInMs: retryMs });
+      retryMs = Math.min(retryMs * 2, 60_000);
+    }
+  }
+
+  const onPlacement = (_event: string, placement: Placement) => {
+    dirty.add(keyOf(placement));
+    schedule(debounceMs);
+  };
+  const onProfile = () => {
+    allDirty = true;
+    schedule(debounceMs);
+  };
+  let handlersAdded = false;
+
+  return {
+    start() {
+      if (started) return;
+      started = true;
+      if (!handlersAdded) {
+        handlersAdded = true;
+        options.placements.addHandler((event, placement) => started && onPlacement(event, placement));
+        options.clusterProfiles.addHandler(() => started && onProfile());
+      }
+      allDirty = true;
+      schedule(0);
+    },
+    stop() {
+      started = false;
+      clearTimeout(timer);
+      timer = undefined;
+    },
+    async idle() {
+      for (;;) {
+        if (running) await running;
+        else if (timer) await new Promise((resolve) => setTimeout(resolve, debounceMs));
+        else return;
+      }
+    },
+  };
+}
+
+function keyOf(placement: Placement): string {
+  return `${placement.metadata.namespace ?? ''}/${placement.metadata.name}`;
+}

@@ -1,0 +1,287 @@
+import type { ClusterProfile } from '@mco/core';
+import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import type { ObjectCache } from './cache.js';
+import {
+  CLUSTER_PROFILE_ANNOTATION,
+  DEFAULT_MANAGER,
+  MANAGED_BY_LABEL,
+  SECRET_TYPE_LABEL,
+  buildClusterSecret,
+  isUpToDate,
+  isValidSecretName,
+  type ClusterAccessLike,
+  type ClusterSecret,
+} from './cluster-secret.js';
+import { argoClusterName } from './parameters.js';
+
+/** A Secret as read from the API server. */
+export interface ExistingSecret {
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  data?: Record<string, string>;
+}
+
+/** The Secret calls of the syncer, in the Argo CD namespace (`createSecretClient` implements it). */
+export interface SecretClient {
+  /** Secrets carrying both the cluster secret-type label and mco's managed-by label. */
+  listOwned(): Promise<ExistingSecret[]>;
+  get(name: string): Promise<ExistingSecret | undefined>;
+  create(secret: ClusterSecret): Promise<void>;
+  /** PUT with `metadata.resourceVersion`: a concurrent change makes it fail with 409. */
+  replace(secret: ClusterSecret): Promise<void>;
+  /** Deletes with uid and resourceVersion preconditions; resolves quietly if it is gone. */
+  delete(name: string, uid: string | undefined, resourceVersion: string | undefined): Promise<void>;
+}
+
+/**
+ * How to reach a ClusterProfile's cluster, or why not (a string). May throw
+ * for a malformed profile. With @mco/cluster-access, wrap its resolver.
+ */
+export type AccessResolver = (profile: ClusterProfile) => ClusterAccessLike | string;
+
+export interface SecretSyncerOptions {
+  readonly clusterProfiles: ObjectCache<ClusterProfile>;
+  readonly secrets: SecretClient;
+  readonly resolveAccess: AccessResolver;
+  /** Namespace Argo CD reads cluster Secrets from. */
+  readonly namespace: string;
+  /** Value of the managed-by label; run several syncers into one namespace with different values. */
+  readonly manager?: string;
+  /**
+   * True while a placement still lists the cluster: the Secret of a deleted
+   * profile is kept until then, so Argo CD can still remove the workload
+   * from an evicted cluster.
+   */
+  readonly isClusterInUse?: (namespace: string, name: string) => boolean;
+  /** Rewrite a Secret this long before its credential expires (default 5 min, at most half the lifetime). */
+  readonly refreshBeforeMs?: number;
+  /** Full reconcile of every profile and owned Secret this often (default 10 min). */
+  readonly resyncMs?: number;
+  /** First retry delay after an error, doubled up to 5 min (default 1 s). */
+  readonly retryMs?: number;
+  readonly now?: () => number;
+  readonly logger?: Logger;
+}
+
+export interface SecretSyncer {
+  /** Reconciles every profile and every owned Secret (orphans of profiles deleted while mco was down included), then follows changes. */
+  start(): Promise<void>;
+  stop(): void;
+  /** Queues one ClusterProfile key (`namespace/name`) for reconciliation, e.g. when a placement released it. */
+  enqueue(key: string): void;
+  /** Resolves when the queue is empty and nothing runs (for tests and shutdown). */
+  idle(): Promise<void>;
+}
+
+/**
+ * Keeps one Argo CD cluster Secret per ClusterProfile. Level-triggered: each
+ * key is re-read from the cache, the desired Secret computed and written only
+ * when it differs. It only ever changes or deletes Secrets that carry its
+ * managed-by label; a Secret of the same name made by someone else is left
+ * alone (and logged). When access or the credential cannot be obtained, the
+ * existing Secret is kept as it is (fail static) and the key retried.
+ */
+export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
+  const logger = (options.logger ?? silentLogger).child({ component: 'argocd-cluster-sync' });
+  const manager = options.manager ?? DEFAULT_MANAGER;
+  const now = options.now ?? Date.now;
+  const refreshBeforeMs = options.refreshBeforeMs ?? 5 * 60_000;
+  const baseRetryMs = options.retryMs ?? 1000;
+  const queue = new Set<string>();
+  const timers = new Map<string, NodeJS.Timeout>();
+  const failures = new Map<string, number>();
+  const access = new Map<string, { fingerprint: string; access: ClusterAccessLike }>();
+  let running: Promise<void> | undefined;
+  let started = false;
+  let resyncTimer: NodeJS.Timeout | undefined;
+  let handlerAdded = false;
+
+  const enqueue = (key: string) => {
+    if (!started) return;
+    queue.add(key);
+    if (!running) running = drain().finally(() => (running = undefined));
+  };
+
+  const later = (key: string, delayMs: number) => {
+    clearTimeout(timers.get(key));
+    const timer = setTimeout(() => {
+      timers.delete(key);
+      enqueue(key);
+    }, delayMs);
+    timer.unref();
+    timers.set(key, timer);
+  };
+
+  async function drain(): Promise<void> {
+    while (started && queue.size > 0) {
+      const key = queue.values().next().value as string;
+      queue.delete(key);
+      try {
+        await reconcile(key);
+        failures.delete(key);
+      } catch (error) {
+        const attempt = (failures.get(key) ?? 0) + 1;
+        failures.set(key, attempt);
+        const delay = Math.min(baseRetryMs * 2 ** (attempt - 1), 5 * 60_000);
+        logger.warn('cluster Secret sync failed; retrying', {
+          cluster: key,
+          error: toMcoError(error),
+          retryInMs: delay,
+        });
+        later(key, delay);
+      }
+    }
+  }
+
+  /** `namespace/name` of a ClusterProfile. */
+  async function reconcile(key: string): Promise<void> {
+    const [namespace = '', name = ''] = key.split('/', 2);
+    const secretName = argoClusterName(namespace, name);
+    if (!isValidSecretName(secretName)) {
+      logger.error('cannot name an Argo CD cluster Secret for this ClusterProfile (longer than 253 characters)', {
+        cluster: key,
+      });
+      return;
+    }
+    if (!options.clusterProfiles.hasSynced()) {
+      later(key, baseRetryMs);
+      return;
+    }
+    const profile = options.clusterProfiles.get(key);
+    const existing = await options.secrets.get(secretName);
+    const owned = existing !== undefined && isOwned(existing);
+    if (existing && !owned) {
+      logger.warn('a cluster Secret of this name exists and is not managed by mco; leaving it alone', {
+        cluster: key,
+        secret: `${options.namespace}/${secretName}`,
+      });
+      return;
+    }
+    if (!profile || profile.metadata.deletionTimestamp) {
+      access.delete(key);
+      if (!existing) return;
+      if (options.isClusterInUse?.(namespace, name)) {
+        logger.info('ClusterProfile is gone but a placement still lists the cluster; keeping its Secret', {
+          cluster: key,
+        });
+        return;
+      }
+      await options.secrets.delete(secretName, existing.metadata?.uid, existing.metadata?.resourceVersion);
+      logger.info('deleted the cluster Secret of a removed ClusterProfile', { cluster: key, secret: secretName });
+      return;
+    }
+    const clusterAccess = accessFor(key, profile);
+    if (typeof clusterAccess === 'string') {
+      // Fail static: a profile whose access is unusable keeps whatever Secret it had.
+      logger.warn('cannot build a cluster Secret for this ClusterProfile', { cluster: key, reason: clusterAccess });
+      return;
+    }
+    const credential = await clusterAccess.getCredential();
+    const desired = buildClusterSecret(profile, clusterAccess, credential, { namespace: options.namespace, manager });
+    if (credential.expiresAt) {
+      const lifetime = credential.expiresAt.getTime() - now();
+      const margin = Math.min(refreshBeforeMs, lifetime / 2);
+      later(key, Math.max(1000, lifetime - margin));
+    }
+    if (existing && isUpToDate(existing, desired)) return;
+    if (existing) {
+      desired.metadata.resourceVersion = existing.metadata?.resourceVersion ?? '';
+      await options.secrets.replace(desired);
+      logger.info('updated cluster Secret', { cluster: key, secret: secretName });
+    } else {
+      await options.secrets.create(desired);
+      logger.info('created cluster Secret', { cluster: key, secret: secretName });
+    }
+  }
+
+  /** ClusterAccess objects are kept per profile so their credential cache survives between reconciles. */
+  function accessFor(key: string, profile: ClusterProfile): ClusterAccessLike | string {
+    const fingerprint = JSON.stringify([profile.status?.accessProviders, profile.status?.credentialProviders]);
+    const cached = access.get(key);
+    if (cached?.fingerprint === fingerprint) return cached.access;
+    let resolved: ClusterAccessLike | string;
+    try {
+      resolved = options.resolveAccess(profile);
+    } catch (error) {
+      resolved = toMcoError(error).message;
+    }
+    if (typeof resolved === 'string') access.delete(key);
+    else access.set(key, { fingerprint, access: resolved });
+    return resolved;
+  }
+
+  function isOwned(secret: ExistingSecret): boolean {
+    const labels = secret.metadata?.labels ?? {};
+    return labels[MANAGED_BY_LABEL] === manager && labels[SECRET_TYPE_LABEL] === 'cluster';
+  }
+
+  /** Every profile in the cache and every owned Secret's profile (orphans included). */
+  async function resync(): Promise<void> {
+    const keys = new Set(options.clusterProfiles.list().map((p) => `${p.metadata.namespace}/${p.metadata.name}`));
+    for (const secret of await options.secrets.listOwned()) {
+      if (!isOwned(secret)) continue;
+      const key = secret.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION];
+      if (key && key.includes('/')) keys.add(key);
+      else logger.warn('owned cluster Secret without a ClusterProfile annotation', { secret: secret.metadata?.name });
+    }
+    for (const key of [...keys].sort()) enqueue(key);
+  }
+
+  const scheduleResync = () => {
+    resyncTimer = setTimeout(
+      () => {
+        resync()
+          .catch((error: unknown) => logger.warn('resync failed', { error: toMcoError(error) }))
+          .finally(() => started && scheduleResync());
+      },
+      options.resyncMs ?? 10 * 60_000,
+    );
+    resyncTimer.unref();
+  };
+
+  return {
+    async start() {
+      if (started) return;
+      started = true;
+      if (!handlerAdded) {
+        handlerAdded = true;
+        options.clusterProfiles.addHandler((_event, profile) =>
+          enqueue(`${profile.metadata.namespace}/${profile.metadata.name}`),
+        );
+      }
+      // The first full pass waits for the profile cache: an unsynced cache would look like deleted profiles.
+      while (started && !options.clusterProfiles.hasSynced()) await sleep(100);
+      for (;;) {
+        try {
+          await resync();
+          break;
+        } catch (error) {
+          logger.warn('listing owned cluster Secrets failed; retrying', { error: toMcoError(error) });
+          await sleep(baseRetryMs);
+          if (!started) return;
+        }
+      }
+      scheduleResync();
+    },
+    stop() {
+      started = false;
+      clearTimeout(resyncTimer);
+      for (const timer of timers.values()) clearTimeout(timer);
+      timers.clear();
+    },
+    enqueue,
+    async idle() {
+      while (running) await running;
+    },
+  };
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
