@@ -1,0 +1,54 @@
+import { McoError } from '@mco/runtime';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+
+export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const;
+
+/** clientcmd ExecConfig: how to run a credential plugin (kubectl's `users[].user.exec`). */
+export const ExecConfigSchema = z.object({
+  apiVersion: z.enum(EXEC_API_VERSIONS),
+  command: z.string().min(1),
+  args: z.array(z.string()).nullish(),
+  env: z
+    .array(z.object({ name: z.string().min(1), value: z.string() }))
+    .nullish()
+    .describe('Added to the environment mco runs with.'),
+  provideClusterInfo: z
+    .boolean()
+    .optional()
+    .describe('Pass the cluster (server, CA, exec extension) in KUBERNETES_EXEC_INFO.'),
+  interactiveMode: z
+    .enum(['Never', 'IfAvailable', 'Always'])
+    .optional()
+    .describe('mco never has a terminal: Always is refused when the plugin is run.'),
+  installHint: z.string().optional(),
+});
+export type ExecConfig = z.infer<typeof ExecConfigSchema>;
+
+/** The Cluster Inventory API consumer configuration: which credential plugin serves which access provider. */
+export const ProviderFileSchema = z.object({
+  providers: z
+    .array(z.object({ name: z.string().min(1), execConfig: ExecConfigSchema }))
+    .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'provider names must be unique'),
+});
+export type ProviderFile = z.infer<typeof ProviderFileSchema>;
+export type ProviderConfig = ProviderFile['providers'][number];
+
+/** Parses a provider file (JSON or YAML); the error names the offending field. */
+export function parseProviderFile(text: string, source = 'provider file'): ProviderFile {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (error) {
+    throw new McoError('Invalid', `${source}: not valid YAML or JSON: ${(error as Error).message}`, false, {
+      cause: error,
+    });
+  }
+  const parsed = ProviderFileSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue?.path.length ? issue.path.join('.') : '(root)';
+    throw new McoError('Invalid', `${source}: ${field}: ${issue?.message ?? 'invalid'}`, false);
+  }
+  return parsed.data;
+}
