@@ -1,6 +1,6 @@
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
-import { McoError } from '@mco/runtime';
+import type { McoError } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import {
   createClusterAccess,
@@ -199,7 +199,7 @@ describe('createClusterAccess', () => {
     expect({
       users: [a.kubeConfig.getCurrentUser()?.name, b.kubeConfig.getCurrentUser()?.name],
       servers: [a.kubeConfig.getCurrentCluster()?.server, b.kubeConfig.getCurrentCluster()?.server],
-      authorization: (opts.headers as Headers).get('authorization'),
+      authorization: (opts.headers as unknown as Headers).get('authorization'),
     }).toEqual({
       users: ['mco/fleet/a/p', 'mco/fleet/b/p'],
       servers: ['https://a:6443', 'https://b:6443'],
