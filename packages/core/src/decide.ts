@@ -7,15 +7,16 @@ import {
   type ClusterState,
   type Draining,
   type PlacementCluster,
+  type PlacementSpec,
   type PlacementStatus,
 } from './api/placement.js';
 import type { Signal } from './api/signal.js';
-import type { SpecError } from './result.js';
+import { err, ok, type Result, type SpecError } from './result.js';
 import { resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
 import { nextDrainStepAt, startDraining, stepDraining } from './scaling/draining.js';
 import { assessSignal, indexSignals, type SignalAssessment } from './scaling/signals.js';
 import { createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
-import { compileSelection, selectClusters, type SelectionResult } from './selection/select.js';
+import { compileSelection, selectClusters, type Selection, type SelectionResult } from './selection/select.js';
 import { formatTime, parseTime, SECOND } from './time.js';
 import { setCondition } from './conditions.js';
 
@@ -65,20 +66,15 @@ export function decide(input: DecideInput): Decision {
   const previous = input.placement.status ?? {};
   const generation = input.placement.metadata.generation;
 
-  const parsed = PlacementSpecSchema.safeParse(input.placement.spec ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    const field = ['spec', ...issue.path.map(String)].join('.').replace(/\.(\d+)(?=\.|$)/g, '[$1]');
-    return invalid(previous, { reason: 'InvalidSpec', field, message: issue.message }, now, generation);
-  }
-  const spec = parsed.data;
-  const selection = compileSelection(spec);
-  if (!selection.ok) return invalid(previous, selection.error, now, generation);
+  const compiled = compileSpec(input.placement.spec);
+  if (!compiled.ok) return invalid(previous, compiled.error, now, generation);
+  const { spec, selection } = compiled.value;
 
   const inventory = Array.isArray(input.clusterProfiles)
     ? createInventory(input.clusterProfiles as readonly ClusterProfile[])
     : (input.clusterProfiles as Inventory);
-  const selected = selectClusters(selection.value, inventory);
+  const listedKeys = new Set((previous.clusters ?? []).map((c) => clusterKey(c.namespace, c.name)));
+  const selected = selectClusters(selection, inventory, listedKeys);
   const autoscale = spec.scaling?.autoscaleForCapacity;
   const behavior = resolveBehavior(autoscale?.behavior);
   const signals = indexSignals(input.signals ?? []);
@@ -114,6 +110,32 @@ export function decide(input: DecideInput): Decision {
   status.conditions = conditions;
   if (status.clusters!.length === 0 && previous.clusters === undefined) delete status.clusters;
   return { status, transitions: run.transitions, requeueAfterSeconds: run.requeueAfterSeconds() };
+}
+
+type CompiledSpec = Result<{ spec: PlacementSpec; selection: Selection }, SpecError>;
+
+// Informer caches hand the same spec object to every evaluation until it
+// changes, so parsing and compiling are memoised per object (a pure function).
+const compiledSpecs = new WeakMap<object, CompiledSpec>();
+
+function compileSpec(raw: unknown): CompiledSpec {
+  const cacheable = typeof raw === 'object' && raw !== null;
+  const hit = cacheable ? compiledSpecs.get(raw) : undefined;
+  if (hit) return hit;
+  const result = compileSpecUncached(raw);
+  if (cacheable) compiledSpecs.set(raw, result);
+  return result;
+}
+
+function compileSpecUncached(raw: unknown): CompiledSpec {
+  const parsed = PlacementSpecSchema.safeParse(raw ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = ['spec', ...issue.path.map(String)].join('.').replace(/\.(\d+)(?=\.|$)/g, '[$1]');
+    return err({ reason: 'InvalidSpec', field, message: issue.message });
+  }
+  const selection = compileSelection(parsed.data);
+  return selection.ok ? ok({ spec: parsed.data, selection: selection.value }) : selection;
 }
 
 /** An invalid spec changes nothing in `status.clusters`: the workload stays where it is. */
@@ -523,7 +545,7 @@ class Evaluation {
 
   /** Listed clusters in priority order: eligible ones first, the others by namespace/name. */
   private byPriority(entries: Entry[]): Entry[] {
-    const rank = (e: Entry) => this.selected.priority.get(e.key) ?? Infinity;
+    const rank = (e: Entry) => this.selected.rankOf(e.key) ?? Infinity;
     return [...entries].sort((a, b) => rank(a) - rank(b) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 

@@ -69,7 +69,8 @@ export function compileSelection(spec: PlacementSpec): Result<Selection, SpecErr
 export interface SelectionResult {
   /** The ordered eligible list: position is priority (earlier is preferred). */
   readonly eligible: readonly InventoryCluster[];
-  readonly priority: ReadonlyMap<ClusterKey, number>;
+  /** Position of a cluster in `eligible`, or undefined when it is not eligible. */
+  rankOf(key: ClusterKey): number | undefined;
   /** Whether a listed cluster may stay (semantics.md section 3, "no longer eligible"). */
   isStillEligible(key: ClusterKey): boolean;
   /** Why `isStillEligible` is false, for the transition's reason. */
@@ -77,7 +78,16 @@ export interface SelectionResult {
   readonly unknownClusters: readonly string[];
 }
 
-export function selectClusters(selection: Selection, inventory: Inventory): SelectionResult {
+/**
+ * Applies a compiled selection to an inventory. `tracked` names the clusters
+ * whose rank the caller will ask for (the listed ones); without it every
+ * eligible cluster is ranked, which costs a map of the whole list.
+ */
+export function selectClusters(
+  selection: Selection,
+  inventory: Inventory,
+  tracked?: ReadonlySet<ClusterKey>,
+): SelectionResult {
   const report = { unknownClusters: [] as string[] };
   let list: readonly InventoryCluster[] = inventory.clusters;
   let ruleKeys: Set<ClusterKey> | undefined;
@@ -87,31 +97,54 @@ export function selectClusters(selection: Selection, inventory: Inventory): Sele
   }
   const required = selection.required;
   let eligible = required ? list.filter(required) : list;
-  if (selection.preferences.length > 0) {
-    const scored = eligible.map((cluster, index) => {
-      let score = 0;
-      for (const p of selection.preferences) if (p.match(cluster)) score += p.weight;
-      return { cluster, index, score };
-    });
-    scored.sort((a, b) => b.score - a.score || a.index - b.index);
-    eligible = scored.map((s) => s.cluster);
-  }
-  const priority = new Map<ClusterKey, number>();
-  for (let i = 0; i < eligible.length; i++) priority.set(eligible[i]!.key, i);
+  if (selection.preferences.length > 0) eligible = sortByPreference(eligible, selection.preferences);
 
+  const rank = new Map<ClusterKey, number>();
+  for (let i = 0; i < eligible.length; i++) {
+    const key = eligible[i]!.key;
+    if (!tracked || tracked.has(key)) rank.set(key, i);
+  }
+  const rankOf = (key: ClusterKey): number | undefined => {
+    if (!tracked || tracked.has(key)) return rank.get(key);
+    // An untracked key (a cluster added in this evaluation): scan once, then remember.
+    if (!rank.has(key))
+      rank.set(
+        key,
+        eligible.findIndex((c) => c.key === key),
+      );
+    const r = rank.get(key)!;
+    return r < 0 ? undefined : r;
+  };
   const ineligibleBecause = (key: ClusterKey): string => {
     if (!inventory.byKey.has(key)) return 'its ClusterProfile was deleted';
     if (ruleKeys && !ruleKeys.has(key)) return 'it dropped out of the cluster selector rules';
-    if (selection.requiredDuringExecution && !priority.has(key)) {
+    if (selection.requiredDuringExecution && rankOf(key) === undefined) {
       return 'it no longer matches requiredDuringSchedulingRequiredDuringExecution';
     }
     return '';
   };
   return {
     eligible,
-    priority,
+    rankOf,
     isStillEligible: (key) => ineligibleBecause(key) === '',
     ineligibleBecause,
     unknownClusters: report.unknownClusters,
   };
+}
+
+/** Stable re-sort by summed preference weight, highest first: buckets per score, no comparison sort. */
+function sortByPreference(
+  clusters: readonly InventoryCluster[],
+  preferences: Selection['preferences'],
+): readonly InventoryCluster[] {
+  const buckets = new Map<number, InventoryCluster[]>();
+  for (const cluster of clusters) {
+    let score = 0;
+    for (const p of preferences) if (p.match(cluster)) score += p.weight;
+    const bucket = buckets.get(score);
+    if (bucket) bucket.push(cluster);
+    else buckets.set(score, [cluster]);
+  }
+  if (buckets.size <= 1) return clusters;
+  return [...buckets.keys()].sort((a, b) => b - a).flatMap((score) => buckets.get(score)!);
 }

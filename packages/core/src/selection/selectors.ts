@@ -35,8 +35,10 @@ function compileRequirement(
     return err(selectorError(`${path}.values`, `operator ${operator} takes no values`));
   }
   const set = new Set(values);
+  const only = values?.length === 1 ? values[0] : undefined;
   switch (operator) {
     case 'In':
+      if (only !== undefined) return ok((c) => read(c) === only);
       return ok((c) => {
         const v = read(c);
         return v !== undefined && set.has(v);
@@ -85,10 +87,21 @@ export function compileTerm(term: ClusterSelectorTerm, path: string): Result<Clu
       parts.push(matcher.value);
     }
   }
-  return ok((c) => {
+  return ok(all(parts));
+}
+
+// Matchers run once per (placement, cluster): small arities avoid the loop.
+function all(parts: ClusterMatcher[]): ClusterMatcher {
+  if (parts.length === 0) return () => true;
+  if (parts.length === 1) return parts[0]!;
+  if (parts.length === 2) {
+    const [a, b] = parts as [ClusterMatcher, ClusterMatcher];
+    return (c) => a(c) && b(c);
+  }
+  return (c) => {
     for (const part of parts) if (!part(c)) return false;
     return true;
-  });
+  };
 }
 
 /** A selector: its terms ORed; no terms match no cluster. */
@@ -99,6 +112,7 @@ export function compileClusterSelector(selector: ClusterSelector, path: string):
     if (!term.ok) return term;
     terms.push(term.value);
   }
+  if (terms.length === 1) return ok(terms[0]!);
   return ok((c) => {
     for (const term of terms) if (term(c)) return true;
     return false;
