@@ -26,13 +26,13 @@ function hasBothBinaries(dir: string): boolean {
   return isExecutable(join(dir, 'kube-apiserver')) && isExecutable(join(dir, 'etcd'));
 }
 
-function findGo(env: NodeJS.ProcessEnv): string | undefined {
+function findGo(env: NodeJS.ProcessEnv, standardGo: string): string | undefined {
   if (env.GO && isExecutable(env.GO)) return env.GO;
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir && isExecutable(join(dir, 'go'))) return join(dir, 'go');
   }
   // build.sh falls back to the standard install location as well.
-  return isExecutable('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined;
+  return isExecutable(standardGo) ? standardGo : undefined;
 }
 
 /**
@@ -40,11 +40,14 @@ function findGo(env: NodeJS.ProcessEnv): string | undefined {
  * download: KUBEBUILDER_ASSETS with both binaries, or a Go toolchain for
  * build.sh. Cheap and synchronous, so it can decide `describe` vs `describe.skip`.
  */
-export function controlPlaneAvailability(env: NodeJS.ProcessEnv = process.env): Availability {
+export function controlPlaneAvailability(
+  env: NodeJS.ProcessEnv = process.env,
+  standardGo = '/usr/local/go/bin/go',
+): Availability {
   const assets = env.KUBEBUILDER_ASSETS;
   if (assets && hasBothBinaries(assets)) return { available: true };
   if (!existsSync(BUILD_SCRIPT)) return { available: false, reason: `${BUILD_SCRIPT} is missing` };
-  if (findGo(env)) return { available: true };
+  if (findGo(env, standardGo)) return { available: true };
   const why = assets
     ? `KUBEBUILDER_ASSETS=${assets} lacks kube-apiserver or etcd, and no Go toolchain was found`
     : 'no Go toolchain and no KUBEBUILDER_ASSETS';

@@ -66,6 +66,7 @@ export function killGroup(pid: number | undefined, signal: NodeJS.Signals): void
 /** SIGTERM, then SIGKILL if it has not exited within `graceMs`. */
 export async function stopServer(server: ServerProcess, graceMs: number): Promise<void> {
   if (server.hasExited()) return;
+  server.child.ref(); // keep the event loop alive until the exit arrives
   killGroup(server.child.pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL');
   if (graceMs > 0) {
     const timer = setTimeout(() => killGroup(server.child.pid, 'SIGKILL'), graceMs);
@@ -87,7 +88,7 @@ export function tailOf(logFile: string, lines = 25): string {
 // --- cleanup when the test process dies without calling stop() --------------
 
 /**
- * A detached shell that outlives us: once our process is gone (even by
+ * A detached POSIX shell (dash: `kill -s KILL -- -PGID` is the portable form) that outlives us: once our process is gone (even by
  * SIGKILL, which runs no exit hook) it kills every process group listed in
  * `<dir>/pids` and removes `dir`. It exits on its own when `dir/pids` goes away
  * (normal stop).
@@ -96,7 +97,7 @@ const WATCHDOG = `
 parent="$1"; dir="$2"
 while kill -0 "$parent" 2>/dev/null && [ -e "$dir/pids" ]; do sleep 1; done
 [ -e "$dir/pids" ] || exit 0
-while read -r pid; do [ -n "$pid" ] && kill -KILL -- "-$pid" 2>/dev/null; done < "$dir/pids"
+while read -r pid; do [ -n "$pid" ] && kill -s KILL -- "-$pid" 2>/dev/null; done < "$dir/pids"
 rm -rf "$dir"
 `;
 

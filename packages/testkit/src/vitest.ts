@@ -22,9 +22,10 @@ export interface RequirementOptions {
 export function controlPlaneSkipReason(
   options: RequirementOptions = {},
   env: NodeJS.ProcessEnv = process.env,
+  standardGo?: string,
 ): string | undefined {
   if (env.CI === 'true' || env.CI === '1') return undefined;
-  const availability = controlPlaneAvailability(env);
+  const availability = controlPlaneAvailability(env, standardGo);
   if (!availability.available) return `${availability.reason}; to enable: ${ENABLE_HINT}`;
   if (options.sharedCrds && !sharedCrdsDir()) {
     return 'no ../shared/crds beside the repository (third-party CRDs used as test data)';
