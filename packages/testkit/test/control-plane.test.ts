@@ -177,14 +177,12 @@ describeWithControlPlane('a control plane with a hub and one member cluster', ()
     const started = Date.now();
     await east.restart();
     console.log(`apiserver restart took ${Date.now() - started} ms`);
-    const widgets = (await kc
-      .makeApiClient(CustomObjectsApi)
-      .listNamespacedCustomObject({
-        group: 'testkit.mco.dev',
-        version: 'v1',
-        namespace: 'default',
-        plural: 'widgets',
-      })) as {
+    const widgets = (await kc.makeApiClient(CustomObjectsApi).listNamespacedCustomObject({
+      group: 'testkit.mco.dev',
+      version: 'v1',
+      namespace: 'default',
+      plural: 'widgets',
+    })) as {
       items: { metadata: { name: string } }[];
     };
     expect({
