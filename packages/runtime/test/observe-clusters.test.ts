@@ -1,0 +1,81 @@
+import type { ClusterProfile } from '@mco/core';
+import { Registry } from 'prom-client';
+import { describe, expect, it } from 'vitest';
+import { McoError, observeEachCluster, signalMetrics, type SignalRequest } from '../src/index.js';
+
+const profile = (name: string) => ({ metadata: { name, namespace: 'fleet' } }) as ClusterProfile;
+const request = (names: string[]): SignalRequest => ({
+  placement: { namespace: 'app', name: 'web', spec: {} },
+  clusters: names.map((n) => ({ key: `fleet/${n}`, profile: profile(n) })),
+});
+const observedAt = '2026-01-01T00:00:00Z';
+
+describe('observeEachCluster', () => {
+  it('leaves only the slow, the failing and the partial clusters without a full signal, and counts each result', async () => {
+    const registry = new Registry();
+    const result = await observeEachCluster(
+      request(['ok', 'slow', 'broken', 'partial']),
+      { source: 'test', concurrency: 2, timeoutMs: 100, metrics: signalMetrics(registry) },
+      async ({ key }) => {
+        if (key === 'fleet/slow') await new Promise((r) => setTimeout(r, 5_000));
+        if (key === 'fleet/broken') throw new McoError('Unauthorized', 'credential plugin failed', true);
+        if (key === 'fleet/partial') {
+          return {
+            signal: { cluster: key, observedAt, pendingPods: 0 },
+            errors: [{ code: 'NotFound', message: 'no HPA' }],
+          };
+        }
+        return { signal: { cluster: key, observedAt, pendingPods: 2 }, errors: [] };
+      },
+    );
+    expect(result).toEqual({
+      signals: [
+        { cluster: 'fleet/ok', observedAt, pendingPods: 2 },
+        { cluster: 'fleet/partial', observedAt, pendingPods: 0 },
+      ],
+      errors: [
+        { cluster: 'fleet/slow', code: 'Timeout', message: 'no complete answer within 0.1 s; signal left missing' },
+        { cluster: 'fleet/broken', code: 'Unauthorized', message: 'credential plugin failed' },
+        { cluster: 'fleet/partial', code: 'NotFound', message: 'no HPA' },
+      ],
+    });
+    const counts = (await registry.getSingleMetric('mco_signal_observations_total')!.get()).values.map((v) => [
+      v.labels.cluster,
+      v.labels.result,
+      v.value,
+    ]);
+    expect(counts.sort()).toEqual([
+      ['fleet/broken', 'failed', 1],
+      ['fleet/ok', 'ok', 1],
+      ['fleet/partial', 'partial', 1],
+      ['fleet/slow', 'failed', 1],
+    ]);
+  });
+
+  it('never runs more clusters at once than the concurrency', async () => {
+    let running = 0;
+    let peak = 0;
+    await observeEachCluster(
+      request(['a', 'b', 'c', 'd', 'e']),
+      { source: 'test', concurrency: 2, timeoutMs: 1000, metrics: signalMetrics(new Registry()) },
+      async () => {
+        peak = Math.max(peak, ++running);
+        await new Promise((r) => setTimeout(r, 10));
+        running--;
+        return { errors: [] };
+      },
+    );
+    expect(peak).toBe(2);
+  });
+
+  it('rejects when the caller aborts', async () => {
+    const abort = new AbortController();
+    const pending = observeEachCluster(
+      request(['a']),
+      { source: 'test', concurrency: 1, timeoutMs: 1000, metrics: signalMetrics(new Registry()), abort: abort.signal },
+      () => new Promise(() => {}),
+    );
+    abort.abort(new Error('shutting down'));
+    await expect(pending).rejects.toThrow('shutting down');
+  });
+});
