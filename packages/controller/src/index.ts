@@ -1,1 +1,56 @@
-export {};
+// The public API of @mco/controller (docs/operations.md describes running it).
+export {
+  createController,
+  type Controller,
+  type ControllerOptions,
+  type LeaderElectionSettings,
+} from './controller.js';
+export {
+  Reconciler,
+  holdStatus,
+  NotLeaderError,
+  CONDITION_SIGNALS_OBSERVED,
+  DECISIONS_LABEL_SELECTOR,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+  REASON_NO_SIGNAL_SOURCE,
+  REASON_UNKNOWN_SIGNAL_SOURCE,
+  type ReconcileResult,
+  type ReconcilerOptions,
+} from './reconciler.js';
+export {
+  Informer,
+  objectKey,
+  type InformerHealth,
+  type InformerOptions,
+  type KubeObject,
+  type ListWatch,
+  type ListPage,
+  type WatchEventType,
+} from './informer.js';
+export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
+export { backoffDelay, type BackoffOptions } from './backoff.js';
+export { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+export { EventRecorder, type EventType } from './events.js';
+export { createMetrics, type ControllerMetrics } from './metrics.js';
+export { startHealthServer, type HealthServer, type HealthServerOptions } from './server.js';
+export {
+  CLUSTER_PROFILES,
+  PLACEMENTS,
+  PLACEMENT_DECISIONS,
+  createHubClient,
+  createListWatch,
+  type HubClient,
+  type Resource,
+} from './kube.js';
+export { jsonEqual } from './equal.js';
+export {
+  CONTROLLER_FLAGS,
+  SignalSourcesFileSchema,
+  controllerFlagsHelp,
+  parseControllerConfig,
+  parseDuration,
+  type ControllerConfig,
+  type FlagSpec,
+  type SignalSourcesFile,
+} from './options.js';

@@ -1,0 +1,316 @@
+import { randomBytes } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { silentLogger, type CapacitySignalSource, type Logger } from '@mco/runtime';
+import type { Registry } from 'prom-client';
+import { EventRecorder } from './events.js';
+import { Informer, objectKey, type KubeObject, type ListWatch } from './informer.js';
+import {
+  CLUSTER_PROFILES,
+  createHubClient,
+  createListWatch,
+  PLACEMENT_DECISIONS,
+  PLACEMENTS,
+  type HubClient,
+} from './kube.js';
+import { LeaderElector } from './leader-election.js';
+import { createMetrics, type ControllerMetrics } from './metrics.js';
+import { DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
+import { WorkQueue } from './work-queue.js';
+
+export interface LeaderElectionSettings {
+  readonly namespace: string;
+  readonly name: string;
+  readonly leaseDurationMs: number;
+  readonly renewDeadlineMs: number;
+  readonly retryPeriodMs: number;
+}
+
+export interface ControllerOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly logger?: Logger;
+  /** Where metrics are registered; a fresh registry by default. */
+  readonly registry?: Registry;
+  /** Also export process metrics (CPU, memory, event-loop lag). */
+  readonly defaultMetrics?: boolean;
+  /** This replica's name in the Lease and in Events. */
+  readonly identity?: string;
+  /** Leader election; undefined: this replica always leads (a single replica, or tests). */
+  readonly leaderElection?: LeaderElectionSettings | undefined;
+  readonly workers?: number;
+  /** Every placement is reconciled at least this often (a safety net; events drive the rest). */
+  readonly resyncPeriodMs?: number;
+  readonly signalSources?: ReadonlyMap<string, CapacitySignalSource>;
+  readonly defaultSignalSource?: string | undefined;
+  readonly signalPollIntervalMs?: number;
+  readonly signalTimeoutMs?: number;
+  /** Informers relist when no event or bookmark arrived for this long. */
+  readonly watchIdleTimeoutMs?: number;
+  /** Server-side watch timeout (randomised up to twice this). */
+  readonly watchTimeoutSeconds?: number;
+  readonly requestTimeoutMs?: number;
+  /** Record Kubernetes Events for transitions. */
+  readonly events?: boolean;
+  /** Longest wait for in-flight reconciles on shutdown. */
+  readonly shutdownTimeoutMs?: number;
+  /** Tests: replace the API client or the list/watch of an informer. */
+  readonly client?: HubClient;
+  readonly listWatch?: {
+    placements?: ListWatch<KubeObject>;
+    clusterProfiles?: ListWatch<KubeObject>;
+    placementDecisions?: ListWatch<KubeObject>;
+  };
+  readonly now?: () => Date;
+}
+
+export interface Controller {
+  readonly metrics: ControllerMetrics;
+  readonly identity: string;
+  readonly informers: {
+    readonly placements: Informer<KubeObject>;
+    readonly clusterProfiles: Informer<KubeObject>;
+    readonly placementDecisions: Informer<KubeObject>;
+  };
+  readonly queue: WorkQueue;
+  /** Starts the informers, then campaigns for leadership (or leads at once). */
+  start(): void;
+  /**
+   * Graceful stop: stop taking keys, wait for in-flight reconciles (bounded),
+   * release the Lease, stop the informers. `release: false` imitates a crash.
+   */
+  stop(options?: { release?: boolean }): Promise<void>;
+  /** All informers listed everything (the /readyz condition). */
+  isReady(): boolean;
+  /** Resolves once every informer synced. */
+  waitForSync(): Promise<void>;
+  isLeader(): boolean;
+}
+
+/** The mco hub controller: informers, queue, workers, leader election, writers. */
+export function createController(options: ControllerOptions): Controller {
+  const logger = options.logger ?? silentLogger;
+  const identity = options.identity ?? `mco-${randomBytes(4).toString('hex')}`;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const informerOptions = {
+    logger,
+    idleTimeoutMs: options.watchIdleTimeoutMs ?? 180_000,
+    watchTimeoutSeconds: options.watchTimeoutSeconds ?? 300,
+  };
+  const lw = <T extends KubeObject>(given: ListWatch<T> | undefined, make: () => ListWatch<T>) => given ?? make();
+  const placements = new Informer<KubeObject>({
+    name: 'placements',
+    listWatch: lw(options.listWatch?.placements, () =>
+      createListWatch(options.kubeConfig, PLACEMENTS, { requestTimeoutMs }),
+    ),
+    ...informerOptions,
+  });
+  const clusterProfiles = new Informer<KubeObject>({
+    name: 'clusterprofiles',
+    listWatch: lw(options.listWatch?.clusterProfiles, () =>
+      createListWatch(options.kubeConfig, CLUSTER_PROFILES, { requestTimeoutMs }),
+    ),
+    ...informerOptions,
+  });
+  const placementDecisions = new Informer<KubeObject>({
+    name: 'placementdecisions',
+    listWatch: lw(options.listWatch?.placementDecisions, () =>
+      createListWatch(options.kubeConfig, PLACEMENT_DECISIONS, {
+        requestTimeoutMs,
+        labelSelector: DECISIONS_LABEL_SELECTOR,
+      }),
+    ),
+    ...informerOptions,
+  });
+  const informers = [placements, clusterProfiles, placementDecisions];
+  const queue = new WorkQueue();
+
+  let elector: LeaderElector | undefined;
+  let leading = false;
+  const isLeader = () => (elector ? elector.isLeader() : leading);
+
+  const metrics = createMetrics(
+    {
+      queueDepth: () => queue.length,
+      queueDelayed: () => queue.delayedCount,
+      isLeader,
+      informers: () => informers.map((i) => i.health()),
+    },
+    { ...(options.registry ? { registry: options.registry } : {}), defaultMetrics: options.defaultMetrics ?? false },
+  );
+  const client = options.client ?? createHubClient(options.kubeConfig, { requestTimeoutMs });
+  const events =
+    options.events === false
+      ? undefined
+      : new EventRecorder({ client, component: 'mco-controller', instance: identity, metrics, logger });
+  const reconciler = new Reconciler({
+    placements,
+    clusterProfiles,
+    placementDecisions,
+    client,
+    signalSources: options.signalSources,
+    defaultSignalSource: options.defaultSignalSource,
+    signalPollIntervalMs: options.signalPollIntervalMs,
+    signalTimeoutMs: options.signalTimeoutMs,
+    events,
+    metrics,
+    logger,
+    isLeader,
+    ...(options.now ? { now: options.now } : {}),
+  });
+
+  // Every change enqueues the placements it can affect. A ClusterProfile
+  // change can affect every placement; a burst of them is coalesced into one
+  // pass over the placements (the queue de-duplicates anyway).
+  let enqueueAllScheduled = false;
+  const enqueueAll = () => {
+    if (enqueueAllScheduled) return;
+    enqueueAllScheduled = true;
+    setImmediate(() => {
+      enqueueAllScheduled = false;
+      for (const key of placements.keys()) queue.add(key);
+    });
+  };
+  placements.addHandler((event, object) => {
+    // Our own status writes come back as updates and need no reconcile.
+    if (event === 'update' && reconciler.isOwnStatusWrite(object)) return;
+    queue.add(objectKey(object));
+  });
+  clusterProfiles.addHandler(() => enqueueAll());
+  placementDecisions.addHandler((_event, object) => {
+    const key = Reconciler.placementKeyOf(object);
+    if (key) queue.add(key);
+  });
+
+  const workers = options.workers ?? 4;
+  const inFlight = new Set<Promise<void>>();
+  let leadership: AbortController | undefined;
+  let resyncTimer: NodeJS.Timeout | undefined;
+  let stopped = false;
+
+  const processKey = async (key: string, abort: AbortSignal) => {
+    const started = performance.now();
+    let result = 'success';
+    try {
+      const outcome = await reconciler.reconcile(key, abort);
+      queue.forget(key);
+      if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
+    } catch (error) {
+      if (error instanceof NotLeaderError || abort.aborted) {
+        result = 'not_leader';
+      } else {
+        const code = (error as { code?: string }).code;
+        result = code === 'Conflict' ? 'conflict' : 'error';
+        // A conflict means our cache is behind: the watch brings the new
+        // version and a retry starts from it. Both retry with backoff.
+        (result === 'conflict' ? logger.debug : logger.warn)('reconcile failed; retrying', {
+          placement: key,
+          error,
+          retries: queue.retries(key),
+        });
+        queue.addRateLimited(key);
+      }
+    } finally {
+      queue.done(key);
+      const seconds = (performance.now() - started) / 1000;
+      metrics.reconciles.inc({ result });
+      metrics.reconcileDuration.observe({ result }, seconds);
+    }
+  };
+
+  const worker = async (abort: AbortSignal) => {
+    while (!abort.aborted) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      if (key === WAKE_KEY) {
+        queue.done(key);
+        continue;
+      }
+      if (abort.aborted) {
+        queue.done(key);
+        queue.add(key); // keep it for the next leader term
+        return;
+      }
+      await processKey(key, abort);
+      // Let timers, I/O and the HTTP server run between two reconciles.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  };
+
+  const startLeading = () => {
+    if (stopped || leadership) return;
+    leading = true;
+    leadership = new AbortController();
+    const abort = leadership.signal;
+    logger.info('leading: reconciling placements', { identity, workers });
+    for (const key of placements.keys()) queue.add(key);
+    for (const key of placementDecisions.list().map((d) => Reconciler.placementKeyOf(d))) if (key) queue.add(key);
+    for (let i = 0; i < workers; i++) {
+      const run = worker(abort).catch((error: unknown) => logger.error('worker crashed', { error }));
+      inFlight.add(run);
+      void run.finally(() => inFlight.delete(run));
+    }
+    const resync = options.resyncPeriodMs ?? 600_000;
+    resyncTimer = setInterval(() => enqueueAll(), resync);
+    resyncTimer.unref?.();
+  };
+  const stopLeading = () => {
+    leading = false;
+    clearInterval(resyncTimer);
+    if (!leadership) return;
+    leadership.abort();
+    leadership = undefined;
+    // Idle workers wait in queue.get(); wake them so they see the abort.
+    for (let i = 0; i < workers; i++) queue.add(WAKE_KEY);
+  };
+
+  const waitForSync = async () => {
+    await Promise.all(informers.map((i) => i.waitForSync()));
+  };
+
+  return {
+    metrics,
+    identity,
+    informers: { placements, clusterProfiles, placementDecisions },
+    queue,
+    start() {
+      for (const informer of informers) informer.start();
+      void waitForSync().then(() => {
+        if (stopped) return;
+        logger.info('caches synced', {
+          placements: placements.size,
+          clusterProfiles: clusterProfiles.size,
+          placementDecisions: placementDecisions.size,
+        });
+        if (options.leaderElection) {
+          elector = new LeaderElector({
+            kubeConfig: options.kubeConfig,
+            ...options.leaderElection,
+            identity,
+            logger,
+            onStartedLeading: startLeading,
+            onStoppedLeading: stopLeading,
+          });
+          elector.start();
+        } else {
+          startLeading();
+        }
+      });
+    },
+    async stop(stopOptions = {}) {
+      stopped = true;
+      stopLeading();
+      queue.shutDown();
+      const timeout = new Promise((resolve) => setTimeout(resolve, options.shutdownTimeoutMs ?? 20_000).unref());
+      await Promise.race([Promise.all([...inFlight]), timeout]);
+      await elector?.stop(stopOptions);
+      await Promise.race([events?.flush(), timeout]);
+      await Promise.all(informers.map((i) => i.stop()));
+      logger.info('stopped', { identity });
+    },
+    isReady: () => informers.every((i) => i.hasSynced()),
+    waitForSync,
+    isLeader,
+  };
+}
+
+/** A key no placement can have (names cannot contain a NUL); wakes idle workers. */
+const WAKE_KEY = '\u0000wake';

@@ -1,0 +1,371 @@
+import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+
+/** The part of a Kubernetes object the informer reads. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    managedFields?: unknown;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
+export interface ListPage<T> {
+  readonly items: T[];
+  readonly resourceVersion: string;
+  readonly continue?: string | undefined;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+/** Where an informer lists and watches; `createListWatch` implements it over client-node. */
+export interface ListWatch<T> {
+  list(options: { limit: number; continue?: string | undefined }): Promise<ListPage<T>>;
+  /**
+   * Starts a watch from `resourceVersion` with bookmarks. `onDone` is called
+   * once, with an error or null when the server closed the stream. Returns a
+   * function that ends the watch.
+   */
+  watch(
+    resourceVersion: string,
+    timeoutSeconds: number,
+    onEvent: (type: WatchEventType, object: T) => void,
+    onDone: (error: unknown) => void,
+  ): Promise<() => void>;
+}
+
+export type InformerEvent = 'add' | 'update' | 'delete';
+export type InformerHandler<T> = (event: InformerEvent, object: T, previous: T | undefined) => void;
+
+export interface InformerOptions<T> {
+  /** For logs and metrics, e.g. "clusterprofiles". */
+  readonly name: string;
+  readonly listWatch: ListWatch<T>;
+  readonly logger?: Logger;
+  /** Restart backoff after errors. */
+  readonly backoff?: BackoffOptions;
+  /** Relist when neither an event nor a bookmark arrived for this long. */
+  readonly idleTimeoutMs?: number;
+  /** Server-side watch timeout; randomised between 1x and 2x, like client-go's reflector. */
+  readonly watchTimeoutSeconds?: number;
+  readonly pageSize?: number;
+  readonly random?: () => number;
+}
+
+export interface InformerHealth {
+  readonly name: string;
+  readonly synced: boolean;
+  readonly watching: boolean;
+  /** Milliseconds since the epoch of the last list, event or bookmark. */
+  readonly lastActivityAt: number | undefined;
+  readonly lists: number;
+  readonly restarts: number;
+  readonly lastError: string | undefined;
+  readonly objects: number;
+}
+
+const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 200, maxMs: 30_000, jitter: 0.5 };
+
+/** Thrown inside the loop when the server says the resourceVersion is too old. */
+class GoneError extends Error {}
+
+/** `namespace/name`, or `name` for cluster-scoped objects. */
+export function objectKey(object: KubeObject): string {
+  const { namespace, name } = object.metadata ?? {};
+  return namespace ? `${namespace}/${name}` : String(name);
+}
+
+function isGone(error: unknown): boolean {
+  if (error instanceof GoneError) return true;
+  const e = error as { code?: unknown; statusCode?: unknown } | null;
+  return e?.code === 410 || e?.statusCode === 410;
+}
+
+/**
+ * A reflector and cache (client-go's informer) that keeps going where
+ * client-node 1.4's informer stops: list, then watch from the list's
+ * resourceVersion with bookmarks; on 410 Gone relist; on any other error
+ * restart with jittered exponential backoff from the last resourceVersion; a
+ * watchdog relists when nothing arrived for `idleTimeoutMs` (a stalled
+ * connection looks healthy otherwise). `hasSynced` turns true after the
+ * first complete list. Objects in the cache are shared: copy before changing.
+ */
+export class Informer<T extends KubeObject> {
+  readonly name: string;
+  private readonly store = new Map<string, T>();
+  private readonly handlers: InformerHandler<T>[] = [];
+  private readonly listWatch: ListWatch<T>;
+  private readonly logger: Logger;
+  private readonly backoff: BackoffOptions;
+  private readonly idleTimeoutMs: number;
+  private readonly watchTimeoutSeconds: number;
+  private readonly pageSize: number;
+  private readonly random: () => number;
+  private synced = false;
+  private watching = false;
+  private resourceVersion = '';
+  private lastActivityAt: number | undefined;
+  private lists = 0;
+  private restarts = 0;
+  private lastError: string | undefined;
+  private stopped = true;
+  private loop: Promise<void> | undefined;
+  private endWatch: (() => void) | undefined;
+  private wake: (() => void) | undefined;
+  private readonly syncWaiters: (() => void)[] = [];
+
+  constructor(options: InformerOptions<T>) {
+    this.name = options.name;
+    this.listWatch = options.listWatch;
+    this.logger = (options.logger ?? silentLogger).child({ informer: options.name });
+    this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.idleTimeoutMs = options.idleTimeoutMs ?? 180_000;
+    this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
+    this.pageSize = options.pageSize ?? 500;
+    this.random = options.random ?? Math.random;
+  }
+
+  /** Called for every change of the cache, after the cache was updated. */
+  addHandler(handler: InformerHandler<T>): void {
+    this.handlers.push(handler);
+  }
+
+  get(key: string): T | undefined {
+    return this.store.get(key);
+  }
+
+  list(): T[] {
+    return [...this.store.values()];
+  }
+
+  keys(): string[] {
+    return [...this.store.keys()];
+  }
+
+  get size(): number {
+    return this.store.size;
+  }
+
+  hasSynced(): boolean {
+    return this.synced;
+  }
+
+  /** Resolves once the first list is in the cache (or at once if it is). */
+  waitForSync(): Promise<void> {
+    if (this.synced) return Promise.resolve();
+    return new Promise((resolve) => this.syncWaiters.push(resolve));
+  }
+
+  health(): InformerHealth {
+    return {
+      name: this.name,
+      synced: this.synced,
+      watching: this.watching,
+      lastActivityAt: this.lastActivityAt,
+      lists: this.lists,
+      restarts: this.restarts,
+      lastError: this.lastError,
+      objects: this.store.size,
+    };
+  }
+
+  start(): void {
+    if (!this.stopped) return;
+    this.stopped = false;
+    this.loop = this.run();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    this.endWatch?.();
+    this.wake?.();
+    await this.loop;
+  }
+
+  private async run(): Promise<void> {
+    let needList = true;
+    let failures = 0;
+    while (!this.stopped) {
+      try {
+        if (needList) {
+          await this.relist();
+          needList = false;
+        }
+        const outcome = await this.watchOnce();
+        if (outcome === 'idle') {
+          this.restarts++;
+          this.logger.warn('no event or bookmark within the idle timeout; relisting', {
+            idleTimeoutMs: this.idleTimeoutMs,
+          });
+          needList = true;
+          continue;
+        }
+        // A server that closes watches at once every time must not make us spin.
+        if (outcome === 'closed-early') await this.sleep(backoffDelay(failures++, this.backoff, this.random));
+        else failures = 0;
+      } catch (error) {
+        if (this.stopped) break;
+        this.restarts++;
+        if (isGone(error)) {
+          this.logger.info('resourceVersion too old (410 Gone); relisting', { resourceVersion: this.resourceVersion });
+          needList = true;
+          continue;
+        }
+        const delay = backoffDelay(failures++, this.backoff, this.random);
+        this.lastError = toMcoError(error).message;
+        this.logger.warn('list/watch failed; retrying', { error, retryInMs: delay, attempt: failures });
+        await this.sleep(delay);
+      }
+    }
+    this.watching = false;
+  }
+
+  /** Lists every page and replaces the cache, emitting only real differences. */
+  private async relist(): Promise<void> {
+    const items: T[] = [];
+    let resourceVersion = '';
+    let next: string | undefined;
+    do {
+      const page = await this.listWatch.list({ limit: this.pageSize, continue: next });
+      if (this.stopped) return;
+      for (const item of page.items) items.push(strip(item));
+      resourceVersion = page.resourceVersion;
+      next = page.continue || undefined;
+    } while (next);
+    this.lists++;
+    this.lastActivityAt = Date.now();
+    this.resourceVersion = resourceVersion;
+    const seen = new Set<string>();
+    for (const item of items) {
+      const key = objectKey(item);
+      seen.add(key);
+      const previous = this.store.get(key);
+      if (previous && previous.metadata?.resourceVersion === item.metadata?.resourceVersion) continue;
+      this.store.set(key, item);
+      this.emit(previous ? 'update' : 'add', item, previous);
+    }
+    for (const [key, previous] of [...this.store]) {
+      if (seen.has(key)) continue;
+      this.store.delete(key);
+      this.emit('delete', previous, previous);
+    }
+    if (!this.synced) {
+      this.synced = true;
+      this.logger.info('synced', { objects: this.store.size, resourceVersion });
+      for (const waiter of this.syncWaiters.splice(0)) waiter();
+    }
+  }
+
+  /** One watch from the current resourceVersion until it ends, fails or goes idle. */
+  private watchOnce(): Promise<'closed' | 'closed-early' | 'idle'> {
+    const timeout = Math.round(this.watchTimeoutSeconds * (1 + this.random()));
+    const startedAt = Date.now();
+    let events = 0;
+    return new Promise((resolve, reject) => {
+      let settled = false;
+      const finish = (fn: () => void) => {
+        if (settled) return;
+        settled = true;
+        clearInterval(watchdog);
+        this.watching = false;
+        this.endWatch?.();
+        this.endWatch = undefined;
+        fn();
+      };
+      const onEvent = (type: WatchEventType, object: T) => {
+        if (settled) return;
+        this.lastActivityAt = Date.now();
+        events++;
+        if (type === 'ERROR') {
+          const status = object as unknown as { code?: number; message?: string; reason?: string };
+          const error =
+            status.code === 410 || status.reason === 'Expired' || status.reason === 'Gone'
+              ? new GoneError(status.message ?? '410 Gone')
+              : Object.assign(new Error(`watch error: ${status.message ?? JSON.stringify(object)}`), {
+                  code: status.code,
+                });
+          finish(() => reject(error));
+          return;
+        }
+        const rv = object.metadata?.resourceVersion;
+        if (rv) this.resourceVersion = rv;
+        if (type === 'BOOKMARK') return;
+        this.apply(type, strip(object));
+      };
+      const onDone = (error: unknown) =>
+        finish(() =>
+          error ? reject(error) : resolve(events === 0 && Date.now() - startedAt < 1000 ? 'closed-early' : 'closed'),
+        );
+      const watchdog = setInterval(
+        () => {
+          if (this.stopped) finish(() => resolve('closed'));
+          else if (Date.now() - (this.lastActivityAt ?? startedAt) >= this.idleTimeoutMs) finish(() => resolve('idle'));
+        },
+        Math.max(50, Math.min(this.idleTimeoutMs / 4, 5_000)),
+      );
+      watchdog.unref?.();
+      this.listWatch.watch(this.resourceVersion, timeout, onEvent, onDone).then(
+        (end) => {
+          if (settled || this.stopped) {
+            end();
+            if (!settled) finish(() => resolve('closed'));
+            return;
+          }
+          this.endWatch = end;
+          this.watching = true;
+          this.lastActivityAt = Date.now();
+          this.lastError = undefined;
+        },
+        (error: unknown) => finish(() => reject(error)),
+      );
+    });
+  }
+
+  private apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', object: T): void {
+    const key = objectKey(object);
+    const previous = this.store.get(key);
+    if (type === 'DELETED') {
+      if (!previous) return;
+      this.store.delete(key);
+      this.emit('delete', object, previous);
+      return;
+    }
+    this.store.set(key, object);
+    this.emit(previous ? 'update' : 'add', object, previous);
+  }
+
+  private emit(event: InformerEvent, object: T, previous: T | undefined): void {
+    for (const handler of this.handlers) {
+      try {
+        handler(event, object, previous);
+      } catch (error) {
+        this.logger.error('informer handler failed', { error, event, key: objectKey(object) });
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+}
+
+/** managedFields are large and never read by the controller; dropping them keeps the cache small. */
+function strip<T extends KubeObject>(object: T): T {
+  if (object.metadata?.managedFields !== undefined) delete object.metadata.managedFields;
+  return object;
+}

@@ -1,0 +1,233 @@
+import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
+import { httpStatusOf, silentLogger, type Logger } from '@mco/runtime';
+import { timeoutOptions } from './kube.js';
+
+export interface LeaderElectionOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly namespace: string;
+  readonly name: string;
+  /** Unique per replica, e.g. the pod name plus a random suffix. */
+  readonly identity: string;
+  /** How long others wait after the last observed renewal before taking over. */
+  readonly leaseDurationMs?: number;
+  /** The leader steps down when it could not renew for this long (< leaseDuration). */
+  readonly renewDeadlineMs?: number;
+  /** Time between two acquire or renew attempts. */
+  readonly retryPeriodMs?: number;
+  readonly logger?: Logger;
+  readonly onStartedLeading?: () => void;
+  readonly onStoppedLeading?: () => void;
+}
+
+/**
+ * Lease-based leader election (coordination.k8s.io/v1) with client-go's
+ * rules: a candidate takes the Lease when its holder has not renewed within
+ * `leaseDuration` as observed on the candidate's own clock (no clock sync
+ * needed); every write carries the Lease's resourceVersion, so two
+ * candidates never both win. The leader steps down when it could not renew
+ * within `renewDeadline`, and releases the Lease on shutdown so a successor
+ * takes over at once.
+ */
+export class LeaderElector {
+  private readonly api: CoordinationV1Api;
+  private readonly namespace: string;
+  private readonly name: string;
+  readonly identity: string;
+  private readonly leaseDurationMs: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly logger: Logger;
+  private readonly onStarted: () => void;
+  private readonly onStopped: () => void;
+  private leading = false;
+  private lastRenewAt = 0;
+  private observed: { resourceVersion: string | undefined; at: number } | undefined;
+  private lease: V1Lease | undefined;
+  private stopped = false;
+  private loop: Promise<void> | undefined;
+  private wake: (() => void) | undefined;
+  private transitions = 0;
+
+  constructor(options: LeaderElectionOptions) {
+    this.api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.namespace = options.namespace;
+    this.name = options.name;
+    this.identity = options.identity;
+    this.leaseDurationMs = options.leaseDurationMs ?? 15_000;
+    this.renewDeadlineMs = options.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = options.retryPeriodMs ?? 2_000;
+    if (!(this.renewDeadlineMs < this.leaseDurationMs && this.retryPeriodMs < this.renewDeadlineMs))
+      throw new Error('leader election needs retryPeriod < renewDeadline < leaseDuration');
+    this.logger = (options.logger ?? silentLogger).child({ lease: `${options.namespace}/${options.name}` });
+    this.onStarted = options.onStartedLeading ?? (() => {});
+    this.onStopped = options.onStoppedLeading ?? (() => {});
+  }
+
+  /** True while this replica holds the Lease and renewed it within the renew deadline. */
+  isLeader(): boolean {
+    return this.leading && Date.now() - this.lastRenewAt < this.renewDeadlineMs;
+  }
+
+  /** How many times this replica became leader. */
+  get leadershipCount(): number {
+    return this.transitions;
+  }
+
+  start(): void {
+    if (this.loop) return;
+    this.stopped = false;
+    this.loop = this.run();
+  }
+
+  /** Stops campaigning; releases the Lease if held (unless `release` is false: a crash). */
+  async stop(options: { release?: boolean } = {}): Promise<void> {
+    this.stopped = true;
+    this.wake?.();
+    await this.loop;
+    this.loop = undefined;
+    if (this.leading && options.release !== false) await this.release();
+    this.setLeading(false);
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopped) {
+      const ok = await this.tryAcquireOrRenew();
+      const now = Date.now();
+      if (ok) {
+        this.lastRenewAt = now;
+        if (!this.leading) this.setLeading(true);
+      } else if (this.leading && now - this.lastRenewAt >= this.renewDeadlineMs) {
+        this.logger.warn('could not renew the lease within the renew deadline; stepping down', {
+          renewDeadlineMs: this.renewDeadlineMs,
+        });
+        this.setLeading(false);
+      }
+      // A candidate retries with jitter so that replicas do not move in lockstep.
+      await this.sleep(this.leading ? this.retryPeriodMs : this.retryPeriodMs * (1 + Math.random() * 0.2));
+    }
+  }
+
+  private setLeading(leading: boolean): void {
+    if (leading === this.leading) return;
+    this.leading = leading;
+    if (leading) {
+      this.transitions++;
+      this.logger.info('became leader', { identity: this.identity });
+      this.onStarted();
+    } else {
+      this.logger.info('stopped leading', { identity: this.identity });
+      this.onStopped();
+    }
+  }
+
+  private async tryAcquireOrRenew(): Promise<boolean> {
+    const now = Date.now();
+    const options = timeoutOptions(Math.max(1_000, this.retryPeriodMs));
+    let lease: V1Lease;
+    try {
+      lease = await this.api.readNamespacedLease({ namespace: this.namespace, name: this.name }, options);
+    } catch (error) {
+      if (httpStatusOf(error) !== 404) {
+        this.logger.warn('cannot read the lease', { error });
+        return false;
+      }
+      try {
+        this.lease = await this.api.createNamespacedLease(
+          {
+            namespace: this.namespace,
+            body: {
+              metadata: { name: this.name, namespace: this.namespace },
+              spec: this.spec(now, 0, new V1MicroTime(now)),
+            },
+          },
+          options,
+        );
+        this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: now };
+        return true;
+      } catch (createError) {
+        if (httpStatusOf(createError) !== 409) this.logger.warn('cannot create the lease', { error: createError });
+        return false;
+      }
+    }
+    const rv = lease.metadata?.resourceVersion;
+    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: now };
+    const observedAt = this.observed?.at ?? now;
+    const holder = lease.spec?.holderIdentity ?? '';
+    const duration = (lease.spec?.leaseDurationSeconds ?? 0) * 1000;
+    const held = holder !== '' && holder !== this.identity;
+    if (held && observedAt + duration > now) return false;
+    const transitions = lease.spec?.leaseTransitions ?? 0;
+    const acquiring = holder !== this.identity;
+    lease.spec = this.spec(
+      now,
+      acquiring ? transitions + 1 : transitions,
+      acquiring ? new V1MicroTime(now) : toMicroTime(lease.spec?.acquireTime, now),
+    );
+    try {
+      this.lease = await this.api.replaceNamespacedLease(
+        { namespace: this.namespace, name: this.name, body: lease },
+        options,
+      );
+      this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: now };
+      return true;
+    } catch (error) {
+      if (httpStatusOf(error) !== 409) this.logger.warn('cannot update the lease', { error });
+      return false;
+    }
+  }
+
+  private spec(now: number, leaseTransitions: number, acquireTime: V1MicroTime): V1Lease['spec'] {
+    return {
+      holderIdentity: this.identity,
+      leaseDurationSeconds: Math.max(1, Math.round(this.leaseDurationMs / 1000)),
+      acquireTime,
+      renewTime: new V1MicroTime(now),
+      leaseTransitions,
+    };
+  }
+
+  /** Gives the Lease up: empty holder, 1 s duration, so a successor need not wait for expiry. */
+  private async release(): Promise<void> {
+    if (!this.lease) return;
+    const now = Date.now();
+    const lease: V1Lease = {
+      ...this.lease,
+      spec: {
+        ...this.lease.spec,
+        holderIdentity: '',
+        leaseDurationSeconds: 1,
+        renewTime: new V1MicroTime(now),
+        acquireTime: toMicroTime(this.lease.spec?.acquireTime, now),
+      },
+    };
+    try {
+      await this.api.replaceNamespacedLease(
+        { namespace: this.namespace, name: this.name, body: lease },
+        timeoutOptions(Math.max(1_000, this.retryPeriodMs)),
+      );
+      this.logger.info('released the lease');
+    } catch (error) {
+      this.logger.warn('cannot release the lease; a successor waits for it to expire', { error });
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.wake = undefined;
+        resolve();
+      }, ms);
+      this.wake = () => {
+        clearTimeout(timer);
+        this.wake = undefined;
+        resolve();
+      };
+    });
+  }
+}
+
+/** A Lease time as read back (a Date or a string, depending on the client's deserializer). */
+function toMicroTime(value: unknown, fallback: number): V1MicroTime {
+  const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : NaN;
+  return new V1MicroTime(Number.isNaN(ms) ? fallback : ms);
+}

@@ -1,0 +1,281 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+
+/** One command-line flag of `mco controller`, its environment variable and its default. */
+export interface FlagSpec {
+  readonly flag: string;
+  readonly env: string;
+  readonly default: string | undefined;
+  readonly help: string;
+}
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
+const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/** "500ms", "15s", "2m", "1h" -> milliseconds. */
+export function parseDuration(text: string): number | undefined {
+  const match = DURATION.exec(text.trim());
+  return match ? Math.round(Number(match[1]) * UNIT_MS[match[2]!]!) : undefined;
+}
+
+const duration = (min: number, max: number) =>
+  z.string().transform((text, ctx) => {
+    const ms = parseDuration(text);
+    if (ms === undefined || ms < min || ms > max) {
+      ctx.addIssue({
+        code: 'custom',
+        message: `expected a duration like 500ms, 15s, 2m or 1h between ${min}ms and ${max}ms, got "${text}"`,
+      });
+      return z.NEVER;
+    }
+    return ms;
+  });
+const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
+const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'expected a lower-case DNS name');
+
+/** Flags in `--help` order. Each can also be set by its environment variable; a flag wins over the variable. */
+export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
+  { flag: 'kubeconfig', env: 'KUBECONFIG', default: undefined, help: 'kubeconfig file; in-cluster config when unset' },
+  {
+    flag: 'http-address',
+    env: 'MCO_HTTP_ADDRESS',
+    default: '0.0.0.0:8080',
+    help: 'host:port of /healthz, /readyz and /metrics',
+  },
+  {
+    flag: 'leader-elect',
+    env: 'MCO_LEADER_ELECT',
+    default: 'true',
+    help: 'true|false: elect a leader with a Lease (needed for more than one replica)',
+  },
+  {
+    flag: 'leader-election-namespace',
+    env: 'POD_NAMESPACE',
+    default: 'mco-system',
+    help: 'namespace of the leader Lease',
+  },
+  {
+    flag: 'leader-election-id',
+    env: 'MCO_LEADER_ELECTION_ID',
+    default: 'mco-controller',
+    help: 'name of the leader Lease',
+  },
+  {
+    flag: 'lease-duration',
+    env: 'MCO_LEASE_DURATION',
+    default: '15s',
+    help: 'how long standbys wait after the last renewal before taking over',
+  },
+  {
+    flag: 'renew-deadline',
+    env: 'MCO_RENEW_DEADLINE',
+    default: '10s',
+    help: 'the leader steps down when it could not renew for this long',
+  },
+  {
+    flag: 'retry-period',
+    env: 'MCO_RETRY_PERIOD',
+    default: '2s',
+    help: 'time between two Lease acquire or renew attempts',
+  },
+  {
+    flag: 'identity',
+    env: 'POD_NAME',
+    default: undefined,
+    help: 'name of this replica in the Lease and in Events (default: hostname); a random suffix is added',
+  },
+  { flag: 'workers', env: 'MCO_WORKERS', default: '4', help: 'placements reconciled concurrently' },
+  {
+    flag: 'resync-period',
+    env: 'MCO_RESYNC_PERIOD',
+    default: '10m',
+    help: 'every placement is reconciled at least this often',
+  },
+  {
+    flag: 'signal-sources',
+    env: 'MCO_SIGNAL_SOURCES',
+    default: undefined,
+    help: 'YAML file naming the capacity-signal sources (docs/operations.md); without it autoscaling placements hold their clusters',
+  },
+  {
+    flag: 'signal-poll-interval',
+    env: 'MCO_SIGNAL_POLL_INTERVAL',
+    default: '30s',
+    help: 'autoscaling placements are re-evaluated with fresh signals this often',
+  },
+  {
+    flag: 'signal-timeout',
+    env: 'MCO_SIGNAL_TIMEOUT',
+    default: '10s',
+    help: 'longest wait for one observe() of a signal source',
+  },
+  {
+    flag: 'watch-idle-timeout',
+    env: 'MCO_WATCH_IDLE_TIMEOUT',
+    default: '3m',
+    help: 'relist a resource when its watch delivered no event or bookmark for this long',
+  },
+  {
+    flag: 'request-timeout',
+    env: 'MCO_REQUEST_TIMEOUT',
+    default: '30s',
+    help: 'timeout of one Kubernetes API request',
+  },
+  {
+    flag: 'events',
+    env: 'MCO_EVENTS',
+    default: 'true',
+    help: 'true|false: record Kubernetes Events for cluster transitions',
+  },
+  { flag: 'log-level', env: 'MCO_LOG_LEVEL', default: 'info', help: 'debug|info|warn|error' },
+  {
+    flag: 'shutdown-timeout',
+    env: 'MCO_SHUTDOWN_TIMEOUT',
+    default: '20s',
+    help: 'longest wait for in-flight reconciles on SIGTERM',
+  },
+];
+
+const RawSchema = z.object({
+  kubeconfig: z.string().min(1).optional(),
+  'http-address': z.string().transform((text, ctx) => {
+    const match = /^(.*):(\d{1,5})$/.exec(text);
+    const port = match ? Number(match[2]) : NaN;
+    if (!match || port > 65_535) {
+      ctx.addIssue({ code: 'custom', message: `expected host:port, got "${text}"` });
+      return z.NEVER;
+    }
+    return { host: match[1]!.replace(/^\[(.*)\]$/, '$1') || '0.0.0.0', port };
+  }),
+  'leader-elect': bool,
+  'leader-election-namespace': name,
+  'leader-election-id': name,
+  'lease-duration': duration(1000, 3_600_000),
+  'renew-deadline': duration(500, 3_600_000),
+  'retry-period': duration(100, 600_000),
+  identity: z.string().min(1).max(200).optional(),
+  workers: int(1, 64),
+  'resync-period': duration(1000, 86_400_000),
+  'signal-sources': z.string().min(1).optional(),
+  'signal-poll-interval': duration(1000, 86_400_000),
+  'signal-timeout': duration(100, 600_000),
+  'watch-idle-timeout': duration(1000, 86_400_000),
+  'request-timeout': duration(100, 600_000),
+  events: bool,
+  'log-level': z.enum(['debug', 'info', 'warn', 'error']),
+  'shutdown-timeout': duration(0, 600_000),
+});
+
+export interface ControllerConfig {
+  readonly kubeconfig: string | undefined;
+  readonly http: { readonly host: string; readonly port: number };
+  readonly leaderElection:
+    | {
+        readonly namespace: string;
+        readonly name: string;
+        readonly leaseDurationMs: number;
+        readonly renewDeadlineMs: number;
+        readonly retryPeriodMs: number;
+      }
+    | undefined;
+  readonly identity: string;
+  readonly workers: number;
+  readonly resyncPeriodMs: number;
+  readonly signalSourcesFile: string | undefined;
+  readonly signalPollIntervalMs: number;
+  readonly signalTimeoutMs: number;
+  readonly watchIdleTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly events: boolean;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  readonly shutdownTimeoutMs: number;
+}
+
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
+
+/**
+ * Turns flag values (from `node:util` parseArgs, strings) and the environment
+ * into the controller's configuration, once, at the edge. Flags win over
+ * environment variables, which win over defaults. The error names the flag
+ * and its variable.
+ */
+export function parseControllerConfig(
+  flags: Readonly<Record<string, string | undefined>>,
+  env: Readonly<Record<string, string | undefined>>,
+): ParseResult<ControllerConfig> {
+  const raw: Record<string, string | undefined> = {};
+  for (const spec of CONTROLLER_FLAGS) {
+    const value = flags[spec.flag] ?? (env[spec.env] || undefined) ?? spec.default;
+    if (value !== undefined) raw[spec.flag] = value;
+  }
+  const parsed = RawSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const flag = String(issue.path[0]);
+    const spec = CONTROLLER_FLAGS.find((f) => f.flag === flag);
+    return { ok: false, error: `--${flag}${spec ? ` (${spec.env})` : ''}: ${issue.message}` };
+  }
+  const v = parsed.data;
+  if (v['leader-elect'] && !(v['retry-period'] < v['renew-deadline'] && v['renew-deadline'] < v['lease-duration'])) {
+    return { ok: false, error: '--retry-period < --renew-deadline < --lease-duration is required' };
+  }
+  const base = (v.identity ?? hostname()).slice(0, 180);
+  return {
+    ok: true,
+    value: {
+      kubeconfig: v.kubeconfig,
+      http: v['http-address'],
+      leaderElection: v['leader-elect']
+        ? {
+            namespace: v['leader-election-namespace'],
+            name: v['leader-election-id'],
+            leaseDurationMs: v['lease-duration'],
+            renewDeadlineMs: v['renew-deadline'],
+            retryPeriodMs: v['retry-period'],
+          }
+        : undefined,
+      // A restarted pod keeps its name; the suffix tells its Lease records apart.
+      identity: `${base}_${randomBytes(4).toString('hex')}`,
+      workers: v.workers,
+      resyncPeriodMs: v['resync-period'],
+      signalSourcesFile: v['signal-sources'],
+      signalPollIntervalMs: v['signal-poll-interval'],
+      signalTimeoutMs: v['signal-timeout'],
+      watchIdleTimeoutMs: v['watch-idle-timeout'],
+      requestTimeoutMs: v['request-timeout'],
+      events: v.events,
+      logLevel: v['log-level'],
+      shutdownTimeoutMs: v['shutdown-timeout'],
+    },
+  };
+}
+
+/** The flag table of `mco controller --help`. */
+export function controllerFlagsHelp(): string {
+  const width = Math.max(...CONTROLLER_FLAGS.map((f) => f.flag.length)) + 9;
+  return CONTROLLER_FLAGS.map((f) => {
+    const left = `  --${f.flag} <v>`.padEnd(width + 2);
+    const def = f.default === undefined ? '' : ` (default ${f.default})`;
+    return `${left}  ${f.help}${def}\n${' '.repeat(width + 4)}env ${f.env}`;
+  }).join('\n');
+}
+
+/** The file named by --signal-sources: named instances of signal-source plugins. */
+export const SignalSourcesFileSchema = z.object({
+  /** The source for autoscaling placements that name none (`spec.scaling.autoscaleForCapacity.signalSource`). */
+  defaultSource: z.string().min(1).optional(),
+  sources: z
+    .array(
+      z.object({
+        name: z.string().min(1).max(253),
+        /** The plugin's module name, e.g. "kubernetes" or "prometheus". */
+        plugin: z.string().min(1),
+        config: z.unknown().optional(),
+      }),
+    )
+    .max(64)
+    .default([]),
+});
+export type SignalSourcesFile = z.infer<typeof SignalSourcesFileSchema>;

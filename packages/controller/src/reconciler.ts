@@ -1,0 +1,497 @@
+import {
+  buildPlacementDecisions,
+  clusterKey,
+  compileSelection,
+  CONDITION_SATISFIED,
+  CONDITION_VALID,
+  createInventory,
+  decide,
+  PLACEMENT_API_VERSION,
+  PLACEMENT_KEY_LABEL,
+  PLACEMENT_KIND,
+  PlacementSpecSchema,
+  setCondition,
+  SignalSchema,
+  type ClusterProfile,
+  type Condition,
+  type Inventory,
+  type PlacementStatus,
+  type Signal,
+  type Transition,
+} from '@mco/core';
+import {
+  McoError,
+  silentLogger,
+  toMcoError,
+  type CapacitySignalSource,
+  type Logger,
+  type SignalError,
+} from '@mco/runtime';
+import { jsonEqual } from './equal.js';
+import type { EventRecorder } from './events.js';
+import { objectKey, type Informer, type KubeObject } from './informer.js';
+import type { HubClient } from './kube.js';
+import type { ControllerMetrics } from './metrics.js';
+import { WriteOverlay } from './overlay.js';
+
+/** Marks the PlacementDecisions this controller owns (the informer selects on it). */
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY_VALUE = 'mco';
+export const DECISIONS_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${PLACEMENT_KEY_LABEL}`;
+
+/** Satisfied=Unknown reasons when an autoscaling placement cannot get signals. */
+export const REASON_NO_SIGNAL_SOURCE = 'NoSignalSource';
+export const REASON_UNKNOWN_SIGNAL_SOURCE = 'UnknownSignalSource';
+
+export interface ReconcilerOptions {
+  readonly placements: Informer<KubeObject>;
+  readonly clusterProfiles: Informer<KubeObject>;
+  readonly placementDecisions: Informer<KubeObject>;
+  readonly client: HubClient;
+  readonly signalSources?: ReadonlyMap<string, CapacitySignalSource>;
+  /** The source for autoscaling placements that name none. */
+  readonly defaultSignalSource?: string | undefined;
+  readonly signalTimeoutMs?: number;
+  /** Autoscaling placements are re-evaluated at least this often, to read fresh signals. */
+  readonly signalPollIntervalMs?: number;
+  readonly events?: EventRecorder;
+  readonly metrics?: ControllerMetrics;
+  readonly logger?: Logger;
+  /** Checked before every write: only the leader writes. */
+  readonly isLeader?: () => boolean;
+  readonly now?: () => Date;
+}
+
+export interface ReconcileResult {
+  /** Reconcile again after this long (the engine's RequeueAfter, or the signal poll interval). */
+  readonly requeueAfterMs: number | undefined;
+  /** Whether the status was written. */
+  readonly statusWritten: boolean;
+}
+
+/** Thrown when this replica lost leadership before a write; the key is dropped, the new leader has it. */
+export class NotLeaderError extends Error {
+  override readonly name = 'NotLeaderError';
+}
+
+/** Kubernetes timestamps have one-second resolution, like the engine. */
+function formatTime(date: Date): string {
+  return new Date(Math.floor(date.getTime() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+}
+
+/**
+ * Reconciles one placement key (`namespace/name`), level-triggered: read
+ * from the caches, ask the signal source, decide, and write the status and
+ * PlacementDecisions only where they differ, each write carrying the
+ * resourceVersion it was computed from.
+ */
+export class Reconciler {
+  private readonly logger: Logger;
+  private readonly isLeader: () => boolean;
+  private readonly now: () => Date;
+  private readonly sources: ReadonlyMap<string, CapacitySignalSource>;
+  private readonly placementOverlay = new WriteOverlay<KubeObject>();
+  private readonly decisionOverlay = new WriteOverlay<KubeObject>();
+  /** Placement key -> keys of its PlacementDecisions in the cache. */
+  private readonly decisionIndex = new Map<string, Set<string>>();
+  private inventory: Inventory | undefined;
+  /** Placement key -> resourceVersion returned by our last status write. */
+  private readonly ownWrites = new Map<string, string>();
+
+  constructor(private readonly options: ReconcilerOptions) {
+    this.logger = options.logger ?? silentLogger;
+    this.isLeader = options.isLeader ?? (() => true);
+    this.now = options.now ?? (() => new Date());
+    this.sources = options.signalSources ?? new Map();
+    options.clusterProfiles.addHandler(() => (this.inventory = undefined));
+    options.placements.addHandler((_event, object) => {
+      const key = objectKey(object);
+      this.placementOverlay.observe(key, options.placements.get(key));
+    });
+    options.placementDecisions.addHandler((event, object, previous) => {
+      const key = objectKey(object);
+      this.decisionOverlay.observe(key, options.placementDecisions.get(key));
+      if (previous) this.unindex(previous, key);
+      if (event !== 'delete') this.index(object, key);
+    });
+  }
+
+  /** Whether this cache update is the echo of our own status write (it needs no reconcile). */
+  isOwnStatusWrite(placement: KubeObject): boolean {
+    const key = objectKey(placement);
+    const rv = this.ownWrites.get(key);
+    if (rv === undefined) return false;
+    this.ownWrites.delete(key);
+    return rv === placement.metadata?.resourceVersion;
+  }
+
+  /** The placement key a PlacementDecision belongs to (its namespace and placement-key label). */
+  static placementKeyOf(decision: KubeObject): string | undefined {
+    const labels = decision.metadata?.labels as Record<string, string> | undefined;
+    const name = labels?.[PLACEMENT_KEY_LABEL];
+    return name ? `${decision.metadata?.namespace}/${name}` : undefined;
+  }
+
+  /** The fleet snapshot, built once per ClusterProfile change and shared by every placement. */
+  currentInventory(): Inventory {
+    this.inventory ??= createInventory(this.options.clusterProfiles.list() as unknown as ClusterProfile[]);
+    return this.inventory;
+  }
+
+  async reconcile(key: string, abort?: AbortSignal): Promise<ReconcileResult> {
+    const cached = this.options.placements.get(key);
+    const placement = this.placementOverlay.resolve(key, cached);
+    if (!placement) {
+      await this.syncDecisions(key, undefined, undefined);
+      return { requeueAfterMs: undefined, statusWritten: false };
+    }
+    if (placement.metadata?.deletionTimestamp) return { requeueAfterMs: undefined, statusWritten: false };
+
+    const now = this.now();
+    const previous = (placement.status ?? {}) as PlacementStatus;
+    const generation = placement.metadata?.generation as number | undefined;
+    const inventory = this.currentInventory();
+    const evaluation = await this.evaluate(placement, previous, generation, inventory, now, abort);
+
+    let current = placement;
+    let statusWritten = false;
+    if (!jsonEqual(evaluation.status, placement.status ?? {})) {
+      current = await this.writeStatus(key, placement, evaluation.status);
+      statusWritten = true;
+      this.announce(placement, previous, evaluation.status, evaluation.transitions);
+    }
+    await this.syncDecisions(key, current, evaluation.status);
+    return { requeueAfterMs: evaluation.requeueAfterMs, statusWritten };
+  }
+
+  private async evaluate(
+    placement: KubeObject,
+    previous: PlacementStatus,
+    generation: number | undefined,
+    inventory: Inventory,
+    now: Date,
+    abort: AbortSignal | undefined,
+  ): Promise<{ status: PlacementStatus; transitions: readonly Transition[]; requeueAfterMs: number | undefined }> {
+    const metadata = placement.metadata as { name: string; namespace?: string; generation?: number };
+    const spec = PlacementSpecSchema.safeParse(placement.spec ?? {});
+    const autoscale = spec.success ? spec.data.scaling?.autoscaleForCapacity : undefined;
+    let signals: readonly Signal[] = [];
+    let signalErrors: readonly SignalError[] | undefined;
+    let pollMs: number | undefined;
+    // An invalid spec needs no signals: the engine reports it and changes no cluster.
+    if (spec.success && autoscale && compileSelection(spec.data).ok) {
+      const name = autoscale.signalSource ?? this.options.defaultSignalSource;
+      const source = name === undefined ? undefined : this.sources.get(name);
+      if (!source) {
+        const configured = [...this.sources.keys()].sort().join(', ') || 'none';
+        return {
+          status: holdStatus(
+            previous,
+            generation,
+            formatTime(now),
+            name === undefined ? REASON_NO_SIGNAL_SOURCE : REASON_UNKNOWN_SIGNAL_SOURCE,
+            name === undefined
+              ? 'no capacity-signal source is configured (see --signal-sources); the clusters stay as they are'
+              : `capacity-signal source "${name}" is not configured (configured: ${configured}); the clusters stay as they are`,
+          ),
+          transitions: [],
+          requeueAfterMs: undefined,
+        };
+      }
+      const observed = await this.observe(name!, source, placement, previous, spec.data, inventory, abort);
+      signals = observed.signals;
+      signalErrors = observed.errors;
+      pollMs = this.options.signalPollIntervalMs ?? 30_000;
+    }
+    const decision = decide({
+      now,
+      placement: { metadata, spec: placement.spec, status: previous },
+      clusterProfiles: inventory,
+      signals,
+    });
+    const status =
+      signalErrors === undefined
+        ? withoutCondition(decision.status, CONDITION_SIGNALS_OBSERVED)
+        : withSignalCondition(decision.status, signalErrors, generation, now);
+    const engineMs = decision.requeueAfterSeconds === null ? undefined : decision.requeueAfterSeconds * 1000;
+    const requeueAfterMs =
+      engineMs === undefined ? pollMs : pollMs === undefined ? engineMs : Math.min(engineMs, pollMs);
+    return { status, transitions: decision.transitions, requeueAfterMs };
+  }
+
+  /** Asks the source about the listed clusters; invalid signals are dropped (a missing signal is safe). */
+  private async observe(
+    name: string,
+    source: CapacitySignalSource,
+    placement: KubeObject,
+    previous: PlacementStatus,
+    spec: NonNullable<ReturnType<typeof PlacementSpecSchema.safeParse>['data']>,
+    inventory: Inventory,
+    abort: AbortSignal | undefined,
+  ): Promise<{ signals: readonly Signal[]; errors: readonly SignalError[] }> {
+    const clusters = [];
+    for (const c of previous.clusters ?? []) {
+      const cluster = inventory.byKey.get(clusterKey(c.namespace, c.name));
+      if (cluster) clusters.push({ key: cluster.key, profile: cluster.profile });
+    }
+    const timeout = AbortSignal.timeout(this.options.signalTimeoutMs ?? 10_000);
+    const signal = abort ? AbortSignal.any([abort, timeout]) : timeout;
+    let observation: Awaited<ReturnType<CapacitySignalSource['observe']>>;
+    try {
+      observation = await source.observe(
+        {
+          placement: {
+            namespace: String(placement.metadata?.namespace),
+            name: String(placement.metadata?.name),
+            spec,
+          },
+          clusters,
+        },
+        signal,
+      );
+    } catch (error) {
+      this.options.metrics?.signalErrors.inc({ source: name });
+      throw toMcoError(error, `signal source "${name}"`);
+    }
+    if (observation.errors.length > 0) {
+      this.options.metrics?.signalErrors.inc({ source: name }, observation.errors.length);
+      this.logger.warn('the signal source could not observe some clusters; their signals are missing', {
+        source: name,
+        errors: observation.errors.slice(0, 5),
+      });
+    }
+    const signals: Signal[] = [];
+    for (const s of observation.signals) {
+      const parsed = SignalSchema.safeParse(s);
+      if (parsed.success) signals.push(parsed.data);
+      else this.logger.warn('dropping an invalid signal', { source: name, issue: parsed.error.issues[0]?.message });
+    }
+    return { signals, errors: observation.errors };
+  }
+
+  private async writeStatus(key: string, placement: KubeObject, status: PlacementStatus): Promise<KubeObject> {
+    if (!this.isLeader()) throw new NotLeaderError('not the leader');
+    const body: KubeObject = { ...placement, status };
+    try {
+      const written = await this.options.client.replacePlacementStatus(body);
+      this.options.metrics?.statusWrites.inc({ result: 'written' });
+      this.placementOverlay.set(key, placement.metadata?.resourceVersion, written);
+      const rv = written.metadata?.resourceVersion;
+      if (rv) this.ownWrites.set(key, rv);
+      return written;
+    } catch (error) {
+      const e = toMcoError(error, `writing the status of ${key}`);
+      this.options.metrics?.statusWrites.inc({ result: e.code === 'Conflict' ? 'conflict' : 'error' });
+      throw e;
+    }
+  }
+
+  /** Events and metrics for what a written status changed. */
+  private announce(
+    placement: KubeObject,
+    previous: PlacementStatus,
+    status: PlacementStatus,
+    transitions: readonly Transition[],
+  ): void {
+    const byKey = new Map((status.clusters ?? []).map((c) => [clusterKey(c.namespace, c.name), c]));
+    for (const t of transitions) {
+      this.options.metrics?.transitions.inc({ transition: t.id });
+      const reason = t.to === null ? 'Removed' : (byKey.get(t.cluster)?.reason ?? t.to);
+      const type = t.id === 'H1' || t.id === 'H3' || t.id === 'R2' ? 'Warning' : 'Normal';
+      this.options.events?.record(
+        placement,
+        type,
+        `${t.id}${reason}`,
+        `${t.cluster}: ${t.from ?? 'not listed'} -> ${t.to ?? 'removed'}: ${t.reason}`,
+      );
+    }
+    for (const type of [CONDITION_VALID, CONDITION_SATISFIED]) {
+      const before = previous.conditions?.find((c) => c.type === type);
+      const after = status.conditions?.find((c) => c.type === type);
+      if (!after || (before?.status === after.status && before?.reason === after.reason)) continue;
+      if (after.status === 'True' && !before) continue; // the normal start needs no event
+      this.options.events?.record(
+        placement,
+        after.status === 'False' ? 'Warning' : 'Normal',
+        after.reason ?? type,
+        `${type}=${after.status}: ${after.message ?? ''}`,
+      );
+    }
+  }
+
+  /** Brings the placement's PlacementDecision slices in line with its status (none once it is gone). */
+  private async syncDecisions(
+    key: string,
+    placement: KubeObject | undefined,
+    status: PlacementStatus | undefined,
+  ): Promise<void> {
+    const existing = new Map<string, KubeObject>();
+    for (const decisionKey of this.decisionIndex.get(key) ?? []) {
+      const object = this.decisionOverlay.resolve(decisionKey, this.options.placementDecisions.get(decisionKey));
+      if (object) existing.set(decisionKey, object);
+    }
+    const desired = placement ? this.desiredDecisions(placement, status) : [];
+    for (const want of desired) {
+      const decisionKey = objectKey(want);
+      const have = existing.get(decisionKey) ?? this.decisionOverlay.resolve(decisionKey, undefined);
+      existing.delete(decisionKey);
+      if (have && sameDecision(have, want)) continue;
+      if (!this.isLeader()) throw new NotLeaderError('not the leader');
+      const operation = have ? 'update' : 'create';
+      try {
+        const written = have
+          ? await this.options.client.replacePlacementDecision({
+              ...want,
+              metadata: { ...want.metadata, resourceVersion: have.metadata?.resourceVersion },
+            })
+          : await this.options.client.createPlacementDecision(want);
+        this.options.metrics?.decisionWrites.inc({ operation, result: 'written' });
+        this.decisionOverlay.set(decisionKey, have?.metadata?.resourceVersion, written);
+      } catch (error) {
+        const e = toMcoError(error, `${operation} PlacementDecision ${decisionKey}`);
+        this.options.metrics?.decisionWrites.inc({ operation, result: e.code === 'Conflict' ? 'conflict' : 'error' });
+        throw e;
+      }
+    }
+    for (const [decisionKey, stale] of existing) {
+      if (!this.isLeader()) throw new NotLeaderError('not the leader');
+      try {
+        await this.options.client.deletePlacementDecision(
+          String(stale.metadata?.namespace),
+          String(stale.metadata?.name),
+          stale.metadata?.uid as string | undefined,
+        );
+        this.options.metrics?.decisionWrites.inc({ operation: 'delete', result: 'written' });
+      } catch (error) {
+        const e = toMcoError(error, `delete PlacementDecision ${decisionKey}`);
+        if (e.code !== 'NotFound') {
+          this.options.metrics?.decisionWrites.inc({ operation: 'delete', result: 'error' });
+          throw e;
+        }
+      }
+      this.decisionOverlay.set(decisionKey, stale.metadata?.resourceVersion, null);
+    }
+  }
+
+  private desiredDecisions(placement: KubeObject, status: PlacementStatus | undefined): KubeObject[] {
+    const metadata = placement.metadata as { name: string; namespace?: string; uid?: string };
+    return buildPlacementDecisions({ metadata }, status).map((d) => ({
+      ...d,
+      metadata: {
+        ...d.metadata,
+        labels: { ...d.metadata.labels, [MANAGED_BY_LABEL]: MANAGED_BY_VALUE },
+        // For a cluster's garbage collector; the controller also deletes them itself.
+        ownerReferences: [
+          {
+            apiVersion: PLACEMENT_API_VERSION,
+            kind: PLACEMENT_KIND,
+            name: metadata.name,
+            uid: String(metadata.uid),
+            controller: true,
+          },
+        ],
+      },
+    })) as unknown as KubeObject[];
+  }
+
+  private index(decision: KubeObject, decisionKey: string): void {
+    const key = Reconciler.placementKeyOf(decision);
+    if (!key) return;
+    let keys = this.decisionIndex.get(key);
+    if (!keys) this.decisionIndex.set(key, (keys = new Set()));
+    keys.add(decisionKey);
+  }
+
+  private unindex(decision: KubeObject, decisionKey: string): void {
+    const key = Reconciler.placementKeyOf(decision);
+    const keys = key ? this.decisionIndex.get(key) : undefined;
+    if (!keys) return;
+    keys.delete(decisionKey);
+    if (keys.size === 0) this.decisionIndex.delete(key!);
+  }
+}
+
+/** What the controller writes into a PlacementDecision, compared field by field. */
+function sameDecision(have: KubeObject, want: KubeObject): boolean {
+  const h = have.metadata ?? {};
+  const w = want.metadata ?? {};
+  return (
+    jsonEqual(h.labels, w.labels) &&
+    jsonEqual(h.ownerReferences, w.ownerReferences) &&
+    have.schedulerName === want.schedulerName &&
+    jsonEqual(have.decisions ?? [], want.decisions ?? [])
+  );
+}
+
+/**
+ * The status of an autoscaling placement that cannot get signals: the
+ * clusters stay as they are (deciding without signals could add or keep the
+ * wrong ones), Valid=True, and Satisfied=Unknown says why.
+ */
+export function holdStatus(
+  previous: PlacementStatus,
+  generation: number | undefined,
+  now: string,
+  reason: string,
+  message: string,
+): PlacementStatus {
+  let conditions: Condition[] = setCondition(
+    previous.conditions,
+    {
+      type: CONDITION_VALID,
+      status: 'True',
+      reason: 'Valid',
+      message: 'the spec is valid',
+      observedGeneration: generation,
+    },
+    now,
+  );
+  conditions = setCondition(
+    conditions,
+    { type: CONDITION_SATISFIED, status: 'Unknown', reason, message, observedGeneration: generation },
+    now,
+  );
+  return {
+    ...previous,
+    ...(generation !== undefined ? { observedGeneration: generation } : {}),
+    conditions,
+  };
+}
+
+/** Condition type that says whether the signal source could observe every listed cluster. */
+export const CONDITION_SIGNALS_OBSERVED = 'SignalsObserved';
+
+function withoutCondition(status: PlacementStatus, type: string): PlacementStatus {
+  if (!status.conditions?.some((c) => c.type === type)) return status;
+  return { ...status, conditions: status.conditions.filter((c) => c.type !== type) };
+}
+
+/** Adds SignalsObserved: False names the clusters without a (complete) signal and why. */
+function withSignalCondition(
+  status: PlacementStatus,
+  errors: readonly SignalError[],
+  generation: number | undefined,
+  now: Date,
+): PlacementStatus {
+  const message =
+    errors.length === 0
+      ? 'every listed cluster was observed'
+      : errors
+          .slice(0, 5)
+          .map((e) => `${e.cluster}: ${e.code}: ${e.message}`)
+          .join('; ') + (errors.length > 5 ? `; and ${errors.length - 5} more` : '');
+  const conditions = setCondition(
+    status.conditions,
+    {
+      type: CONDITION_SIGNALS_OBSERVED,
+      status: errors.length === 0 ? 'True' : 'False',
+      reason: errors.length === 0 ? 'Observed' : 'ObserveFailed',
+      message: message.slice(0, 2048),
+      observedGeneration: generation,
+    },
+    formatTime(now),
+  );
+  return { ...status, conditions };
+}
+
+export { McoError };

@@ -1,0 +1,154 @@
+import { backoffDelay, type BackoffOptions } from './backoff.js';
+
+export interface WorkQueueOptions {
+  /** Per-key retry backoff after failures (client-go's item exponential limiter). */
+  readonly backoff?: BackoffOptions;
+  /** Overall retry budget: at most `qps` rate-limited retries per second, bursts up to `burst`. */
+  readonly qps?: number;
+  readonly burst?: number;
+  readonly now?: () => number;
+  readonly random?: () => number;
+}
+
+const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 5, maxMs: 300_000, jitter: 0.1 };
+
+/**
+ * A de-duplicating work queue with client-go's semantics: a key is queued at
+ * most once; a key being processed is not handed to a second worker, and if it
+ * was added meanwhile it is queued again when the worker calls `done`. Retries
+ * go through `addRateLimited` (per-key exponential backoff plus an overall
+ * token bucket); `addAfter` schedules a key (the engine's RequeueAfter).
+ */
+export class WorkQueue {
+  private readonly queue: string[] = [];
+  private head = 0;
+  private readonly dirty = new Set<string>();
+  private readonly processing = new Set<string>();
+  private readonly failures = new Map<string, number>();
+  private readonly delayed = new Map<string, { at: number; timer: NodeJS.Timeout }>();
+  private readonly waiters: ((key: string | undefined) => void)[] = [];
+  private readonly backoff: BackoffOptions;
+  private readonly qps: number;
+  private readonly burst: number;
+  private readonly now: () => number;
+  private readonly random: () => number;
+  private tokens: number;
+  private tokensAt: number;
+  private closed = false;
+
+  constructor(options: WorkQueueOptions = {}) {
+    this.backoff = options.backoff ?? DEFAULT_BACKOFF;
+    this.qps = options.qps ?? 10;
+    this.burst = options.burst ?? 100;
+    this.now = options.now ?? Date.now;
+    this.random = options.random ?? Math.random;
+    this.tokens = this.burst;
+    this.tokensAt = this.now();
+  }
+
+  /** Keys waiting to be processed (not counting those scheduled for later). */
+  get length(): number {
+    return this.queue.length - this.head;
+  }
+
+  /** Keys scheduled with `addAfter` or `addRateLimited` that are not yet due. */
+  get delayedCount(): number {
+    return this.delayed.size;
+  }
+
+  get isShutDown(): boolean {
+    return this.closed;
+  }
+
+  add(key: string): void {
+    if (this.closed || this.dirty.has(key)) return;
+    this.dirty.add(key);
+    if (this.processing.has(key)) return;
+    const waiter = this.waiters.shift();
+    if (waiter) {
+      this.dirty.delete(key);
+      this.processing.add(key);
+      waiter(key);
+      return;
+    }
+    this.queue.push(key);
+  }
+
+  /** Adds `key` after `delayMs`; an earlier pending schedule of the same key wins. */
+  addAfter(key: string, delayMs: number): void {
+    if (this.closed) return;
+    if (delayMs <= 0) {
+      this.add(key);
+      return;
+    }
+    const at = this.now() + delayMs;
+    const pending = this.delayed.get(key);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      this.delayed.delete(key);
+      this.add(key);
+    }, delayMs);
+    timer.unref?.();
+    this.delayed.set(key, { at, timer });
+  }
+
+  /** Adds `key` after its backoff: the per-key exponential delay or the overall budget, whichever is later. */
+  addRateLimited(key: string): void {
+    const attempt = this.failures.get(key) ?? 0;
+    this.failures.set(key, attempt + 1);
+    this.addAfter(key, Math.max(backoffDelay(attempt, this.backoff, this.random), this.reserveToken()));
+  }
+
+  /** How many times `key` has been retried since it last succeeded. */
+  retries(key: string): number {
+    return this.failures.get(key) ?? 0;
+  }
+
+  /** Clears the failure count of `key` (call after a successful reconcile). */
+  forget(key: string): void {
+    this.failures.delete(key);
+  }
+
+  /** Waits for the next key; undefined once the queue is shut down. */
+  get(): Promise<string | undefined> {
+    if (this.head < this.queue.length) {
+      const key = this.queue[this.head++]!;
+      if (this.head > 1024 && this.head * 2 > this.queue.length) {
+        this.queue.splice(0, this.head);
+        this.head = 0;
+      }
+      this.dirty.delete(key);
+      this.processing.add(key);
+      return Promise.resolve(key);
+    }
+    if (this.closed) return Promise.resolve(undefined);
+    return new Promise((resolve) => this.waiters.push(resolve));
+  }
+
+  /** Marks `key` processed; if it was added meanwhile it is queued again. */
+  done(key: string): void {
+    this.processing.delete(key);
+    if (this.dirty.has(key) && !this.closed) {
+      this.dirty.delete(key);
+      this.add(key);
+    }
+  }
+
+  /** Stops handing out keys; waiting workers get undefined; scheduled keys are dropped. */
+  shutDown(): void {
+    this.closed = true;
+    for (const { timer } of this.delayed.values()) clearTimeout(timer);
+    this.delayed.clear();
+    for (const waiter of this.waiters.splice(0)) waiter(undefined);
+  }
+
+  /** Token bucket: the delay until a retry token is free, reserving it. */
+  private reserveToken(): number {
+    const now = this.now();
+    this.tokens = Math.min(this.burst, this.tokens + ((now - this.tokensAt) / 1000) * this.qps);
+    this.tokensAt = now;
+    this.tokens -= 1;
+    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens / this.qps) * 1000);
+  }
+}

@@ -1,0 +1,91 @@
+import { describe, expect, it } from 'vitest';
+import { controllerFlagsHelp, CONTROLLER_FLAGS, parseControllerConfig, parseDuration } from '../src/index.js';
+
+describe('parseDuration', () => {
+  it.each([
+    ['500ms', 500],
+    ['15s', 15_000],
+    ['1.5s', 1500],
+    ['2m', 120_000],
+    ['1h', 3_600_000],
+    ['15', undefined],
+    ['s', undefined],
+    ['-1s', undefined],
+  ])('%s is %s ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
+});
+
+describe('parseControllerConfig', () => {
+  it('uses the defaults when nothing is given', () => {
+    const result = parseControllerConfig({}, { POD_NAME: 'mco-0' });
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect({ ...result.value, identity: result.value.identity.replace(/_[0-9a-f]{8}$/, '_<random>') }).toEqual({
+      kubeconfig: undefined,
+      http: { host: '0.0.0.0', port: 8080 },
+      leaderElection: {
+        namespace: 'mco-system',
+        name: 'mco-controller',
+        leaseDurationMs: 15_000,
+        renewDeadlineMs: 10_000,
+        retryPeriodMs: 2_000,
+      },
+      identity: 'mco-0_<random>',
+      workers: 4,
+      resyncPeriodMs: 600_000,
+      signalSourcesFile: undefined,
+      signalPollIntervalMs: 30_000,
+      signalTimeoutMs: 10_000,
+      watchIdleTimeoutMs: 180_000,
+      requestTimeoutMs: 30_000,
+      events: true,
+      logLevel: 'info',
+      shutdownTimeoutMs: 20_000,
+    });
+  });
+
+  it('takes a flag over its environment variable over the default', () => {
+    const result = parseControllerConfig(
+      { workers: '8', 'http-address': '127.0.0.1:9000' },
+      { MCO_WORKERS: '2', MCO_LOG_LEVEL: 'debug', POD_NAMESPACE: 'ops', MCO_LEADER_ELECT: 'true' },
+    );
+    expect(
+      result.ok && {
+        workers: result.value.workers,
+        http: result.value.http,
+        log: result.value.logLevel,
+        ns: result.value.leaderElection?.namespace,
+      },
+    ).toEqual({
+      workers: 8,
+      http: { host: '127.0.0.1', port: 9000 },
+      log: 'debug',
+      ns: 'ops',
+    });
+  });
+
+  it('turns leader election off with --leader-elect=false', () => {
+    const result = parseControllerConfig({ 'leader-elect': 'false' }, {});
+    expect(result.ok && result.value.leaderElection).toBeUndefined();
+  });
+
+  it.each([
+    { flags: { workers: '0' }, error: /^--workers \(MCO_WORKERS\): .*>=1/ },
+    { flags: { 'lease-duration': '15' }, error: /^--lease-duration \(MCO_LEASE_DURATION\): expected a duration/ },
+    { flags: { 'http-address': 'localhost' }, error: /^--http-address \(MCO_HTTP_ADDRESS\): expected host:port/ },
+    { flags: { events: 'yes' }, error: /^--events \(MCO_EVENTS\)/ },
+    { flags: { 'renew-deadline': '20s' }, error: /^--retry-period < --renew-deadline < --lease-duration/ },
+    { flags: { 'leader-election-namespace': 'Not_A_Name' }, error: /^--leader-election-namespace \(POD_NAMESPACE\)/ },
+  ])('rejects $flags naming the flag and its variable', ({ flags, error }) => {
+    const result = parseControllerConfig(flags, {});
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error).toMatch(error);
+  });
+
+  it('documents every flag with its environment variable', () => {
+    const help = controllerFlagsHelp();
+    for (const f of CONTROLLER_FLAGS) {
+      expect(help).toContain(`--${f.flag} <v>`);
+      expect(help).toContain(`env ${f.env}`);
+    }
+  });
+});
