@@ -40,15 +40,18 @@ export interface SecretClient {
 }
 
 /**
- * How to reach a ClusterProfile's cluster, or why not (a string). May throw
- * for a malformed profile. With @mco/cluster-access, wrap its resolver.
+ * How to reach a ClusterProfile's cluster; rejects (with a message naming the
+ * profile) when it cannot. `createClusterAccess(...).accessFor` of
+ * @mco/cluster-access fits, and caches access and credentials per profile.
  */
-export type AccessResolver = (profile: ClusterProfile) => ClusterAccessLike | string;
+export type AccessResolver = (profile: ClusterProfile) => Promise<ClusterAccessLike>;
 
 export interface SecretSyncerOptions {
   readonly clusterProfiles: ObjectCache<ClusterProfile>;
   readonly secrets: SecretClient;
   readonly resolveAccess: AccessResolver;
+  /** Called when a ClusterProfile is gone, to drop cached access (`ClusterAccessManager.forget`). */
+  readonly forgetAccess?: (key: string) => void;
   /** Namespace Argo CD reads cluster Secrets from. */
   readonly namespace: string;
   /** Value of the managed-by label; run several syncers into one namespace with different values. */
@@ -96,7 +99,6 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
   const queue = new Set<string>();
   const timers = new Map<string, NodeJS.Timeout>();
   const failures = new Map<string, number>();
-  const access = new Map<string, { fingerprint: string; access: ClusterAccessLike }>();
   let running: Promise<void> | undefined;
   let started = false;
   let resyncTimer: NodeJS.Timeout | undefined;
@@ -164,7 +166,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       return;
     }
     if (!profile || profile.metadata.deletionTimestamp) {
-      access.delete(key);
+      options.forgetAccess?.(key);
       if (!existing) return;
       if (options.isClusterInUse?.(namespace, name)) {
         logger.info('ClusterProfile is gone but a placement still lists the cluster; keeping its Secret', {
@@ -176,12 +178,9 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       logger.info('deleted the cluster Secret of a removed ClusterProfile', { cluster: key, secret: secretName });
       return;
     }
-    const clusterAccess = accessFor(key, profile);
-    if (typeof clusterAccess === 'string') {
-      // Fail static: a profile whose access is unusable keeps whatever Secret it had.
-      logger.warn('cannot build a cluster Secret for this ClusterProfile', { cluster: key, reason: clusterAccess });
-      return;
-    }
+    // Fail static: when access or the credential cannot be had, the existing
+    // Secret stays as it is and the key is retried with backoff.
+    const clusterAccess = await options.resolveAccess(profile);
     const credential = await clusterAccess.getCredential();
     const desired = buildClusterSecret(profile, clusterAccess, credential, { namespace: options.namespace, manager });
     if (credential.expiresAt) {
@@ -198,22 +197,6 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       await options.secrets.create(desired);
       logger.info('created cluster Secret', { cluster: key, secret: secretName });
     }
-  }
-
-  /** ClusterAccess objects are kept per profile so their credential cache survives between reconciles. */
-  function accessFor(key: string, profile: ClusterProfile): ClusterAccessLike | string {
-    const fingerprint = JSON.stringify([profile.status?.accessProviders, profile.status?.credentialProviders]);
-    const cached = access.get(key);
-    if (cached?.fingerprint === fingerprint) return cached.access;
-    let resolved: ClusterAccessLike | string;
-    try {
-      resolved = options.resolveAccess(profile);
-    } catch (error) {
-      resolved = toMcoError(error).message;
-    }
-    if (typeof resolved === 'string') access.delete(key);
-    else access.set(key, { fingerprint, access: resolved });
-    return resolved;
   }
 
   function isOwned(secret: ExistingSecret): boolean {
