@@ -160,13 +160,13 @@ export const manualProvider: InventoryProviderModule<ManualProviderConfig> = { k
 
 /** Profiles owned after a successful sync. */
 export function ownedCount(report: SyncReport): number {
-  return report.created.length + report.unchanged.length + new Set([...report.updated, ...report.statusUpdated]).size;
+  return new Set([...report.created, ...report.updated, ...report.statusUpdated, ...report.unchanged]).size;
 }
 
 export function summary(report: SyncReport) {
   return {
     created: report.created.length,
-    updated: new Set([...report.updated, ...report.statusUpdated]).size,
+    updated: new Set([...report.updated, ...report.statusUpdated].filter((k) => !report.created.includes(k))).size,
     deleted: report.deleted.length,
     unchanged: report.unchanged.length,
     skipped: report.skipped.length,

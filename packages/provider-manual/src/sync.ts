@@ -141,7 +141,24 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
     }
     try {
       let object: ClusterProfile | undefined = current;
-      const body = specApplyBody(desired, manager);
+      let uid = current?.metadata.uid;
+      if (!current && !dryRun) {
+        // Create first with a plain POST: it fails if a profile of that name appeared since the
+        // listing, where an apply would silently take over someone else's object. Only the fields
+        // this manager never removes go in, under a separate field manager.
+        const created = await createProfile(api, desired, manager, `${fieldManager}-create`);
+        if (!created) {
+          report.skipped.push({
+            key,
+            reason: 'NotOwned',
+            message: `ClusterProfile ${key} was created by someone else meanwhile; left untouched`,
+          });
+          continue;
+        }
+        report.writes++;
+        uid = created.metadata.uid;
+      }
+      const body = specApplyBody(desired, manager, uid);
       if (!current || !ownsSame(current, body, fieldManager, '')) {
         object = (await api.patchNamespacedCustomObject(
           { ...target(desired), body, fieldManager, force: true, dryRun },
@@ -208,13 +225,15 @@ export function isOwnedBy(profile: ClusterProfile, manager: string): boolean {
   return profile.metadata.labels?.[CLUSTER_MANAGER_LABEL] === manager && profile.spec?.clusterManager?.name === manager;
 }
 
-/** Lists the profiles labelled with the manager (paged), keyed by `namespace/name`. */
+/**
+ * Lists every ClusterProfile in scope (paged), keyed by `namespace/name`: also
+ * other managers' ones, so that a name taken by them is known and left alone.
+ */
 async function listProfiles(
   api: CustomObjectsApi,
   manager: string,
   namespaces: readonly string[] | undefined,
 ): Promise<Map<ClusterKey, ClusterProfile>> {
-  const labelSelector = `${CLUSTER_MANAGER_LABEL}=${manager}`;
   const out = new Map<ClusterKey, ClusterProfile>();
   for (const namespace of namespaces ?? [undefined]) {
     let cont: string | undefined;
@@ -227,7 +246,6 @@ async function listProfiles(
               version: VERSION,
               plural: PLURAL,
               namespace,
-              labelSelector,
               limit: LIST_PAGE,
               _continue: cont,
             })
@@ -235,12 +253,11 @@ async function listProfiles(
               group: GROUP,
               version: VERSION,
               plural: PLURAL,
-              labelSelector,
               limit: LIST_PAGE,
               _continue: cont,
             });
       } catch (error) {
-        throw toMcoError(error, `list ClusterProfiles of manager ${manager}${namespace ? ` in ${namespace}` : ''}`);
+        throw toMcoError(error, `list ClusterProfiles${namespace ? ` in ${namespace}` : ''} (manager ${manager})`);
       }
       for (const item of page.items ?? []) out.set(clusterKey(item.metadata.namespace, item.metadata.name), item);
       cont = page.metadata?.continue || undefined;
@@ -253,13 +270,42 @@ function target(desired: DesiredClusterProfile) {
   return { group: GROUP, version: VERSION, plural: PLURAL, namespace: desired.namespace, name: desired.name };
 }
 
-function specApplyBody(desired: DesiredClusterProfile, manager: string) {
+/** POSTs a minimal profile; undefined when the name is taken (409). */
+async function createProfile(
+  api: CustomObjectsApi,
+  desired: DesiredClusterProfile,
+  manager: string,
+  fieldManager: string,
+): Promise<ClusterProfile | undefined> {
+  try {
+    return (await api.createNamespacedCustomObject({
+      group: GROUP,
+      version: VERSION,
+      plural: PLURAL,
+      namespace: desired.namespace,
+      fieldManager,
+      body: {
+        apiVersion: CLUSTER_PROFILE_API_VERSION,
+        kind: 'ClusterProfile',
+        metadata: { name: desired.name, namespace: desired.namespace, labels: { [CLUSTER_MANAGER_LABEL]: manager } },
+        spec: { clusterManager: { name: manager } },
+      },
+    })) as ClusterProfile;
+  } catch (error) {
+    if (toMcoError(error).code === 'Conflict') return undefined;
+    throw error;
+  }
+}
+
+/** The apply body of metadata and spec; `uid` makes the apply fail on a profile re-created by someone else. */
+function specApplyBody(desired: DesiredClusterProfile, manager: string, uid: string | undefined) {
   return {
     apiVersion: CLUSTER_PROFILE_API_VERSION,
     kind: 'ClusterProfile',
     metadata: {
       name: desired.name,
       namespace: desired.namespace,
+      ...(uid ? { uid } : {}),
       // The manager label last, so a declared label can never take it over.
       labels: { ...desired.labels, [CLUSTER_MANAGER_LABEL]: manager },
       ...(desired.annotations && Object.keys(desired.annotations).length > 0
@@ -295,7 +341,11 @@ function statusApplyBody(desired: DesiredClusterProfile, current: ClusterProfile
   return {
     apiVersion: CLUSTER_PROFILE_API_VERSION,
     kind: 'ClusterProfile',
-    metadata: { name: desired.name, namespace: desired.namespace },
+    metadata: {
+      name: desired.name,
+      namespace: desired.namespace,
+      ...(current?.metadata.uid ? { uid: current.metadata.uid } : {}),
+    },
     status: {
       ...(status.accessProviders?.length ? { accessProviders: status.accessProviders } : {}),
       ...(status.properties?.length ? { properties: status.properties } : {}),
@@ -316,10 +366,11 @@ function ownsSame(object: unknown, body: { metadata: object }, fieldManager: str
   } = body as Record<string, unknown> & {
     metadata: Record<string, unknown>;
   };
-  const { name: _n, namespace: _ns, ...meta } = metadata;
+  const { name: _n, namespace: _ns, uid: _u, ...meta } = metadata;
   const ownedMeta = { ...(owned.metadata as Record<string, unknown> | undefined) };
   delete ownedMeta.name;
   delete ownedMeta.namespace;
+  delete ownedMeta.uid;
   const ownedRest = { ...owned };
   delete ownedRest.metadata;
   delete ownedRest.apiVersion;
