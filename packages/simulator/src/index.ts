@@ -1,1 +1,47 @@
-export {};
+// The public API of @mco/simulator: a time-driven fleet and load model that
+// drives the real @mco/core engine, and its HTML report.
+export {
+  parseScenario,
+  parseScenarioText,
+  formatIssues,
+  ScenarioSchema,
+  DEFAULT_HPA,
+  DEFAULT_NODE_POOL,
+  type Scenario,
+  type ScenarioInput,
+  type ScenarioIssue,
+  type ScenarioEvent,
+  type ClusterSpec,
+  type Hpa,
+  type NodePool,
+} from './scenario.js';
+export {
+  simulate,
+  POLICIES,
+  POLICY_LABELS,
+  type PolicyName,
+  type PolicyRun,
+  type SimulationResult,
+  type SimulateOptions,
+  type Summary,
+  type StockoutOutcome,
+  type TickSample,
+  type ClusterSample,
+  type LaneState,
+  type TimelineEntry,
+} from './simulate.js';
+export {
+  HorizontalPodAutoscaler,
+  NodePoolModel,
+  Pods,
+  spreadLoad,
+  type HpaStatus,
+  type HpaSyncInput,
+  type AutoscalerEvent,
+  type LoadShare,
+} from './model.js';
+export { createRandom, hashRandom, type Random } from './random.js';
+export { baseDemand, demandSeries } from './demand.js';
+export { parseDuration, formatDuration, formatElapsed } from './duration.js';
+export { formatTimeline, formatTimelineEntry, formatSummary, summaryRows } from './format.js';
+export { renderReport } from './report.js';

@@ -1,0 +1,293 @@
+import { compileSelection, PlacementSchema, TimestampSchema, type Placement, type Result } from '@mco/core';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { DurationSchema } from './duration.js';
+
+/*
+ * A scenario is data: the fleet, the placement under test, a demand curve and
+ * capacity events. Every duration is a number of seconds or a string such as
+ * `30s`, `5m`, `2h`; every time of an event is an offset from `start`.
+ */
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const name = z.string().min(1).max(63).regex(DNS_LABEL, 'expected a DNS label: lowercase letters, digits and -');
+const count = z.number().int().min(0).max(10_000);
+const fraction = z.number().min(0).max(1);
+
+const NodePoolFields = {
+  podsPerNode: z.number().int().min(1).max(1000).describe('Workload pods one node holds (e.g. one per GPU).'),
+  minNodes: count.describe('Nodes the cluster-autoscaler never goes below.'),
+  maxNodes: count.describe('Nodes the cluster-autoscaler never goes above.'),
+  scaleUpDelay: DurationSchema.describe('From a scale-up request to a Ready node.'),
+  scaleDownDelay: DurationSchema.describe('How long a node must be unneeded before it is removed.'),
+  stockoutErrorAfter: DurationSchema.describe('How long a node request takes to fail (FailedScaleUp) when stocked out.'),
+  backoff: DurationSchema.describe('How long the cluster-autoscaler leaves a node pool alone after a failed scale-up.'),
+};
+const NodePoolPatchSchema = z.strictObject(NodePoolFields).partial();
+export type NodePool = { readonly [K in keyof typeof NodePoolFields]: z.output<(typeof NodePoolFields)[K]> };
+export const DEFAULT_NODE_POOL: NodePool = {
+  podsPerNode: 1,
+  minNodes: 0,
+  maxNodes: 10,
+  scaleUpDelay: 240,
+  scaleDownDelay: 600,
+  stockoutErrorAfter: 60,
+  backoff: 300,
+};
+
+const HpaFields = {
+  minReplicas: z.number().int().min(1).max(10_000),
+  maxReplicas: z.number().int().min(1).max(10_000),
+  targetUtilization: z.number().int().min(1).max(100).describe('Target utilisation in percent.'),
+  scaleDownStabilization: DurationSchema.describe('HPA behavior.scaleDown.stabilizationWindowSeconds.'),
+  tolerance: z.number().min(0).max(1).describe('HPA tolerance: no scaling while |ratio - 1| <= tolerance.'),
+};
+const HpaPatchSchema = z.strictObject(HpaFields).partial();
+export type Hpa = { readonly [K in keyof typeof HpaFields]: z.output<(typeof HpaFields)[K]> };
+export const DEFAULT_HPA: Omit<Hpa, 'maxReplicas'> = {
+  minReplicas: 1,
+  targetUtilization: 70,
+  scaleDownStabilization: 300,
+  tolerance: 0.1,
+};
+
+const ClusterSchema = z.strictObject({
+  name,
+  region: z.string().min(1).max(63),
+  labels: z.record(z.string(), z.string()).default({}),
+  nodePool: NodePoolPatchSchema.optional(),
+  hpa: HpaPatchSchema.optional().describe('Per-cluster overrides of workload.hpa (e.g. a smaller maxReplicas).'),
+});
+
+const WorkloadSchema = z.strictObject({
+  capacityPerReplica: z.number().positive().max(1e9).describe('Load one replica serves at 100% utilisation.'),
+  podStartup: DurationSchema.default(120).describe('From a pod being scheduled to Ready.'),
+  deployDelay: DurationSchema.default(60).describe('From a cluster being listed to its Deployment existing.'),
+  removeDelay: DurationSchema.default(60).describe('From a cluster leaving the list to its Deployment being deleted.'),
+  hpa: HpaPatchSchema.extend({ maxReplicas: HpaFields.maxReplicas }),
+});
+
+const PointSchema = z.strictObject({ at: DurationSchema, value: z.number().min(0).max(1e12) });
+const DemandSchema = z
+  .strictObject({
+    piecewise: z
+      .array(PointSchema)
+      .min(1)
+      .max(10_000)
+      .optional()
+      .describe('Linear between points, flat before the first and after the last.'),
+    diurnal: z
+      .strictObject({
+        mean: z.number().min(0).max(1e12),
+        amplitude: z.number().min(0).max(1e12),
+        peakAt: DurationSchema.describe('Offset from start of the first peak.'),
+        period: DurationSchema.default(86_400),
+      })
+      .optional(),
+    noise: z
+      .strictObject({
+        stddev: z.number().min(0).max(1).describe('Relative standard deviation of the demand, e.g. 0.1.'),
+        correlation: z.number().min(0).max(0.999).default(0.8).describe('From one tick to the next (AR(1)).'),
+      })
+      .optional(),
+  })
+  .describe('Demand = piecewise + diurnal, times (1 + noise), never below 0.');
+
+const at = DurationSchema.describe('Offset from start.');
+const target = {
+  cluster: name.optional().describe('One cluster by name.'),
+  region: z.string().min(1).max(63).optional().describe('Every cluster in a region.'),
+};
+const until = DurationSchema.optional().describe('Offset from start at which the event ends.');
+
+const EventSchema = z.discriminatedUnion('type', [
+  z
+    .strictObject({ type: z.literal('stockout'), at, until, ...target })
+    .describe('No new nodes can be provisioned (running nodes stay).'),
+  z.strictObject({ type: z.literal('recovery'), at, ...target }).describe('Ends a stockout.'),
+  z
+    .strictObject({
+      type: z.literal('outage'),
+      at,
+      until,
+      ...target,
+      reportUnhealthyAfter: DurationSchema.default(120).describe(
+        'When the ClusterProfile condition ControlPlaneHealthy turns False (and back) after the outage starts (ends).',
+      ),
+    })
+    .describe('The cluster is unreachable: it serves nothing, reports no signal, scales nothing.'),
+  z
+    .strictObject({
+      type: z.literal('labels'),
+      at,
+      cluster: name,
+      labels: z.record(z.string(), z.string().nullable()).describe('Labels to set; null removes one.'),
+    })
+    .describe('The inventory changes a ClusterProfile label (e.g. it loses eligibility).'),
+  z
+    .strictObject({
+      type: z.literal('controlPlaneHealthy'),
+      at,
+      until,
+      ...target,
+      status: z.enum(['True', 'False', 'Unknown']),
+    })
+    .describe('The ClusterProfile condition ControlPlaneHealthy.'),
+  z
+    .strictObject({
+      type: z.literal('signalNoise'),
+      at,
+      until,
+      ...target,
+      dropout: fraction.default(0).describe('Probability that an observation is missed.'),
+      unhealthy: fraction.default(0).describe('Probability that an observation reports workloadHealthy false.'),
+    })
+    .describe('Flaky observations.'),
+]);
+export type ScenarioEvent = z.output<typeof EventSchema>;
+
+export const ScenarioSchema = z.strictObject({
+  name,
+  description: z.string().max(4096).optional(),
+  seed: z.number().int().min(0).max(0xffffffff).default(1),
+  start: TimestampSchema.default('2026-01-01T00:00:00Z'),
+  duration: DurationSchema,
+  tick: DurationSchema.default(30),
+  workload: WorkloadSchema,
+  fleet: z.strictObject({
+    namespace: name.default('fleet').describe('Namespace of the ClusterProfiles.'),
+    nodePool: NodePoolPatchSchema.optional().describe('Defaults for every cluster.'),
+    clusters: z.array(ClusterSchema).min(1).max(100),
+  }),
+  signals: z
+    .strictObject({
+      failedScaleUpWindow: DurationSchema.default(600).describe(
+        'A FailedScaleUp (or NotTriggerScaleUp) event counts this long.',
+      ),
+    })
+    .default({ failedScaleUpWindow: 600 }),
+  placement: PlacementSchema.describe('A MultiKubernetesClusterPlacement (status optional).'),
+  demand: DemandSchema,
+  events: z.array(EventSchema).max(1000).default([]),
+});
+export type ScenarioInput = z.input<typeof ScenarioSchema>;
+type ParsedScenario = z.output<typeof ScenarioSchema>;
+
+export interface ClusterSpec {
+  readonly name: string;
+  readonly region: string;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly nodePool: NodePool;
+  readonly hpa: Hpa;
+}
+
+/** A checked scenario with every default applied. */
+export interface Scenario extends Omit<ParsedScenario, 'fleet' | 'placement' | 'workload'> {
+  readonly workload: Omit<ParsedScenario['workload'], 'hpa'> & { readonly hpa: Hpa };
+  readonly fleet: { readonly namespace: string; readonly clusters: readonly ClusterSpec[] };
+  readonly placement: Placement;
+}
+
+/** One problem in a scenario: the field at fault (e.g. `fleet.clusters[1].name`) and what is wrong. */
+export interface ScenarioIssue {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** `a.b[0].c` from a path. */
+export function formatField(path: readonly PropertyKey[]): string {
+  return path.reduce<string>(
+    (out, part) => (typeof part === 'number' ? `${out}[${part}]` : out ? `${out}.${String(part)}` : String(part)),
+    '',
+  );
+}
+
+const MAX_TICKS = 200_000;
+
+/** Checks a scenario document and applies defaults; errors name the field. */
+export function parseScenario(document: unknown): Result<Scenario, readonly ScenarioIssue[]> {
+  const parsed = ScenarioSchema.safeParse(document);
+  if (!parsed.success) {
+    return {
+      ok: false,
+      error: parsed.error.issues.map((issue) => ({
+        field: formatField(issue.path) || '(root)',
+        message: issue.message,
+      })),
+    };
+  }
+  const s = parsed.data;
+  const issues: ScenarioIssue[] = [];
+  const issue = (field: string, message: string) => issues.push({ field, message });
+
+  if (s.tick < 1 || s.tick > 3600) issue('tick', 'must be between 1s and 1h');
+  if (s.duration < s.tick) issue('duration', 'must be at least one tick');
+  if (s.tick >= 1 && s.duration / s.tick > MAX_TICKS) issue('duration', `more than ${MAX_TICKS} ticks; use a longer tick`);
+
+  const clusters: ClusterSpec[] = [];
+  const names = new Set<string>();
+  s.fleet.clusters.forEach((c, i) => {
+    if (names.has(c.name)) issue(`fleet.clusters[${i}].name`, `duplicate cluster name ${c.name}`);
+    names.add(c.name);
+    const nodePool: NodePool = { ...DEFAULT_NODE_POOL, ...s.fleet.nodePool, ...c.nodePool };
+    const hpa: Hpa = { ...DEFAULT_HPA, ...s.workload.hpa, ...c.hpa };
+    if (nodePool.minNodes > nodePool.maxNodes) issue(`fleet.clusters[${i}].nodePool.minNodes`, 'exceeds maxNodes');
+    if (hpa.minReplicas > hpa.maxReplicas) issue(`fleet.clusters[${i}].hpa.minReplicas`, 'exceeds maxReplicas');
+    clusters.push({ name: c.name, region: c.region, labels: c.labels, nodePool, hpa });
+  });
+  const regions = new Set(clusters.map((c) => c.region));
+
+  const placementSpec = s.placement.spec ?? {};
+  const selection = compileSelection(placementSpec);
+  if (!selection.ok) issue(`placement.${selection.error.field}`, selection.error.message);
+
+  const points = s.demand.piecewise ?? [];
+  if (!s.demand.piecewise && !s.demand.diurnal) issue('demand', 'set piecewise, diurnal or both');
+  points.forEach((p, i) => {
+    if (i > 0 && p.at < points[i - 1]!.at) issue(`demand.piecewise[${i}].at`, 'points must be in time order');
+  });
+
+  s.events.forEach((e, i) => {
+    const field = `events[${i}]`;
+    if (e.at > s.duration) issue(`${field}.at`, 'is after the end of the scenario (duration)');
+    if ('until' in e && e.until !== undefined && e.until <= e.at) issue(`${field}.until`, 'must be after at');
+    if (e.type === 'labels') {
+      if (!names.has(e.cluster)) issue(`${field}.cluster`, `no cluster named ${e.cluster} in fleet.clusters`);
+      return;
+    }
+    if ((e.cluster === undefined) === (e.region === undefined)) {
+      issue(`${field}.cluster`, 'set exactly one of cluster and region');
+    } else if (e.cluster !== undefined && !names.has(e.cluster)) {
+      issue(`${field}.cluster`, `no cluster named ${e.cluster} in fleet.clusters`);
+    } else if (e.region !== undefined && !regions.has(e.region)) {
+      issue(`${field}.region`, `no cluster in region ${e.region}`);
+    }
+  });
+
+  if (issues.length > 0) return { ok: false, error: issues };
+  return {
+    ok: true,
+    value: {
+      ...s,
+      workload: { ...s.workload, hpa: { ...DEFAULT_HPA, ...s.workload.hpa } },
+      fleet: { namespace: s.fleet.namespace, clusters },
+      placement: s.placement,
+    },
+  };
+}
+
+/** Parses a scenario from YAML (or JSON) text. A syntax error is reported on the field `(document)`. */
+export function parseScenarioText(text: string): Result<Scenario, readonly ScenarioIssue[]> {
+  let document: unknown;
+  try {
+    document = parseYaml(text);
+  } catch (error) {
+    return { ok: false, error: [{ field: '(document)', message: (error as Error).message }] };
+  }
+  return parseScenario(document);
+}
+
+/** One line per issue: `field: message`. */
+export function formatIssues(issues: readonly ScenarioIssue[]): string {
+  return issues.map((i) => `${i.field}: ${i.message}`).join('\n');
+}
