@@ -9,5 +9,5 @@ export {
   type ControlPlaneOptions,
 } from './control-plane.js';
 export { apiErrorOf, type ApiErrorInfo } from './http.js';
-export { applyObjects, FIELD_MANAGER, installCrds, loadYamlObjects, type CrdSource } from './objects.js';
+export { applyObjects, FIELD_MANAGER, installCrds, loadYamlObjects, toYaml, type CrdSource } from './objects.js';
 export { controlPlaneSkipReason, describeWithControlPlane, sharedCrdsDir, type RequirementOptions } from './vitest.js';

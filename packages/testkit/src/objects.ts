@@ -9,7 +9,7 @@ import {
 } from '@kubernetes/client-node';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { apiErrorOf } from './http.js';
 
 export const FIELD_MANAGER = 'mco-testkit';
@@ -33,6 +33,11 @@ export function loadYamlObjects(path: string): KubernetesObject[] {
       return value && typeof value === 'object' ? [value as KubernetesObject] : [];
     }),
   );
+}
+
+/** YAML text of a value (no line folding, so the output is stable and diffs stay small). */
+export function toYaml(value: unknown): string {
+  return stringify(value, { lineWidth: 0 });
 }
 
 /** Server-side apply (forced, field manager `mco-testkit`) of each object, in order. */
