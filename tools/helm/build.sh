@@ -31,7 +31,13 @@ fi
 
 version="$(awk '$1 == "helm.sh/helm/v3" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
 [[ -n "$version" ]] || die "cannot read the helm.sh/helm/v3 version from $here/go.mod"
-out="${MCO_HELM_CACHE:-$HOME/.cache/mco-helm}/$version"
+# helm's default Kubernetes version (for `helm template` and lint) comes from
+# link-time flags, as in helm's own Makefile: take it from client-go's version.
+client_go="$(awk '$1 == "k8s.io/client-go" && $2 ~ /^v0\./ { print $2; exit }' "$here/go.mod")"
+k8s_minor="$(printf '%s' "$client_go" | cut -d. -f2)"
+[[ -n "$k8s_minor" ]] || die "cannot read the k8s.io/client-go version from $here/go.mod"
+
+out="${MCO_HELM_CACHE:-$HOME/.cache/mco-helm}/$version-k8s1.$k8s_minor"
 mkdir -p "$out"
 if [[ -x "$out/helm" ]]; then
   printf '%s\n' "$out/helm"
@@ -48,7 +54,9 @@ if [[ ! -x "$out/helm" ]]; then
   start=$SECONDS
   tmp="$out/.helm.tmp.$$"
   (cd "$here" && GOTOOLCHAIN=local CGO_ENABLED=0 GOWORK=off "$go_cmd" build -mod=readonly -trimpath \
-    -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version" \
+    -ldflags="-s -w -X helm.sh/helm/v3/internal/version.version=$version \
+      -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/lint/rules.k8sVersionMinor=$k8s_minor \
+      -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/chartutil.k8sVersionMinor=$k8s_minor" \
     -o "$tmp" helm.sh/helm/v3/cmd/helm) || { rm -f "$tmp"; die "go build of helm $version failed"; }
   "$tmp" version --short >&2 || { rm -f "$tmp"; die "the built helm does not run"; }
   mv "$tmp" "$out/helm"
