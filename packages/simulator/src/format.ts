@@ -5,6 +5,7 @@ import { POLICY_LABELS, type PolicyRun, type SimulationResult, type Summary, typ
 export function formatTimelineEntry(entry: TimelineEntry): string {
   const at = formatElapsed(entry.t);
   if (entry.kind === 'event') return `${at}  --  ${entry.text}`;
+  if (entry.kind === 'fleet') return `${at}  ..  ${entry.text}`;
   const move = `${entry.from ?? '(none)'} -> ${entry.to ?? '(removed)'}`;
   return `${at}  ${entry.id}  ${entry.cluster}  ${move}: ${entry.reason}`;
 }
@@ -51,4 +52,23 @@ export function formatSummary(result: SimulationResult): string {
   const line = (label: string, cells: string[]) =>
     `${label.padEnd(labelWidth)}  ${cells.map((c, i) => c.padStart(widths[i]!)).join('  ')}`.trimEnd();
   return [line('', headers), ...rows.map((r) => line(r.label, r.values))].join('\n') + '\n';
+}
+
+/**
+ * What `mco simulate` prints: a header, the timeline of the first policy
+ * (each decision with its time, transition id and reason, and the scenario's
+ * events), and the comparison table.
+ */
+export function formatConsole(result: SimulationResult, options: { readonly timeline?: boolean } = {}): string {
+  const { scenario } = result;
+  const placement = scenario.placement.metadata;
+  const main = result.runs[0];
+  const header =
+    `Simulating ${scenario.name} (seed ${result.seed}): ${formatDuration(scenario.duration)} at ${formatDuration(scenario.tick)} ticks, ` +
+    `${result.clusters.length} clusters, placement ${placement.namespace ?? 'default'}/${placement.name}\n`;
+  const timeline =
+    options.timeline === false || !main
+      ? ''
+      : `\nTimeline (${POLICY_LABELS[main.policy]}), time since start:\n${formatTimeline(main)}`;
+  return `${header}${timeline}\nSummary:\n${formatSummary(result)}`;
 }

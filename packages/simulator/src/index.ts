@@ -43,5 +43,6 @@ export {
 export { createRandom, hashRandom, type Random } from './random.js';
 export { baseDemand, demandSeries } from './demand.js';
 export { parseDuration, formatDuration, formatElapsed } from './duration.js';
-export { formatTimeline, formatTimelineEntry, formatSummary, summaryRows } from './format.js';
+export { formatConsole, formatTimeline, formatTimelineEntry, formatSummary, summaryRows } from './format.js';
 export { renderReport } from './report.js';
+export { GPU_STOCKOUT_SCENARIO } from './embedded.js';

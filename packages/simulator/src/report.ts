@@ -19,7 +19,7 @@ h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bott
 h3{font-size:15px;margin:18px 0 6px}.meta{color:#616161}
 table{border-collapse:collapse;margin:8px 0}th,td{padding:4px 10px;border-bottom:1px solid #eee;text-align:left;vertical-align:top}
 td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}tr.best td.num{font-weight:600}
-.timeline td{font-size:13px}.timeline td:nth-child(-n+3){white-space:nowrap}.timeline td.id{font-weight:600;font-family:ui-monospace,monospace}.timeline tr.event td{color:#6d4c41;font-style:italic}
+.timeline td{font-size:13px}.timeline td:nth-child(-n+3){white-space:nowrap}.timeline td.id{font-weight:600;font-family:ui-monospace,monospace}.timeline tr.event td{color:#6d4c41;font-style:italic}.timeline tr.fleet td{color:#616161}
 svg.chart{display:block;max-width:100%;height:auto;margin:6px 0}
 svg .grid{stroke:#eee}svg .axis{stroke:#9e9e9e}svg text{font:11px system-ui,sans-serif;fill:#424242}
 svg .lane-bg{fill:#fafafa;stroke:#eee}svg .marker line{stroke:#616161;stroke-dasharray:3 3}svg .marker text{fill:#616161;font-weight:600}
@@ -45,8 +45,8 @@ function summaryTable(result: SimulationResult): string {
 function timelineTable(timeline: readonly TimelineEntry[]): string {
   const rows = timeline
     .map((e) =>
-      e.kind === 'event'
-        ? `<tr class="event"><td>${formatElapsed(e.t)}</td><td class="id">event</td><td colspan="3">${escapeHtml(e.text)}</td></tr>`
+      e.kind !== 'transition'
+        ? `<tr class="${e.kind}"><td>${formatElapsed(e.t)}</td><td class="id">${e.kind}</td><td colspan="3">${escapeHtml(e.text)}</td></tr>`
         : `<tr class="transition"><td>${formatElapsed(e.t)}</td><td class="id">${e.id}</td><td>${escapeHtml(e.cluster)}</td>` +
           `<td>${e.from ?? '—'} → ${e.to ?? 'removed'}</td><td>${escapeHtml(e.reason)}</td></tr>`,
     )

@@ -34,7 +34,10 @@ export const POLICY_LABELS: Readonly<Record<PolicyName, string>> = {
 export type LaneState = ClusterState | 'REMOVING' | 'OFF';
 
 export type TimelineEntry =
+  /** A scenario event taking effect. */
   | { readonly t: number; readonly kind: 'event'; readonly text: string }
+  /** What the fleet did on its own that explains a decision, e.g. the first FailedScaleUp of a stockout. */
+  | { readonly t: number; readonly kind: 'fleet'; readonly text: string }
   | {
       readonly t: number;
       readonly kind: 'transition';
@@ -318,6 +321,7 @@ class Run {
       if (!c.conditions.reachable) continue;
       c.pods.schedule(t, c.pool.slots, workload.podStartup);
       c.pool.autoscale(t, c.pods.pending, c.pods.scheduled);
+      this.noteFailedScaleUp(c, t);
     }
 
     for (const c of this.clusters) {
@@ -328,6 +332,21 @@ class Run {
     const signals = this.clusters.flatMap((c) => (c.signal ? [c.signal] : []));
     this.decideAt(t, signals);
     this.sample(k, t, endpoints, shares);
+  }
+
+  /** A FailedScaleUp after a quiet signal window goes into the timeline: it explains the scale-out that follows. */
+  private noteFailedScaleUp(c: SimCluster, t: number): void {
+    const events = c.pool.events;
+    const failed = events.filter((e) => e.reason === 'FailedScaleUp');
+    const last = failed.at(-1);
+    if (last?.t !== t) return;
+    const previous = failed.at(-2);
+    if (previous && previous.t > t - this.scenario.signals.failedScaleUpWindow) return;
+    this.timeline.push({
+      t,
+      kind: 'fleet',
+      text: `${c.key}: cluster-autoscaler FailedScaleUp (${last.message}); ${c.pods.pending} pod(s) pending`,
+    });
   }
 
   /** The signal a capacity-signal source would report for the cluster now (semantics.md section 5). */
@@ -486,15 +505,17 @@ class Run {
     let replicaTicksAboveNeed = 0;
     let nodeTicks = 0;
     for (const s of this.samples) {
-      const running = s.clusters.filter((c) => c.deployed).length;
-      pendingPodTicks += s.clusters.reduce((a, c) => a + c.pending, 0);
+      // What an unreachable cluster holds is neither capacity nor a known cost: it is not counted.
+      const reachable = s.clusters.filter((c) => c.reachable);
+      const running = reachable.filter((c) => c.deployed).length;
+      pendingPodTicks += reachable.reduce((a, c) => a + c.pending, 0);
       demand += s.demand;
       served += s.served;
       clusterTicks += running;
       clusterTicksAboveNeed += Math.max(0, running - s.clustersNeeded);
-      const scheduled = s.clusters.reduce((a, c) => a + c.replicas - c.pending, 0);
+      const scheduled = reachable.reduce((a, c) => a + c.replicas - c.pending, 0);
       replicaTicksAboveNeed += Math.max(0, scheduled - s.need);
-      nodeTicks += s.clusters.reduce((a, c) => a + c.nodes, 0);
+      nodeTicks += reachable.reduce((a, c) => a + c.nodes, 0);
     }
     const hours = tick / 3600;
     const band = (workload.hpa.targetUtilization / 100) * (1 + workload.hpa.tolerance);
@@ -517,7 +538,7 @@ class Run {
     });
     return {
       pendingPodMinutes: (pendingPodTicks * tick) / 60,
-      unservedPercent: demand === 0 ? 0 : (100 * (demand - served)) / demand,
+      unservedPercent: demand === 0 ? 0 : Math.max(0, (100 * (demand - served)) / demand),
       clusterHours: clusterTicks * hours,
       clusterHoursAboveNeed: clusterTicksAboveNeed * hours,
       replicaHoursAboveNeed: replicaTicksAboveNeed * hours,
