@@ -1,0 +1,292 @@
+import {
+  AppsV1Api,
+  AutoscalingV2Api,
+  CoreV1Api,
+  type CoreV1Event,
+  type V1Deployment,
+  type V1LabelSelector,
+  type V1Pod,
+  type V2HorizontalPodAutoscaler,
+} from '@kubernetes/client-node';
+import type { ClusterAccessManager, MemberClusterClient } from '@mco/cluster-access';
+import type { Signal } from '@mco/core';
+import {
+  McoError,
+  httpStatusOf,
+  observeEachCluster,
+  signalMetrics,
+  silentLogger,
+  toMcoError,
+  type CapacitySignalSource,
+  type ClusterObservation,
+  type Logger,
+  type McoErrorCode,
+  type PluginDeps,
+} from '@mco/runtime';
+
+import type { KubernetesSignalsConfig } from './config.js';
+
+export const SOURCE_NAME = 'kubernetes';
+
+export interface KubernetesSignalSourceOptions {
+  readonly access: ClusterAccessManager;
+  readonly config: Omit<KubernetesSignalsConfig, 'providers' | 'providersFile' | 'qps' | 'burst'>;
+  readonly metrics: PluginDeps['metrics'];
+  readonly now: () => Date;
+  readonly logger?: Logger;
+}
+
+type Problem = { code: McoErrorCode; message: string };
+
+/**
+ * Reads, on each member cluster, the placed workload's HPA (autoscaling/v2),
+ * its Deployment (selector and Available condition), the Deployment's pending
+ * pods and cluster-autoscaler events about those pods. Whatever cannot be read
+ * is left undefined and reported; nothing is guessed.
+ */
+export function createKubernetesSignalSource(options: KubernetesSignalSourceOptions): CapacitySignalSource {
+  const { access, config, now } = options;
+  const logger = options.logger ?? silentLogger;
+  const metrics = signalMetrics(options.metrics);
+
+  return {
+    async observe(request, abort) {
+      const details = request.placement.spec.scaling?.autoscaleForCapacity?.workloadDetails;
+      if (!request.placement.spec.scaling?.autoscaleForCapacity) return { signals: [], errors: [] };
+      const result = await observeEachCluster(
+        request,
+        {
+          source: SOURCE_NAME,
+          concurrency: config.concurrency,
+          timeoutMs: config.timeoutSeconds * 1000,
+          metrics,
+          ...(abort ? { abort } : {}),
+        },
+        async ({ key, profile }, signal): Promise<ClusterObservation> => {
+          if (!details) {
+            return {
+              errors: [
+                {
+                  code: 'Invalid',
+                  message: 'spec.scaling.autoscaleForCapacity.workloadDetails is not set: nothing to observe',
+                },
+              ],
+            };
+          }
+          const client = await access.clientFor(profile, signal);
+          // Credentials first, inside this cluster's budget (client-node would fetch them unbounded).
+          await client.access.getCredential(signal);
+          const namespace = details.namespace ?? request.placement.namespace;
+          return observeWorkload(client, key, namespace, details.deploymentName, details.hpaName, signal);
+        },
+      );
+      for (const e of result.errors) logger.debug('signal incomplete', { ...e, placement: request.placement.name });
+      return result;
+    },
+  };
+
+  async function observeWorkload(
+    client: MemberClusterClient,
+    cluster: string,
+    namespace: string,
+    deploymentName: string,
+    hpaName: string,
+    signal: AbortSignal,
+  ): Promise<ClusterObservation> {
+    const observedAt = now();
+    const problems: Problem[] = [];
+    const autoscaling = client.api(AutoscalingV2Api, signal);
+    const apps = client.api(AppsV1Api, signal);
+    const core = client.api(CoreV1Api, signal);
+
+    const [hpa, deployment] = await Promise.all([
+      attempt(problems, `HorizontalPodAutoscaler ${namespace}/${hpaName}`, () =>
+        autoscaling.readNamespacedHorizontalPodAutoscaler({ name: hpaName, namespace }),
+      ),
+      attempt(problems, `Deployment ${namespace}/${deploymentName}`, () =>
+        apps.readNamespacedDeployment({ name: deploymentName, namespace }),
+      ),
+    ]);
+    const selector = deployment?.spec?.selector ? labelSelectorString(deployment.spec.selector) : undefined;
+    const [pods, events] = await Promise.all([
+      selector === undefined
+        ? undefined
+        : attempt(problems, `pods of Deployment ${namespace}/${deploymentName}`, () =>
+            listAll<V1Pod>(
+              (cont) => core.listNamespacedPod({ namespace, labelSelector: selector, limit: 500, _continue: cont }),
+              config.maxPods,
+              'pods',
+            ),
+          ),
+      attempt(problems, `events in namespace ${namespace}`, async () => {
+        const lists = await Promise.all(
+          config.eventReasons.map((reason) =>
+            listAll<CoreV1Event>(
+              (cont) =>
+                core.listNamespacedEvent({
+                  namespace,
+                  fieldSelector: `reason=${reason},involvedObject.kind=Pod`,
+                  limit: 500,
+                  _continue: cont,
+                }),
+              config.maxEvents,
+              'events',
+            ),
+          ),
+        );
+        return lists.flat();
+      }),
+    ]);
+
+    if (!hpa && !deployment && !pods && !events) {
+      // Nothing answered: one error says why (usually the same cause for every read).
+      const more = problems.length > 1 ? ` (and ${problems.length - 1} more reads failed)` : '';
+      return { errors: [{ code: problems[0]!.code, message: `${problems[0]!.message}${more}` }] };
+    }
+    const result: Signal = { cluster, observedAt: observedAt.toISOString() };
+    if (hpa) result.hpa = hpaSignal(hpa);
+    if (pods)
+      result.pendingPods = pods.filter((p) => p.status?.phase === 'Pending' && !p.metadata?.deletionTimestamp).length;
+    if (pods && events) {
+      const names = new Set(pods.map((p) => p.metadata?.name));
+      const since = observedAt.getTime() - config.eventWindowSeconds * 1000;
+      result.failedScaleUp = events.some(
+        (e) => names.has(e.involvedObject.name) && reportedBy(e, config.eventReporter) && eventTime(e) >= since,
+      );
+    }
+    const healthy = deployment ? deploymentHealth(deployment, observedAt, config.unavailableAfterSeconds) : undefined;
+    if (healthy !== undefined) result.workloadHealthy = healthy;
+    return { signal: result, errors: problems };
+  }
+}
+
+/** Runs one read; a failure is recorded as a problem and yields undefined (that field stays unknown). */
+async function attempt<T>(problems: Problem[], what: string, read: () => Promise<T>): Promise<T | undefined> {
+  try {
+    return await read();
+  } catch (error) {
+    problems.push(describeError(error, what));
+    return undefined;
+  }
+}
+
+/** A short message: client-node's own carries the whole response, headers included. */
+export function describeError(error: unknown, what: string): Problem {
+  if (error instanceof McoError) return { code: error.code, message: `${what}: ${error.message}` };
+  const status = httpStatusOf(error);
+  const code = toMcoError(error).code;
+  if (status === undefined) {
+    const message = error instanceof Error ? error.message : String(error);
+    return { code, message: `${what}: ${message}` };
+  }
+  let detail = '';
+  try {
+    const body = (error as { body?: unknown }).body;
+    const parsed = typeof body === 'string' ? (JSON.parse(body) as { message?: unknown }) : undefined;
+    if (typeof parsed?.message === 'string') detail = `: ${parsed.message}`;
+  } catch {
+    // not a Status object
+  }
+  return { code, message: `${what}: HTTP ${status}${detail}` };
+}
+
+async function listAll<T>(
+  page: (cont: string | undefined) => Promise<{ items: T[]; metadata?: { _continue?: string } }>,
+  max: number,
+  what: string,
+): Promise<T[]> {
+  const items: T[] = [];
+  let cont: string | undefined;
+  do {
+    const list = await page(cont);
+    items.push(...list.items);
+    if (items.length > max) throw new McoError('Invalid', `more than ${max} ${what}; raise the limit`, false);
+    cont = list.metadata?._continue || undefined;
+  } while (cont);
+  return items;
+}
+
+export function hpaSignal(hpa: V2HorizontalPodAutoscaler): NonNullable<Signal['hpa']> {
+  const limited = hpa.status?.conditions?.find((c) => c.type === 'ScalingLimited');
+  const status = limited?.status;
+  return {
+    ...(hpa.status?.currentReplicas !== undefined ? { currentReplicas: hpa.status.currentReplicas } : {}),
+    ...(hpa.status?.desiredReplicas !== undefined ? { desiredReplicas: hpa.status.desiredReplicas } : {}),
+    // The API defaults minReplicas to 1.
+    minReplicas: hpa.spec?.minReplicas ?? 1,
+    ...(hpa.spec?.maxReplicas !== undefined ? { maxReplicas: hpa.spec.maxReplicas } : {}),
+    ...(status === 'True' || status === 'False' || status === 'Unknown'
+      ? { scalingLimited: { status, ...(limited?.reason ? { reason: limited.reason } : {}) } }
+      : {}),
+  };
+}
+
+/**
+ * True when the Deployment is Available; false when it has failed to progress
+ * (ProgressDeadlineExceeded) or has been unavailable for `unavailableAfterSeconds`
+ * (a rollout or a cold start is not a failure); otherwise unknown.
+ */
+export function deploymentHealth(
+  deployment: V1Deployment,
+  now: Date,
+  unavailableAfterSeconds: number,
+): boolean | undefined {
+  const conditions = deployment.status?.conditions ?? [];
+  const progressing = conditions.find((c) => c.type === 'Progressing');
+  if (progressing?.status === 'False' && progressing.reason === 'ProgressDeadlineExceeded') return false;
+  const available = conditions.find((c) => c.type === 'Available');
+  if (available?.status === 'True') return true;
+  if (available?.status === 'False') {
+    const since = available.lastTransitionTime ? new Date(available.lastTransitionTime).getTime() : undefined;
+    if (since !== undefined && now.getTime() - since >= unavailableAfterSeconds * 1000) return false;
+  }
+  return undefined;
+}
+
+/** `source.component` on core/v1; `reportingComponent` is events.k8s.io/v1's `reportingController`. */
+function reportedBy(event: CoreV1Event, reporter: string): boolean {
+  return event.source?.component === reporter || event.reportingComponent === reporter;
+}
+
+/**
+ * The last time the event was seen, in milliseconds (0 when it carries no time).
+ * The creation time is only a fallback: a recorder may write an old event late.
+ */
+export function eventTime(event: CoreV1Event): number {
+  const ms = (t: Date | string | undefined | null) => (t ? new Date(t).getTime() : NaN);
+  const seen = [ms(event.series?.lastObservedTime), ms(event.lastTimestamp), ms(event.eventTime)].filter(
+    Number.isFinite,
+  );
+  if (seen.length) return Math.max(...seen);
+  const first = ms(event.firstTimestamp);
+  if (Number.isFinite(first)) return first;
+  const created = ms(event.metadata?.creationTimestamp);
+  return Number.isFinite(created) ? created : 0;
+}
+
+/** A Deployment selector as a label-selector query string. */
+export function labelSelectorString(selector: V1LabelSelector): string {
+  const parts = Object.entries(selector.matchLabels ?? {})
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`);
+  for (const e of selector.matchExpressions ?? []) {
+    const values = [...(e.values ?? [])].sort().join(',');
+    switch (e.operator) {
+      case 'In':
+        parts.push(`${e.key} in (${values})`);
+        break;
+      case 'NotIn':
+        parts.push(`${e.key} notin (${values})`);
+        break;
+      case 'Exists':
+        parts.push(e.key);
+        break;
+      case 'DoesNotExist':
+        parts.push(`!${e.key}`);
+        break;
+      default:
+        throw new McoError('Invalid', `Deployment selector operator "${e.operator}" is not known`, false);
+    }
+  }
+  return parts.join(',');
+}
