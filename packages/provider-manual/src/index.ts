@@ -11,6 +11,7 @@ export {
   applyClustersFile,
   readClustersFile,
   MANUAL_MANAGER,
+  ownedCount,
   type ManualProviderConfig,
   type ApplyClustersFileOptions,
 } from './provider.js';

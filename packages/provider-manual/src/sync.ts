@@ -33,6 +33,8 @@ export interface DesiredClusterProfile {
   readonly displayName?: string;
   readonly labels?: Readonly<Record<string, string>>;
   readonly annotations?: Readonly<Record<string, string>>;
+  /** Update the profile if it exists, never create it (e.g. a cluster that is leaving). */
+  readonly updateOnly?: boolean;
   readonly status?: {
     readonly accessProviders?: readonly AccessProvider[];
     readonly properties?: readonly { readonly name: string; readonly value: string }[];
@@ -135,6 +137,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
       });
       continue;
     }
+    if (!current && desired.updateOnly) continue;
     if (current?.metadata.deletionTimestamp) {
       report.skipped.push({ key, reason: 'Terminating', message: `ClusterProfile ${key} is being deleted` });
       continue;
