@@ -1,4 +1,5 @@
-import type { ClusterProfile, Placement } from '@mco/core';
+import { PlacementSchema, type ClusterProfile, type Placement } from '@mco/core';
+import { McoError } from '@mco/runtime';
 import type { PlacementView } from './view.js';
 
 export type CacheEvent = 'add' | 'update' | 'delete';
@@ -37,9 +38,35 @@ export function createCachedPlacementView(options: CachedViewOptions): Placement
     const last = cache.health().lastActivityAt;
     return last !== undefined && now() - last <= options.maxSilenceMs;
   };
+  // Informer caches hold objects as the API server sent them; a status written
+  // by someone else may not have the expected shape. Each object is validated
+  // once (informers replace objects on change, so identity is a good key).
+  const checked = new WeakMap<Placement, Placement | McoError>();
+  const validated = (raw: Placement): Placement => {
+    let result = checked.get(raw);
+    if (!result) {
+      const parsed = PlacementSchema.safeParse(raw);
+      result = parsed.success ? raw : invalid(raw, parsed.error.issues[0]);
+      checked.set(raw, result);
+    }
+    if (result instanceof McoError) throw result;
+    return result;
+  };
   return {
     synced: () => fresh(options.placements) && fresh(options.clusterProfiles),
-    placement: (namespace, name) => options.placements.get(`${namespace}/${name}`),
+    placement: (namespace, name) => {
+      const raw = options.placements.get(`${namespace}/${name}`);
+      return raw && validated(raw);
+    },
     clusterProfile: (namespace, name) => options.clusterProfiles.get(`${namespace}/${name}`),
   };
+}
+
+function invalid(raw: Placement, issue: { path: readonly PropertyKey[]; message: string } | undefined): McoError {
+  const path = (issue?.path ?? []).map((p) => (typeof p === 'number' ? `[${p}]` : `.${String(p)}`)).join('');
+  return new McoError(
+    'Invalid',
+    `placement ${raw.metadata?.namespace}/${raw.metadata?.name} cannot be read: ${path.replace(/^\./, '') || '(root)'}: ${issue?.message ?? 'invalid'}`,
+    false,
+  );
 }

@@ -58,3 +58,4 @@ export {
   type SecretSyncer,
   type SecretSyncerOptions,
 } from './secret-syncer.js';
+export { startArgoCdDelivery, type ArgoCdDelivery, type ArgoCdDeliveryOptions } from './run.js';

@@ -6,16 +6,17 @@ import type { ApplicationSetClient } from './refresher.js';
 import type { ExistingSecret, SecretClient } from './secret-syncer.js';
 
 // client-node 1.4 sets no request timeout and picks the patch content type per
-// call; this middleware does both.
+// call; this middleware does both. Its object-parameter API runs middleware on
+// its Observable stub, so each hook returns something with `toPromise()`.
 export type RequestOptions = Parameters<CustomObjectsApi['listClusterCustomObject']>[1];
 export function requestOptions(timeoutMs: number, contentType?: string): RequestOptions {
   const middleware = {
-    pre: async (context: { setSignal(signal: AbortSignal): void; setHeaderParam(k: string, v: string): void }) => {
+    pre: (context: { setSignal(signal: AbortSignal): void; setHeaderParam(k: string, v: string): void }) => {
       context.setSignal(AbortSignal.timeout(timeoutMs));
       if (contentType) context.setHeaderParam('Content-Type', contentType);
-      return context;
+      return { toPromise: () => Promise.resolve(context) };
     },
-    post: async (response: unknown) => response,
+    post: (response: unknown) => ({ toPromise: () => Promise.resolve(response) }),
   };
   return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as RequestOptions;
 }

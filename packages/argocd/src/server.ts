@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ClusterProfile } from '@mco/core';
-import { silentLogger, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, type Logger } from '@mco/runtime';
 import { selectAccessProvider } from './access.js';
 import { parsePluginRequest, placementParameters, type ProfileLookup } from './parameters.js';
 import type { TokenVerifier } from './token.js';
@@ -116,7 +116,7 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
           'Retry-After': '5',
         });
       }
-      const placement = options.view.placement(ns, name);
+      const placement = readPlacement(ns, name);
       if (!placement) throw new HttpError(404, 'PlacementNotFound', `placement ${ns}/${name} not found`);
       const result = placementParameters(placement, lookup);
       if (!result.ok) throw new HttpError(result.status, result.reason, result.message);
@@ -130,6 +130,17 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
       send(res, error.status, { error: error.reason, message: error.message }, error.headers);
       // Do not read a body we refused: close the connection instead of draining it.
       if (!req.complete) res.once('finish', () => req.destroy());
+    }
+  }
+
+  function readPlacement(namespace: string, name: string) {
+    try {
+      return options.view.placement(namespace, name);
+    } catch (error) {
+      if (error instanceof McoError && error.code === 'Invalid') {
+        throw new HttpError(500, 'InvalidPlacementStatus', error.message);
+      }
+      throw error;
     }
   }
 

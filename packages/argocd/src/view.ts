@@ -4,7 +4,8 @@ import type { ClusterProfile, Placement } from '@mco/core';
  * What the plugin answers from: a cache of placements and ClusterProfiles.
  * `synced()` is false until every underlying informer has listed once, and
  * whenever the cache may be partial (a relist in progress, a stalled watch);
- * the plugin answers 503 then, never a list it is not sure of.
+ * the plugin answers 503 then, never a list it is not sure of. `placement`
+ * may throw an McoError (`Invalid`) for an object it cannot read (answered 500).
  */
 export interface PlacementView {
   synced(): boolean;

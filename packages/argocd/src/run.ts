@@ -1,0 +1,180 @@
+import type { AddressInfo } from 'node:net';
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterProfile, Placement } from '@mco/core';
+import { CLUSTER_PROFILES, Informer, PLACEMENTS, createListWatch } from '@mco/controller';
+import { silentLogger, type Logger } from '@mco/runtime';
+import { createCachedPlacementView } from './cache.js';
+import { createApplicationSetClient, createSecretClient } from './kube.js';
+import { createApplicationSetRefresher, type Refresher } from './refresher.js';
+import { createSecretSyncer, type AccessResolver, type SecretSyncer } from './secret-syncer.js';
+import { createPluginServer, type PluginServerLimits } from './server.js';
+import { createFileTokenVerifier } from './token.js';
+import type { PlacementView } from './view.js';
+
+export interface ArgoCdDeliveryOptions {
+  readonly kubeConfig: KubeConfig;
+  readonly logger?: Logger;
+  /** Access provider names in order of preference, for the plugin's `server` output. */
+  readonly accessProviderNames?: readonly string[];
+  /** The plugin generator HTTP server; omit to run without it. */
+  readonly plugin?: {
+    readonly host: string;
+    readonly port: number;
+    /** File holding the bearer token (a mounted Secret key); re-read when it changes. */
+    readonly tokenFile: string;
+    readonly limits?: PluginServerLimits;
+    /** Answer 503 when a cache heard nothing from the API server for this long (default 10 min). */
+    readonly maxSilenceMs?: number;
+  };
+  /** Refresh ApplicationSets when a placement's answer changes; omit to disable. */
+  readonly refresh?: { readonly namespace?: string; readonly debounceMs?: number };
+  /** Sync ClusterProfiles to Argo CD cluster Secrets; omit to disable. */
+  readonly secretSync?: {
+    /** Namespace Argo CD reads cluster Secrets from. */
+    readonly namespace: string;
+    readonly manager?: string;
+    readonly resolveAccess: AccessResolver;
+    readonly forgetAccess?: (key: string) => void;
+    readonly refreshBeforeMs?: number;
+    readonly resyncMs?: number;
+  };
+  /** Informer tuning (tests shorten these). */
+  readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
+}
+
+export interface ArgoCdDelivery {
+  readonly view: PlacementView;
+  /** Where the plugin listens, when it runs. */
+  readonly pluginAddress: AddressInfo | undefined;
+  readonly refresher: Refresher | undefined;
+  readonly syncer: SecretSyncer | undefined;
+  /** True once the placement and ClusterProfile caches are synced. */
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs what `mco argocd-plugin` runs: informers on placements and
+ * ClusterProfiles (@mco/controller's reflector), the plugin generator server
+ * answering from them, and optionally the ApplicationSet refresher and the
+ * cluster Secret syncer. Resolves once the plugin listens; the caches sync in
+ * the background (the plugin answers 503 until they have).
+ */
+export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promise<ArgoCdDelivery> {
+  const logger = options.logger ?? silentLogger;
+  const informerOptions = {
+    logger,
+    ...(options.informers?.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.informers.idleTimeoutMs } : {}),
+    ...(options.informers?.watchTimeoutSeconds !== undefined
+      ? { watchTimeoutSeconds: options.informers.watchTimeoutSeconds }
+      : {}),
+  };
+  const placements = new Informer<Placement>({
+    name: 'multikubernetesclusterplacements',
+    listWatch: createListWatch<Placement>(options.kubeConfig, PLACEMENTS),
+    ...informerOptions,
+  });
+  const clusterProfiles = new Informer<ClusterProfile>({
+    name: 'clusterprofiles',
+    listWatch: createListWatch<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES),
+    ...informerOptions,
+  });
+  const view = createCachedPlacementView({
+    placements,
+    clusterProfiles,
+    maxSilenceMs: options.plugin?.maxSilenceMs ?? 10 * 60_000,
+  });
+
+  const refresher = options.refresh
+    ? createApplicationSetRefresher({
+        placements,
+        clusterProfiles,
+        applicationSets: createApplicationSetClient(options.kubeConfig, {
+          ...(options.refresh.namespace ? { namespace: options.refresh.namespace } : {}),
+        }),
+        ...(options.accessProviderNames ? { accessProviderNames: options.accessProviderNames } : {}),
+        ...(options.refresh.debounceMs !== undefined ? { debounceMs: options.refresh.debounceMs } : {}),
+        logger,
+      })
+    : undefined;
+
+  const sync = options.secretSync;
+  const syncer = sync
+    ? createSecretSyncer({
+        clusterProfiles,
+        secrets: createSecretClient(options.kubeConfig, {
+          namespace: sync.namespace,
+          ...(sync.manager ? { manager: sync.manager } : {}),
+        }),
+        namespace: sync.namespace,
+        resolveAccess: sync.resolveAccess,
+        ...(sync.forgetAccess ? { forgetAccess: sync.forgetAccess } : {}),
+        ...(sync.manager ? { manager: sync.manager } : {}),
+        ...(sync.refreshBeforeMs !== undefined ? { refreshBeforeMs: sync.refreshBeforeMs } : {}),
+        ...(sync.resyncMs !== undefined ? { resyncMs: sync.resyncMs } : {}),
+        isClusterInUse: (namespace, name) =>
+          placements
+            .list()
+            .some((p) => (p.status?.clusters ?? []).some((c) => c.namespace === namespace && c.name === name)),
+        logger,
+      })
+    : undefined;
+  if (syncer) {
+    // A cluster a placement released may have a Secret kept only for it.
+    placements.addHandler((_event, placement, previous) => {
+      const now = new Set((placement.status?.clusters ?? []).map((c) => `${c.namespace}/${c.name}`));
+      for (const c of previous?.status?.clusters ?? []) {
+        const key = `${c.namespace}/${c.name}`;
+        if (!now.has(key) || _event === 'delete') syncer.enqueue(key);
+      }
+    });
+  }
+
+  const token = options.plugin
+    ? createFileTokenVerifier(options.plugin.tokenFile, {
+        onError: (error) => logger.warn('cannot re-read the plugin token file; keeping the last token', { error }),
+      })
+    : undefined;
+  const server =
+    options.plugin && token
+      ? createPluginServer({
+          view,
+          token,
+          logger,
+          ...(options.accessProviderNames ? { accessProviderNames: options.accessProviderNames } : {}),
+          ...(options.plugin.limits ? { limits: options.plugin.limits } : {}),
+        })
+      : undefined;
+
+  refresher?.start();
+  placements.start();
+  clusterProfiles.start();
+  const syncing = syncer?.start();
+  let pluginAddress: AddressInfo | undefined;
+  try {
+    pluginAddress =
+      server && options.plugin ? await server.listen(options.plugin.port, options.plugin.host) : undefined;
+  } catch (error) {
+    token?.close();
+    syncer?.stop();
+    refresher?.stop();
+    await Promise.all([placements.stop(), clusterProfiles.stop()]);
+    throw error;
+  }
+
+  return {
+    view,
+    pluginAddress,
+    refresher,
+    syncer,
+    ready: () => placements.hasSynced() && clusterProfiles.hasSynced(),
+    async stop() {
+      await server?.close();
+      token?.close();
+      refresher?.stop();
+      syncer?.stop();
+      await syncing;
+      await Promise.all([placements.stop(), clusterProfiles.stop()]);
+    },
+  };
+}

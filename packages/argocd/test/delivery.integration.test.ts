@@ -1,0 +1,396 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, type V1Secret } from '@kubernetes/client-node';
+import { createClusterAccess } from '@mco/cluster-access';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/controller';
+import type { PlacementStatus } from '@mco/core';
+import { createLogger } from '@mco/runtime';
+import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import {
+  APPLICATION_SETS,
+  REFRESH_ANNOTATION,
+  startArgoCdDelivery,
+  type ArgoCdDelivery,
+  type ArgoCdDeliveryOptions,
+  type PluginParameters,
+} from '../src/index.js';
+import { requestOptions } from '../src/kube.js';
+import { GoClient, argoBody } from './go-client.js';
+
+const T = '2026-01-01T00:00:00Z';
+const TOKEN = 'plugin-token-e2e';
+const active = (name: string) => ({ name, namespace: 'fleet', state: 'ACTIVE' as const, lastTransitionTime: T });
+
+async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000) {
+  const deadline = Date.now() + timeoutMs;
+  let last: T | undefined;
+  for (;;) {
+    last = await probe().catch(() => undefined as T);
+    if (last !== undefined && accept(last)) return last;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { sharedCrds: true }, () => {
+  let plane: ControlPlane;
+  let dir: string;
+  let hub: KubeConfig;
+  let custom: CustomObjectsApi;
+  let core: CoreV1Api;
+  let delivery: ArgoCdDelivery | undefined;
+  let deliveryOptions: ArgoCdDeliveryOptions;
+  let plugin: GoClient;
+
+  const setStatus = (resource: typeof PLACEMENTS, namespace: string, name: string, status: unknown) =>
+    custom.patchNamespacedCustomObjectStatus(
+      { ...resource, namespace, name, body: { status } },
+      requestOptions(10_000, PatchStrategy.MergePatch),
+    );
+  const setPlacement = (status: PlacementStatus) =>
+    // Replace the list as the controller does (a merge patch replaces arrays).
+    setStatus(PLACEMENTS, 'apps', 'web', status);
+  const answer = async () => {
+    const response = await plugin.request({
+      token: TOKEN,
+      body: argoBody('web', {
+        multiClusterOrchestraPlacementName: 'web',
+        multiClusterOrchestraPlacementNamespace: 'apps',
+      }),
+    });
+    return { status: response.status, body: response.json() as { output?: { parameters: PluginParameters[] } } };
+  };
+  const answered = (names: string[]) => (a: Awaited<ReturnType<typeof answer>>) =>
+    a.status === 200 && JSON.stringify(a.body.output?.parameters.map((p) => p.name)) === JSON.stringify(names);
+  const annotationOf = async (name: string) => {
+    const appSet = (await custom.getNamespacedCustomObject({ ...APPLICATION_SETS, namespace: 'argocd', name })) as {
+      metadata: { annotations?: Record<string, string> };
+    };
+    return appSet.metadata.annotations?.[REFRESH_ANNOTATION];
+  };
+  /** What Argo CD's controller does after a refresh: it removes the annotation. */
+  const clearAnnotation = (name: string) =>
+    custom.patchNamespacedCustomObject(
+      {
+        ...APPLICATION_SETS,
+        namespace: 'argocd',
+        name,
+        body: { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } },
+      },
+      requestOptions(10_000, PatchStrategy.MergePatch),
+    );
+  const secretOf = (name: string) =>
+    core.readNamespacedSecret({ namespace: 'argocd', name }).then(
+      (s) => s,
+      () => undefined,
+    );
+  const secretNames = async () =>
+    (await core.listNamespacedSecret({ namespace: 'argocd' })).items.map((s) => s.metadata!.name!).sort();
+
+  beforeAll(async () => {
+    plane = await startControlPlane({ clusters: ['member'] });
+    const crds = sharedCrdsDir()!;
+    await plane.hub.installCrds([
+      join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
+      join(crds, 'reference-mco-v0.2.0_multikubernetesclusterplacements.yaml'),
+      join(crds, 'argoproj.io_applicationsets.yaml'),
+    ]);
+    hub = plane.hub.adminKubeConfig();
+    custom = hub.makeApiClient(CustomObjectsApi);
+    core = hub.makeApiClient(CoreV1Api);
+    dir = mkdtempSync(join(tmpdir(), 'mco-argocd-e2e-'));
+    writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
+
+    // A credential plugin that hands out the member's token, valid for 6 s.
+    const script = join(dir, 'credential-plugin.sh');
+    writeFileSync(
+      script,
+      `#!/bin/sh
+exp=$(date -u -d "+6 seconds" +%Y-%m-%dT%H:%M:%SZ)
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"%s"}}' "$1" "$exp"
+`,
+    );
+    chmodSync(script, 0o755);
+    const member = plane.members.member!;
+    const access = createClusterAccess({
+      providers: [
+        {
+          name: 'test-exec',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: script, args: [member.token('admin')] },
+        },
+      ],
+      refreshBeforeMs: 3_000,
+    });
+
+    await plane.hub.apply(
+      ['fleet', 'apps', 'argocd'].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
+    );
+    const profile = (name: string, labels: Record<string, string>) => ({
+      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+      kind: 'ClusterProfile',
+      metadata: { name, namespace: 'fleet', labels },
+      spec: { displayName: name, clusterManager: { name: 'test' } },
+    });
+    await plane.hub.apply([
+      profile('east', { environment: 'production', region: 'us-east1' }),
+      profile('west', { environment: 'production', region: 'us-west1' }),
+      profile('late', { environment: 'staging' }),
+      profile('foreign', {}),
+    ]);
+    for (const name of ['east', 'west', 'late', 'foreign']) {
+      await setStatus(CLUSTER_PROFILES, 'fleet', name, {
+        accessProviders: [
+          { name: 'test-exec', cluster: { server: member.server, 'certificate-authority-data': member.caData } },
+        ],
+      });
+    }
+    const placement = (name: string) => ({
+      apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
+      kind: 'MultiKubernetesClusterPlacement',
+      metadata: { name, namespace: 'apps' },
+      spec: { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1, useDraining: true } } },
+    });
+    await plane.hub.apply([placement('web'), placement('other')]);
+    await setPlacement({ clusters: [active('east')] });
+    await setStatus(PLACEMENTS, 'apps', 'other', { clusters: [active('east')] });
+    const appSet = (name: string, placementName: string) => ({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'ApplicationSet',
+      metadata: { name, namespace: 'argocd' },
+      spec: {
+        goTemplate: true,
+        generators: [
+          {
+            matrix: {
+              generators: [
+                {
+                  plugin: {
+                    configMapRef: { name: 'argocd-mco-placement' },
+                    input: {
+                      parameters: {
+                        multiClusterOrchestraPlacementName: placementName,
+                        multiClusterOrchestraPlacementNamespace: 'apps',
+                      },
+                    },
+                  },
+                },
+                { list: { elements: [{ env: 'prod' }] } },
+              ],
+            },
+          },
+        ],
+        template: {
+          metadata: { name: '{{.name}}-{{.env}}' },
+          spec: {
+            project: 'default',
+            destination: { name: '{{.name}}', namespace: 'apps' },
+            source: { repoURL: 'https://example.invalid/x.git', path: '.' },
+          },
+        },
+      },
+    });
+    await plane.hub.apply([appSet('web', 'web'), appSet('other', 'other')]);
+    // Left from an earlier run: an mco Secret whose profile vanished while mco was down,
+    // and a cluster Secret someone else made for a profile mco also knows.
+    const secret = (
+      name: string,
+      labels: Record<string, string>,
+      annotations: Record<string, string> = {},
+    ): V1Secret => ({
+      metadata: {
+        name,
+        namespace: 'argocd',
+        labels: { 'argocd.argoproj.io/secret-type': 'cluster', ...labels },
+        annotations,
+      },
+      stringData: { name, server: 'https://old.example', config: '{}' },
+    });
+    await core.createNamespacedSecret({
+      namespace: 'argocd',
+      body: secret(
+        'fleet.vanished',
+        { 'app.kubernetes.io/managed-by': 'mco-argocd-cluster-sync' },
+        { 'orchestra.multicluster.x-k8s.io/cluster-profile': 'fleet/vanished' },
+      ),
+    });
+    await core.createNamespacedSecret({ namespace: 'argocd', body: secret('fleet.foreign', {}) });
+
+    deliveryOptions = {
+      kubeConfig: hub,
+      ...(process.env.MCO_TEST_LOG ? { logger: createLogger({ level: 'debug' }) } : {}),
+      plugin: { host: '127.0.0.1', port: 0, tokenFile: join(dir, 'token') },
+      refresh: { debounceMs: 50 },
+      secretSync: {
+        namespace: 'argocd',
+        resolveAccess: (p) => access.accessFor(p),
+        forgetAccess: (key) => access.forget(key),
+        refreshBeforeMs: 3_000,
+      },
+    };
+    delivery = await startArgoCdDelivery(deliveryOptions);
+    plugin = new GoClient(delivery.pluginAddress!.port);
+  });
+
+  afterAll(async () => {
+    plugin?.close();
+    await delivery?.stop();
+    await plane?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers from the informer cache once synced, with MCO keys and the superset', async () => {
+    const first = await eventually('the first answer', answer, answered(['fleet.east']));
+    expect(first.body).toEqual({
+      output: {
+        parameters: [
+          {
+            name: 'fleet.east',
+            desiredMaxReplicas: null,
+            server: plane.members.member!.server,
+            clusterProfileName: 'east',
+            clusterProfileNamespace: 'fleet',
+            state: 'ACTIVE',
+            draining: false,
+            placementName: 'web',
+            placementNamespace: 'apps',
+            labels: { environment: 'production', region: 'us-east1' },
+          },
+        ],
+      },
+    });
+  });
+
+  it('writes one usable cluster Secret per ClusterProfile, removes the orphan, leaves the foreign one alone', async () => {
+    const foreignBefore = (await secretOf('fleet.foreign'))!.metadata!.resourceVersion;
+    await eventually(
+      'Secrets',
+      secretNames,
+      (names) => JSON.stringify(names) === JSON.stringify(['fleet.east', 'fleet.foreign', 'fleet.late', 'fleet.west']),
+    );
+    const east = (await secretOf('fleet.east'))!;
+    const data = Object.fromEntries(
+      Object.entries(east.data ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64').toString('utf8')]),
+    );
+    const config = JSON.parse(data.config!) as {
+      bearerToken: string;
+      tlsClientConfig: { caData: string; insecure: boolean };
+    };
+    expect({
+      labels: east.metadata!.labels,
+      name: data.name,
+      server: data.server,
+      tls: config.tlsClientConfig,
+      foreignUnchanged: (await secretOf('fleet.foreign'))!.metadata!.resourceVersion === foreignBefore,
+    }).toEqual({
+      labels: {
+        environment: 'production',
+        region: 'us-east1',
+        'argocd.argoproj.io/secret-type': 'cluster',
+        'app.kubernetes.io/managed-by': 'mco-argocd-cluster-sync',
+      },
+      name: 'fleet.east',
+      server: plane.members.member!.server,
+      tls: { insecure: false, caData: plane.members.member!.caData },
+      foreignUnchanged: true,
+    });
+    // Reach the member cluster with exactly what Argo CD would use.
+    const kc = new KubeConfig();
+    kc.loadFromOptions({
+      clusters: [{ name: 'm', server: data.server!, caData: config.tlsClientConfig.caData }],
+      users: [{ name: 'argocd-fleet.east', token: config.bearerToken }],
+      contexts: [{ name: 'm', cluster: 'm', user: 'argocd-fleet.east' }],
+      currentContext: 'm',
+    });
+    const namespaces = await kc.makeApiClient(CoreV1Api).listNamespace();
+    expect(namespaces.items.map((n) => n.metadata?.name)).toContain('default');
+  });
+
+  it('follows a scale-out and a scale-in, refreshing only the ApplicationSets that use the placement', async () => {
+    await eventually('baseline', answer, answered(['fleet.east']));
+    const steps: { status: PlacementStatus; names: string[]; west?: Partial<PluginParameters> }[] = [
+      { status: { clusters: [active('east'), active('west')] }, names: ['fleet.east', 'fleet.west'] },
+      {
+        status: {
+          clusters: [
+            active('east'),
+            {
+              ...active('west'),
+              state: 'SCALING_IN',
+              draining: { desiredMaxReplicas: 2, lastReplicaCountDecrease: T },
+            },
+          ],
+        },
+        names: ['fleet.east', 'fleet.west'],
+        west: { state: 'SCALING_IN', draining: true, desiredMaxReplicas: 2 },
+      },
+      { status: { clusters: [active('east')] }, names: ['fleet.east'] },
+    ];
+    for (const step of steps) {
+      await setPlacement(step.status);
+      const result = await eventually(
+        `answer ${step.names.join(',')}`,
+        answer,
+        (a) => answered(step.names)(a) && (!step.west || a.body.output!.parameters[1]!.state === step.west.state),
+      );
+      if (step.west) expect(result.body.output!.parameters[1]).toMatchObject(step.west);
+      await eventually(
+        'the refresh annotation',
+        () => annotationOf('web'),
+        (v) => v === 'true',
+      );
+      expect(await annotationOf('other')).toBeUndefined();
+      await clearAnnotation('web');
+    }
+  });
+
+  it('rewrites a Secret before its credential expires', async () => {
+    const expiry = async () =>
+      (await secretOf('fleet.east'))!.metadata!.annotations!['orchestra.multicluster.x-k8s.io/credential-expires-at']!;
+    const before = await expiry();
+    const after = await eventually('a refreshed credential', expiry, (v) => v > before, 15_000);
+    expect(Date.parse(after) - Date.parse(before)).toBeGreaterThan(0);
+    // Each write happened while the previous credential was still valid.
+    expect(Date.parse(before)).toBeGreaterThan(Date.now() - 6_000);
+  });
+
+  it('keeps the Secret of a deleted profile while a placement lists the cluster, then removes it', async () => {
+    await setPlacement({ clusters: [active('east'), active('west')] });
+    await eventually('west listed', answer, answered(['fleet.east', 'fleet.west']));
+    await custom.deleteNamespacedCustomObject({ ...CLUSTER_PROFILES, namespace: 'fleet', name: 'west' });
+    // An ACTIVE cluster without its profile: the view is not sure, so Argo CD gets no list.
+    await eventually('503', answer, (a) => a.status === 503);
+    await setPlacement({ clusters: [active('east'), { ...active('west'), state: 'EVICTING' }] });
+    const evicting = await eventually('west evicting', answer, answered(['fleet.east', 'fleet.west']));
+    expect(evicting.body.output!.parameters[1]).toMatchObject({
+      name: 'fleet.west',
+      state: 'EVICTING',
+      server: null,
+      labels: {},
+    });
+    await delivery!.syncer!.idle();
+    expect(await secretOf('fleet.west')).toBeDefined();
+    await setPlacement({ clusters: [active('east')] });
+    await eventually(
+      'west Secret removed',
+      () => secretOf('fleet.west').then((s) => s ?? null),
+      (s) => s === null,
+    );
+  });
+
+  it('removes the Secret of a profile deleted while mco was down, after a restart', async () => {
+    await delivery!.stop();
+    plugin.close();
+    await custom.deleteNamespacedCustomObject({ ...CLUSTER_PROFILES, namespace: 'fleet', name: 'late' });
+    expect(await secretOf('fleet.late')).toBeDefined();
+    delivery = await startArgoCdDelivery(deliveryOptions);
+    plugin = new GoClient(delivery.pluginAddress!.port);
+    await eventually(
+      'late Secret removed',
+      secretNames,
+      (names) => JSON.stringify(names) === JSON.stringify(['fleet.east', 'fleet.foreign']),
+    );
+    await eventually('answer after restart', answer, answered(['fleet.east']));
+  });
+});
