@@ -13,14 +13,18 @@ export function parseDuration(text: string): number | undefined {
 }
 
 /** A duration in a scenario: a number of seconds or a string like `30s`, `5m`, `2h`, `1h30m`. */
+const EXPECTED = 'a duration such as 30s, 5m, 2h or 1h30m, or a number of seconds';
+
 export const DurationSchema = z
-  .union([z.number(), z.string()])
+  .union([z.number(), z.string()], {
+    error: (issue) => (issue.input === undefined ? `required: ${EXPECTED}` : `expected ${EXPECTED}`),
+  })
   .transform((value, ctx) => {
     const seconds = typeof value === 'number' ? value : parseDuration(value.trim());
     if (seconds === undefined || !Number.isFinite(seconds) || seconds < 0) {
       ctx.addIssue({
         code: 'custom',
-        message: `expected a duration such as 30s, 5m, 2h or 1h30m, or a number of seconds; got ${JSON.stringify(value)}`,
+        message: `expected ${EXPECTED}; got ${JSON.stringify(value)}`,
       });
       return z.NEVER;
     }

@@ -23,6 +23,7 @@ export {
   type PolicyRun,
   type SimulationResult,
   type SimulateOptions,
+  type Evaluation,
   type Summary,
   type StockoutOutcome,
   type TickSample,

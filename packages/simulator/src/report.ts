@@ -28,7 +28,9 @@ ol.events{color:#424242;margin:4px 0}.note{color:#616161;font-size:13px}
 `;
 
 function markersOf(run: PolicyRun): Marker[] {
-  return run.timeline.flatMap((e) => (e.kind === 'event' ? [{ t: e.t, label: `${formatElapsed(e.t)} ${e.text}` }] : []));
+  return run.timeline.flatMap((e) =>
+    e.kind === 'event' ? [{ t: e.t, label: `${formatElapsed(e.t)} ${e.text}` }] : [],
+  );
 }
 
 function summaryTable(result: SimulationResult): string {

@@ -20,7 +20,9 @@ const NodePoolFields = {
   maxNodes: count.describe('Nodes the cluster-autoscaler never goes above.'),
   scaleUpDelay: DurationSchema.describe('From a scale-up request to a Ready node.'),
   scaleDownDelay: DurationSchema.describe('How long a node must be unneeded before it is removed.'),
-  stockoutErrorAfter: DurationSchema.describe('How long a node request takes to fail (FailedScaleUp) when stocked out.'),
+  stockoutErrorAfter: DurationSchema.describe(
+    'How long a node request takes to fail (FailedScaleUp) when stocked out.',
+  ),
   backoff: DurationSchema.describe('How long the cluster-autoscaler leaves a node pool alone after a failed scale-up.'),
 };
 const NodePoolPatchSchema = z.strictObject(NodePoolFields).partial();
@@ -222,7 +224,8 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
 
   if (s.tick < 1 || s.tick > 3600) issue('tick', 'must be between 1s and 1h');
   if (s.duration < s.tick) issue('duration', 'must be at least one tick');
-  if (s.tick >= 1 && s.duration / s.tick > MAX_TICKS) issue('duration', `more than ${MAX_TICKS} ticks; use a longer tick`);
+  if (s.tick >= 1 && s.duration / s.tick > MAX_TICKS)
+    issue('duration', `more than ${MAX_TICKS} ticks; use a longer tick`);
 
   const clusters: ClusterSpec[] = [];
   const names = new Set<string>();

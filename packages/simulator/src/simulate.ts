@@ -9,6 +9,8 @@ import {
   selectClusters,
   type ClusterProfile,
   type ClusterState,
+  type Decision,
+  type DecideInput,
   type PlacementSpec,
   type PlacementStatus,
   type Signal,
@@ -126,6 +128,19 @@ export interface SimulateOptions {
   readonly seed?: number;
   /** Policies to run, in order (default: all three, mco first). */
   readonly policies?: readonly PolicyName[];
+  /**
+   * Called after every evaluation with the engine's exact input and output:
+   * `decide(input)` reproduces `decision`, so any step can be replayed with `mco decide`.
+   */
+  readonly onEvaluation?: (evaluation: Evaluation) => void;
+}
+
+export interface Evaluation {
+  readonly policy: PolicyName;
+  /** Seconds since the start. */
+  readonly t: number;
+  readonly input: DecideInput;
+  readonly decision: Decision;
 }
 
 /**
@@ -143,7 +158,7 @@ export function simulate(scenario: Scenario, options: SimulateOptions = {}): Sim
     scenario,
     seed,
     clusters: scenario.fleet.clusters.map((c) => clusterKey(scenario.fleet.namespace, c.name)),
-    runs: policies.map((policy) => new Run(scenario, policy, demand, seed).execute()),
+    runs: policies.map((policy) => new Run(scenario, policy, demand, seed, options.onEvaluation).execute()),
   };
 }
 
@@ -233,6 +248,7 @@ class Run {
     private readonly policy: PolicyName,
     private readonly demand: readonly number[],
     private readonly seed: number,
+    private readonly onEvaluation: SimulateOptions['onEvaluation'],
   ) {
     this.clusters = scenario.fleet.clusters.map((c) => new SimCluster(c, scenario.fleet.namespace));
     this.actions = expandEvents(scenario);
@@ -401,7 +417,7 @@ class Run {
 
   private decideAt(t: number, signals: Signal[]): void {
     const placement = this.scenario.placement;
-    const decision = decide({
+    const input: DecideInput = {
       now: new Date(this.startMs() + t * 1000),
       placement: {
         metadata: { ...placement.metadata, generation: placement.metadata.generation ?? 1 },
@@ -410,7 +426,9 @@ class Run {
       },
       clusterProfiles: this.profiles(),
       signals,
-    });
+    };
+    const decision = decide(input);
+    this.onEvaluation?.({ policy: this.policy, t, input, decision });
     this.status = decision.status;
     for (const tr of decision.transitions) this.timeline.push({ t, kind: 'transition', ...tr });
 
@@ -530,7 +548,8 @@ class Run {
       return [
         {
           at: event.at,
-          scope: event.region !== undefined ? `region ${event.region}` : `${this.scenario.fleet.namespace}/${event.cluster}`,
+          scope:
+            event.region !== undefined ? `region ${event.region}` : `${this.scenario.fleet.namespace}/${event.cluster}`,
           firstFailedScaleUp: first,
           restoredAfter: restored && first !== null ? restored.t - first : null,
         },

@@ -1,7 +1,15 @@
 import type { Command } from '../cli.js';
+import { argocdPluginCommand } from './argocd-plugin.js';
+import { clustersCommand } from './clusters.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
 import { simulateCommand } from './simulate.js';
 
 /** Every `mco` subcommand, in the order `mco --help` lists them. */
-export const commands: readonly Command[] = [decideCommand, simulateCommand, demoCommand];
+export const commands: readonly Command[] = [
+  decideCommand,
+  clustersCommand,
+  simulateCommand,
+  demoCommand,
+  argocdPluginCommand,
+];

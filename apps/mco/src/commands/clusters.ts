@@ -1,0 +1,249 @@
+import { parseArgs } from 'node:util';
+import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CLUSTER_MANAGER_LABEL, CONTROL_PLANE_HEALTHY, type ClusterProfile } from '@mco/core';
+import {
+  ClusterDeclarationSchema,
+  MANUAL_MANAGER,
+  applyClustersFile,
+  clusterFromKubeconfig,
+  resolveClusterDeclarations,
+  syncClusterProfiles,
+  type SyncReport,
+} from '@mco/provider-manual';
+import { McoError } from '@mco/runtime';
+import { stringify } from 'yaml';
+import { UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
+
+const USAGE = `Usage:
+  mco clusters apply -f <clusters.yaml> [--prune] [--dry-run] [options]
+  mco clusters from-kubeconfig --context <name> [--name <profile>] [--label k=v]... [--print] [options]
+  mco clusters list [--manager <name>] [-o json]
+
+Declares member clusters as ClusterProfiles in the hub (docs/providers.md).
+Profiles are owned by a cluster manager (spec.clusterManager.name and label
+${CLUSTER_MANAGER_LABEL}); mco only ever changes or deletes its own.
+
+apply           creates or updates the profiles a clusters file declares
+                (status is written through /status); with --prune also deletes
+                this manager's profiles that the file no longer declares.
+                A second run over the same file writes nothing.
+from-kubeconfig creates or updates ONE profile from a kubeconfig context:
+                server, CA, TLS server name and proxy (never credentials).
+                --print writes the clusters-file entry instead, to add to a file.
+list            prints the hub's ClusterProfiles (all managers unless --manager).
+
+Options:
+  -f, --file <path>          clusters file, YAML or JSON (apply)
+      --prune                delete owned profiles not in the file (apply)
+      --dry-run              the server validates every write, nothing is stored
+  -n, --namespace <ns>       namespace of clusters that name none (default fleet)
+      --manager <name>       cluster manager name (default ${MANUAL_MANAGER})
+      --context <name>       the member's context (from-kubeconfig)
+      --source <path>        kubeconfig holding that context (default: $KUBECONFIG or ~/.kube/config)
+      --name <profile>       profile name (from-kubeconfig; default: the context name)
+      --label k=v            label (from-kubeconfig; repeatable)
+      --property k=v         status property (from-kubeconfig; repeatable)
+      --access-provider <n>  access provider name (default kubeconfig)
+      --print                print the clusters-file entry, write nothing (from-kubeconfig)
+      --kubeconfig <path>    hub kubeconfig (default: $KUBECONFIG or ~/.kube/config)
+      --hub-context <name>   hub context (default: the current context)
+  -o, --output <format>      list: table (default) or json
+  -h, --help                 show this help
+
+Exit codes: 0 done, 1 a write failed or a declared name belongs to another
+manager, 2 bad usage or an invalid clusters file (the message names the field).`;
+
+export const clustersCommand: Command = {
+  name: 'clusters',
+  summary: 'Declare member clusters as ClusterProfiles (apply a file, add a kubeconfig context, list)',
+  usage: USAGE,
+  async run(argv, io) {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        file: { type: 'string', short: 'f' },
+        prune: { type: 'boolean' },
+        'dry-run': { type: 'boolean' },
+        namespace: { type: 'string', short: 'n' },
+        manager: { type: 'string' },
+        context: { type: 'string' },
+        source: { type: 'string' },
+        name: { type: 'string' },
+        label: { type: 'string', multiple: true },
+        property: { type: 'string', multiple: true },
+        'access-provider': { type: 'string' },
+        print: { type: 'boolean' },
+        kubeconfig: { type: 'string' },
+        'hub-context': { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    const [verb, ...extra] = positionals;
+    if (values.help || verb === undefined) {
+      io.stdout(`${USAGE}\n`);
+      return values.help ? 0 : 2;
+    }
+    if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
+    const namespace = values.namespace ?? 'fleet';
+    const manager = values.manager ?? MANUAL_MANAGER;
+    const hub = () => hubKubeConfig(values.kubeconfig, values['hub-context']);
+    try {
+      switch (verb) {
+        case 'apply': {
+          if (!values.file) throw new UsageError('apply needs -f <clusters file>');
+          const report = await applyClustersFile({
+            kubeConfig: hub(),
+            file: values.file,
+            namespace,
+            manager,
+            prune: values.prune ?? false,
+            dryRun: values['dry-run'],
+            now: () => new Date(),
+          });
+          return printReport(report, io, values['dry-run'] ?? false);
+        }
+        case 'from-kubeconfig': {
+          if (!values.context) throw new UsageError('from-kubeconfig needs --context <name>');
+          const source = new KubeConfig();
+          if (values.source) source.loadFromFile(values.source);
+          else source.loadFromDefault();
+          const declaration = parseOrThrow(
+            ClusterDeclarationSchema,
+            {
+              name: values.name ?? values.context.toLowerCase().replace(/[^a-z0-9.-]+/g, '-'),
+              ...(values.namespace ? { namespace } : {}),
+              ...(values.label ? { labels: pairs(values.label, '--label') } : {}),
+              ...(values.property ? { properties: pairs(values.property, '--property') } : {}),
+              ...(values['access-provider'] ? { accessProvider: values['access-provider'] } : {}),
+              ...(await clusterFields(source, values.context)),
+            },
+            `cluster from context ${values.context}`,
+          );
+          if (values.print) {
+            io.stdout(stringify({ clusters: [declaration] }));
+            return 0;
+          }
+          const desired = await resolveClusterDeclarations([declaration], { namespace, baseDir: process.cwd() });
+          const report = await syncClusterProfiles({
+            kubeConfig: hub(),
+            manager,
+            desired,
+            prune: false,
+            dryRun: values['dry-run'],
+            now: () => new Date(),
+          });
+          return printReport(report, io, values['dry-run'] ?? false);
+        }
+        case 'list':
+          return await list(hub(), values.manager, values.output ?? 'table', io);
+        default:
+          throw new UsageError(`unknown subcommand "${verb}" (apply, from-kubeconfig, list)`);
+      }
+    } catch (error) {
+      if (error instanceof McoError && error.code === 'Invalid') throw new UsageError(error.message);
+      if (error instanceof McoError) {
+        io.stderr(`mco clusters ${verb}: ${error.message}\n`);
+        return 1;
+      }
+      throw error;
+    }
+  },
+};
+
+function hubKubeConfig(path: string | undefined, context: string | undefined): KubeConfig {
+  const kc = new KubeConfig();
+  if (path) kc.loadFromFile(path);
+  else kc.loadFromDefault();
+  if (context) {
+    if (!kc.getContextObject(context)) throw new UsageError(`hub context "${context}" not found`);
+    kc.setCurrentContext(context);
+  }
+  return kc;
+}
+
+/** The shorthand fields of a clusters-file entry for a kubeconfig context (inline CA, never credentials). */
+async function clusterFields(source: KubeConfig, context: string) {
+  let cluster;
+  try {
+    cluster = await clusterFromKubeconfig(source, context);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  return {
+    server: cluster.server,
+    ...(cluster['certificate-authority-data'] ? { certificateAuthorityData: cluster['certificate-authority-data'] } : {}),
+    ...(cluster['tls-server-name'] ? { tlsServerName: cluster['tls-server-name'] } : {}),
+    ...(cluster['proxy-url'] ? { proxyUrl: cluster['proxy-url'] } : {}),
+    ...(cluster['insecure-skip-tls-verify'] ? { insecureSkipTlsVerify: true } : {}),
+  };
+}
+
+function pairs(values: readonly string[], flag: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const value of values) {
+    const at = value.indexOf('=');
+    if (at <= 0) throw new UsageError(`${flag} ${value}: expected key=value`);
+    out[value.slice(0, at)] = value.slice(at + 1);
+  }
+  return out;
+}
+
+function printReport(report: SyncReport, io: Io, dryRun: boolean): number {
+  const created = new Set(report.created);
+  const updated = [...new Set([...report.updated, ...report.statusUpdated])].filter((k) => !created.has(k)).sort();
+  const lines = [
+    ...report.created.map((k) => `created    ${k}`),
+    ...updated.map((k) => `updated    ${k}`),
+    ...report.deleted.map((k) => `deleted    ${k}`),
+    ...report.unchanged.map((k) => `unchanged  ${k}`),
+    ...report.skipped.map((s) => `skipped    ${s.key}: ${s.message}`),
+    ...report.failed.map((f) => `failed     ${f.key}: ${f.error.message}`),
+  ];
+  const summary =
+    `${report.created.length} created, ${updated.length} updated, ${report.deleted.length} deleted, ` +
+    `${report.unchanged.length} unchanged, ${report.skipped.length} skipped, ${report.failed.length} failed ` +
+    `(${report.writes} writes${dryRun ? ', dry run: nothing stored' : ''})`;
+  io.stdout(`${[...lines, summary].join('\n')}\n`);
+  return report.failed.length > 0 || report.skipped.length > 0 ? 1 : 0;
+}
+
+async function list(kc: KubeConfig, manager: string | undefined, output: string, io: Io): Promise<number> {
+  if (output !== 'table' && output !== 'json') throw new UsageError(`-o ${output}: expected table or json`);
+  let items: ClusterProfile[];
+  try {
+    const page = (await kc.makeApiClient(CustomObjectsApi).listClusterCustomObject({
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'clusterprofiles',
+      ...(manager ? { labelSelector: `${CLUSTER_MANAGER_LABEL}=${manager}` } : {}),
+    })) as { items: ClusterProfile[] };
+    items = page.items;
+  } catch (error) {
+    io.stderr(`mco clusters list: ${(error as Error).message}\n`);
+    return 1;
+  }
+  const rows = items
+    .map((p) => ({
+      namespace: p.metadata.namespace,
+      name: p.metadata.name,
+      manager: p.spec?.clusterManager?.name ?? '',
+      server: p.status?.accessProviders?.[0]?.cluster?.server ?? '',
+      healthy: p.status?.conditions?.find((c) => c.type === CONTROL_PLANE_HEALTHY)?.status ?? 'Unknown',
+    }))
+    .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+  if (output === 'json') {
+    io.stdout(`${JSON.stringify(rows, null, 2)}\n`);
+    return 0;
+  }
+  const header = { namespace: 'NAMESPACE', name: 'NAME', manager: 'MANAGER', server: 'SERVER', healthy: 'HEALTHY' };
+  const table = [header, ...rows];
+  const width = (key: keyof typeof header) => Math.max(...table.map((r) => r[key].length));
+  const keys = Object.keys(header) as (keyof typeof header)[];
+  io.stdout(
+    `${table.map((r) => keys.map((k, i) => (i === keys.length - 1 ? r[k] : r[k].padEnd(width(k)))).join('  ')).join('\n')}\n`,
+  );
+  return 0;
+}

@@ -1,0 +1,276 @@
+import { readFileSync, readdirSync } from 'node:fs';
+import { ClusterProfileSchema, CONTROL_PLANE_HEALTHY, decide, SignalSchema } from '@mco/core';
+import { describe, expect, it } from 'vitest';
+import {
+  formatConsole,
+  formatTimeline,
+  formatTimelineEntry,
+  parseScenarioText,
+  renderReport,
+  simulate,
+  type Evaluation,
+  type PolicyName,
+  type PolicyRun,
+  type Scenario,
+  type SimulationResult,
+  type TimelineEntry,
+} from '../src/index.js';
+
+const SCENARIOS = new URL('../../../examples/scenarios/', import.meta.url);
+
+function loadScenario(name: string): Scenario {
+  const parsed = parseScenarioText(readFileSync(new URL(`${name}.yaml`, SCENARIOS), 'utf8'));
+  if (!parsed.ok) throw new Error(`${name}: ${JSON.stringify(parsed.error)}`);
+  return parsed.value;
+}
+
+const run = (result: SimulationResult, policy: PolicyName): PolicyRun => result.runs.find((r) => r.policy === policy)!;
+const transitions = (r: PolicyRun) =>
+  r.timeline.filter((e): e is Extract<TimelineEntry, { kind: 'transition' }> => e.kind === 'transition');
+/** `[time, id, cluster]` of every transition: the shape of a run's decisions. */
+const moves = (r: PolicyRun) => transitions(r).map((e) => [e.t, e.id, e.cluster]);
+const listed = (r: PolicyRun) => (r.status.clusters ?? []).map((c) => `${c.namespace}/${c.name}:${c.state}`);
+
+describe('determinism', () => {
+  it('gives a byte-identical timeline and report for the same seed', () => {
+    const scenario = loadScenario('noisy-signals');
+    const a = simulate(scenario);
+    const b = simulate(scenario);
+    expect(formatConsole(b)).toBe(formatConsole(a));
+    expect(renderReport(b)).toBe(renderReport(a));
+  });
+
+  it('draws other noise for another seed, so the results may differ', () => {
+    const scenario = loadScenario('noisy-signals');
+    const a = simulate(scenario, { seed: 1 });
+    const b = simulate(scenario, { seed: 2 });
+    expect(a.seed).toBe(1);
+    expect(b.runs[0]!.samples.map((s) => s.demand)).not.toEqual(a.runs[0]!.samples.map((s) => s.demand));
+    expect(renderReport(b)).not.toBe(renderReport(a));
+  });
+});
+
+describe('the engine sees what a real fleet would show', () => {
+  const evaluations: Evaluation[] = [];
+  const result = simulate(loadScenario('gpu-stockout'), { onEvaluation: (e) => evaluations.push(e) });
+
+  it('calls the engine once per tick per policy, plus once at the start', () => {
+    const ticks = result.runs[0]!.samples.length;
+    expect(ticks).toBe(12 * 120);
+    expect(evaluations.length).toBe(3 * (ticks + 1));
+  });
+
+  it('hands it valid Signals and ClusterProfiles, and its decision replays from the logged input', () => {
+    for (const e of evaluations.filter((_, i) => i % 37 === 0)) {
+      for (const signal of e.input.signals ?? []) expect(SignalSchema.safeParse(signal).success).toBe(true);
+      for (const profile of e.input.clusterProfiles as unknown[]) {
+        expect(ClusterProfileSchema.safeParse(profile).success).toBe(true);
+      }
+      expect(decide(e.input)).toEqual(e.decision);
+    }
+  });
+
+  it('reports the stocked-out cluster at its ceiling: pending pods and a FailedScaleUp within the window', () => {
+    const atScaleOut = evaluations.find(
+      (e) => e.policy === 'mco' && e.decision.transitions.some((t) => t.id === 'P1') && e.t > 0,
+    )!;
+    const signal = atScaleOut.input.signals!.find((s) => s.cluster === 'fleet/us-central1')!;
+    expect({ t: atScaleOut.t, pending: signal.pendingPods! > 0, failedScaleUp: signal.failedScaleUp }).toEqual({
+      t: 76 * 60,
+      pending: true,
+      failedScaleUp: true,
+    });
+    expect(atScaleOut.decision.transitions).toEqual([
+      {
+        cluster: 'fleet/us-east4',
+        id: 'P1',
+        from: null,
+        to: 'ACTIVE',
+        reason: 'headroom 0 < min 1: added the highest-priority eligible cluster',
+      },
+    ]);
+  });
+
+  it('shows an HPA status like a real one: ScalingLimited TooFewReplicas at the minimum before scale-in', () => {
+    const p2 = evaluations.find((e) => e.policy === 'mco' && e.decision.transitions.some((t) => t.id === 'P2'))!;
+    const signal = p2.input.signals!.find((s) => s.cluster === 'fleet/us-east4')!;
+    expect(signal.hpa).toEqual({
+      currentReplicas: 2,
+      desiredReplicas: 2,
+      minReplicas: 2,
+      maxReplicas: 24,
+      scalingLimited: { status: 'True', reason: 'TooFewReplicas' },
+    });
+  });
+
+  it('gives MCO as documented no stabilization, no cooldown and no health; always-on no scaling', () => {
+    const documented = evaluations.find((e) => e.policy === 'mco-as-documented' && e.t > 3600)!;
+    const spec = documented.input.placement.spec as { scaling: { autoscaleForCapacity: { behavior: unknown } } };
+    expect(spec.scaling.autoscaleForCapacity.behavior).toEqual({
+      scaleOut: { stabilizationWindowSeconds: 0 },
+      scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
+    });
+    const profiles = documented.input.clusterProfiles as { status: { conditions?: unknown } }[];
+    expect(profiles.some((p) => p.status.conditions !== undefined)).toBe(false);
+    expect(documented.input.signals!.some((s) => 'workloadHealthy' in s)).toBe(false);
+
+    const mco = evaluations.find((e) => e.policy === 'mco' && e.t > 3600)!;
+    const mcoProfiles = mco.input.clusterProfiles as { status: { conditions?: { type: string }[] } }[];
+    expect(mcoProfiles.every((p) => p.status.conditions?.[0]?.type === CONTROL_PLANE_HEALTHY)).toBe(true);
+    expect(mco.input.signals!.every((s) => s.workloadHealthy === true)).toBe(true);
+
+    const alwaysOn = evaluations.find((e) => e.policy === 'always-on')!;
+    expect((alwaysOn.input.placement.spec as { scaling?: unknown }).scaling).toBeUndefined();
+  });
+});
+
+describe('shipped scenarios', () => {
+  it('are the five documented ones', () => {
+    expect(readdirSync(SCENARIOS).sort()).toEqual([
+      'diurnal.yaml',
+      'gpu-stockout.yaml',
+      'lose-eligibility.yaml',
+      'noisy-signals.yaml',
+      'region-outage.yaml',
+    ]);
+  });
+
+  it('gpu-stockout: mco scales out on the first FailedScaleUp, serves the ramp, and drains the extra cluster at night', () => {
+    const result = simulate(loadScenario('gpu-stockout'));
+    const mco = run(result, 'mco');
+    const alwaysOn = run(result, 'always-on');
+    expect(moves(mco)).toEqual([
+      [0, 'P1', 'fleet/us-central1'],
+      [4560, 'P1', 'fleet/us-east4'],
+      [36090, 'P2', 'fleet/us-east4'],
+      [36210, 'R1', 'fleet/us-east4'],
+    ]);
+    expect(mco.timeline.filter((e) => e.kind !== 'transition' && e.t === 4560).map((e) => e.kind)).toEqual(['fleet']);
+    expect(listed(mco)).toEqual(['fleet/us-central1:ACTIVE']);
+    expect(mco.summary.stockouts).toEqual([
+      { at: 4500, scope: 'region us-central1', firstFailedScaleUp: 4560, restoredAfter: 420 },
+    ]);
+    expect(mco.summary.unservedPercent).toBeLessThan(0.5);
+    expect(mco.summary.clusterHoursAboveNeed).toBeLessThan(alwaysOn.summary.clusterHoursAboveNeed / 2);
+    expect(mco.summary.replicaHoursAboveNeed).toBeLessThan(alwaysOn.summary.replicaHoursAboveNeed / 2);
+    expect(mco.summary.nodeHours).toBeLessThan(alwaysOn.summary.nodeHours);
+  });
+
+  it('diurnal: mco adds a cluster for each daily peak and drains it at night; always-on idles all day', () => {
+    const result = simulate(loadScenario('diurnal'));
+    const mco = run(result, 'mco');
+    const alwaysOn = run(result, 'always-on');
+    expect(moves(mco).map(([, id, cluster]) => `${id} ${cluster}`)).toEqual([
+      'P1 fleet/us-central1',
+      'P1 fleet/us-east4',
+      'P2 fleet/us-east4',
+      'R1 fleet/us-east4',
+      'P1 fleet/us-east4',
+    ]);
+    expect(mco.summary.clusterHours).toBeLessThan(alwaysOn.summary.clusterHours * 0.6);
+    expect(mco.summary.clusterHoursAboveNeed).toBeLessThan(alwaysOn.summary.clusterHoursAboveNeed / 4);
+    expect(mco.summary.unservedPercent).toBeLessThan(0.5);
+  });
+
+  it('noisy-signals: stabilization keeps mco steady where MCO as documented flaps, and it serves more', () => {
+    const result = simulate(loadScenario('noisy-signals'));
+    const mco = run(result, 'mco');
+    const documented = run(result, 'mco-as-documented');
+    expect(mco.summary.transitions).toBeLessThanOrEqual(6);
+    expect(documented.summary.transitions).toBeGreaterThan(3 * mco.summary.transitions);
+    expect(mco.summary.unservedPercent).toBeLessThan(documented.summary.unservedPercent);
+    // The short ControlPlaneHealthy blip is seen by mco only, and undone.
+    expect(moves(mco).filter(([, id]) => id === 'H1' || id === 'H2')).toEqual([
+      [14_400, 'H1', 'fleet/us-central1'],
+      [14_700, 'H2', 'fleet/us-central1'],
+    ]);
+  });
+
+  it('region-outage: mco replaces the unreachable cluster; without health checking MCO as documented never does', () => {
+    const result = simulate(loadScenario('region-outage'));
+    const mco = run(result, 'mco');
+    const documented = run(result, 'mco-as-documented');
+    expect(moves(mco)).toEqual([
+      [0, 'P1', 'fleet/us-central1'],
+      [7320, 'H1', 'fleet/us-central1'],
+      [7320, 'P1', 'fleet/us-east4'],
+      [8220, 'R2', 'fleet/us-central1'],
+    ]);
+    expect(moves(documented)).toEqual([[0, 'P1', 'fleet/us-central1']]);
+    expect(mco.summary.unservedPercent).toBeLessThan(5);
+    expect(documented.summary.unservedPercent).toBeGreaterThan(20);
+  });
+
+  it('lose-eligibility: mco evicts and drains the relabelled cluster and adds the next one in the same evaluation', () => {
+    const result = simulate(loadScenario('lose-eligibility'));
+    const mco = run(result, 'mco');
+    const alwaysOn = run(result, 'always-on');
+    const evicted = moves(mco).filter(([t]) => t === 10_800);
+    expect(evicted).toEqual([
+      [10_800, 'E1', 'fleet/us-central1'],
+      [10_800, 'P1', 'fleet/us-east4'],
+    ]);
+    expect(moves(mco).find(([, id]) => id === 'R3')?.[2]).toBe('fleet/us-central1');
+    expect(listed(mco)).toEqual(['fleet/us-east4:ACTIVE']);
+    // Always-on removes it at once (nothing to drain) and adds it back when the label returns.
+    expect(moves(alwaysOn).filter(([, , c]) => c === 'fleet/us-central1')).toEqual([
+      [0, 'P1', 'fleet/us-central1'],
+      [10_800, 'E1', 'fleet/us-central1'],
+      [10_800, 'R3', 'fleet/us-central1'],
+      [21_600, 'P1', 'fleet/us-central1'],
+    ]);
+    expect(mco.summary.unservedPercent).toBeLessThan(2);
+  });
+});
+
+describe('output', () => {
+  const result = simulate(loadScenario('gpu-stockout'));
+
+  it('prints every decision of mco with its time, transition id and reason, and the scenario events', () => {
+    const text = formatConsole(result);
+    for (const entry of result.runs[0]!.timeline) expect(text).toContain(formatTimelineEntry(entry));
+    expect(formatTimeline(result.runs[0]!).split('\n').slice(0, 5)).toEqual([
+      '00:00:00  P1  fleet/us-central1  (none) -> ACTIVE: headroom 0 < min 1: added the highest-priority eligible cluster',
+      '01:15:00  --  stockout: no new nodes can be provisioned in region us-central1 (fleet/us-central1)',
+      '01:16:00  ..  fleet/us-central1: cluster-autoscaler FailedScaleUp (failed to increase node pool size by 1: out of resources (stockout)); 1 pod(s) pending',
+      '01:16:00  P1  fleet/us-east4  (none) -> ACTIVE: headroom 0 < min 1: added the highest-priority eligible cluster',
+      '06:00:00  --  capacity recovered: nodes can be provisioned again in region us-central1 (fleet/us-central1)',
+    ]);
+  });
+
+  it('prints the comparison with one column per policy and one row per metric, and can leave out the timeline', () => {
+    const text = formatConsole(result, { timeline: false });
+    expect(text).not.toContain('P1');
+    const lines = text.split('\n');
+    expect(lines[0]).toMatch(
+      /^Simulating gpu-stockout \(seed 7\): 12h00m at 30s ticks, 4 clusters, placement default\/gemma-inference$/,
+    );
+    expect(
+      lines
+        .slice(4)
+        .filter(Boolean)
+        .map((l) => l.replace(/\s{2,}.*/, '')),
+    ).toEqual([
+      'unserved demand (pending-pod-minutes)',
+      'unserved requests (%)',
+      'cluster-hours (workload deployed)',
+      'idle cluster-hours (above need)',
+      'idle replica-hours (above need)',
+      'GPU node-hours',
+      'transitions',
+      'stockout at 01:15:00 (region us-central1): time to restored headroom',
+    ]);
+    expect(lines.slice(1, 4)).toEqual([
+      '',
+      'Summary:',
+      expect.stringMatching(/^\s+mco\s+MCO as documented\s+all eligible clusters always on$/),
+    ]);
+  });
+
+  it('writes a self-contained report: no script, no external resource', () => {
+    const html = renderReport(result);
+    expect(html.startsWith('<!doctype html>')).toBe(true);
+    expect(html).not.toMatch(/<script|<link|src=|url\(|@import/i);
+    expect(html.match(/<svg class="chart"/g)?.length).toBe(1 + 3 * 3);
+  });
+});
