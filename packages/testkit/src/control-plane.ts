@@ -1,11 +1,11 @@
-import { KubeConfig, type KubernetesObject, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { locateBinaries } from './binaries.js';
-import { rawRequest } from './http.js';
-import { applyObjects, installCrds, type CrdSource } from './objects.js';
+import { rawRequest, type RawRequestOptions, type RawResponse } from './http.js';
+import { applyObjects, installCrds, type CrdSource, type InstalledCrd } from './objects.js';
 import { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
 
 /**
@@ -48,10 +48,15 @@ export interface ClusterHandle {
   adminKubeConfig(): KubeConfig;
   /** A kubeconfig for a token user; its kubeconfig user is named `<cluster>-<user>` (distinct per cluster). */
   kubeConfigFor(user: string, namespace?: string): KubeConfig;
-  /** Server-side apply as admin (field manager `mco-testkit`). */
+  /**
+   * A raw HTTPS request (for what typed clients do not cover: Table output,
+   * /openapi/v3, health endpoints), as `user` (default `admin`).
+   */
+  request(path: string, options?: RawRequestOptions & { readonly user?: string }): Promise<RawResponse>;
+  /** Server-side apply as admin (field manager `mco-testkit`), sending the objects' JSON as given. */
   apply(objects: readonly KubernetesObject[]): Promise<KubernetesObject[]>;
   /** Applies CRDs as admin and waits until each is Established and serving. */
-  installCrds(sources: readonly CrdSource[]): Promise<V1CustomResourceDefinition[]>;
+  installCrds(sources: readonly CrdSource[]): Promise<InstalledCrd[]>;
   /** Stops this kube-apiserver (SIGTERM, SIGKILL after 5 s); etcd keeps the data. */
   stop(): Promise<void>;
   /** Starts it again on the same port with the same certificates and tokens, and waits until ready. */
@@ -273,12 +278,16 @@ class Apiserver implements ClusterHandle {
     return kc;
   }
 
-  apply(objects: readonly KubernetesObject[]): Promise<KubernetesObject[]> {
-    return applyObjects(this.adminKubeConfig(), objects);
+  request(path: string, options: RawRequestOptions & { readonly user?: string } = {}): Promise<RawResponse> {
+    return rawRequest(this.server, this.caPem, this.token(options.user ?? 'admin'), path, options);
   }
 
-  installCrds(sources: readonly CrdSource[]): Promise<V1CustomResourceDefinition[]> {
-    return installCrds(this.adminKubeConfig(), sources);
+  apply(objects: readonly KubernetesObject[]): Promise<KubernetesObject[]> {
+    return applyObjects(this, objects);
+  }
+
+  installCrds(sources: readonly CrdSource[]): Promise<InstalledCrd[]> {
+    return installCrds(this, sources);
   }
 
   isRunning(): boolean {
@@ -357,9 +366,9 @@ class Apiserver implements ClusterHandle {
     // The file holds the serving certificate followed by its self-signed CA.
     this.caPem = readFileSync(certFile, 'utf8');
     const admin = this.token('admin');
-    const readyz = await rawRequest(this.server, this.caPem, admin, 'GET', '/readyz', 2_000);
+    const readyz = await rawRequest(this.server, this.caPem, admin, '/readyz', { timeoutMs: 2_000 });
     if (readyz.status !== 200) return false;
-    const ns = await rawRequest(this.server, this.caPem, admin, 'GET', '/api/v1/namespaces/default', 2_000);
+    const ns = await rawRequest(this.server, this.caPem, admin, '/api/v1/namespaces/default', { timeoutMs: 2_000 });
     return ns.status === 200 && (await this.servesAllCrds(admin));
   }
 
@@ -373,9 +382,10 @@ class Apiserver implements ClusterHandle {
       this.server,
       this.caPem,
       admin,
-      'GET',
       '/apis/apiextensions.k8s.io/v1/customresourcedefinitions',
-      2_000,
+      {
+        timeoutMs: 2_000,
+      },
     );
     if (list.status !== 200) return false;
     const crds = (JSON.parse(list.body) as { items: CrdSummary[] }).items;
@@ -384,7 +394,7 @@ class Apiserver implements ClusterHandle {
       const version = crd.spec.versions.find((v) => v.served)?.name;
       if (!established || !version) continue;
       const path = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}?limit=1`;
-      if ((await rawRequest(this.server, this.caPem, admin, 'GET', path, 2_000)).status !== 200) return false;
+      if ((await rawRequest(this.server, this.caPem, admin, path, { timeoutMs: 2_000 })).status !== 200) return false;
     }
     return true;
   }

@@ -5,22 +5,30 @@ export interface RawResponse {
   readonly body: string;
 }
 
-/** One HTTPS request to an apiserver, verified against its CA; short timeout for polling. */
+export interface RawRequestOptions {
+  readonly method?: string;
+  /** Extra headers, e.g. `accept` for Table output or `content-type` for a patch. */
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+  readonly timeoutMs?: number;
+}
+
+/** One HTTPS request to an apiserver, verified against its CA; short default timeout for polling. */
 export function rawRequest(
   server: string,
   caPem: string,
   token: string,
-  method: string,
   path: string,
-  timeoutMs = 5_000,
+  options: RawRequestOptions = {},
 ): Promise<RawResponse> {
+  const timeoutMs = options.timeoutMs ?? 5_000;
   return new Promise((resolve, reject) => {
     const req = request(
       new URL(path, server),
       {
-        method,
+        method: options.method ?? 'GET',
         ca: caPem,
-        headers: { authorization: `Bearer ${token}`, accept: 'application/json' },
+        headers: { accept: 'application/json', ...options.headers, authorization: `Bearer ${token}` },
         timeout: timeoutMs,
       },
       (res) => {
@@ -33,7 +41,7 @@ export function rawRequest(
     );
     req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs} ms`)));
     req.on('error', reject);
-    req.end();
+    req.end(options.body);
   });
 }
 

@@ -8,6 +8,15 @@ export {
   type ControlPlane,
   type ControlPlaneOptions,
 } from './control-plane.js';
-export { apiErrorOf, type ApiErrorInfo } from './http.js';
-export { applyObjects, FIELD_MANAGER, installCrds, loadYamlObjects, toYaml, type CrdSource } from './objects.js';
+export { apiErrorOf, type ApiErrorInfo, type RawRequestOptions, type RawResponse } from './http.js';
+export {
+  applyObjects,
+  FIELD_MANAGER,
+  installCrds,
+  loadYamlObjects,
+  toYaml,
+  type CrdSource,
+  type InstalledCrd,
+  type RequestTarget,
+} from './objects.js';
 export { controlPlaneSkipReason, describeWithControlPlane, sharedCrdsDir, type RequirementOptions } from './vitest.js';

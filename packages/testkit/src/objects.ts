@@ -1,18 +1,15 @@
-import type { KubeConfig } from '@kubernetes/client-node';
-import {
-  ApiextensionsV1Api,
-  CustomObjectsApi,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type KubernetesObject,
-  type V1CustomResourceDefinition,
-} from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
-import { apiErrorOf } from './http.js';
+import { apiErrorOf, type RawRequestOptions, type RawResponse } from './http.js';
 
 export const FIELD_MANAGER = 'mco-testkit';
+
+/** What the helpers below need of a cluster: raw requests as admin. */
+export interface RequestTarget {
+  request(path: string, options?: RawRequestOptions): Promise<RawResponse>;
+}
 
 /**
  * Every object in a YAML file, or in every `.yaml`/`.yml` file of a directory
@@ -40,27 +37,75 @@ export function toYaml(value: unknown): string {
   return stringify(value, { lineWidth: 0 });
 }
 
-/** Server-side apply (forced, field manager `mco-testkit`) of each object, in order. */
-export async function applyObjects(kc: KubeConfig, objects: readonly KubernetesObject[]): Promise<KubernetesObject[]> {
-  const api = KubernetesObjectApi.makeApiClient(kc);
+function failure(what: string, res: RawResponse): Error {
+  let message = res.body;
+  try {
+    message = apiErrorOf({ code: res.status, body: res.body }).message;
+  } catch {
+    // keep the raw body
+  }
+  return new Error(`${what} failed (HTTP ${res.status}): ${message}`);
+}
+
+interface ApiResource {
+  name: string;
+  kind: string;
+  namespaced: boolean;
+}
+
+/** The REST path of an object, from discovery (so any kind, custom ones included, works). */
+async function objectPath(cluster: RequestTarget, object: KubernetesObject): Promise<string> {
+  const { apiVersion = '', kind = '', metadata } = object;
+  const groupVersion = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+  const res = await cluster.request(groupVersion);
+  if (res.status !== 200) throw failure(`discovery of ${apiVersion}`, res);
+  const resource = (JSON.parse(res.body) as { resources: ApiResource[] }).resources.find(
+    (r) => r.kind === kind && !r.name.includes('/'),
+  );
+  if (!resource) throw new Error(`the server has no kind ${kind} in ${apiVersion}`);
+  const name = encodeURIComponent(metadata?.name ?? '');
+  return resource.namespaced
+    ? `${groupVersion}/namespaces/${encodeURIComponent(metadata?.namespace ?? 'default')}/${resource.name}/${name}`
+    : `${groupVersion}/${resource.name}/${name}`;
+}
+
+/**
+ * Server-side apply (forced, field manager `mco-testkit`) of each object, in
+ * order, sent as the raw JSON given. (client-node's typed serialiser would drop
+ * keys it has no model for, such as a CRD schema's `x-kubernetes-*` fields.)
+ */
+export async function applyObjects(
+  cluster: RequestTarget,
+  objects: readonly KubernetesObject[],
+): Promise<KubernetesObject[]> {
   const applied: KubernetesObject[] = [];
   for (const object of objects) {
-    try {
-      applied.push(await api.patch(object, undefined, undefined, FIELD_MANAGER, true, PatchStrategy.ServerSideApply));
-    } catch (error) {
-      const { code, message } = apiErrorOf(error);
-      throw new Error(
-        `apply ${object.kind} ${object.metadata?.name ?? '?'} failed (${code ?? 'no status'}): ${message}`,
-        {
-          cause: error,
-        },
-      );
+    const path = await objectPath(cluster, object);
+    const res = await cluster.request(`${path}?fieldManager=${FIELD_MANAGER}&force=true`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/apply-patch+yaml' },
+      body: JSON.stringify(object),
+    });
+    if (res.status !== 200 && res.status !== 201) {
+      throw failure(`apply ${object.kind} ${object.metadata?.name ?? '?'}`, res);
     }
+    applied.push(JSON.parse(res.body) as KubernetesObject);
   }
   return applied;
 }
 
 export type CrdSource = string | KubernetesObject;
+
+/** A CustomResourceDefinition as the server returns it (the fields read here). */
+export interface InstalledCrd extends KubernetesObject {
+  spec: {
+    group: string;
+    names: { plural: string; kind: string };
+    versions: { name: string; served: boolean; [key: string]: unknown }[];
+    [key: string]: unknown;
+  };
+  status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
+}
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -70,23 +115,23 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * resource actually serves a list, so the caller can use it at once.
  */
 export async function installCrds(
-  kc: KubeConfig,
+  cluster: RequestTarget,
   sources: readonly CrdSource[],
   timeoutMs = 30_000,
-): Promise<V1CustomResourceDefinition[]> {
+): Promise<InstalledCrd[]> {
   const crds = sources
     .flatMap((source) => (typeof source === 'string' ? loadYamlObjects(source) : [source]))
     .filter((o) => o.kind === 'CustomResourceDefinition');
   if (crds.length === 0) throw new Error('installCrds: no CustomResourceDefinition in the given sources');
-  await applyObjects(kc, crds);
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
-  const custom = kc.makeApiClient(CustomObjectsApi);
+  await applyObjects(cluster, crds);
   const deadline = Date.now() + timeoutMs;
-  const ready: V1CustomResourceDefinition[] = [];
+  const ready: InstalledCrd[] = [];
   for (const { metadata } of crds) {
     const name = metadata?.name ?? '';
     for (;;) {
-      const crd = await ext.readCustomResourceDefinition({ name });
+      const res = await cluster.request(`/apis/apiextensions.k8s.io/v1/customresourcedefinitions/${name}`);
+      if (res.status !== 200) throw failure(`read CRD ${name}`, res);
+      const crd = JSON.parse(res.body) as InstalledCrd;
       const conditions = crd.status?.conditions ?? [];
       const names = conditions.find((c) => c.type === 'NamesAccepted');
       if (names?.status === 'False') throw new Error(`CRD ${name}: names not accepted: ${names.message}`);
@@ -94,18 +139,8 @@ export async function installCrds(
         const served = crd.spec.versions.find((v) => v.served);
         if (!served) throw new Error(`CRD ${name} serves no version`);
         // Established can precede the handler by a moment; a list proves it serves.
-        const listed = await custom
-          .listClusterCustomObject({
-            group: crd.spec.group,
-            version: served.name,
-            plural: crd.spec.names.plural,
-            limit: 1,
-          })
-          .then(
-            () => true,
-            () => false,
-          );
-        if (listed) {
+        const list = await cluster.request(`/apis/${crd.spec.group}/${served.name}/${crd.spec.names.plural}?limit=1`);
+        if (list.status === 200) {
           ready.push(crd);
           break;
         }

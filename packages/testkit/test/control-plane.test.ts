@@ -3,7 +3,13 @@ import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { apiErrorOf, describeWithControlPlane, startControlPlane, type ControlPlane } from '../src/index.js';
+import {
+  apiErrorOf,
+  describeWithControlPlane,
+  sharedCrdsDir,
+  startControlPlane,
+  type ControlPlane,
+} from '../src/index.js';
 
 const WIDGET_CRD = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -240,5 +246,26 @@ describeWithControlPlane('control plane teardown', () => {
     child.kill('SIGKILL'); // no exit hook runs: only the watchdog can clean up
     const gone = await eventually(() => processesMentioning(dir).length === 0 && !existsSync(dir), 5_000);
     expect({ running, gone }).toEqual({ running: 3, gone: true });
+  });
+});
+
+describeWithControlPlane('third-party CRDs from ../shared/crds', { sharedCrds: true }, () => {
+  it('installs every one of them, the 1.4 MB Argo CD ApplicationSet CRD included, with its schema intact', async () => {
+    const cp = await startControlPlane();
+    try {
+      const dir = sharedCrdsDir()!;
+      const files = readdirSync(dir).filter((f) => f.endsWith('.yaml'));
+      const installed = await cp.hub.installCrds([dir]);
+      // Keys client-node has no model for (x-kubernetes-*) must reach the server.
+      const reposync = installed.find((c) => c.metadata?.name === 'reposyncs.configsync.gke.io');
+      const values = JSON.stringify(reposync?.spec.versions[0]).includes('"x-kubernetes-preserve-unknown-fields":true');
+      expect({ crds: installed.length, files: files.length, preservesUnknownFields: values }).toEqual({
+        crds: 11,
+        files: 11,
+        preservesUnknownFields: true,
+      });
+    } finally {
+      await cp.stop();
+    }
   });
 });
