@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
-import { createLogger, type LogLevel } from '@mco/runtime';
+import { McoError, createLogger, type LogLevel } from '@mco/runtime';
 import { UsageError, type Command } from '../cli.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
@@ -79,8 +79,12 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 
     const logger = createLogger({ level, write: io.stderr });
     const kubeConfig = new KubeConfig();
-    if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
-    else kubeConfig.loadFromDefault();
+    try {
+      if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
+      else kubeConfig.loadFromDefault();
+    } catch (error) {
+      throw new UsageError(`cannot load the kubeconfig: ${(error as Error).message}`);
+    }
 
     let providerNames: string[] | undefined = values['access-providers']
       ?.split(',')
@@ -130,6 +134,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
           }
         : {}),
       ...(secretSync ? { secretSync } : {}),
+    }).catch((error: unknown) => {
+      // A missing or empty token file is a configuration error, not a crash.
+      if (error instanceof McoError && error.code === 'Invalid') throw new UsageError(error.message);
+      throw error;
     });
     logger.info('argocd plugin listening', {
       address: `${delivery.pluginAddress?.address}:${delivery.pluginAddress?.port}`,
