@@ -51,7 +51,7 @@ export interface InformerOptions<T> {
   readonly backoff?: BackoffOptions;
   /** Relist when neither an event nor a bookmark arrived for this long. */
   readonly idleTimeoutMs?: number;
-  /** Server-side watch timeout; randomised between 1x and 2x, like client-go's reflector. */
+  /** Server-side watch timeout; randomised between 1x and 2x, like client-go's reflector; 0: the server's default. */
   readonly watchTimeoutSeconds?: number;
   readonly pageSize?: number;
   readonly random?: () => number;
@@ -263,7 +263,8 @@ export class Informer<T extends KubeObject> {
 
   /** One watch from the current resourceVersion until it ends, fails or goes idle. */
   private watchOnce(): Promise<'closed' | 'closed-early' | 'idle'> {
-    const timeout = Math.round(this.watchTimeoutSeconds * (1 + this.random()));
+    // 0 leaves the timeout to the server (--min-request-timeout, randomised there).
+    const timeout = this.watchTimeoutSeconds > 0 ? Math.round(this.watchTimeoutSeconds * (1 + this.random())) : 0;
     const startedAt = Date.now();
     let events = 0;
     return new Promise((resolve, reject) => {

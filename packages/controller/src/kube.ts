@@ -32,17 +32,19 @@ export const PLACEMENT_DECISIONS: Resource = {
   plural: 'placementdecisions',
 };
 
-// client-node's generated calls take promise middleware; this one bounds a
-// request's duration (client-node 1.4 sets no timeout of its own).
+// client-node's generated calls take observable-style middleware (anything
+// with toPromise); this one bounds a request's duration (client-node 1.4 sets
+// no timeout of its own) and can set the Content-Type of a patch.
 export type RequestOptions = Parameters<CustomObjectsApi['listClusterCustomObject']>[1];
 export function timeoutOptions(timeoutMs: number, contentType?: string): RequestOptions {
+  const resolved = <T>(value: T) => ({ toPromise: () => Promise.resolve(value) });
   const middleware = {
-    pre: async (context: { setSignal(signal: AbortSignal): void; setHeaderParam(k: string, v: string): void }) => {
+    pre: (context: { setSignal(signal: AbortSignal): void; setHeaderParam(k: string, v: string): void }) => {
       context.setSignal(AbortSignal.timeout(timeoutMs));
       if (contentType) context.setHeaderParam('Content-Type', contentType);
-      return context;
+      return resolved(context);
     },
-    post: async (response: unknown) => response,
+    post: (response: unknown) => resolved(response),
   };
   return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as RequestOptions;
 }
@@ -82,7 +84,7 @@ export function createListWatch<T extends KubeObject>(
         {
           resourceVersion,
           allowWatchBookmarks: true,
-          timeoutSeconds,
+          ...(timeoutSeconds > 0 ? { timeoutSeconds } : {}),
           ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
         },
         (type: string, object: T) => onEvent(type as WatchEventType, object),

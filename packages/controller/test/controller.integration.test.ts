@@ -1,0 +1,437 @@
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { TRANSITION_IDS } from '@mco/core';
+import { describeWithControlPlane } from '@mco/testkit';
+import { startHealthServer, type Controller } from '../src/index.js';
+import { Fleet, FakeSignalSource, startHub, waitFor, type Hub } from './support.js';
+import { counterValue, settled, testController } from './support-controller.js';
+
+const rde = (key: string, values: string[]) => ({
+  affinity: {
+    clusterAffinity: {
+      requiredDuringSchedulingRequiredDuringExecution: {
+        clusterSelectorTerms: [{ matchExpressions: [{ labelSelector: { key, operator: 'In', values } }] }],
+      },
+    },
+  },
+});
+
+describeWithControlPlane('controller on a real kube-apiserver (chart RBAC)', () => {
+  let hub: Hub;
+  let fleet: Fleet;
+  const running: Controller[] = [];
+  const start = (controller: Controller) => {
+    running.push(controller);
+    controller.start();
+    return controller;
+  };
+
+  beforeAll(async () => {
+    hub = await startHub();
+    fleet = new Fleet(hub);
+  });
+  afterAll(async () => {
+    await hub?.stop();
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((c) => c.stop()));
+  });
+
+  it('drives an autoscaling placement through every transition type, with Events, PlacementDecisions and no idle writes', async () => {
+    await fleet.namespace('life');
+    await fleet.namespace('fleet-life');
+    for (const name of ['a', 'b', 'c']) await fleet.createProfile('fleet-life', name, { lifecycle: 'yes' });
+    const source = new FakeSignalSource();
+    const healthy = { hpa: { currentReplicas: 3 }, workloadHealthy: true };
+    for (const c of ['a', 'b', 'c']) source.set(`fleet-life/${c}`, healthy);
+    const controller = start(
+      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+    );
+    await fleet.createPlacement('life', 'web', {
+      ...rde('lifecycle', ['yes']),
+      scaling: {
+        autoscaleForCapacity: {
+          minClustersBelowCapacityCeiling: 1,
+          behavior: {
+            scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
+            unhealthyTimeoutSeconds: 2,
+            evictionTimeoutSeconds: 3600,
+          },
+        },
+      },
+    });
+    const step = async (what: string, change: () => Promise<void> | void, expected: string[]) => {
+      await change();
+      await waitFor(`${what}: ${expected.join(' ')}`, async () => {
+        const states = await fleet.states('life', 'web');
+        return JSON.stringify(states) === JSON.stringify(expected.map((e) => `fleet-life/${e}`)) && states;
+      });
+    };
+    const a = 'fleet-life/a';
+    const b = 'fleet-life/b';
+    await step('P1: a new placement gets the highest-priority cluster', () => {}, ['a:ACTIVE']);
+    await step('P1: a at its ceiling adds b', () => source.set(a, { ...healthy, atCapacityCeiling: true }), [
+      'a:ACTIVE',
+      'b:ACTIVE',
+    ]);
+    await step(
+      'P2: b wants scale-in while a has headroom',
+      () => {
+        source.set(a, healthy);
+        source.set(b, { ...healthy, wantsScaleIn: true });
+      },
+      ['a:ACTIVE', 'b:SCALING_IN'],
+    );
+    await step(
+      'P3: a at its ceiling reactivates b',
+      () => {
+        source.set(a, { ...healthy, atCapacityCeiling: true });
+        source.set(b, healthy);
+      },
+      ['a:ACTIVE', 'b:ACTIVE'],
+    );
+    await step(
+      'P2 again',
+      () => {
+        source.set(a, healthy);
+        source.set(b, { ...healthy, wantsScaleIn: true });
+      },
+      ['a:ACTIVE', 'b:SCALING_IN'],
+    );
+    await step(
+      'R1: b scaled in to one replica',
+      () => source.set(b, { hpa: { currentReplicas: 1 }, workloadHealthy: true }),
+      ['a:ACTIVE'],
+    );
+    await step(
+      'H1: a unhealthy, b added for headroom',
+      () => {
+        source.set(b, healthy);
+        source.set(a, { ...healthy, workloadHealthy: false });
+      },
+      ['a:UNHEALTHY', 'b:ACTIVE'],
+    );
+    await step('H2: a healthy again', () => source.set(a, healthy), ['a:ACTIVE', 'b:ACTIVE']);
+    await step('P2: b scaling in', () => source.set(b, { ...healthy, wantsScaleIn: true }), [
+      'a:ACTIVE',
+      'b:SCALING_IN',
+    ]);
+    await step(
+      'H3 then R2 after unhealthyTimeoutSeconds',
+      () => source.set(b, { ...healthy, workloadHealthy: false }),
+      ['a:ACTIVE'],
+    );
+    await step(
+      'E1: a relabelled out, b added',
+      async () => {
+        source.set(b, healthy);
+        await fleet.labelProfile('fleet-life', 'a', { lifecycle: 'no' });
+      },
+      ['b:ACTIVE', 'a:EVICTING'],
+    );
+    await step('E2: a relabelled back', () => fleet.labelProfile('fleet-life', 'a', { lifecycle: 'yes' }), [
+      'a:ACTIVE',
+      'b:ACTIVE',
+    ]);
+    await step('P2: b scaling in', () => source.set(b, { ...healthy, wantsScaleIn: true }), [
+      'a:ACTIVE',
+      'b:SCALING_IN',
+    ]);
+    await step(
+      'E3: b relabelled out while scaling in',
+      () => fleet.labelProfile('fleet-life', 'b', { lifecycle: 'no' }),
+      ['a:ACTIVE', 'b:EVICTING'],
+    );
+    await step('R3: b drained', () => source.set(b, { hpa: { currentReplicas: 1 } }), ['a:ACTIVE']);
+
+    const ids = await waitFor('an Event for every transition type', async () => {
+      const reasons = new Set((await fleet.events('life')).map((e) => e.reason?.slice(0, 2)));
+      return (
+        TRANSITION_IDS.every((id) => reasons.has(id)) && [...reasons].filter((r) => r && /^[PEHR]\d$/.test(r)).sort()
+      );
+    });
+    expect(ids).toEqual([...TRANSITION_IDS].sort());
+    expect(await fleet.decisionSummary('life')).toEqual(['web-0: fleet-life/a=ACTIVE']);
+    const placement = await fleet.placement('life', 'web');
+    expect((placement.status as { observedGeneration?: number }).observedGeneration).toBe(
+      placement.metadata?.generation,
+    );
+    for (const id of TRANSITION_IDS) {
+      expect(await counterValue(controller, 'mco_controller_transitions_total', { transition: id })).toBeGreaterThan(0);
+    }
+
+    // Signals keep being polled, but nothing changes: no write.
+    await settled(controller);
+    const writes = await counterValue(controller, 'mco_controller_status_writes_total');
+    const polls = source.calls;
+    await new Promise((resolve) => setTimeout(resolve, 1200));
+    expect({
+      writes: await counterValue(controller, 'mco_controller_status_writes_total'),
+      polled: source.calls > polls,
+    }).toEqual({
+      writes,
+      polled: true,
+    });
+    await fleet.deletePlacement('life', 'web');
+    await waitFor(
+      'PlacementDecisions deleted with the placement',
+      async () => (await fleet.decisions('life')).length === 0,
+    );
+  });
+
+  it('follows ClusterProfiles added, relabelled and deleted, and deletes the PlacementDecisions with the placement', async () => {
+    await fleet.namespace('inv');
+    await fleet.namespace('fleet-inv');
+    const controller = start(testController(hub.controllerKubeConfig()));
+    await fleet.createProfile('fleet-inv', 'x', { tier: 'gold' });
+    await fleet.createPlacement('inv', 'api', rde('tier', ['gold']));
+    const expectDecided = async (what: string, states: string[], decisions: string[]) => {
+      await waitFor(what, async () => JSON.stringify(await fleet.states('inv', 'api')) === JSON.stringify(states));
+      await waitFor(
+        `${what} (PlacementDecisions)`,
+        async () => JSON.stringify(await fleet.decisionSummary('inv')) === JSON.stringify(decisions),
+      );
+    };
+    await expectDecided('initial', ['fleet-inv/x:ACTIVE'], ['api-0: fleet-inv/x=ACTIVE']);
+    await fleet.createProfile('fleet-inv', 'y', { tier: 'gold' });
+    await expectDecided(
+      'added',
+      ['fleet-inv/x:ACTIVE', 'fleet-inv/y:ACTIVE'],
+      ['api-0: fleet-inv/x=ACTIVE,fleet-inv/y=ACTIVE'],
+    );
+    await fleet.labelProfile('fleet-inv', 'x', { tier: 'silver' });
+    await expectDecided('relabelled', ['fleet-inv/y:ACTIVE'], ['api-0: fleet-inv/y=ACTIVE']);
+    await fleet.deleteProfile('fleet-inv', 'y');
+    await expectDecided('deleted', [], ['api-0: ']);
+    expect(await fleet.condition('inv', 'api', 'Satisfied')).toMatchObject({
+      status: 'False',
+      reason: 'NoEligibleClusters',
+    });
+
+    const [decision] = await fleet.decisions('inv');
+    const placement = await fleet.placement('inv', 'api');
+    expect({
+      labels: decision!.metadata?.labels,
+      owner: decision!.metadata?.ownerReferences,
+      scheduler: decision!.schedulerName,
+    }).toEqual({
+      labels: { 'multicluster.x-k8s.io/placement-key': 'api', 'app.kubernetes.io/managed-by': 'mco' },
+      owner: [
+        {
+          apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
+          kind: 'MultiKubernetesClusterPlacement',
+          name: 'api',
+          uid: placement.metadata?.uid,
+          controller: true,
+        },
+      ],
+      scheduler: 'mco',
+    });
+    await fleet.deletePlacement('inv', 'api');
+    await waitFor('PlacementDecisions deleted', async () => (await fleet.decisions('inv')).length === 0);
+    expect(await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' })).toBe(0);
+  });
+
+  it('leaves status.clusters untouched when the spec becomes invalid, and resumes when it is fixed', async () => {
+    await fleet.namespace('bad');
+    await fleet.namespace('fleet-bad');
+    start(testController(hub.controllerKubeConfig()));
+    await fleet.createProfile('fleet-bad', 'p', { zone: 'z1' });
+    await fleet.createPlacement('bad', 'svc', rde('zone', ['z1']));
+    await waitFor('decided', async () => (await fleet.states('bad', 'svc')).length === 1);
+    const before = (await fleet.placement('bad', 'svc')).status as { clusters: unknown[] };
+    await fleet.setPlacementSpec('bad', 'svc', {
+      clusterSelectorRules: [{ type: 'cluster-name-regex', arguments: { regex: '(' } }],
+    });
+    await waitFor('Valid=False', async () => (await fleet.condition('bad', 'svc', 'Valid'))?.status === 'False');
+    await fleet.createProfile('fleet-bad', 'q', { zone: 'z1' });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const invalid = (await fleet.placement('bad', 'svc')).status as {
+      clusters: unknown[];
+      conditions: { type: string; status: string; reason: string }[];
+    };
+    expect({
+      clusters: invalid.clusters,
+      conditions: invalid.conditions.map((c) => `${c.type}=${c.status}/${c.reason}`),
+      decisions: await fleet.decisionSummary('bad'),
+    }).toEqual({
+      clusters: before.clusters,
+      conditions: ['Valid=False/InvalidRegex', 'Satisfied=Unknown/InvalidSpec'],
+      decisions: ['svc-0: fleet-bad/p=ACTIVE'],
+    });
+    const warnings = (await fleet.events('bad')).filter((e) => e.type === 'Warning').map((e) => e.reason);
+    expect(warnings).toContain('InvalidRegex');
+    await fleet.setPlacementSpec('bad', 'svc', rde('zone', ['z1']));
+    await waitFor('fixed', async () => (await fleet.states('bad', 'svc')).length === 2);
+    await fleet.deletePlacement('bad', 'svc');
+  });
+
+  it('without a signal source decides plain placements and holds autoscaling ones with Satisfied=Unknown', async () => {
+    await fleet.namespace('nosrc');
+    await fleet.namespace('fleet-nosrc');
+    await fleet.createProfile('fleet-nosrc', 'm', { nosrc: 'yes' });
+    await fleet.createProfile('fleet-nosrc', 'n', { nosrc: 'yes' });
+    const autoscale = { minClustersBelowCapacityCeiling: 2 };
+    await fleet.createPlacement('nosrc', 'plain', rde('nosrc', ['yes']));
+    await fleet.createPlacement('nosrc', 'auto', {
+      ...rde('nosrc', ['yes']),
+      scaling: { autoscaleForCapacity: autoscale },
+    });
+    await fleet.createPlacement('nosrc', 'named', {
+      ...rde('nosrc', ['yes']),
+      scaling: { autoscaleForCapacity: { ...autoscale, signalSource: 'prometheus' } },
+    });
+    // An autoscaling placement that already runs somewhere keeps exactly that.
+    const auto = await fleet.placement('nosrc', 'auto');
+    const listed = [
+      { name: 'm', namespace: 'fleet-nosrc', state: 'ACTIVE', lastTransitionTime: '2026-01-01T00:00:00Z' },
+    ];
+    await hub.custom.replaceNamespacedCustomObjectStatus({
+      group: 'orchestra.multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'multikubernetesclusterplacements',
+      namespace: 'nosrc',
+      name: 'auto',
+      body: { ...auto, status: { clusters: listed } },
+    });
+    start(testController(hub.controllerKubeConfig()));
+    await waitFor('plain decided', async () => (await fleet.states('nosrc', 'plain')).length === 2);
+    const held = await waitFor('auto held', async () => {
+      const c = await fleet.condition('nosrc', 'auto', 'Satisfied');
+      return c?.status === 'Unknown' && c;
+    });
+    const named = await waitFor('named held', async () => {
+      const c = await fleet.condition('nosrc', 'named', 'Satisfied');
+      return c?.status === 'Unknown' && c;
+    });
+    expect({
+      held: held.reason,
+      autoClusters: ((await fleet.placement('nosrc', 'auto')).status as { clusters: unknown[] }).clusters,
+      named: named.reason,
+      namedStates: await fleet.states('nosrc', 'named'),
+      valid: (await fleet.condition('nosrc', 'auto', 'Valid'))?.status,
+    }).toEqual({
+      held: 'NoSignalSource',
+      autoClusters: listed,
+      named: 'UnknownSignalSource',
+      namedStates: [],
+      valid: 'True',
+    });
+    for (const name of ['plain', 'auto', 'named']) await fleet.deletePlacement('nosrc', name);
+  });
+
+  it('restarted over decided placements, writes nothing', async () => {
+    await fleet.namespace('calm');
+    await fleet.namespace('fleet-calm');
+    for (const name of ['r', 's', 't']) await fleet.createProfile('fleet-calm', name, { calm: 'yes' });
+    const source = new FakeSignalSource();
+    for (const c of ['r', 's', 't']) source.set(`fleet-calm/${c}`, { hpa: { currentReplicas: 2 } });
+    for (let i = 0; i < 5; i++) {
+      await fleet.createPlacement('calm', `p${i}`, {
+        ...rde('calm', ['yes']),
+        ...(i % 2 ? { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2 } } } : {}),
+      });
+    }
+    const first = start(
+      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+    );
+    await waitFor('all decided', async () => {
+      for (let i = 0; i < 5; i++) if ((await fleet.states('calm', `p${i}`)).length < 2) return false;
+      return (await fleet.decisions('calm')).length === 5;
+    });
+    await settled(first);
+    await first.stop();
+    const eventsBefore = (await fleet.events('calm')).length;
+    const second = start(
+      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+    );
+    await second.waitForSync();
+    await waitFor(
+      'every placement reconciled',
+      async () => (await counterValue(second, 'mco_controller_reconcile_total')) >= 5,
+    );
+    await settled(second);
+    expect({
+      status: await counterValue(second, 'mco_controller_status_writes_total'),
+      decisions: await counterValue(second, 'mco_controller_placement_decision_writes_total'),
+      events: (await fleet.events('calm')).length - eventsBefore,
+    }).toEqual({ status: 0, decisions: 0, events: 0 });
+    for (let i = 0; i < 5; i++) await fleet.deletePlacement('calm', `p${i}`);
+  });
+
+  it('a writer with a stale copy (a deposed leader) gets 409 and never overwrites; once caught up nothing is lost', async () => {
+    await fleet.namespace('stale');
+    await fleet.namespace('fleet-stale');
+    await fleet.createProfile('fleet-stale', 'u', { stale: 'yes' });
+    await fleet.createPlacement('stale', 'job', rde('stale', ['yes']));
+    const controller = start(testController(hub.controllerKubeConfig()));
+    await waitFor('decided', async () => (await fleet.states('stale', 'job')).length === 1);
+    await settled(controller);
+    // Its view of placements freezes (a paused or partitioned leader) ...
+    await controller.informers.placements.stop();
+    // ... while someone else (the new leader) writes the status.
+    const current = await fleet.placement('stale', 'job');
+    const foreign = { ...(current.status as object), lastAdditionTime: '2030-01-01T00:00:00Z' };
+    await hub.custom.replaceNamespacedCustomObjectStatus({
+      group: 'orchestra.multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'multikubernetesclusterplacements',
+      namespace: 'stale',
+      name: 'job',
+      body: { ...current, status: foreign },
+    });
+    // A fleet change makes the stale writer try to write.
+    await fleet.createProfile('fleet-stale', 'v', { stale: 'yes' });
+    await waitFor(
+      'a 409 on the stale write',
+      async () => (await counterValue(controller, 'mco_controller_status_writes_total', { result: 'conflict' })) > 0,
+    );
+    expect(((await fleet.placement('stale', 'job')).status as { lastAdditionTime: string }).lastAdditionTime).toBe(
+      '2030-01-01T00:00:00Z',
+    );
+    // Caught up again, it converges: v is added, the foreign write was the base.
+    controller.informers.placements.start();
+    await waitFor('converged', async () => (await fleet.states('stale', 'job')).length === 2);
+    await fleet.deletePlacement('stale', 'job');
+  });
+
+  it('serves /readyz only after the caches synced, /healthz and Prometheus /metrics', async () => {
+    const controller = testController(hub.controllerKubeConfig());
+    const server = await startHealthServer({
+      host: '127.0.0.1',
+      port: 0,
+      registry: controller.metrics.registry,
+      isHealthy: () => true,
+      isReady: () => controller.isReady(),
+    });
+    try {
+      const get = async (path: string) => {
+        const res = await fetch(`http://127.0.0.1:${server.port}${path}`);
+        return { status: res.status, body: await res.text() };
+      };
+      const before = await get('/readyz');
+      start(controller);
+      await controller.waitForSync();
+      const metrics = await get('/metrics');
+      expect({
+        before: before.status,
+        after: (await get('/readyz')).status,
+        healthz: (await get('/healthz')).status,
+        post: (await fetch(`http://127.0.0.1:${server.port}/metrics`, { method: 'POST', body: 'x' })).status,
+        unknown: (await get('/nope')).status,
+      }).toEqual({ before: 503, after: 200, healthz: 200, post: 405, unknown: 404 });
+      for (const line of [
+        'mco_controller_informer_synced{informer="placements"} 1',
+        'mco_controller_informer_synced{informer="clusterprofiles"} 1',
+        'mco_controller_informer_synced{informer="placementdecisions"} 1',
+        'mco_controller_is_leader 1',
+        'mco_controller_queue_depth',
+        '# TYPE mco_controller_reconcile_duration_seconds histogram',
+        '# TYPE mco_controller_transitions_total counter',
+      ]) {
+        expect(metrics.body).toContain(line);
+      }
+    } finally {
+      await server.close();
+    }
+  });
+});
