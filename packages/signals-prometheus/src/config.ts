@@ -1,0 +1,152 @@
+import { ExecConfigSchema } from '@mco/cluster-access';
+import { z } from 'zod';
+
+/** The GCE/GKE metadata server's token endpoint (workload identity or the node's service account). */
+export const GCE_METADATA_TOKEN_URL =
+  'http://metadata.google.internal/computeMetadata/v1/instance/service-accounts/default/token';
+
+/** The GKE fleet annotation holding a Prometheus-compatible query API of Google Cloud Monitoring. */
+export const GKE_METRICS_ENDPOINT_ANNOTATION = 'fleet.gke.io/metricsEndpoint';
+
+/** Variables a query may use; `${cluster}` is the cluster matchers with a trailing comma, or nothing. */
+export const QUERY_VARIABLES = ['cluster', 'namespace', 'deployment', 'hpa', 'window', 'healthWindow'] as const;
+
+const HPA = '${cluster}namespace="${namespace}",horizontalpodautoscaler="${hpa}"';
+
+/**
+ * The default queries, on kube-state-metrics and cluster-autoscaler metric
+ * names. Each returns one number for one cluster's workload; no series means
+ * unknown.
+ */
+export const DEFAULT_QUERIES = {
+  hpaCurrentReplicas: `kube_horizontalpodautoscaler_status_current_replicas{${HPA}}`,
+  hpaDesiredReplicas: `kube_horizontalpodautoscaler_status_desired_replicas{${HPA}}`,
+  hpaMinReplicas: `kube_horizontalpodautoscaler_spec_min_replicas{${HPA}}`,
+  hpaMaxReplicas: `kube_horizontalpodautoscaler_spec_max_replicas{${HPA}}`,
+  hpaScalingLimited: `kube_horizontalpodautoscaler_status_condition{${HPA},condition="ScalingLimited",status="true"}`,
+  // Pending pods owned (through a ReplicaSet) by the Deployment; 0 rather than nothing
+  // when kube-state-metrics knows the Deployment's ReplicaSets but none of their pods is pending.
+  pendingPods:
+    'sum(' +
+    '(kube_pod_status_phase{${cluster}namespace="${namespace}",phase="Pending"} == 1)' +
+    ' * on (namespace, pod) group_left () max by (namespace, pod) (' +
+    'label_replace(kube_pod_owner{${cluster}namespace="${namespace}",owner_kind="ReplicaSet"}, "replicaset", "$1", "owner_name", "(.+)")' +
+    ' * on (namespace, replicaset) group_left () max by (namespace, replicaset) (' +
+    'kube_replicaset_owner{${cluster}namespace="${namespace}",owner_kind="Deployment",owner_name="${deployment}"})))' +
+    ' or on () (0 * count(kube_replicaset_owner{${cluster}namespace="${namespace}",owner_kind="Deployment",owner_name="${deployment}"}))',
+  failedScaleUp: 'sum(increase(cluster_autoscaler_failed_scale_ups_total{${cluster}}[${window}]))',
+  workloadHealthy:
+    'max_over_time(kube_deployment_status_condition{${cluster}namespace="${namespace}",deployment="${deployment}",condition="Available",status="true"}[${healthWindow}])',
+  atCapacityCeiling: null,
+  wantsScaleIn: null,
+} satisfies Record<string, string | null>;
+export type QueryName = keyof typeof DEFAULT_QUERIES;
+export const QUERY_NAMES = Object.keys(DEFAULT_QUERIES) as QueryName[];
+
+const VARIABLE = /\$\{([^}]*)\}/g;
+
+function unknownVariables(template: string, known: (name: string) => boolean): string[] {
+  return [...template.matchAll(VARIABLE)].map((m) => m[1]!).filter((v) => !known(v));
+}
+
+const query = (name: QueryName) =>
+  z
+    .string()
+    .max(16_384)
+    .nullable()
+    .optional()
+    .superRefine((q, ctx) => {
+      const bad = q ? unknownVariables(q, (v) => (QUERY_VARIABLES as readonly string[]).includes(v)) : [];
+      if (bad.length) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `unknown variable ${bad.map((b) => `\${${b}}`).join(', ')}; known: ${QUERY_VARIABLES.map((v) => `\${${v}}`).join(', ')}`,
+        });
+      }
+    })
+    .describe(`PromQL for ${name}; null turns it off.`);
+
+const CLUSTER_VALUE = /^(name|namespace|(label|annotation|property):.+)$/;
+
+export const AuthSchema = z
+  .object({
+    bearerTokenFile: z.string().min(1).optional().describe('File holding a bearer token; read for every request.'),
+    basicAuth: z
+      .object({ username: z.string().min(1), passwordFile: z.string().min(1) })
+      .optional()
+      .describe('Basic auth; the password file is read for every request.'),
+    exec: ExecConfigSchema.optional().describe(
+      'A client-go credential plugin whose ExecCredential token is the bearer token (e.g. gke-gcloud-auth-plugin).',
+    ),
+    metadataServer: z
+      .object({ url: z.url().default(GCE_METADATA_TOKEN_URL) })
+      .optional()
+      .describe('OAuth access token from the GCE metadata server (Google Cloud Monitoring).'),
+  })
+  .refine((a) => Object.values(a).filter((v) => v !== undefined).length <= 1, 'set at most one kind of auth');
+export type PrometheusAuth = z.infer<typeof AuthSchema>;
+
+/** Configuration of the `prometheus` signal source (docs/signals.md). */
+export const PrometheusSignalsConfigSchema = z
+  .object({
+    url: z.url().optional().describe('Base URL of one Prometheus-compatible API for every cluster.'),
+    metricsEndpointAnnotation: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        `Read each cluster's query API URL from this ClusterProfile annotation (GKE: ${GKE_METRICS_ENDPOINT_ANNOTATION}).`,
+      ),
+    auth: AuthSchema.optional(),
+    headers: z
+      .record(z.string().regex(/^[A-Za-z0-9-]+$/), z.string())
+      .optional()
+      .describe('Extra request headers, e.g. X-Scope-OrgID for a multi-tenant backend.'),
+    clusterLabels: z
+      .record(
+        z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name'),
+        z.string().superRefine((v, ctx) => {
+          const bad = unknownVariables(v, (x) => CLUSTER_VALUE.test(x));
+          if (bad.length) {
+            ctx.addIssue({
+              code: 'custom',
+              message: `unknown variable ${bad.map((b) => `\${${b}}`).join(', ')}; known: \${name}, \${namespace}, \${label:KEY}, \${annotation:KEY}, \${property:NAME}`,
+            });
+          }
+        }),
+      )
+      .default({ cluster: '${name}' })
+      .describe('Label matchers that select one cluster, as label name -> value template; {} for none.'),
+    queries: z
+      .object(Object.fromEntries(QUERY_NAMES.map((n) => [n, query(n)])) as Record<QueryName, ReturnType<typeof query>>)
+      .strict()
+      .default({})
+      .describe('Overrides of the default queries.'),
+    windowSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(600)
+      .describe('${window}: how far back failed scale-ups count.'),
+    healthWindowSeconds: z
+      .number()
+      .int()
+      .min(1)
+      .max(86_400)
+      .default(300)
+      .describe('${healthWindow}: unhealthy only when not Available during all of it.'),
+    timeoutSeconds: z.number().positive().max(300).default(10).describe("Budget of one cluster's queries."),
+    maxResponseBytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1024 * 1024)
+      .default(1024 * 1024),
+    concurrency: z.number().int().min(1).max(256).default(8).describe('Clusters observed at the same time.'),
+  })
+  .refine((c) => !!c.url !== !!c.metricsEndpointAnnotation, {
+    message: 'set exactly one of url and metricsEndpointAnnotation',
+    path: ['url'],
+  });
+export type PrometheusSignalsConfig = z.infer<typeof PrometheusSignalsConfigSchema>;

@@ -1,0 +1,20 @@
+import type { SignalSourceModule } from '@mco/runtime';
+import { createAuth } from './auth.js';
+import { PrometheusSignalsConfigSchema, type PrometheusSignalsConfig } from './config.js';
+import { SOURCE_NAME, createPrometheusSignalSource } from './source.js';
+
+/** The `prometheus` capacity-signal source, as registered in the mco app. */
+export const prometheusSignalsModule: SignalSourceModule<PrometheusSignalsConfig> = {
+  kind: 'signals',
+  name: SOURCE_NAME,
+  configSchema: PrometheusSignalsConfigSchema,
+  create(config, deps) {
+    return createPrometheusSignalSource({
+      config,
+      auth: createAuth(config.auth, { now: deps.now }),
+      metrics: deps.metrics,
+      now: deps.now,
+      logger: deps.logger.child({ source: SOURCE_NAME }),
+    });
+  },
+};

@@ -1,0 +1,225 @@
+import { clusterKey, type ClusterProfile, type Signal } from '@mco/core';
+import {
+  McoError,
+  observeEachCluster,
+  signalMetrics,
+  silentLogger,
+  toMcoError,
+  type CapacitySignalSource,
+  type ClusterObservation,
+  type Logger,
+  type McoErrorCode,
+  type PluginDeps,
+} from '@mco/runtime';
+import type { Auth } from './auth.js';
+import { DEFAULT_QUERIES, QUERY_NAMES, type PrometheusSignalsConfig, type QueryName } from './config.js';
+import { queryEndpoint, queryInstant, redactUrl, type QueryValue } from './prometheus-client.js';
+
+export const SOURCE_NAME = 'prometheus';
+
+export interface PrometheusSignalSourceOptions {
+  readonly config: PrometheusSignalsConfig;
+  readonly auth: Auth;
+  readonly metrics: PluginDeps['metrics'];
+  readonly now: () => Date;
+  readonly logger?: Logger;
+}
+
+/** A PromQL string literal's content: Go escapes, which JSON's are a subset of. */
+export function escapeLabelValue(value: string): string {
+  return JSON.stringify(value).slice(1, -1);
+}
+
+/** Replaces `${name}` variables; every name was checked when the configuration was parsed. */
+export function render(template: string, variables: Readonly<Record<string, string>>): string {
+  return template.replace(/\$\{([^}]*)\}/g, (_m, name: string) => variables[name] ?? '');
+}
+
+/**
+ * The `${cluster}` variable for a ClusterProfile: `label="value",` per configured
+ * cluster label, sorted by label name. A template naming a label, annotation or
+ * property the profile lacks is an error: a wrong matcher would read another
+ * cluster's series.
+ */
+export function clusterMatchers(profile: ClusterProfile, labels: Readonly<Record<string, string>>): string {
+  const key = clusterKey(profile.metadata.namespace, profile.metadata.name);
+  const lookup = (variable: string, label: string): string => {
+    if (variable === 'name') return profile.metadata.name;
+    if (variable === 'namespace') return profile.metadata.namespace;
+    const [kind, ...rest] = variable.split(':');
+    const name = rest.join(':');
+    const value =
+      kind === 'label'
+        ? profile.metadata.labels?.[name]
+        : kind === 'annotation'
+          ? profile.metadata.annotations?.[name]
+          : profile.status?.properties?.find((p) => p.name === name)?.value;
+    if (value === undefined) {
+      throw new McoError('Invalid', `ClusterProfile ${key} has no ${kind} "${name}" (clusterLabels.${label})`, false);
+    }
+    return value;
+  };
+  return Object.keys(labels)
+    .sort()
+    .map((label) => {
+      const value = labels[label]!.replace(/\$\{([^}]*)\}/g, (_m, v: string) => lookup(v, label));
+      return `${label}="${escapeLabelValue(value)}",`;
+    })
+    .join('');
+}
+
+/**
+ * Reads the placed workload's capacity signals from a Prometheus-compatible
+ * query API: one instant query per field, each returning one number. A field
+ * whose query fails, answers in part or selects no series stays unknown.
+ */
+export function createPrometheusSignalSource(options: PrometheusSignalSourceOptions): CapacitySignalSource {
+  const { config, auth, now } = options;
+  const logger = options.logger ?? silentLogger;
+  const metrics = signalMetrics(options.metrics);
+  const queries = QUERY_NAMES.flatMap((name) => {
+    const override = config.queries[name];
+    const q = override === undefined ? DEFAULT_QUERIES[name] : override;
+    return q ? [{ name, template: q }] : [];
+  });
+
+  return {
+    async observe(request, abort) {
+      const scaling = request.placement.spec.scaling?.autoscaleForCapacity;
+      if (!scaling) return { signals: [], errors: [] };
+      const details = scaling.workloadDetails;
+      const result = await observeEachCluster(
+        request,
+        {
+          source: SOURCE_NAME,
+          concurrency: config.concurrency,
+          timeoutMs: config.timeoutSeconds * 1000,
+          metrics,
+          ...(abort ? { abort } : {}),
+        },
+        async ({ key, profile }, signal): Promise<ClusterObservation> => {
+          if (!details) {
+            return {
+              errors: [
+                {
+                  code: 'Invalid',
+                  message: 'spec.scaling.autoscaleForCapacity.workloadDetails is not set: nothing to observe',
+                },
+              ],
+            };
+          }
+          const endpoint = endpointFor(profile, key);
+          const variables = {
+            cluster: clusterMatchers(profile, config.clusterLabels),
+            namespace: escapeLabelValue(details.namespace ?? request.placement.namespace),
+            deployment: escapeLabelValue(details.deploymentName),
+            hpa: escapeLabelValue(details.hpaName),
+            window: `${config.windowSeconds}s`,
+            healthWindow: `${config.healthWindowSeconds}s`,
+          };
+          const headers = { ...config.headers, ...(await auth.headers(signal)) };
+          const time = now();
+          const values = await Promise.all(
+            queries.map(async ({ name, template }) => {
+              try {
+                const value = await queryInstant(endpoint, render(template, variables), {
+                  time,
+                  headers,
+                  maxResponseBytes: config.maxResponseBytes,
+                  signal,
+                });
+                return { name, value };
+              } catch (error) {
+                if (signal.aborted) throw signal.reason;
+                const e = toMcoError(error);
+                if (e.code === 'Unauthorized') auth.invalidate();
+                return {
+                  name,
+                  value: undefined,
+                  error: { code: e.code, message: `query ${name} at ${redactUrl(endpoint)}: ${e.message}` },
+                };
+              }
+            }),
+          );
+          return toObservation(key, time, values);
+        },
+      );
+      for (const e of result.errors) logger.debug('signal incomplete', { ...e, placement: request.placement.name });
+      return result;
+    },
+  };
+
+  function endpointFor(profile: ClusterProfile, key: string): string {
+    if (config.url) return queryEndpoint(config.url);
+    const annotation = config.metricsEndpointAnnotation!;
+    const url = profile.metadata.annotations?.[annotation];
+    if (!url) throw new McoError('Invalid', `ClusterProfile ${key} has no annotation ${annotation}`, false);
+    if (!/^https?:\/\//.test(url)) {
+      throw new McoError('Invalid', `ClusterProfile ${key}: annotation ${annotation} is not an http(s) URL`, false);
+    }
+    return queryEndpoint(url);
+  }
+}
+
+type QueryResult = { name: QueryName; value: QueryValue; error?: { code: McoErrorCode; message: string } };
+
+/** Turns query results into a signal; nothing answered at all means no signal. */
+export function toObservation(cluster: string, time: Date, results: readonly QueryResult[]): ClusterObservation {
+  const errors = results.flatMap((r) => (r.error ? [r.error] : []));
+  const v = Object.fromEntries(results.filter((r) => r.value !== undefined).map((r) => [r.name, r.value!])) as Partial<
+    Record<QueryName, number>
+  >;
+  if (Object.keys(v).length === 0) {
+    if (errors.length) return { errors };
+    return {
+      errors: [
+        {
+          code: 'NotFound',
+          message:
+            'no query selected any series: check clusterLabels, the workload names and that kube-state-metrics is scraped',
+        },
+      ],
+    };
+  }
+  const count = (name: QueryName) => {
+    const x = v[name];
+    return x === undefined ? undefined : x >= 0 ? Math.round(x) : undefined;
+  };
+  const flag = (name: QueryName) => (v[name] === undefined ? undefined : v[name]! > 0);
+  const hpa: NonNullable<Signal['hpa']> = {};
+  const set = <K extends keyof typeof hpa>(k: K, x: (typeof hpa)[K] | undefined) => {
+    if (x !== undefined) hpa[k] = x;
+  };
+  set('currentReplicas', count('hpaCurrentReplicas'));
+  set('desiredReplicas', count('hpaDesiredReplicas'));
+  set('minReplicas', count('hpaMinReplicas'));
+  set('maxReplicas', count('hpaMaxReplicas'));
+  const limited = flag('hpaScalingLimited');
+  if (limited !== undefined) {
+    const reason = limited ? scalingLimitedReason(hpa) : undefined;
+    hpa.scalingLimited = { status: limited ? 'True' : 'False', ...(reason ? { reason } : {}) };
+  }
+  const signal: Signal = { cluster, observedAt: time.toISOString() };
+  if (Object.keys(hpa).length) signal.hpa = hpa;
+  const pending = count('pendingPods');
+  if (pending !== undefined) signal.pendingPods = pending;
+  for (const name of ['failedScaleUp', 'workloadHealthy', 'atCapacityCeiling', 'wantsScaleIn'] as const) {
+    const f = flag(name);
+    if (f !== undefined) signal[name] = f;
+  }
+  return { signal, errors };
+}
+
+/**
+ * kube-state-metrics exports the ScalingLimited condition without its reason.
+ * The HPA clamps desiredReplicas to minReplicas (TooFewReplicas) or to
+ * maxReplicas (TooManyReplicas), so the reason is read from where it clamped;
+ * when that is ambiguous (min = max) or unknown, the reason stays unknown.
+ */
+export function scalingLimitedReason(hpa: NonNullable<Signal['hpa']>): string | undefined {
+  const { desiredReplicas: d, minReplicas: min, maxReplicas: max } = hpa;
+  if (d === undefined || min === undefined || max === undefined || min >= max) return undefined;
+  if (d === min) return 'TooFewReplicas';
+  if (d === max) return 'TooManyReplicas';
+  return undefined;
+}
