@@ -137,7 +137,7 @@ export function renderReport(result: SimulationResult): string {
     title: 'Demand vs served capacity',
     times,
     duration: scenario.duration,
-    yLabel: 'load (capacityPerReplica units)',
+    yLabel: scenario.workload.unit,
     markers,
     series: [
       { label: 'demand', color: '#212121', values: main.samples.map((s) => s.demand) },

@@ -63,6 +63,7 @@ const ClusterSchema = z.strictObject({
 
 const WorkloadSchema = z.strictObject({
   capacityPerReplica: z.number().positive().max(1e9).describe('Load one replica serves at 100% utilisation.'),
+  unit: z.string().min(1).max(32).default('requests/s').describe('Unit of the demand and of capacityPerReplica.'),
   podStartup: DurationSchema.default(120).describe('From a pod being scheduled to Ready.'),
   deployDelay: DurationSchema.default(60).describe('From a cluster being listed to its Deployment existing.'),
   removeDelay: DurationSchema.default(60).describe('From a cluster leaving the list to its Deployment being deleted.'),

@@ -98,7 +98,7 @@ function legend(items: readonly { label: string; color: string; dash?: boolean }
         `<line x1="${x}" x2="${x + 18}" y1="${y}" y2="${y}" stroke="${item.color}" stroke-width="3"` +
         `${item.dash ? ' stroke-dasharray="5 3"' : ''}/>` +
         `<text class="legend" x="${x + 22}" y="${y + 4}">${escapeHtml(item.label)}</text>`;
-      x += 30 + item.label.length * 6.6;
+      x += 36 + item.label.length * 7;
       return out;
     })
     .join('');

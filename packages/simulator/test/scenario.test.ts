@@ -56,6 +56,7 @@ describe('parseScenario', () => {
       tick: 30,
       workload: {
         capacityPerReplica: 10,
+        unit: 'requests/s',
         podStartup: 120,
         deployDelay: 60,
         removeDelay: 60,

@@ -1,5 +1,5 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { ClusterProfileSchema, CONTROL_PLANE_HEALTHY, decide, SignalSchema } from '@mco/core';
+import { ClusterProfileSchema, CONTROL_PLANE_HEALTHY, decide, SignalSchema, type ClusterProfile } from '@mco/core';
 import { describe, expect, it } from 'vitest';
 import {
   formatConsole,
@@ -63,7 +63,7 @@ describe('the engine sees what a real fleet would show', () => {
   it('hands it valid Signals and ClusterProfiles, and its decision replays from the logged input', () => {
     for (const e of evaluations.filter((_, i) => i % 37 === 0)) {
       for (const signal of e.input.signals ?? []) expect(SignalSchema.safeParse(signal).success).toBe(true);
-      for (const profile of e.input.clusterProfiles as unknown[]) {
+      for (const profile of e.input.clusterProfiles as readonly ClusterProfile[]) {
         expect(ClusterProfileSchema.safeParse(profile).success).toBe(true);
       }
       expect(decide(e.input)).toEqual(e.decision);
@@ -110,13 +110,13 @@ describe('the engine sees what a real fleet would show', () => {
       scaleOut: { stabilizationWindowSeconds: 0 },
       scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
     });
-    const profiles = documented.input.clusterProfiles as { status: { conditions?: unknown } }[];
-    expect(profiles.some((p) => p.status.conditions !== undefined)).toBe(false);
+    const profiles = documented.input.clusterProfiles as readonly ClusterProfile[];
+    expect(profiles.some((p) => p.status?.conditions !== undefined)).toBe(false);
     expect(documented.input.signals!.some((s) => 'workloadHealthy' in s)).toBe(false);
 
     const mco = evaluations.find((e) => e.policy === 'mco' && e.t > 3600)!;
-    const mcoProfiles = mco.input.clusterProfiles as { status: { conditions?: { type: string }[] } }[];
-    expect(mcoProfiles.every((p) => p.status.conditions?.[0]?.type === CONTROL_PLANE_HEALTHY)).toBe(true);
+    const mcoProfiles = mco.input.clusterProfiles as readonly ClusterProfile[];
+    expect(mcoProfiles.every((p) => p.status?.conditions?.[0]?.type === CONTROL_PLANE_HEALTHY)).toBe(true);
     expect(mco.input.signals!.every((s) => s.workloadHealthy === true)).toBe(true);
 
     const alwaysOn = evaluations.find((e) => e.policy === 'always-on')!;

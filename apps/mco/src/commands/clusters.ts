@@ -174,7 +174,9 @@ async function clusterFields(source: KubeConfig, context: string) {
   }
   return {
     server: cluster.server,
-    ...(cluster['certificate-authority-data'] ? { certificateAuthorityData: cluster['certificate-authority-data'] } : {}),
+    ...(cluster['certificate-authority-data']
+      ? { certificateAuthorityData: cluster['certificate-authority-data'] }
+      : {}),
     ...(cluster['tls-server-name'] ? { tlsServerName: cluster['tls-server-name'] } : {}),
     ...(cluster['proxy-url'] ? { proxyUrl: cluster['proxy-url'] } : {}),
     ...(cluster['insecure-skip-tls-verify'] ? { insecureSkipTlsVerify: true } : {}),
