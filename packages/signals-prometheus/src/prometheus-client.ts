@@ -114,7 +114,7 @@ async function readLimited(response: Response, max: number, signal?: AbortSignal
   const declared = Number(response.headers.get('content-length'));
   if (declared > max) {
     await response.body?.cancel();
-    throw new McoError('Invalid', `the answer is larger than maxResponseBytes (${declared} > ${max})`, false);
+    throw new McoError('Invalid', `the answer is larger than maxResponseBytes (${max})`, false);
   }
   if (!response.body) return '';
   const reader = response.body.getReader();

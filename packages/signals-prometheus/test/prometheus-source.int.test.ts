@@ -285,17 +285,28 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
     });
   });
 
-  it('refuses to mix clusters when no cluster label selects one: every field is missing', async () => {
-    const result = await source({ clusterLabels: {}, queries: { pendingPods: null, failedScaleUp: null } }).observe(
-      request('east'),
-    );
+  it('refuses to mix clusters when no cluster label selects one, and keeps the default queries valid PromQL', async () => {
+    // clusterLabels {} is meant for one Prometheus per cluster; against a shared one the
+    // per-HPA queries answer several series and are refused, while sums stay well-formed.
+    const result = await source({ clusterLabels: {} }).observe(request('east'));
     expect({
-      signals: result.signals,
-      codes: [...new Set(result.errors.map((e) => e.code))],
+      pendingPods: result.signals[0]?.pendingPods,
+      failedScaleUp: result.signals[0]?.failedScaleUp,
+      hpa: result.signals[0]?.hpa,
+      refused: result.errors.map((e) => `${e.code} ${e.message.split(':')[0]}`),
       first: result.errors[0]?.message,
     }).toEqual({
-      signals: [],
-      codes: ['Invalid'],
+      pendingPods: 2,
+      failedScaleUp: true,
+      hpa: undefined,
+      refused: [
+        'Invalid query hpaCurrentReplicas at http',
+        'Invalid query hpaDesiredReplicas at http',
+        'Invalid query hpaMinReplicas at http',
+        'Invalid query hpaMaxReplicas at http',
+        'Invalid query hpaScalingLimited at http',
+        'Invalid query workloadHealthy at http',
+      ],
       first: `query hpaCurrentReplicas at ${prometheus.url}/api/v1/query: 3 series answered where one was expected (check clusterLabels and the query's aggregation)`,
     });
   });
