@@ -132,6 +132,24 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
     });
   });
 
+  it('answers anew when a listed ClusterProfile changes (the cached answer is not reused)', async () => {
+    const request = { token: TOKEN, body: argoBody('a', params('hello-web')) };
+    const labelsOf = async () =>
+      ((await send(request)).json() as { output: { parameters: { labels: object }[] } }).output.parameters[0]!.labels;
+    const before = await labelsOf();
+    view.setClusterProfile(
+      aClusterProfile('fleet/us-east1', { labels: { environment: 'staging' }, server: 'https://us-east1.example' }),
+    );
+    try {
+      expect({ before, after: await labelsOf() }).toEqual({
+        before: { environment: 'production' },
+        after: { environment: 'staging' },
+      });
+    } finally {
+      view.setClusterProfile(profiles[0]!);
+    }
+  });
+
   it('answers an empty list only for a placement the controller has evaluated to no clusters', async () => {
     const response = await send({ token: TOKEN, body: argoBody('a', params('empty')) });
     expect({ status: response.status, body: response.json() }).toEqual({
