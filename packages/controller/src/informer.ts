@@ -64,6 +64,8 @@ export interface InformerHealth {
   /** Milliseconds since the epoch of the last list, event or bookmark. */
   readonly lastActivityAt: number | undefined;
   readonly lists: number;
+  /** Watches started (a watch the server ends on its timeout is reopened from the last resourceVersion). */
+  readonly watches: number;
   readonly restarts: number;
   readonly lastError: string | undefined;
   readonly objects: number;
@@ -111,11 +113,13 @@ export class Informer<T extends KubeObject> {
   private resourceVersion = '';
   private lastActivityAt: number | undefined;
   private lists = 0;
+  private watches = 0;
   private restarts = 0;
   private lastError: string | undefined;
   private stopped = true;
   private loop: Promise<void> | undefined;
   private endWatch: (() => void) | undefined;
+  private cancelWatch: (() => void) | undefined;
   private wake: (() => void) | undefined;
   private readonly syncWaiters: (() => void)[] = [];
 
@@ -168,6 +172,7 @@ export class Informer<T extends KubeObject> {
       watching: this.watching,
       lastActivityAt: this.lastActivityAt,
       lists: this.lists,
+      watches: this.watches,
       restarts: this.restarts,
       lastError: this.lastError,
       objects: this.store.size,
@@ -182,7 +187,7 @@ export class Informer<T extends KubeObject> {
 
   async stop(): Promise<void> {
     this.stopped = true;
-    this.endWatch?.();
+    this.cancelWatch?.();
     this.wake?.();
     await this.loop;
   }
@@ -273,6 +278,7 @@ export class Informer<T extends KubeObject> {
         if (settled) return;
         settled = true;
         clearInterval(watchdog);
+        this.cancelWatch = undefined;
         this.watching = false;
         this.endWatch?.();
         this.endWatch = undefined;
@@ -298,6 +304,7 @@ export class Informer<T extends KubeObject> {
         if (type === 'BOOKMARK') return;
         this.apply(type, strip(object));
       };
+      this.cancelWatch = () => finish(() => resolve('closed'));
       const onDone = (error: unknown) =>
         finish(() =>
           error ? reject(error) : resolve(events === 0 && Date.now() - startedAt < 1000 ? 'closed-early' : 'closed'),
@@ -310,6 +317,7 @@ export class Informer<T extends KubeObject> {
         Math.max(50, Math.min(this.idleTimeoutMs / 4, 5_000)),
       );
       watchdog.unref?.();
+      this.watches++;
       this.listWatch.watch(this.resourceVersion, timeout, onEvent, onDone).then(
         (end) => {
           if (settled || this.stopped) {

@@ -83,6 +83,7 @@ export function createMetrics(
     'Watch restarts (errors, 410 Gone, idle timeouts).',
     (h) => h.restarts,
   );
+  informerGauge('mco_controller_informer_watches', 'Watches opened by the informer.', (h) => h.watches);
   informerGauge('mco_controller_informer_lists', 'Full lists made by the informer.', (h) => h.lists);
   informerGauge('mco_controller_informer_objects', 'Objects in the informer cache.', (h) => h.objects);
 

@@ -1,0 +1,113 @@
+import { describe, expect, it } from 'vitest';
+import { Informer, type KubeObject, type ListWatch, type WatchEventType } from '../src/index.js';
+
+const obj = (name: string, rv: string): KubeObject => ({ metadata: { namespace: 'ns', name, resourceVersion: rv } });
+
+type Script = (emit: (type: WatchEventType, object: KubeObject) => void, done: (error: unknown) => void) => void;
+
+/** A ListWatch that replays scripted lists and watches (an in-memory stand-in for the informer's own interface). */
+function scripted(lists: KubeObject[][], watches: Script[]) {
+  const calls: string[] = [];
+  let list = 0;
+  let watch = 0;
+  const lw: ListWatch<KubeObject> = {
+    async list() {
+      const items = lists[Math.min(list, lists.length - 1)]!;
+      calls.push(`list#${++list}`);
+      return { items: structuredClone(items), resourceVersion: `L${list}` };
+    },
+    async watch(resourceVersion, _timeout, onEvent, onDone) {
+      calls.push(`watch@${resourceVersion}`);
+      const script = watches[watch++];
+      if (script) queueMicrotask(() => script(onEvent, onDone));
+      return () => {};
+    },
+  };
+  return { lw, calls };
+}
+
+const fast = { baseMs: 1, maxMs: 5, jitter: 0 };
+
+describe('Informer', () => {
+  it('relists at once on 410 Gone and emits only the differences', async () => {
+    const { lw, calls } = scripted(
+      [
+        [obj('a', '1'), obj('b', '1')],
+        [obj('a', '1'), obj('c', '7')],
+      ],
+      [
+        (emit) => {
+          emit('MODIFIED', obj('b', '5'));
+          emit('ERROR', { code: 410, reason: 'Expired', message: 'too old resource version' } as unknown as KubeObject);
+        },
+      ],
+    );
+    const informer = new Informer({ name: 't', listWatch: lw, backoff: fast });
+    const events: string[] = [];
+    informer.addHandler((event, o) => events.push(`${event} ${o.metadata?.name}@${o.metadata?.resourceVersion}`));
+    informer.start();
+    await informer.waitForSync();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await informer.stop();
+    expect({
+      calls: calls.slice(0, 4),
+      events,
+      keys: informer.keys().sort(),
+      health: informer.health().restarts,
+    }).toEqual({
+      calls: ['list#1', 'watch@L1', 'list#2', 'watch@L2'],
+      events: ['add a@1', 'add b@1', 'update b@5', 'add c@7', 'delete b@5'],
+      keys: ['ns/a', 'ns/c'],
+      health: 1,
+    });
+  });
+
+  it('resumes from the last resourceVersion (bookmarks included) after an error, with backoff, without relisting', async () => {
+    const { lw, calls } = scripted(
+      [[obj('a', '1')]],
+      [
+        (emit, done) => {
+          emit('ADDED', obj('b', '3'));
+          emit('BOOKMARK', { metadata: { resourceVersion: '9' } });
+          done(Object.assign(new Error('connection reset'), { code: 'ECONNRESET' }));
+        },
+        (emit) => emit('DELETED', obj('a', '10')),
+      ],
+    );
+    const informer = new Informer({ name: 't', listWatch: lw, backoff: fast });
+    const events: string[] = [];
+    informer.addHandler((event, o) => events.push(`${event} ${o.metadata?.name}`));
+    informer.start();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    await informer.stop();
+    expect({ calls: calls.slice(0, 3), events, keys: informer.keys(), health: informer.health() }).toMatchObject({
+      calls: ['list#1', 'watch@L1', 'watch@9'],
+      events: ['add a', 'add b', 'delete a'],
+      keys: ['ns/b'],
+      health: { synced: true, lists: 1, watches: 2, restarts: 1 },
+    });
+  });
+
+  it('is not synced, and keeps retrying, while the list fails', async () => {
+    let attempts = 0;
+    const informer = new Informer<KubeObject>({
+      name: 't',
+      backoff: fast,
+      listWatch: {
+        list: async () => {
+          attempts++;
+          throw Object.assign(new Error('forbidden'), { code: 403 });
+        },
+        watch: async () => () => {},
+      },
+    });
+    informer.start();
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    await informer.stop();
+    expect({ synced: informer.hasSynced(), retried: attempts > 3, error: informer.health().lastError }).toEqual({
+      synced: false,
+      retried: true,
+      error: 'forbidden',
+    });
+  });
+});

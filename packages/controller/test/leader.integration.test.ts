@@ -1,0 +1,156 @@
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { describeWithControlPlane } from '@mco/testkit';
+import { createListWatch, Informer, PLACEMENT_DECISIONS, type Controller, type KubeObject } from '../src/index.js';
+import { Fleet, FakeSignalSource, LEASE_NAME, RELEASE_NAMESPACE, startHub, waitFor, type Hub } from './support.js';
+import { counterValue, testController } from './support-controller.js';
+
+const leaderElection = {
+  namespace: RELEASE_NAMESPACE,
+  name: LEASE_NAME,
+  leaseDurationMs: 2_000,
+  renewDeadlineMs: 1_500,
+  retryPeriodMs: 300,
+};
+const allClusters = { clusterSelectorRules: [{ type: 'all-clusters' }] };
+
+describeWithControlPlane('leader election and the idle watchdog on a real kube-apiserver', () => {
+  let hub: Hub;
+  let fleet: Fleet;
+  const running: Controller[] = [];
+  const start = (controller: Controller) => {
+    running.push(controller);
+    controller.start();
+    return controller;
+  };
+  const holder = async () =>
+    (
+      await hub.admin
+        .makeApiClient(CoordinationV1Api)
+        .readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE_NAME })
+    ).spec?.holderIdentity;
+
+  beforeAll(async () => {
+    hub = await startHub();
+    fleet = new Fleet(hub);
+  });
+  afterAll(async () => {
+    await hub?.stop();
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((c) => c.stop()));
+  });
+
+  it('with two replicas only the leader writes; a released Lease is taken over at once', async () => {
+    await fleet.namespace('ha');
+    await fleet.namespace('fleet-ha');
+    await fleet.createProfile('fleet-ha', 'one');
+    const first = start(testController(hub.controllerKubeConfig(), { identity: 'first', leaderElection }));
+    const second = start(testController(hub.controllerKubeConfig(), { identity: 'second', leaderElection }));
+    const leader = await waitFor('a leader', () => (first.isLeader() ? first : second.isLeader() ? second : undefined));
+    const follower = leader === first ? second : first;
+    await fleet.createPlacement('ha', 'app', allClusters);
+    await waitFor('decided', async () => (await fleet.states('ha', 'app')).includes('fleet-ha/one:ACTIVE'));
+    await fleet.createProfile('fleet-ha', 'two');
+    await waitFor('decided again', async () => (await fleet.states('ha', 'app')).length >= 2);
+    const writes = async (c: Controller) =>
+      (await counterValue(c, 'mco_controller_status_writes_total')) +
+      (await counterValue(c, 'mco_controller_placement_decision_writes_total'));
+    expect({
+      leaders: [first.isLeader(), second.isLeader()].filter(Boolean).length,
+      holder: await holder(),
+      followerWrites: await writes(follower),
+      leaderWrote: (await writes(leader)) > 0,
+    }).toEqual({ leaders: 1, holder: leader.identity, followerWrites: 0, leaderWrote: true });
+
+    const stopped = Date.now();
+    await leader.stop();
+    await waitFor('the follower leads', () => follower.isLeader());
+    const failoverMs = Date.now() - stopped;
+    console.log(`[bench] failover after a graceful stop (Lease released): ${failoverMs} ms (retry period 300 ms)`);
+    await fleet.createProfile('fleet-ha', 'three');
+    await waitFor('the new leader decides', async () => (await fleet.states('ha', 'app')).length >= 3);
+    expect({ holder: await holder(), failoverWithinRetry: failoverMs < leaderElection.leaseDurationMs }).toEqual({
+      holder: follower.identity,
+      failoverWithinRetry: true,
+    });
+    await fleet.deletePlacement('ha', 'app');
+    await waitFor('cleaned up', async () => (await fleet.decisions('ha')).length === 0);
+  });
+
+  it('a leader killed mid-reconcile: the successor takes over after the lease expires and nothing is lost', async () => {
+    await fleet.namespace('kill');
+    await fleet.namespace('fleet-kill');
+    await fleet.createProfile('fleet-kill', 'k1');
+    await fleet.createProfile('fleet-kill', 'k2');
+    const source = new FakeSignalSource();
+    const sources = { fake: source };
+    const first = start(
+      testController(hub.controllerKubeConfig(), {
+        identity: 'first',
+        leaderElection,
+        sources,
+        defaultSignalSource: 'fake',
+      }),
+    );
+    await waitFor('first leads', () => first.isLeader());
+    const second = start(
+      testController(hub.controllerKubeConfig(), {
+        identity: 'second',
+        leaderElection,
+        sources,
+        defaultSignalSource: 'fake',
+      }),
+    );
+    await second.waitForSync();
+    source.hold();
+    await fleet.createPlacement('kill', 'batch', {
+      clusterSelectorRules: [{ type: 'cluster-list', arguments: { clusters: 'fleet-kill/k1,fleet-kill/k2' } }],
+      scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2 } },
+    });
+    await waitFor('the leader is inside observe()', () => source.waiting > 0);
+    const killed = Date.now();
+    await first.stop({ release: false }); // a crash: the Lease is not released
+    source.release();
+    await waitFor('the successor leads', () => second.isLeader(), 10_000);
+    const failoverMs = Date.now() - killed;
+    console.log(`[bench] failover after a crash (Lease expires): ${failoverMs} ms (lease duration 2000 ms)`);
+    await waitFor('the successor decided', async () => (await fleet.states('kill', 'batch')).length === 2);
+    expect({
+      states: await fleet.states('kill', 'batch'),
+      firstWrites: await counterValue(first, 'mco_controller_status_writes_total'),
+      firstAborted: await counterValue(first, 'mco_controller_reconcile_total', { result: 'not_leader' }),
+      waitedForExpiry: failoverMs >= leaderElection.leaseDurationMs - leaderElection.retryPeriodMs,
+      decisions: await waitFor('decisions', async () => {
+        const s = await fleet.decisionSummary('kill');
+        return s[0]?.includes('k2') && s;
+      }),
+    }).toEqual({
+      states: ['fleet-kill/k1:ACTIVE', 'fleet-kill/k2:ACTIVE'],
+      firstWrites: 0,
+      firstAborted: 1,
+      waitedForExpiry: true,
+      decisions: ['batch-0: fleet-kill/k1=ACTIVE,fleet-kill/k2=ACTIVE'],
+    });
+    await fleet.deletePlacement('kill', 'batch');
+  });
+
+  it('the watchdog relists when a watch delivers nothing for the idle timeout', async () => {
+    const informer = new Informer<KubeObject>({
+      name: 'quiet',
+      listWatch: createListWatch(hub.controllerKubeConfig(), PLACEMENT_DECISIONS, { labelSelector: 'quiet=yes' }),
+      idleTimeoutMs: 1_000,
+    });
+    informer.start();
+    try {
+      await informer.waitForSync();
+      const health = await waitFor('two relists', () => informer.health().lists >= 3 && informer.health(), 10_000);
+      expect({ synced: health.synced, relistedAfterIdle: health.restarts >= 2 }).toEqual({
+        synced: true,
+        relistedAfterIdle: true,
+      });
+    } finally {
+      await informer.stop();
+    }
+  });
+});
