@@ -14,6 +14,7 @@ export {
   FIELD_MANAGER,
   installCrds,
   loadYamlObjects,
+  parseYamlDocuments,
   toYaml,
   type CrdSource,
   type InstalledCrd,

@@ -11,10 +11,18 @@ export interface RequestTarget {
   request(path: string, options?: RawRequestOptions): Promise<RawResponse>;
 }
 
+/** The documents of a (multi-document) YAML text; empty documents are skipped. Throws on a YAML error. */
+export function parseYamlDocuments(text: string, source = 'YAML'): unknown[] {
+  return parseAllDocuments(text).flatMap((doc) => {
+    if (doc.errors.length > 0) throw new Error(`${source}: ${doc.errors[0]?.message}`);
+    const value: unknown = doc.toJS();
+    return value === null || value === undefined ? [] : [value];
+  });
+}
+
 /**
  * Every object in a YAML file, or in every `.yaml`/`.yml` file of a directory
- * (sorted by name); empty documents are skipped. Throws naming the file on a
- * YAML error.
+ * (sorted by name). Throws naming the file on a YAML error.
  */
 export function loadYamlObjects(path: string): KubernetesObject[] {
   const files = statSync(path).isDirectory()
@@ -24,11 +32,9 @@ export function loadYamlObjects(path: string): KubernetesObject[] {
         .map((f) => join(path, f))
     : [path];
   return files.flatMap((file) =>
-    parseAllDocuments(readFileSync(file, 'utf8')).flatMap((doc) => {
-      if (doc.errors.length > 0) throw new Error(`${file}: ${doc.errors[0]?.message}`);
-      const value: unknown = doc.toJS();
-      return value && typeof value === 'object' ? [value as KubernetesObject] : [];
-    }),
+    parseYamlDocuments(readFileSync(file, 'utf8'), file).filter(
+      (value): value is KubernetesObject => typeof value === 'object',
+    ),
   );
 }
 
