@@ -204,6 +204,7 @@ class SimCluster {
   drainMax: number | undefined;
   state: ClusterState | undefined;
   signal: Signal | undefined;
+  lastFailedScaleUp: number | undefined;
 
   constructor(
     readonly spec: ClusterSpec,
@@ -304,6 +305,7 @@ class Run {
         c.hpa = undefined;
         c.pods = new Pods();
         c.signal = undefined;
+        c.drainMax = undefined;
         c.removeAt = undefined;
       }
     }
@@ -353,11 +355,14 @@ class Run {
   /** A FailedScaleUp after a quiet signal window goes into the timeline: it explains the scale-out that follows. */
   private noteFailedScaleUp(c: SimCluster, t: number): void {
     const events = c.pool.events;
-    const failed = events.filter((e) => e.reason === 'FailedScaleUp');
-    const last = failed.at(-1);
-    if (last?.t !== t) return;
-    const previous = failed.at(-2);
-    if (previous && previous.t > t - this.scenario.signals.failedScaleUpWindow) return;
+    let last;
+    for (let i = events.length - 1; i >= 0 && events[i]!.t === t; i--) {
+      if (events[i]!.reason === 'FailedScaleUp') last = events[i]!;
+    }
+    if (!last) return;
+    const previous = c.lastFailedScaleUp;
+    c.lastFailedScaleUp = t;
+    if (previous !== undefined && previous > t - this.scenario.signals.failedScaleUpWindow) return;
     this.timeline.push({
       t,
       kind: 'fleet',
@@ -436,7 +441,8 @@ class Run {
     for (const c of this.clusters) {
       const entry = listed.get(c.key);
       c.state = entry?.state;
-      c.drainMax = this.useDraining ? entry?.draining?.desiredMaxReplicas : undefined;
+      // A cluster that left the list keeps its drained HPA until delivery deletes it.
+      if (entry || !c.deployed) c.drainMax = this.useDraining ? entry?.draining?.desiredMaxReplicas : undefined;
       if (entry) {
         c.removeAt = undefined;
         if (!c.deployed) c.deployAt ??= t + this.scenario.workload.deployDelay;
