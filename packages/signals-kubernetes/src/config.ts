@@ -18,7 +18,7 @@ export const KubernetesSignalsConfigSchema = z
       .number()
       .positive()
       .max(300)
-      .default(10)
+      .default(5)
       .describe("Budget of one cluster's observation; past it that cluster's signal is missing."),
     concurrency: z.number().int().min(1).max(256).default(8).describe('Member clusters observed at the same time.'),
     eventWindowSeconds: z

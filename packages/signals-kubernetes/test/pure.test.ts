@@ -98,7 +98,7 @@ describe('KubernetesSignalsConfigSchema', () => {
     expect(KubernetesSignalsConfigSchema.parse({})).toEqual({
       qps: 5,
       burst: 10,
-      timeoutSeconds: 10,
+      timeoutSeconds: 5,
       concurrency: 8,
       eventWindowSeconds: 600,
       eventReasons: ['FailedScaleUp', 'NotTriggerScaleUp'],

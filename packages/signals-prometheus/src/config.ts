@@ -136,7 +136,7 @@ export const PrometheusSignalsConfigSchema = z
       .max(86_400)
       .default(300)
       .describe('${healthWindow}: unhealthy only when not Available during all of it.'),
-    timeoutSeconds: z.number().positive().max(300).default(10).describe("Budget of one cluster's queries."),
+    timeoutSeconds: z.number().positive().max(300).default(5).describe("Budget of one cluster's queries."),
     maxResponseBytes: z
       .number()
       .int()

@@ -24,7 +24,7 @@ describe('PrometheusSignalsConfigSchema', () => {
       queries: {},
       windowSeconds: 600,
       healthWindowSeconds: 300,
-      timeoutSeconds: 10,
+      timeoutSeconds: 5,
       maxResponseBytes: 1048576,
       concurrency: 8,
     });
