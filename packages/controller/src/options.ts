@@ -37,7 +37,12 @@ const name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'expecte
 
 /** Flags in `--help` order. Each can also be set by its environment variable; a flag wins over the variable. */
 export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
-  { flag: 'kubeconfig', env: 'KUBECONFIG', default: undefined, help: 'kubeconfig file; in-cluster config when unset' },
+  {
+    flag: 'kubeconfig',
+    env: 'KUBECONFIG',
+    default: undefined,
+    help: 'kubeconfig file (default: ~/.kube/config, else the in-cluster service account)',
+  },
   {
     flag: 'http-address',
     env: 'MCO_HTTP_ADDRESS',

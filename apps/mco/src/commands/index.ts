@@ -1,6 +1,7 @@
 import type { Command } from '../cli.js';
 import { argocdPluginCommand } from './argocd-plugin.js';
 import { clustersCommand } from './clusters.js';
+import { controllerCommand } from './controller.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
 import { simulateCommand } from './simulate.js';
@@ -8,6 +9,7 @@ import { simulateCommand } from './simulate.js';
 /** Every `mco` subcommand, in the order `mco --help` lists them. */
 export const commands: readonly Command[] = [
   decideCommand,
+  controllerCommand,
   clustersCommand,
   simulateCommand,
   demoCommand,

@@ -1,0 +1,156 @@
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import {
+  CONTROLLER_FLAGS,
+  controllerFlagsHelp,
+  createController,
+  parseControllerConfig,
+  SignalSourcesFileSchema,
+  startHealthServer,
+} from '@mco/controller';
+import { createLogger, type CapacitySignalSource, type Logger } from '@mco/runtime';
+import { Registry } from 'prom-client';
+import { formatPath, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { signalSources as signalSourceModules } from '../plugins.js';
+
+export const controllerCommand: Command = {
+  name: 'controller',
+  summary: 'Run the hub controller: decide every placement and write its status and PlacementDecisions',
+  usage: `Usage: mco controller [options]
+
+Watches ClusterProfiles and MultiKubernetesClusterPlacements in the hub
+cluster, asks the configured capacity-signal sources, decides with the mco
+engine and writes each placement's status and PlacementDecisions. Serves
+/healthz, /readyz (after the caches synced) and Prometheus /metrics. Logs are
+JSON lines on stderr. Runs until SIGTERM or SIGINT, then finishes in-flight
+work and releases its leader Lease. See docs/operations.md.
+
+Options (a flag wins over its environment variable, which wins over the default):
+${controllerFlagsHelp()}
+  -h, --help  show this help
+
+Signal sources (--signal-sources <file>, YAML):
+  defaultSource: prom            # for autoscaling placements that name none
+  sources:
+    - name: prom                 # what spec.scaling.autoscaleForCapacity.signalSource names
+      plugin: prometheus         # one of: ${signalSourceModules.map((m) => m.name).join(', ') || 'none'}
+      config: {...}              # the plugin's own configuration
+
+Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
+  async run(argv, io) {
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        ...Object.fromEntries(CONTROLLER_FLAGS.map((f) => [f.flag, { type: 'string' as const }])),
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    });
+    if (values.help) {
+      io.stdout(`${this.usage}\n`);
+      return 0;
+    }
+    const { help: _help, ...flags } = values as Record<string, string | undefined>;
+    const parsed = parseControllerConfig(flags, process.env);
+    if (!parsed.ok) throw new UsageError(parsed.error);
+    const config = parsed.value;
+    const logger = createLogger({ level: config.logLevel, write: io.stderr }).child({ component: 'mco-controller' });
+
+    const kubeConfig = new KubeConfig();
+    try {
+      if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
+      else kubeConfig.loadFromDefault();
+    } catch (error) {
+      throw new UsageError(`cannot load the kubeconfig: ${(error as Error).message}`);
+    }
+    const registry = new Registry();
+    const sources = await createSignalSources(config.signalSourcesFile, kubeConfig, registry, logger);
+
+    const controller = createController({
+      kubeConfig,
+      logger,
+      registry,
+      defaultMetrics: true,
+      identity: config.identity,
+      leaderElection: config.leaderElection,
+      workers: config.workers,
+      resyncPeriodMs: config.resyncPeriodMs,
+      signalSources: sources.byName,
+      defaultSignalSource: sources.defaultSource,
+      signalPollIntervalMs: config.signalPollIntervalMs,
+      signalTimeoutMs: config.signalTimeoutMs,
+      watchIdleTimeoutMs: config.watchIdleTimeoutMs,
+      requestTimeoutMs: config.requestTimeoutMs,
+      events: config.events,
+      shutdownTimeoutMs: config.shutdownTimeoutMs,
+    });
+    let stopping = false;
+    const server = await startHealthServer({
+      ...config.http,
+      registry,
+      isHealthy: () => !stopping,
+      isReady: () => !stopping && controller.isReady(),
+    });
+    logger.info('starting', {
+      identity: config.identity,
+      http: `${config.http.host}:${server.port}`,
+      leaderElection: config.leaderElection
+        ? `${config.leaderElection.namespace}/${config.leaderElection.name}`
+        : 'off',
+      signalSources: [...sources.byName.keys()],
+      defaultSignalSource: sources.defaultSource ?? null,
+    });
+    controller.start();
+
+    const signal = await new Promise<string>((resolve) => {
+      process.once('SIGTERM', () => resolve('SIGTERM'));
+      process.once('SIGINT', () => resolve('SIGINT'));
+    });
+    stopping = true;
+    logger.info('stopping', { signal });
+    await controller.stop();
+    await Promise.all([...sources.byName.values()].map((s) => s.close?.().catch(() => undefined)));
+    await server.close();
+    return 0;
+  },
+};
+
+/** Creates the named signal sources of the --signal-sources file with the registered plugins. */
+async function createSignalSources(
+  file: string | undefined,
+  kubeConfig: KubeConfig,
+  metrics: Registry,
+  logger: Logger,
+): Promise<{ byName: Map<string, CapacitySignalSource>; defaultSource: string | undefined }> {
+  const byName = new Map<string, CapacitySignalSource>();
+  if (!file) return { byName, defaultSource: undefined };
+  const document = parseOrThrow(SignalSourcesFileSchema, await readDocument(file), `signal sources file ${file}`);
+  for (const [index, entry] of document.sources.entries()) {
+    const where = `${file}: sources[${index}]`;
+    if (byName.has(entry.name)) throw new UsageError(`${where}.name: "${entry.name}" is used twice`);
+    const module = signalSourceModules.find((m) => m.name === entry.plugin);
+    if (!module) {
+      const known = signalSourceModules.map((m) => m.name).join(', ');
+      throw new UsageError(`${where}.plugin: unknown signal-source plugin "${entry.plugin}" (known: ${known})`);
+    }
+    const config = module.configSchema.safeParse(entry.config ?? {});
+    if (!config.success) {
+      const issue = config.error.issues[0]!;
+      const path = formatPath(issue.path);
+      throw new UsageError(`${where}.config${path ? `.${path}` : ''}: ${issue.message}`);
+    }
+    byName.set(
+      entry.name,
+      module.create(config.data, {
+        logger: logger.child({ signalSource: entry.name }),
+        kubeConfig,
+        metrics,
+        now: () => new Date(),
+      }),
+    );
+  }
+  if (document.defaultSource !== undefined && !byName.has(document.defaultSource)) {
+    throw new UsageError(`${file}: defaultSource "${document.defaultSource}" is not among the sources`);
+  }
+  return { byName, defaultSource: document.defaultSource };
+}

@@ -1,0 +1,153 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CoordinationV1Api } from '@kubernetes/client-node';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { describeWithControlPlane } from '@mco/testkit';
+import {
+  CHART,
+  Fleet,
+  helmBinary,
+  LEASE_NAME,
+  RELEASE_NAMESPACE,
+  renderChart,
+  REPO,
+  startHub,
+  waitFor,
+  type Hub,
+} from './support.js';
+
+const RUN_MCO = fileURLToPath(new URL('./fixtures/run-mco.ts', import.meta.url));
+
+describeWithControlPlane('the Helm chart and `mco controller` on a real kube-apiserver', () => {
+  let hub: Hub;
+  let fleet: Fleet;
+
+  beforeAll(async () => {
+    hub = await startHub();
+    fleet = new Fleet(hub);
+  });
+  afterAll(async () => {
+    await hub?.stop();
+  });
+
+  it('passes helm lint with the defaults and with every option on, and refuses replicas without leader election', () => {
+    const helm = helmBinary();
+    const lint = (args: string[]) => spawnSync(helm, ['lint', CHART, '--strict', ...args], { encoding: 'utf8' });
+    const refused = spawnSync(
+      helm,
+      ['template', 'mco', CHART, '--set', 'replicaCount=2', '--set', 'controller.leaderElection.enabled=false'],
+      { encoding: 'utf8' },
+    );
+    expect({
+      defaults: lint([]).status,
+      everything: lint(['--set', 'serviceMonitor.enabled=true', '--set', 'signalSources.defaultSource=p']).status,
+      refused: refused.status,
+      message: refused.stderr.includes('replicaCount > 1 needs controller.leaderElection.enabled=true'),
+    }).toEqual({ defaults: 0, everything: 0, refused: 1, message: true });
+  });
+
+  it("keeps the chart's CRDs identical to their sources", () => {
+    const check = spawnSync(process.execPath, [join(CHART, 'hack', 'sync-crds.mjs'), '--check'], { encoding: 'utf8' });
+    expect({ status: check.status, stderr: check.stderr }).toEqual({ status: 0, stderr: '' });
+  });
+
+  it('applies every rendered manifest to the apiserver', async () => {
+    const objects = renderChart([
+      '--set',
+      'signalSources.defaultSource=prom',
+      '--set-json',
+      'signalSources.sources=[{"name":"prom","plugin":"prometheus","config":{"url":"http://prometheus:9090"}}]',
+    ]);
+    const applied = await hub.plane.hub.apply(objects);
+    expect(applied.map((o) => `${o.kind}/${o.metadata?.name}`).sort()).toEqual([
+      'ClusterRole/mco-controller',
+      'ClusterRoleBinding/mco-controller',
+      'ConfigMap/mco-signal-sources',
+      'Deployment/mco-controller',
+      'Role/mco-leader-election',
+      'RoleBinding/mco-leader-election',
+      'Service/mco-metrics',
+      'ServiceAccount/mco',
+    ]);
+  });
+
+  it('runs `mco controller` as the chart ServiceAccount: ready after sync, decides, logs JSON without secrets, stops cleanly on SIGTERM releasing the Lease', async () => {
+    await fleet.namespace('cli');
+    await fleet.namespace('fleet-cli');
+    await fleet.createProfile('fleet-cli', 'c1');
+    const dir = mkdtempSync(join(tmpdir(), 'mco-cli-'));
+    const kubeconfig = join(dir, 'kubeconfig.json');
+    const kc = hub.controllerKubeConfig();
+    writeFileSync(kubeconfig, kc.exportConfig(), { mode: 0o600 });
+    const token = kc.getCurrentUser()!.token!;
+    const child = spawn(
+      process.execPath,
+      [
+        '--conditions=source',
+        '--import',
+        'tsx',
+        RUN_MCO,
+        'controller',
+        '--kubeconfig',
+        kubeconfig,
+        '--http-address=127.0.0.1:0',
+      ],
+      {
+        cwd: REPO,
+        env: {
+          ...process.env,
+          POD_NAMESPACE: RELEASE_NAMESPACE,
+          POD_NAME: 'mco-cli-test',
+          MCO_LEADER_ELECTION_ID: LEASE_NAME,
+          MCO_LEASE_DURATION: '3s',
+          MCO_RENEW_DEADLINE: '2s',
+          MCO_RETRY_PERIOD: '500ms',
+          MCO_LOG_LEVEL: 'debug',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const port = await waitFor('the starting line', () => /"http":"127\.0\.0\.1:(\d+)"/.exec(stderr)?.[1], 60_000);
+      const get = async (path: string) => (await fetch(`http://127.0.0.1:${port}${path}`)).status;
+      await waitFor('/readyz 200', async () => (await get('/readyz')) === 200, 30_000);
+      await fleet.createPlacement('cli', 'web', { clusterSelectorRules: [{ type: 'all-clusters' }] });
+      await waitFor('decided', async () => (await fleet.states('cli', 'web')).includes('fleet-cli/c1:ACTIVE'), 20_000);
+      const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+      child.kill('SIGTERM');
+      const code = await exited;
+      const lease = await hub.admin
+        .makeApiClient(CoordinationV1Api)
+        .readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE_NAME });
+      const lines = stderr.trim().split('\n');
+      const records = lines.map((l) => JSON.parse(l) as { level: string; msg: string });
+      expect({
+        code,
+        healthz: metrics.includes('mco_controller_is_leader 1'),
+        processMetrics: metrics.includes('nodejs_eventloop_lag_p99_seconds'),
+        leaseHolder: lease.spec?.holderIdentity,
+        messages: ['starting', 'became leader', 'caches synced', 'stopping', 'released the lease', 'stopped'].filter(
+          (m) => !records.some((r) => r.msg === m),
+        ),
+        tokenLogged: stderr.includes(token),
+        errors: records.filter((r) => r.level === 'error'),
+      }).toEqual({
+        code: 0,
+        healthz: true,
+        processMetrics: true,
+        leaseHolder: '',
+        messages: [],
+        tokenLogged: false,
+        errors: [],
+      });
+    } finally {
+      child.kill('SIGKILL');
+    }
+  });
+});
