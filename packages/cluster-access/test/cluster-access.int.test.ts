@@ -1,0 +1,128 @@
+import { CoreV1Api, VersionApi } from '@kubernetes/client-node';
+import type { ClusterProfile } from '@mco/core';
+import { aClusterProfile } from '@mco/core/testing';
+import { describeWithControlPlane, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { stringify } from 'yaml';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { KUBECONFIG_SECRET_ANNOTATION, createClusterAccess } from '../src/index.js';
+import { credentialScript, pluginDir } from './plugin-scripts.js';
+
+describeWithControlPlane('cluster access against real kube-apiservers', () => {
+  let cp: ControlPlane;
+  const kubeconfig = (token: string) =>
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'm',
+      contexts: [{ name: 'm', context: { cluster: 'm', user: 'u' } }],
+      clusters: [
+        {
+          name: 'm',
+          cluster: { server: cp.members.east!.server, 'certificate-authority-data': cp.members.east!.caData },
+        },
+      ],
+      users: [{ name: 'u', user: { token } }],
+    });
+
+  beforeAll(async () => {
+    cp = await startControlPlane({ clusters: ['east'] });
+    await cp.hub.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fleet' } }]);
+    await cp.hub
+      .adminKubeConfig()
+      .makeApiClient(CoreV1Api)
+      .createNamespacedSecret({
+        namespace: 'fleet',
+        body: {
+          metadata: { name: 'east-kubeconfig' },
+          stringData: { kubeconfig: kubeconfig(cp.members.east!.token('plugin')) },
+        },
+      });
+  });
+  afterAll(async () => {
+    await cp?.stop();
+  });
+
+  const secretProfile = () => {
+    const p = aClusterProfile('fleet/east');
+    return {
+      ...p,
+      metadata: { ...p.metadata, annotations: { [KUBECONFIG_SECRET_ANNOTATION]: 'east-kubeconfig' } },
+    } as ClusterProfile;
+  };
+
+  it('reads a kubeconfig Secret from the hub, and picks up a rotated token on the next read', async () => {
+    const access = createClusterAccess({
+      providers: [],
+      hubKubeConfig: cp.hub.kubeConfigFor('admin'),
+      secretRefreshMs: 0,
+    });
+    const before = await access.accessFor(secretProfile());
+    const version = await (await access.clientFor(secretProfile())).api(VersionApi).getCode();
+    await cp.hub
+      .adminKubeConfig()
+      .makeApiClient(CoreV1Api)
+      .replaceNamespacedSecret({
+        name: 'east-kubeconfig',
+        namespace: 'fleet',
+        body: {
+          metadata: { name: 'east-kubeconfig' },
+          stringData: { kubeconfig: kubeconfig(cp.members.east!.token('provider')) },
+        },
+      });
+    const after = await access.accessFor(secretProfile());
+    expect({
+      provider: before.provider,
+      server: before.server,
+      caData: before.caData,
+      tokens: [await before.getToken(), await after.getToken()],
+      major: version.major,
+    }).toEqual({
+      provider: 'kubeconfig-secret',
+      server: cp.members.east!.server,
+      caData: cp.members.east!.caData,
+      tokens: [cp.members.east!.token('plugin'), cp.members.east!.token('provider')],
+      major: '1',
+    });
+  });
+
+  it('reports a Secret that is missing, naming the profile and the Secret', async () => {
+    const access = createClusterAccess({ providers: [], hubKubeConfig: cp.hub.kubeConfigFor('admin') });
+    const p = secretProfile();
+    p.metadata.annotations![KUBECONFIG_SECRET_ANNOTATION] = 'nope';
+    await expect(access.accessFor(p)).rejects.toMatchObject({
+      code: 'NotFound',
+      message: expect.stringMatching(/^ClusterProfile fleet\/east: reading kubeconfig Secret fleet\/nope: /),
+    });
+  });
+
+  it('talks to a member with an exec-plugin token and holds each cluster to its own QPS', async () => {
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
+    const access = createClusterAccess({
+      providers: [{ name: 'p', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command } }],
+      qps: 20,
+      burst: 1,
+    });
+    const profile = {
+      ...aClusterProfile('fleet/east'),
+      status: {
+        accessProviders: [
+          {
+            name: 'p',
+            cluster: { server: cp.members.east!.server, 'certificate-authority-data': cp.members.east!.caData },
+          },
+        ],
+      },
+    } as ClusterProfile;
+    const core = (await access.clientFor(profile)).api(CoreV1Api);
+    const started = performance.now();
+    const lists = await Promise.all(Array.from({ length: 11 }, () => core.listNamespace()));
+    const elapsed = performance.now() - started;
+    console.log(`11 requests at qps 20, burst 1: ${Math.round(elapsed)} ms (at least 500 ms by the limiter)`);
+    expect({ answered: lists.length, pluginRuns: dir.calls(), limited: elapsed >= 480 }).toEqual({
+      answered: 11,
+      pluginRuns: 1,
+      limited: true,
+    });
+  });
+});
