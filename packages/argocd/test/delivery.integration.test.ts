@@ -1,7 +1,14 @@
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, CustomObjectsApi, KubeConfig, PatchStrategy, type V1Secret } from '@kubernetes/client-node';
+import {
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  type KubernetesObject,
+  type V1Secret,
+} from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
 import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/controller';
 import type { PlacementStatus } from '@mco/core';
@@ -17,6 +24,7 @@ import {
   type PluginParameters,
 } from '../src/index.js';
 import { requestOptions } from '../src/kube.js';
+import { RELEASE_NAMESPACE, renderChart, serviceAccountKubeConfig } from './chart.js';
 import { GoClient, argoBody } from './go-client.js';
 
 const T = '2026-01-01T00:00:00Z';
@@ -43,6 +51,8 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
   let delivery: ArgoCdDelivery | undefined;
   let deliveryOptions: ArgoCdDeliveryOptions;
   let plugin: GoClient;
+  let chart: KubernetesObject[];
+  let pluginKubeConfig: KubeConfig;
 
   const setStatus = (resource: typeof PLACEMENTS, namespace: string, name: string, status: unknown) =>
     custom.patchNamespacedCustomObjectStatus(
@@ -87,7 +97,11 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
       () => undefined,
     );
   const secretNames = async () =>
-    (await core.listNamespacedSecret({ namespace: 'argocd' })).items.map((s) => s.metadata!.name!).sort();
+    (
+      await core.listNamespacedSecret({ namespace: 'argocd', labelSelector: 'argocd.argoproj.io/secret-type=cluster' })
+    ).items
+      .map((s) => s.metadata!.name!)
+      .sort();
 
   beforeAll(async () => {
     plane = await startControlPlane({ clusters: ['member'] });
@@ -125,8 +139,31 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     });
 
     await plane.hub.apply(
-      ['fleet', 'apps', 'argocd'].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
+      ['fleet', 'apps', 'argocd', RELEASE_NAMESPACE].map((name) => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name },
+      })),
     );
+    // The chart's objects for the plugin (ServiceAccount, RBAC, token Secrets,
+    // ConfigMap): mco runs below as that ServiceAccount, with exactly its RBAC.
+    const rendered = renderChart({
+      'argocd.plugin.enabled': 'true',
+      'argocd.clusterSecretSync.enabled': 'true',
+      'argocd.clusterSecretSync.providers[0].name': 'test-exec',
+      'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
+      'argocd.clusterSecretSync.providers[0].execConfig.command': script,
+    });
+    chart = rendered.filter(
+      (o) =>
+        o.metadata?.labels?.['app.kubernetes.io/component'] === 'argocd-plugin' &&
+        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Secret', 'ConfigMap'].includes(
+          o.kind ?? '',
+        ),
+    );
+    await plane.hub.apply(chart);
+    const account = chart.find((o) => o.kind === 'ServiceAccount')!.metadata!;
+    pluginKubeConfig = await serviceAccountKubeConfig(plane.hub, account.namespace!, account.name!);
     const profile = (name: string, labels: Record<string, string>) => ({
       apiVersion: 'multicluster.x-k8s.io/v1alpha1',
       kind: 'ClusterProfile',
@@ -218,7 +255,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     await core.createNamespacedSecret({ namespace: 'argocd', body: secret('fleet.foreign', {}) });
 
     deliveryOptions = {
-      kubeConfig: hub,
+      kubeConfig: pluginKubeConfig,
       ...(process.env.MCO_TEST_LOG ? { logger: createLogger({ level: 'debug' }) } : {}),
       plugin: { host: '127.0.0.1', port: 0, tokenFile: join(dir, 'token') },
       refresh: { debounceMs: 50 },
@@ -260,6 +297,60 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         ],
       },
     });
+  });
+
+  it('the chart generates one token for Argo CD and the plugin, and the ConfigMap Argo CD reads points at both', async () => {
+    const tokenOf = async (namespace: string, name: string) => {
+      const secret = await core.readNamespacedSecret({ namespace, name });
+      return {
+        token: Buffer.from(secret.data!.token!, 'base64').toString(),
+        partOf: secret.metadata!.labels!['app.kubernetes.io/part-of'],
+      };
+    };
+    const forArgo = await tokenOf('argocd', 'mco-argocd-plugin-token');
+    const mounted = await tokenOf(RELEASE_NAMESPACE, 'mco-argocd-plugin-token');
+    const configMap = await core.readNamespacedConfigMap({ namespace: 'argocd', name: 'argocd-mco-placement' });
+    expect({
+      sameToken: forArgo.token === mounted.token,
+      length: forArgo.token.length,
+      partOf: forArgo.partOf,
+      configMap: configMap.data,
+    }).toEqual({
+      sameToken: true,
+      length: 48,
+      partOf: 'argocd',
+      configMap: {
+        baseUrl: `http://mco-argocd-plugin.${RELEASE_NAMESPACE}.svc:4355`,
+        token: '$mco-argocd-plugin-token:token',
+        requestTimeout: '30',
+      },
+    });
+  });
+
+  it.each<[string, (kc: KubeConfig) => Promise<unknown>]>([
+    [
+      'read Secrets outside the Argo CD namespace',
+      (kc) => kc.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: 'fleet' }),
+    ],
+    [
+      'write placement status',
+      (kc) =>
+        kc
+          .makeApiClient(CustomObjectsApi)
+          .patchNamespacedCustomObjectStatus(
+            { ...PLACEMENTS, namespace: 'apps', name: 'web', body: { status: {} } },
+            requestOptions(10_000, PatchStrategy.MergePatch),
+          ),
+    ],
+    [
+      'change ClusterProfiles',
+      (kc) =>
+        kc
+          .makeApiClient(CustomObjectsApi)
+          .deleteNamespacedCustomObject({ ...CLUSTER_PROFILES, namespace: 'fleet', name: 'east' }),
+    ],
+  ])("the chart's RBAC does not let the plugin %s", async (_name, call) => {
+    await expect(call(pluginKubeConfig)).rejects.toMatchObject({ code: 403 });
   });
 
   it('writes one usable cluster Secret per ClusterProfile, removes the orphan, leaves the foreign one alone', async () => {
