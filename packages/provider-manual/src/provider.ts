@@ -123,7 +123,7 @@ export function create(config: ManualProviderConfig, deps: PluginDeps): Inventor
         logger,
         intervalMs: config.resyncSeconds * 1000,
         backoff: { initialMs: config.backoff.initialSeconds * 1000, maxMs: config.backoff.maxSeconds * 1000 },
-        changed: (signal) => fileChanged(config.file, signal),
+        changed: watchFile(config.file, abort).next,
         sync: async (signal) => {
           try {
             const report = await applyClustersFile({
@@ -179,23 +179,46 @@ export function logSkipped(logger: Logger, report: SyncReport): void {
     logger.warn('ClusterProfile skipped', { cluster: s.key, reason: s.reason, detail: s.message });
 }
 
-/** Resolves on the first change of `path` (watching its directory, so replaced files and symlink swaps count). */
-function fileChanged(path: string, abort: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    let watcher: ReturnType<typeof watch> | undefined;
-    const done = () => {
-      watcher?.close();
-      resolve();
-    };
-    try {
-      watcher = watch(dirname(path), { signal: abort }, (_event, name) => {
-        // `..data` is the symlink a ConfigMap volume swaps on update.
-        if (name === null || name === basename(path) || name === '..data') setTimeout(done, 100);
-      });
-      watcher.on('error', () => undefined);
-    } catch {
-      // Watching is an optimisation: the periodic resync still applies changes.
-    }
-    abort.addEventListener('abort', done, { once: true });
-  });
+/**
+ * Watches `path` through its directory (so replaced files and a ConfigMap
+ * volume's `..data` symlink swap count) from the start of `run`, so a change
+ * made while a sync is running is not missed: `next` then resolves at once.
+ */
+function watchFile(path: string, abort: AbortSignal): { next: (signal: AbortSignal) => Promise<void> } {
+  let pending = false;
+  let wake: (() => void) | undefined;
+  const changed = () => {
+    pending = true;
+    wake?.();
+  };
+  try {
+    const watcher = watch(dirname(path), { signal: abort }, (_event, name) => {
+      if (name === null || name === basename(path) || name.startsWith('..data')) changed();
+    });
+    watcher.on('error', () => undefined);
+  } catch {
+    // Watching is an optimisation: the periodic resync still applies changes.
+  }
+  return {
+    next: (signal) =>
+      new Promise<void>((resolve) => {
+        const done = () => {
+          wake = undefined;
+          pending = false;
+          // Let a writer finish the file before it is read.
+          setTimeout(resolve, 100);
+        };
+        if (pending) return done();
+        wake = done;
+        // A wait that ended otherwise (timer, shutdown) must not swallow a later change.
+        signal.addEventListener(
+          'abort',
+          () => {
+            if (wake === done) wake = undefined;
+            resolve();
+          },
+          { once: true },
+        );
+      }),
+  };
 }
