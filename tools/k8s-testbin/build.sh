@@ -19,7 +19,7 @@
 #   MCO_TESTBIN_CACHE    cache root (default $HOME/.cache/mco-testbin)
 #   GO                   go command (default: go on PATH, else /usr/local/go/bin/go)
 #
-# Cold build: about 3.5 minutes on 2 cores (see RESULTS.md); later runs are instant.
+# Cold build: about 3.5 minutes on 2 cores (figures in docs/testing.md); later runs are instant.
 set -euo pipefail
 
 log() { printf 'k8s-testbin: %s\n' "$*" >&2; }

@@ -1,5 +1,5 @@
 // Wrapper module used only to build a real kube-apiserver and etcd for tests
-// (see build.sh and RESULTS.md). `go install k8s.io/kubernetes/...@v` cannot
+// (see build.sh and docs/testing.md). `go install k8s.io/kubernetes/...@v` cannot
 // work because k8s.io/kubernetes replaces its staging modules with local
 // paths; this module repeats those replaces with published versions.
 //

@@ -33,6 +33,11 @@ export interface ControlPlaneOptions {
   readonly startTimeoutMs?: number;
 }
 
+export interface StopOptions {
+  /** SIGKILL at once (a crash: open connections just break) instead of a graceful shutdown. */
+  readonly kill?: boolean;
+}
+
 export interface ClusterHandle {
   /** `hub` or the member's name. */
   readonly name: string;
@@ -57,12 +62,15 @@ export interface ClusterHandle {
   apply(objects: readonly KubernetesObject[]): Promise<KubernetesObject[]>;
   /** Applies CRDs as admin and waits until each is Established and serving. */
   installCrds(sources: readonly CrdSource[]): Promise<InstalledCrd[]>;
-  /** Stops this kube-apiserver (SIGTERM, SIGKILL after 5 s); etcd keeps the data. */
-  stop(): Promise<void>;
+  /**
+   * Stops this kube-apiserver: graceful shutdown (SIGTERM, SIGKILL after 5 s),
+   * or a crash with `{ kill: true }` (SIGKILL at once). etcd keeps the data.
+   */
+  stop(options?: StopOptions): Promise<void>;
   /** Starts it again on the same port with the same certificates and tokens, and waits until ready. */
   start(): Promise<void>;
   /** {@link ClusterHandle.stop} then {@link ClusterHandle.start}. */
-  restart(): Promise<void>;
+  restart(options?: StopOptions): Promise<void>;
   isRunning(): boolean;
 }
 
@@ -132,7 +140,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       if (stopped) return;
       stopped = true;
       // Test data is thrown away: no need for graceful shutdown.
-      await Promise.all(apiservers.map((a) => a.kill()));
+      await Promise.all(apiservers.map((a) => a.stop({ kill: true })));
       if (etcd) await stopServer(etcd, 0);
       reaper.dispose();
     };
@@ -147,7 +155,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       stop,
     };
   } catch (error) {
-    await Promise.all(apiservers.map((a) => a.kill()));
+    await Promise.all(apiservers.map((a) => a.stop({ kill: true })));
     if (etcd) await stopServer(etcd, 0);
     reaper.dispose();
     throw error;
@@ -304,7 +312,7 @@ class Apiserver implements ClusterHandle {
       this.reaper.track(proc.child.pid);
       if (await waitUntil(this.timeoutMs, proc, () => this.isReady())) return;
       const clash = isPortClash(this.logFile);
-      await this.kill();
+      await this.stop({ kill: true });
       if (attempt >= PORT_ATTEMPTS || !clash || keepPort) {
         throw new Error(
           `kube-apiserver "${this.name}" did not become ready (log ${this.logFile}):\n${tailOf(this.logFile)}`,
@@ -313,24 +321,16 @@ class Apiserver implements ClusterHandle {
     }
   }
 
-  async stop(): Promise<void> {
+  async stop(options: StopOptions = {}): Promise<void> {
     if (!this.process) return;
-    await stopServer(this.process, 5_000);
+    await stopServer(this.process, options.kill ? 0 : 5_000);
     this.reaper.untrack(this.process.child.pid);
     this.process = undefined;
   }
 
-  async restart(): Promise<void> {
-    await this.stop();
+  async restart(options: StopOptions = {}): Promise<void> {
+    await this.stop(options);
     await this.start();
-  }
-
-  /** Immediate SIGKILL, for teardown. */
-  async kill(): Promise<void> {
-    if (!this.process) return;
-    await stopServer(this.process, 0);
-    this.reaper.untrack(this.process.child.pid);
-    this.process = undefined;
   }
 
   private args(): string[] {

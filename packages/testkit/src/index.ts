@@ -7,6 +7,7 @@ export {
   type ClusterHandle,
   type ControlPlane,
   type ControlPlaneOptions,
+  type StopOptions,
 } from './control-plane.js';
 export { apiErrorOf, type ApiErrorInfo, type RawRequestOptions, type RawResponse } from './http.js';
 export {
