@@ -49,6 +49,17 @@ async function serve(tokenFile: string): Promise<void> {
     view: createStaticPlacementView({ placements: [placement], clusterProfiles: profiles }),
     token: createFileTokenVerifier(tokenFile),
   });
+  // Server-side time per request: from the request event to the response's
+  // finish, which excludes the client's own scheduling delays.
+  let serverMs: number[] = [];
+  plugin.server.on('request', (_req, res) => {
+    const t0 = performance.now();
+    res.once('finish', () => serverMs.push(performance.now() - t0));
+  });
+  process.on('message', () => {
+    process.send?.({ serverMs });
+    serverMs = [];
+  });
   const { port } = await plugin.listen(0, '127.0.0.1');
   process.send?.({ port });
 }
@@ -147,14 +158,15 @@ function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
-function report(name: string, run: Run): void {
+function report(name: string, run: Run, serverMs: readonly number[]): void {
   const sorted = [...run.latenciesMs].sort((a, b) => a - b);
+  const server = [...serverMs].sort((a, b) => a - b);
   const f = (ms: number) => `${ms.toFixed(2)} ms`;
   console.log(
-    `${name.padEnd(34)} ${String(sorted.length).padStart(6)} ok  ${String(run.errors).padStart(3)} err  ` +
-      `${(sorted.length / run.seconds).toFixed(0).padStart(6)} req/s  p50 ${f(percentile(sorted, 50))}  ` +
-      `p99 ${f(percentile(sorted, 99))}  max ${f(sorted.at(-1) ?? NaN)}  ` +
-      `${(run.bytes / Math.max(1, sorted.length) / 1024).toFixed(1)} KiB/answer`,
+    `${name.padEnd(32)} ${String(sorted.length).padStart(6)} ok ${String(run.errors).padStart(2)} err ` +
+      `${(sorted.length / run.seconds).toFixed(0).padStart(6)} req/s | client p50 ${f(percentile(sorted, 50))} ` +
+      `p99 ${f(percentile(sorted, 99))} max ${f(sorted.at(-1) ?? NaN)} | server p50 ${f(percentile(server, 50))} ` +
+      `p99 ${f(percentile(server, 99))} | ${(run.bytes / Math.max(1, sorted.length) / 1024).toFixed(1)} KiB/answer`,
   );
 }
 
@@ -175,11 +187,17 @@ async function main(): Promise<void> {
     console.log(
       `plugin generator on loopback, ${CLUSTERS} clusters per answer, Node ${process.version}, load average ${load()}`,
     );
+    const serverTimes = () =>
+      new Promise<number[]>((resolve) => {
+        child.once('message', (m) => resolve((m as { serverMs: number[] }).serverMs));
+        child.send('report');
+      });
     await closedLoop(port, 4, 2_000); // warm-up (JIT, connections)
-    report('open loop 1,000 req/s for 10 s', await openLoop(port, 1_000, 10));
-    report('open loop 2,000 req/s for 5 s', await openLoop(port, 2_000, 5));
-    report('closed loop, 1 connection', await closedLoop(port, 1, 5_000));
-    report('closed loop, 16 connections', await closedLoop(port, 16, 20_000));
+    await serverTimes();
+    report('open loop 1,000 req/s for 10 s', await openLoop(port, 1_000, 10), await serverTimes());
+    report('open loop 2,000 req/s for 5 s', await openLoop(port, 2_000, 5), await serverTimes());
+    report('closed loop, 1 connection', await closedLoop(port, 1, 5_000), await serverTimes());
+    report('closed loop, 16 connections', await closedLoop(port, 16, 20_000), await serverTimes());
     console.log(`load average after: ${load()} (on a shared machine, open-loop tails follow the load)`);
   } finally {
     child.kill();
