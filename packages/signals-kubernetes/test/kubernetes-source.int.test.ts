@@ -13,7 +13,7 @@ import { createClusterAccess, KUBECONFIG_SECRET_ANNOTATION, type ProviderConfig 
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
 import type { SignalRequest } from '@mco/runtime';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -138,6 +138,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     for (const s of sockets) s.destroy();
     await new Promise<void>((resolve) => (blackhole ? blackhole.close(() => resolve()) : resolve()));
     await cp?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const profile = (name: string, server: string, caData?: string, annotations?: Record<string, string>) => {
