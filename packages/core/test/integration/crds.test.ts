@@ -108,23 +108,29 @@ function filesUnder(dir: string, extensions: readonly string[]): string[] {
   });
 }
 
-/** Every MKCP sample in examples/ (YAML files) and docs/ (```yaml blocks), named by file and position. */
+/**
+ * Every MKCP sample in examples/ (YAML files) and docs/ (```yaml blocks), named
+ * by file and position. A docs block that is not valid YAML (an illustration with
+ * alternatives, say) is skipped unless it contains an MKCP.
+ */
 function samplePlacements(): { name: string; placement: Json }[] {
-  const yamlTexts = [
-    ...filesUnder(join(ROOT, 'examples'), ['.yaml', '.yml']).map((file) => ({
-      file,
-      texts: [readFileSync(file, 'utf8')],
-    })),
-    ...filesUnder(join(ROOT, 'docs'), ['.md']).map((file) => ({
-      file,
-      texts: [...readFileSync(file, 'utf8').matchAll(/```ya?ml\n([\s\S]*?)```/g)].map((m) => m[1] ?? ''),
-    })),
-  ];
-  return yamlTexts.flatMap(({ file, texts }) =>
-    texts
-      .flatMap((text) => parseYamlDocuments(text, file))
-      .flatMap(placementsIn)
-      .map((placement, i) => ({ name: `${relative(ROOT, file)}#${i + 1}`, placement })),
+  const examples = filesUnder(join(ROOT, 'examples'), ['.yaml', '.yml']).map((file) => ({
+    file,
+    docs: parseYamlDocuments(readFileSync(file, 'utf8'), file),
+  }));
+  const docs = filesUnder(join(ROOT, 'docs'), ['.md']).map((file) => ({
+    file,
+    docs: [...readFileSync(file, 'utf8').matchAll(/```ya?ml\n([\s\S]*?)```/g)].flatMap(([, block = '']) => {
+      try {
+        return parseYamlDocuments(block, file);
+      } catch (error) {
+        if (block.includes(`kind: ${PLACEMENT_KIND}`)) throw error;
+        return [];
+      }
+    }),
+  }));
+  return [...examples, ...docs].flatMap(({ file, docs }) =>
+    docs.flatMap(placementsIn).map((placement, i) => ({ name: `${relative(ROOT, file)}#${i + 1}`, placement })),
   );
 }
 
