@@ -1,0 +1,308 @@
+import type { ClusterProfile, Placement, PlacementStatus } from '@mco/core';
+import { aClusterProfile, aPlacement } from '@mco/core/testing';
+import { describe, expect, it } from 'vitest';
+import {
+  buildClusterSecret,
+  createApplicationSetRefresher,
+  createCachedPlacementView,
+  createSecretSyncer,
+  type ApplicationSetLike,
+  type ClusterAccessLike,
+  type ClusterSecret,
+  type ExistingSecret,
+  type SecretClient,
+} from '../src/index.js';
+import { FakeCache } from './fakes.js';
+
+const T = '2026-01-01T00:00:00Z';
+const listed = (...names: string[]): PlacementStatus => ({
+  clusters: names.map((name) => ({ name, namespace: 'fleet', state: 'ACTIVE' as const, lastTransitionTime: T })),
+});
+const appSet = (name: string, placement: string): ApplicationSetLike => ({
+  metadata: { name, namespace: 'argocd' },
+  spec: {
+    generators: [
+      {
+        plugin: {
+          input: {
+            parameters: {
+              multiClusterOrchestraPlacementName: placement,
+              multiClusterOrchestraPlacementNamespace: 'apps',
+            },
+          },
+        },
+      },
+    ],
+  },
+});
+
+describe('the ApplicationSet refresher', () => {
+  function setup() {
+    const placements = new FakeCache<Placement>([
+      aPlacement('apps/web', {}, listed('a')),
+      aPlacement('apps/api', {}, listed('a')),
+    ]);
+    const profiles = new FakeCache<ClusterProfile>([aClusterProfile('fleet/a'), aClusterProfile('fleet/b')]);
+    const refreshed: string[] = [];
+    const refresher = createApplicationSetRefresher({
+      placements,
+      clusterProfiles: profiles,
+      applicationSets: {
+        list: async () => [appSet('web-set', 'web'), appSet('api-set', 'api')],
+        refresh: async (namespace, name) => void refreshed.push(`${namespace}/${name}`),
+      },
+      debounceMs: 5,
+    });
+    refresher.start();
+    return { placements, profiles, refreshed, refresher };
+  }
+
+  it('takes the first synced view as the baseline and refreshes nothing for it', async () => {
+    const { refreshed, refresher } = setup();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await refresher.idle();
+    refresher.stop();
+    expect(refreshed).toEqual([]);
+  });
+
+  it.each<[string, (s: ReturnType<typeof setup>) => void, string[]]>([
+    [
+      'a cluster joining refreshes the ApplicationSets of that placement only',
+      (s) => s.placements.set(aPlacement('apps/web', {}, listed('a', 'b'))),
+      ['argocd/web-set'],
+    ],
+    [
+      'a desiredMaxReplicas change refreshes',
+      (s) =>
+        s.placements.set(
+          aPlacement(
+            'apps/web',
+            {},
+            {
+              clusters: [
+                {
+                  name: 'a',
+                  namespace: 'fleet',
+                  state: 'SCALING_IN',
+                  lastTransitionTime: T,
+                  draining: { desiredMaxReplicas: 3, lastReplicaCountDecrease: T },
+                },
+              ],
+            },
+          ),
+        ),
+      ['argocd/web-set'],
+    ],
+    [
+      'a label change of a listed profile refreshes every placement listing it',
+      (s) => s.profiles.set(aClusterProfile('fleet/a', { labels: { tier: 'gold' } })),
+      ['argocd/api-set', 'argocd/web-set'],
+    ],
+    [
+      'an update that changes nothing in the answer refreshes nothing',
+      (s) =>
+        s.placements.set({ ...aPlacement('apps/web', {}, listed('a')), spec: { rules: [{ type: 'all-clusters' }] } }),
+      [],
+    ],
+    [
+      'an answer the plugin would refuse (ACTIVE cluster without profile) refreshes nothing',
+      (s) => s.placements.set(aPlacement('apps/web', {}, listed('a', 'unknown'))),
+      [],
+    ],
+  ])('%s', async (_name, change, expected) => {
+    const s = setup();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await s.refresher.idle();
+    change(s);
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await s.refresher.idle();
+    s.refresher.stop();
+    expect(s.refreshed.sort()).toEqual(expected);
+  });
+
+  it('retries a failed refresh until it goes through', async () => {
+    const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
+    const profiles = new FakeCache<ClusterProfile>([aClusterProfile('fleet/a'), aClusterProfile('fleet/b')]);
+    let failures = 2;
+    const refreshed: string[] = [];
+    const refresher = createApplicationSetRefresher({
+      placements,
+      clusterProfiles: profiles,
+      applicationSets: {
+        list: async () => {
+          if (failures-- > 0) throw Object.assign(new Error('boom'), { code: 503 });
+          return [appSet('web-set', 'web')];
+        },
+        refresh: async (namespace, name) => void refreshed.push(`${namespace}/${name}`),
+      },
+      debounceMs: 5,
+      retryMs: 5,
+    });
+    refresher.start();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    placements.set(aPlacement('apps/web', {}, listed('a', 'b')));
+    const deadline = Date.now() + 2000;
+    while (refreshed.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    refresher.stop();
+    expect({ refreshed, failuresLeft: failures }).toEqual({ refreshed: ['argocd/web-set'], failuresLeft: -1 });
+  });
+});
+
+describe('the cached placement view', () => {
+  it.each<[string, { synced?: boolean; silentMs?: number }, boolean]>([
+    ['synced and recently heard from', {}, true],
+    ['an informer that has not listed yet', { synced: false }, false],
+    ['an informer silent for longer than maxSilenceMs', { silentMs: 61_000 }, false],
+  ])('is synced: %s -> %s', (_name, { synced = true, silentMs = 0 }, expected) => {
+    const placements = new FakeCache<Placement>();
+    const profiles = new FakeCache<ClusterProfile>();
+    placements.synced = synced;
+    placements.lastActivityAt = 1_000_000 - silentMs;
+    profiles.lastActivityAt = 1_000_000;
+    const view = createCachedPlacementView({
+      placements,
+      clusterProfiles: profiles,
+      maxSilenceMs: 60_000,
+      now: () => 1_000_000,
+    });
+    expect(view.synced()).toBe(expected);
+  });
+
+  it('refuses a placement whose status it cannot read, naming the field', () => {
+    const broken = {
+      ...aPlacement('apps/web'),
+      status: { clusters: [{ name: 'a', state: 'RUNNING' }] },
+    } as unknown as Placement;
+    const view = createCachedPlacementView({
+      placements: new FakeCache([broken]),
+      clusterProfiles: new FakeCache<ClusterProfile>(),
+    });
+    expect(() => view.placement('apps', 'web')).toThrow(
+      /placement apps\/web cannot be read: status\.clusters\[0\]\.state/,
+    );
+  });
+});
+
+describe('the cluster Secret syncer', () => {
+  class FakeSecrets implements SecretClient {
+    readonly store = new Map<string, ExistingSecret>();
+    readonly writes: string[] = [];
+    private version = 0;
+    async listOwned() {
+      return [...this.store.values()].filter(
+        (s) => s.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'mco-argocd-cluster-sync',
+      );
+    }
+    async get(name: string) {
+      return this.store.get(name);
+    }
+    async create(secret: ClusterSecret) {
+      this.writes.push(`create ${secret.metadata.name}`);
+      this.store.set(secret.metadata.name, {
+        ...secret,
+        metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
+      });
+    }
+    async replace(secret: ClusterSecret) {
+      this.writes.push(`replace ${secret.metadata.name}`);
+      this.store.set(secret.metadata.name, {
+        ...secret,
+        metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
+      });
+    }
+    async delete(name: string) {
+      this.writes.push(`delete ${name}`);
+      this.store.delete(name);
+    }
+  }
+  const access = (getCredential: ClusterAccessLike['getCredential']): ClusterAccessLike => ({
+    server: 'https://a.example',
+    insecureSkipTlsVerify: false,
+    getCredential,
+  });
+
+  it('keeps the existing Secret when the credential cannot be had, and retries until it can (fail static)', async () => {
+    const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
+    const secrets = new FakeSecrets();
+    const old = buildClusterSecret(
+      profile,
+      access(async () => ({})),
+      { token: 'old' },
+      { namespace: 'argocd' },
+    );
+    await secrets.create(old);
+    secrets.writes.length = 0;
+    let attempts = 0;
+    const syncer = createSecretSyncer({
+      clusterProfiles: new FakeCache([profile]),
+      secrets,
+      namespace: 'argocd',
+      retryMs: 5,
+      resolveAccess: async () =>
+        access(async () => {
+          if (++attempts < 3) throw new Error('credential plugin failed');
+          return { token: 'new' };
+        }),
+    });
+    await syncer.start();
+    const deadline = Date.now() + 2000;
+    while (secrets.writes.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await syncer.idle();
+    syncer.stop();
+    const config = JSON.parse(Buffer.from(secrets.store.get('fleet.a')!.data!.config!, 'base64').toString());
+    expect({ attempts, writes: secrets.writes, token: config.bearerToken }).toEqual({
+      attempts: 3,
+      writes: ['replace fleet.a'],
+      token: 'new',
+    });
+  });
+
+  it('writes nothing when the Secret is already up to date', async () => {
+    const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
+    const secrets = new FakeSecrets();
+    const clusterAccess = access(async () => ({ token: 't' }));
+    await secrets.create(buildClusterSecret(profile, clusterAccess, { token: 't' }, { namespace: 'argocd' }));
+    secrets.writes.length = 0;
+    const syncer = createSecretSyncer({
+      clusterProfiles: new FakeCache([profile]),
+      secrets,
+      namespace: 'argocd',
+      resolveAccess: async () => clusterAccess,
+    });
+    await syncer.start();
+    await syncer.idle();
+    syncer.stop();
+    expect(secrets.writes).toEqual([]);
+  });
+
+  it('waits for the profile cache before its first pass, so an unsynced cache never looks like deleted profiles', async () => {
+    const profiles = new FakeCache<ClusterProfile>();
+    profiles.synced = false;
+    const secrets = new FakeSecrets();
+    const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
+    await secrets.create(
+      buildClusterSecret(
+        profile,
+        access(async () => ({})),
+        { token: 't' },
+        { namespace: 'argocd' },
+      ),
+    );
+    secrets.writes.length = 0;
+    const syncer = createSecretSyncer({
+      clusterProfiles: profiles,
+      secrets,
+      namespace: 'argocd',
+      resolveAccess: async () => access(async () => ({ token: 't' })),
+    });
+    const started = syncer.start();
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    const before = [...secrets.writes];
+    profiles.set(profile);
+    profiles.synced = true;
+    await started;
+    await syncer.idle();
+    syncer.stop();
+    expect({ before, after: secrets.writes }).toEqual({ before: [], after: [] });
+  });
+});
