@@ -240,6 +240,37 @@ describeWithControlPlane('manual provider against a real kube-apiserver', { shar
     });
   });
 
+  it('a fleet of 100 declared clusters is created once and the next pass sends no write (timings printed)', async () => {
+    const clusters = Array.from({ length: 100 }, (_, i) => ({
+      name: `bulk-${String(i).padStart(3, '0')}`,
+      labels: { shard: String(i % 7) },
+      properties: { index: String(i) },
+      server: `https://bulk-${i}.example.test`,
+      controlPlaneHealthy: i % 5 !== 0,
+    }));
+    const file = writeFile('bulk.yaml', { clusters });
+    const t0 = performance.now();
+    const first = await apply(file, { manager: 'bulk' });
+    const t1 = performance.now();
+    const second = await apply(file, { manager: 'bulk' });
+    const t2 = performance.now();
+    console.log(
+      `100 profiles: first apply ${Math.round(t1 - t0)} ms (${first.writes} writes, ${((t1 - t0) / 100).toFixed(1)} ms/profile); ` +
+        `no-op pass ${Math.round(t2 - t1)} ms (${second.writes} writes)`,
+    );
+    expect({
+      created: first.created.length,
+      writes: first.writes,
+      second: second.writes,
+      unchanged: second.unchanged.length,
+    }).toEqual({
+      created: 100,
+      writes: 300,
+      second: 0,
+      unchanged: 100,
+    });
+  }, 120_000);
+
   it('in controller mode follows the file as it changes and reports its health in metrics', async () => {
     const file = writeFile('live.yaml', { clusters: [{ name: 'live-1', server: 'https://live-1' }] });
     const metrics = new Registry();
