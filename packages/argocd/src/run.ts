@@ -113,19 +113,17 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         ...(sync.refreshBeforeMs !== undefined ? { refreshBeforeMs: sync.refreshBeforeMs } : {}),
         ...(sync.resyncMs !== undefined ? { resyncMs: sync.resyncMs } : {}),
         isClusterInUse: (namespace, name) =>
-          placements
-            .list()
-            .some((p) => (p.status?.clusters ?? []).some((c) => c.namespace === namespace && c.name === name)),
+          placements.list().some((p) => clustersOf(p).some((c) => c.namespace === namespace && c.name === name)),
         logger,
       })
     : undefined;
   if (syncer) {
     // A cluster a placement released may have a Secret kept only for it.
-    placements.addHandler((_event, placement, previous) => {
-      const now = new Set((placement.status?.clusters ?? []).map((c) => `${c.namespace}/${c.name}`));
-      for (const c of previous?.status?.clusters ?? []) {
+    placements.addHandler((event, placement, previous) => {
+      const now = new Set(clustersOf(placement).map((c) => `${c.namespace}/${c.name}`));
+      for (const c of clustersOf(previous)) {
         const key = `${c.namespace}/${c.name}`;
-        if (!now.has(key) || _event === 'delete') syncer.enqueue(key);
+        if (!now.has(key) || event === 'delete') syncer.enqueue(key);
       }
     });
   }
@@ -177,4 +175,10 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
       await Promise.all([placements.stop(), clusterProfiles.stop()]);
     },
   };
+}
+
+/** The listed clusters of a cached (unvalidated) placement; [] when its status is not a list. */
+function clustersOf(placement: Placement | undefined): readonly { namespace?: string; name: string }[] {
+  const clusters = placement?.status?.clusters;
+  return Array.isArray(clusters) ? clusters : [];
 }

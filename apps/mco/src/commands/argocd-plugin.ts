@@ -123,7 +123,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       logger,
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
       plugin: {
-        host: listen[1] ?? '0.0.0.0',
+        host: (listen[1] ?? '0.0.0.0').replace(/^\[(.*)\]$/, '$1'),
         port: Number(listen[2]),
         tokenFile: values['token-file'],
         ...(maxBodyBytes !== undefined ? { limits: { maxBodyBytes } } : {}),
