@@ -95,6 +95,7 @@ interface CrdSummary {
 }
 
 const CLUSTER_NAME = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const TOKEN_FILE_NAME = /^[A-Za-z0-9:@._-]+$/;
 const PORT_ATTEMPTS = 3;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -112,6 +113,14 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
   }
   if (new Set(memberNames).size !== memberNames.length) throw new Error('startControlPlane: duplicate cluster names');
   const users = { ...DEFAULT_USERS, ...options.users };
+  for (const [user, groups] of Object.entries(users)) {
+    // The token file is CSV: keep names free of separators and quotes.
+    if (![user, ...groups].every((n) => TOKEN_FILE_NAME.test(n))) {
+      throw new Error(
+        `startControlPlane: user "${user}" or one of its groups has characters other than ${TOKEN_FILE_NAME}`,
+      );
+    }
+  }
   const binDir = await locateBinaries();
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'mco-testkit-'));
@@ -200,7 +209,7 @@ async function startEtcd(
     await stopServer(etcd, 0);
     reaper.untrack(etcd.child.pid);
     if (attempt >= PORT_ATTEMPTS || !isPortClash(logFile)) {
-      throw new Error(`etcd did not become healthy (log ${logFile}):\n${tailOf(logFile)}`);
+      throw new Error(`etcd did not become healthy; end of its log:\n${tailOf(logFile)}`);
     }
   }
 }
@@ -233,7 +242,7 @@ class Apiserver implements ClusterHandle {
   constructor(
     readonly name: string,
     private readonly binDir: string,
-    dir: string,
+    private readonly dir: string,
     private readonly etcdEndpoint: string,
     users: Readonly<Record<string, readonly string[]>>,
     private readonly options: ControlPlaneOptions,
@@ -314,9 +323,7 @@ class Apiserver implements ClusterHandle {
       const clash = isPortClash(this.logFile);
       await this.stop({ kill: true });
       if (attempt >= PORT_ATTEMPTS || !clash || keepPort) {
-        throw new Error(
-          `kube-apiserver "${this.name}" did not become ready (log ${this.logFile}):\n${tailOf(this.logFile)}`,
-        );
+        throw new Error(`kube-apiserver "${this.name}" did not become ready; end of its log:\n${tailOf(this.logFile)}`);
       }
     }
   }
@@ -334,7 +341,7 @@ class Apiserver implements ClusterHandle {
   }
 
   private args(): string[] {
-    const dir = join(this.certDir, '..', '..');
+    const dir = this.dir;
     return [
       `--etcd-servers=${this.etcdEndpoint}`,
       `--etcd-prefix=/mco/${this.name}`, // one etcd, one key space per simulated cluster

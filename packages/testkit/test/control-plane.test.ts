@@ -1,6 +1,8 @@
 import { CoreV1Api, CustomObjectsApi, VersionApi, Watch, type KubernetesObject } from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import {
@@ -225,6 +227,33 @@ describeWithControlPlane('control plane teardown', () => {
     const gone = await eventually(() => processesMentioning(cp.dir).length === 0, 3_000);
     // etcd + 2 apiservers + the watchdog (its argv names the dir too)
     expect({ running, gone, dirExists: existsSync(cp.dir) }).toEqual({ running: 4, gone: true, dirExists: false });
+  });
+
+  it('fails with the end of the server log, and cleans up, when an apiserver cannot start', async () => {
+    const before = new Set(readdirSync(tmpdir()).filter((f) => f.startsWith('mco-testkit-')));
+    const error = await startControlPlane({ extraApiserverFlags: ['--no-such-flag'] }).then(
+      () => 'started',
+      (e: Error) => e.message,
+    );
+    // Other test processes may create control planes meanwhile: look for this one's log only.
+    const leftover = readdirSync(tmpdir())
+      .filter((f) => f.startsWith('mco-testkit-') && !before.has(f))
+      .filter((f) => {
+        try {
+          return readFileSync(join(tmpdir(), f, 'hub', 'kube-apiserver.log'), 'utf8').includes('--no-such-flag');
+        } catch {
+          return false;
+        }
+      });
+    expect({
+      error: error.split('\n')[0],
+      mentionsFlag: error.includes('unknown flag: --no-such-flag'),
+      leftover,
+    }).toEqual({
+      error: 'kube-apiserver "hub" did not become ready; end of its log:',
+      mentionsFlag: true,
+      leftover: [],
+    });
   });
 
   it('kills the servers and removes the temp dir when the test process is SIGKILLed without stop()', async () => {
