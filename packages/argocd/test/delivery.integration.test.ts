@@ -1,6 +1,8 @@
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   CoreV1Api,
   CustomObjectsApi,
@@ -487,4 +489,59 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     );
     await eventually('answer after restart', answer, answered(['fleet.east']));
   });
+
+  it('runs as `mco argocd-plugin`: listens, answers from the cluster, stops cleanly on SIGTERM', async () => {
+    const kubeconfigFile = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfigFile, pluginKubeConfig.exportConfig());
+    const main = fileURLToPath(new URL('../../../apps/mco/src/main.ts', import.meta.url));
+    const child = spawn(
+      process.execPath,
+      [
+        '--conditions=source',
+        '--import',
+        'tsx',
+        '--input-type=module',
+        '-e',
+        `const { main } = await import(${JSON.stringify(main)}); process.exitCode = await main(process.argv.slice(1));`,
+        'argocd-plugin',
+        `--kubeconfig=${kubeconfigFile}`,
+        `--token-file=${join(dir, 'token')}`,
+        '--listen=127.0.0.1:0',
+        '--refresh-applicationsets',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    try {
+      const address = await eventually(
+        'the listening line',
+        async () => /"address":"127\.0\.0\.1:(\d+)"/.exec(stderr)?.[1],
+        (port) => port !== undefined,
+        30_000,
+      );
+      const client = new GoClient(Number(address));
+      const response = await eventually(
+        'an answer',
+        () =>
+          client.request({
+            token: TOKEN,
+            body: argoBody('web', {
+              multiClusterOrchestraPlacementName: 'web',
+              multiClusterOrchestraPlacementNamespace: 'apps',
+            }),
+          }),
+        (r) => r.status === 200,
+      );
+      client.close();
+      child.kill('SIGTERM');
+      expect({
+        names: (response.json() as { output: { parameters: PluginParameters[] } }).output.parameters.map((p) => p.name),
+        exitCode: await exited,
+      }).toEqual({ names: ['fleet.east'], exitCode: 0 });
+    } finally {
+      child.kill('SIGKILL');
+    }
+  }, 60_000);
 });
