@@ -78,13 +78,18 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
       selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null,
   };
 
-  const server = createServer({ maxHeaderSize: limits.maxHeaderBytes }, (req, res) => {
-    handle(req, res).catch((error: unknown) => {
-      logger.error('plugin request failed', { error });
-      if (!res.headersSent) send(res, 500, { error: 'Internal', message: 'internal error' });
-      else res.destroy();
-    });
-  });
+  // Node checks the head and request timeouts every connectionsCheckingInterval
+  // (30 s by default); check every second so the limits above hold as set.
+  const server = createServer(
+    { maxHeaderSize: limits.maxHeaderBytes, connectionsCheckingInterval: 1000 },
+    (req, res) => {
+      handle(req, res).catch((error: unknown) => {
+        logger.error('plugin request failed', { error });
+        if (!res.headersSent) send(res, 500, { error: 'Internal', message: 'internal error' });
+        else res.destroy();
+      });
+    },
+  );
   server.headersTimeout = limits.headersTimeoutMs;
   server.requestTimeout = limits.requestTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;

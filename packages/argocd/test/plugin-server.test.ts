@@ -1,5 +1,6 @@
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { aClusterProfile, aPlacement } from '@mco/core/testing';
 import type { Placement } from '@mco/core';
@@ -310,6 +311,29 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
       headersTimeout: server.headersTimeout,
       requestTimeout: server.requestTimeout,
     }).toEqual({ keepAliveAboveGoIdle: true, headersTimeout: 10_000, requestTimeout: 30_000 });
+  });
+
+  it('closes a connection whose request head does not arrive within the head timeout (slow clients)', async () => {
+    const slow = createPluginServer({
+      view,
+      token: createFileTokenVerifier(tokenFile),
+      limits: { headersTimeoutMs: 200, requestTimeoutMs: 400 },
+    });
+    const { port: slowPort } = await slow.listen(0, '127.0.0.1');
+    try {
+      const socket = connect(slowPort, '127.0.0.1');
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+      socket.write('POST /api/v1/getparams.execute HTTP/1.1\r\nHost: x\r\n'); // and never the rest
+      const started = Date.now();
+      await new Promise((resolve) => socket.once('close', resolve));
+      expect({ status: received.split('\r\n', 1)[0], withinSeconds: Date.now() - started < 3000 }).toEqual({
+        status: 'HTTP/1.1 408 Request Timeout',
+        withinSeconds: true,
+      });
+    } finally {
+      await slow.close();
+    }
   });
 
   it('refuses a request head larger than the header limit with 431', async () => {
