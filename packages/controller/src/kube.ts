@@ -5,7 +5,9 @@ import {
   Watch,
   type CoreV1Event,
   type KubeConfig,
+  type RequestContext,
 } from '@kubernetes/client-node';
+import https from 'node:https';
 import { PLACEMENT_GROUP } from '@mco/core';
 import type { KubeObject, ListPage, ListWatch, WatchEventType } from './informer.js';
 
@@ -32,14 +34,34 @@ export const PLACEMENT_DECISIONS: Resource = {
   plural: 'placementdecisions',
 };
 
+// client-node 1.4 builds a new https.Agent for every request, so every call
+// pays a TLS handshake; the controller reuses one keep-alive agent per
+// kubeconfig, rebuilt when the TLS material changes (a rotated client cert).
+const keepAliveAgents = new WeakMap<KubeConfig, { signature: string; agent: https.Agent }>();
+
+function keepAliveAgent(kubeConfig: KubeConfig, created: https.Agent): https.Agent {
+  const o = created.options;
+  const signature = [o.ca, o.cert, o.key, o.pfx, o.rejectUnauthorized, o.servername]
+    .map((v) => (v === undefined ? '' : String(v)))
+    .join('\u0000');
+  const cached = keepAliveAgents.get(kubeConfig);
+  if (cached?.signature === signature) return cached.agent;
+  cached?.agent.destroy();
+  const agent = new https.Agent({ ...o, keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 120_000 });
+  keepAliveAgents.set(kubeConfig, { signature, agent });
+  return agent;
+}
+
 // client-node's generated calls take observable-style middleware (anything
-// with toPromise); this one bounds a request's duration (client-node 1.4 sets
-// no timeout of its own) and can set the Content-Type of a patch.
+// with toPromise). This one reuses the keep-alive agent, bounds a request's
+// duration (client-node 1.4 sets no timeout) and can set a patch's Content-Type.
 export type RequestOptions = Parameters<CustomObjectsApi['listClusterCustomObject']>[1];
-export function timeoutOptions(timeoutMs: number, contentType?: string): RequestOptions {
+export function requestOptions(kubeConfig: KubeConfig, timeoutMs: number, contentType?: string): RequestOptions {
   const resolved = <T>(value: T) => ({ toPromise: () => Promise.resolve(value) });
   const middleware = {
-    pre: (context: { setSignal(signal: AbortSignal): void; setHeaderParam(k: string, v: string): void }) => {
+    pre: (context: RequestContext) => {
+      const agent = context.getAgent();
+      if (agent instanceof https.Agent) context.setAgent(keepAliveAgent(kubeConfig, agent));
       context.setSignal(AbortSignal.timeout(timeoutMs));
       if (contentType) context.setHeaderParam('Content-Type', contentType);
       return resolved(context);
@@ -70,7 +92,7 @@ export function createListWatch<T extends KubeObject>(
           ...(next ? { _continue: next } : {}),
           ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
         },
-        timeoutOptions(requestTimeoutMs),
+        requestOptions(kubeConfig, requestTimeoutMs),
       )) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
       return {
         items: result.items ?? [],
@@ -118,34 +140,34 @@ export function createHubClient(kubeConfig: KubeConfig, options: { requestTimeou
     async replacePlacementStatus(placement) {
       return (await custom.replaceNamespacedCustomObjectStatus(
         { ...PLACEMENTS, ...meta(placement), body: placement },
-        timeoutOptions(timeout),
+        requestOptions(kubeConfig, timeout),
       )) as KubeObject;
     },
     async createPlacementDecision(decision) {
       return (await custom.createNamespacedCustomObject(
         { ...PLACEMENT_DECISIONS, namespace: meta(decision).namespace, body: decision },
-        timeoutOptions(timeout),
+        requestOptions(kubeConfig, timeout),
       )) as KubeObject;
     },
     async replacePlacementDecision(decision) {
       return (await custom.replaceNamespacedCustomObject(
         { ...PLACEMENT_DECISIONS, ...meta(decision), body: decision },
-        timeoutOptions(timeout),
+        requestOptions(kubeConfig, timeout),
       )) as KubeObject;
     },
     async deletePlacementDecision(namespace, name, uid) {
       await custom.deleteNamespacedCustomObject(
         { ...PLACEMENT_DECISIONS, namespace, name, ...(uid ? { body: { preconditions: { uid } } } : {}) },
-        timeoutOptions(timeout),
+        requestOptions(kubeConfig, timeout),
       );
     },
     async createEvent(namespace, event) {
-      await core.createNamespacedEvent({ namespace, body: event }, timeoutOptions(timeout));
+      await core.createNamespacedEvent({ namespace, body: event }, requestOptions(kubeConfig, timeout));
     },
     async patchEvent(namespace, name, patch) {
       await core.patchNamespacedEvent(
         { namespace, name, body: patch },
-        timeoutOptions(timeout, PatchStrategy.MergePatch),
+        requestOptions(kubeConfig, timeout, PatchStrategy.MergePatch),
       );
     },
   };

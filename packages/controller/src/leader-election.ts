@@ -1,6 +1,6 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { httpStatusOf, silentLogger, type Logger } from '@mco/runtime';
-import { timeoutOptions } from './kube.js';
+import { requestOptions } from './kube.js';
 
 export interface LeaderElectionOptions {
   readonly kubeConfig: KubeConfig;
@@ -30,6 +30,7 @@ export interface LeaderElectionOptions {
  */
 export class LeaderElector {
   private readonly api: CoordinationV1Api;
+  private readonly kubeConfig: KubeConfig;
   private readonly namespace: string;
   private readonly name: string;
   readonly identity: string;
@@ -49,6 +50,7 @@ export class LeaderElector {
   private transitions = 0;
 
   constructor(options: LeaderElectionOptions) {
+    this.kubeConfig = options.kubeConfig;
     this.api = options.kubeConfig.makeApiClient(CoordinationV1Api);
     this.namespace = options.namespace;
     this.name = options.name;
@@ -122,7 +124,7 @@ export class LeaderElector {
 
   private async tryAcquireOrRenew(): Promise<boolean> {
     const now = Date.now();
-    const options = timeoutOptions(Math.max(1_000, this.retryPeriodMs));
+    const options = requestOptions(this.kubeConfig, Math.max(1_000, this.retryPeriodMs));
     let lease: V1Lease;
     try {
       lease = await this.api.readNamespacedLease({ namespace: this.namespace, name: this.name }, options);
@@ -203,7 +205,7 @@ export class LeaderElector {
     try {
       await this.api.replaceNamespacedLease(
         { namespace: this.namespace, name: this.name, body: lease },
-        timeoutOptions(Math.max(1_000, this.retryPeriodMs)),
+        requestOptions(this.kubeConfig, Math.max(1_000, this.retryPeriodMs)),
       );
       this.logger.info('released the lease');
     } catch (error) {

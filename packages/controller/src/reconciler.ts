@@ -28,7 +28,7 @@ import {
   type SignalError,
 } from '@mco/runtime';
 import { jsonEqual } from './equal.js';
-import type { EventRecorder } from './events.js';
+import type { EventRecorder, EventType } from './events.js';
 import { objectKey, type Informer, type KubeObject } from './informer.js';
 import type { HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
@@ -294,15 +294,26 @@ export class Reconciler {
     transitions: readonly Transition[],
   ): void {
     const byKey = new Map((status.clusters ?? []).map((c) => [clusterKey(c.namespace, c.name), c]));
+    // One Event per transition id and reason, listing its clusters: a new
+    // placement over a large fleet makes one "P1Added" Event, not hundreds.
+    const groups = new Map<string, { type: EventType; transitions: Transition[] }>();
     for (const t of transitions) {
       this.options.metrics?.transitions.inc({ transition: t.id });
-      const reason = t.to === null ? 'Removed' : (byKey.get(t.cluster)?.reason ?? t.to);
+      const reason = `${t.id}${t.to === null ? 'Removed' : (byKey.get(t.cluster)?.reason ?? t.to)}`;
       const type = t.id === 'H1' || t.id === 'H3' || t.id === 'R2' ? 'Warning' : 'Normal';
+      const group = groups.get(reason) ?? { type, transitions: [] };
+      group.transitions.push(t);
+      groups.set(reason, group);
+    }
+    for (const [reason, { type, transitions: list }] of groups) {
+      const first = list[0]!;
+      const names = list.slice(0, 10).map((t) => t.cluster);
+      const more = list.length > 10 ? ` and ${list.length - 10} more` : '';
       this.options.events?.record(
         placement,
         type,
-        `${t.id}${reason}`,
-        `${t.cluster}: ${t.from ?? 'not listed'} -> ${t.to ?? 'removed'}: ${t.reason}`,
+        reason,
+        `${names.join(', ')}${more}: ${first.from ?? 'not listed'} -> ${first.to ?? 'removed'}: ${first.reason}`,
       );
     }
     for (const type of [CONDITION_VALID, CONDITION_SATISFIED]) {

@@ -1,0 +1,92 @@
+// The controller under benchmark, in a process of its own so that its memory
+// and event loop are measured alone. Driven by controller.bench.ts over IPC.
+import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { Signal } from '@mco/core';
+import { silentLogger, type CapacitySignalSource, type SignalObservation, type SignalRequest } from '@mco/runtime';
+import { createController } from '../src/index.js';
+
+/** Answers at once: every cluster has room (hpa 3 of 10 replicas), so figures are the controller's own. */
+class InstantSource implements CapacitySignalSource {
+  async observe(request: SignalRequest): Promise<SignalObservation> {
+    const observedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
+    const signals: Signal[] = request.clusters.map(({ key }) => ({
+      cluster: key,
+      observedAt,
+      hpa: { currentReplicas: 3, maxReplicas: 10 },
+    }));
+    return { signals, errors: [] };
+  }
+}
+
+const kubeConfig = new KubeConfig();
+kubeConfig.loadFromString(process.env.BENCH_KUBECONFIG!);
+const idleRss = process.memoryUsage().rss;
+let peakRss = idleRss;
+setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage().rss)), 50).unref();
+
+const controller = createController({
+  kubeConfig,
+  logger: silentLogger,
+  signalSources: new Map([['instant', new InstantSource()]]),
+  defaultSignalSource: 'instant',
+  signalPollIntervalMs: 3_600_000, // label changes drive the measurements, not polling
+  resyncPeriodMs: 3_600_000,
+});
+
+async function counter(name: string, labels: Record<string, string> = {}): Promise<number> {
+  const { values } = await controller.metrics.registry.getSingleMetric(name)!.get();
+  return values
+    .filter((v) => Object.entries(labels).every(([k, w]) => String((v.labels as Record<string, unknown>)[k]) === w))
+    .reduce((sum, v) => sum + v.value, 0);
+}
+
+async function stats() {
+  return {
+    idleRss,
+    peakRss,
+    rss: process.memoryUsage().rss,
+    heapUsed: process.memoryUsage().heapUsed,
+    synced: controller.isReady(),
+    queue: controller.queue.length,
+    reconciles: await counter('mco_controller_reconcile_total'),
+    errors: await counter('mco_controller_reconcile_total', { result: 'error' }),
+    conflicts: await counter('mco_controller_reconcile_total', { result: 'conflict' }),
+    statusWrites: await counter('mco_controller_status_writes_total'),
+    decisionWrites: await counter('mco_controller_placement_decision_writes_total'),
+    events: await counter('mco_controller_events_total', { result: 'created' }),
+    eventsDropped: await counter('mco_controller_events_total', { result: 'dropped' }),
+  };
+}
+
+/** Every placement reconciled once with nothing to change, while the event loop is watched. */
+async function resync() {
+  const loop = monitorEventLoopDelay({ resolution: 1 });
+  const before = await stats();
+  const keys = controller.informers.placements.keys();
+  loop.enable();
+  const started = performance.now();
+  for (const key of keys) controller.queue.add(key);
+  while ((await counter('mco_controller_reconcile_total')) - before.reconciles < keys.length) await sleep(20);
+  const ms = performance.now() - started;
+  loop.disable();
+  const after = await stats();
+  return {
+    ms,
+    placements: keys.length,
+    writes: after.statusWrites + after.decisionWrites - before.statusWrites - before.decisionWrites,
+    p50: loop.percentile(50) / 1e6,
+    p99: loop.percentile(99) / 1e6,
+    max: loop.max / 1e6,
+  };
+}
+
+process.on('message', (message: { id: number; command: string }) => {
+  const reply = (value: unknown) => process.send!({ id: message.id, value });
+  if (message.command === 'stats') void stats().then(reply);
+  else if (message.command === 'resync') void resync().then(reply);
+  else if (message.command === 'stop') void controller.stop().then(() => reply(null));
+});
+controller.start();
+process.send!({ id: 0, value: 'started' });
