@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -42,6 +43,35 @@ const samples = ['hello-world', 'gemma-vllm'].map((name) => {
   const [placement] = loadYamlObjects(join(examplesDir, name, 'placement.yaml')) as unknown as Placement[];
   return { name, appSet: appSet!, placement: placement! };
 });
+
+const hasGo = (() => {
+  if (process.env.CI === 'true') return true; // CI has Go (it builds kube-apiserver): never skip there
+  try {
+    execFileSync('go', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    console.warn('[argocd examples] skipping the Go text/template cross-check: no `go` on PATH');
+    return false;
+  }
+})();
+
+/** Renders templates with Go's text/template (test/gotemplate), one row of results per parameter set. */
+function renderWithGo(templates: readonly string[], params: readonly unknown[]): string[][] {
+  const out = execFileSync('go', ['run', '.'], {
+    cwd: fileURLToPath(new URL('./gotemplate/', import.meta.url)),
+    input: JSON.stringify({ templates, params }),
+    encoding: 'utf8',
+    env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
+  });
+  return (JSON.parse(out) as { results: string[][] }).results;
+}
+
+function stringsOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  if (Array.isArray(value)) return value.flatMap(stringsOf);
+  if (value && typeof value === 'object') return Object.values(value).flatMap(stringsOf);
+  return [];
+}
 
 /** Renders every string of the template, as Argo CD does field by field. */
 function renderStrings(value: unknown, params: Record<string, unknown>, goTemplate: boolean): unknown {
@@ -179,6 +209,19 @@ describe("MCO's sample ApplicationSets against the plugin's real answers", () =>
     expect(renderTemplate("'{{name}}-hw'", params as unknown as Record<string, unknown>, false)).toBe(
       "'fleet-cluster-inventory.mco-cluster-europe-west4-hw'",
     );
+  });
+
+  // The test renderer is checked against Go's text/template itself (the engine
+  // Argo CD uses), on every string of both samples and the plugin's real answers.
+  it.skipIf(!hasGo)('renders every sample string exactly as Go text/template with missingkey=error does', async () => {
+    const templates = samples.flatMap(({ appSet }) => [
+      ...stringsOf(appSet.spec.template),
+      appSet.spec.templatePatch ?? '',
+    ]);
+    const params = [...(await answerFor(samples[0]!.appSet)), ...(await answerFor(samples[1]!.appSet))];
+    const go = renderWithGo(templates, params);
+    const ours = params.map((p) => templates.map((t) => renderTemplate(t, p as unknown as Record<string, unknown>)));
+    expect({ errors: go.flat().filter((r) => r.startsWith('ERROR')), same: go }).toEqual({ errors: [], same: ours });
   });
 
   it('fails on a parameter the plugin does not return, as Argo CD does with missingkey=error', () => {

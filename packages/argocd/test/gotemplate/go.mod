@@ -1,0 +1,3 @@
+module mco.dev/argocd/gotemplate
+
+go 1.22
