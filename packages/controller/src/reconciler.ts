@@ -15,6 +15,7 @@ import {
   type ClusterProfile,
   type Condition,
   type Inventory,
+  type PlacementSpec,
   type PlacementStatus,
   type Signal,
   type Transition,
@@ -142,6 +143,7 @@ export class Reconciler {
     const cached = this.options.placements.get(key);
     const placement = this.placementOverlay.resolve(key, cached);
     if (!placement) {
+      this.ownWrites.delete(key);
       await this.syncDecisions(key, undefined, undefined);
       return { requeueAfterMs: undefined, statusWritten: false };
     }
@@ -173,13 +175,13 @@ export class Reconciler {
     abort: AbortSignal | undefined,
   ): Promise<{ status: PlacementStatus; transitions: readonly Transition[]; requeueAfterMs: number | undefined }> {
     const metadata = placement.metadata as { name: string; namespace?: string; generation?: number };
-    const spec = PlacementSpecSchema.safeParse(placement.spec ?? {});
+    const spec = checkSpec(placement.spec);
     const autoscale = spec.success ? spec.data.scaling?.autoscaleForCapacity : undefined;
     let signals: readonly Signal[] = [];
     let signalErrors: readonly SignalError[] | undefined;
     let pollMs: number | undefined;
     // An invalid spec needs no signals: the engine reports it and changes no cluster.
-    if (spec.success && autoscale && compileSelection(spec.data).ok) {
+    if (spec.success && autoscale && spec.selectable) {
       const name = autoscale.signalSource ?? this.options.defaultSignalSource;
       const source = name === undefined ? undefined : this.sources.get(name);
       if (!source) {
@@ -225,7 +227,7 @@ export class Reconciler {
     source: CapacitySignalSource,
     placement: KubeObject,
     previous: PlacementStatus,
-    spec: NonNullable<ReturnType<typeof PlacementSpecSchema.safeParse>['data']>,
+    spec: PlacementSpec,
     inventory: Inventory,
     abort: AbortSignal | undefined,
   ): Promise<{ signals: readonly Signal[]; errors: readonly SignalError[] }> {
@@ -420,6 +422,26 @@ export class Reconciler {
     keys.delete(decisionKey);
     if (keys.size === 0) this.decisionIndex.delete(key!);
   }
+}
+
+type SpecCheck = { success: true; data: PlacementSpec; selectable: boolean } | { success: false };
+const checkedSpecs = new WeakMap<object, SpecCheck>();
+
+/**
+ * Whether a spec parses and its selection compiles, remembered per spec
+ * object: the informer cache hands out the same object until it changes,
+ * so a resync does not parse a thousand specs again.
+ */
+function checkSpec(raw: unknown): SpecCheck {
+  const key = raw && typeof raw === 'object' ? raw : undefined;
+  const cached = key && checkedSpecs.get(key);
+  if (cached) return cached;
+  const parsed = PlacementSpecSchema.safeParse(raw ?? {});
+  const result: SpecCheck = parsed.success
+    ? { success: true, data: parsed.data, selectable: compileSelection(parsed.data).ok }
+    : { success: false };
+  if (key) checkedSpecs.set(key, result);
+  return result;
 }
 
 /** What the controller writes into a PlacementDecision, compared field by field. */
