@@ -16,7 +16,7 @@ import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/controller';
 import type { PlacementStatus } from '@mco/core';
 import { createLogger } from '@mco/runtime';
 import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   APPLICATION_SETS,
   REFRESH_ANNOTATION,
@@ -28,6 +28,9 @@ import {
 import { requestOptions } from '../src/kube.js';
 import { RELEASE_NAMESPACE, renderChart, serviceAccountKubeConfig } from './chart.js';
 import { GoClient, argoBody } from './go-client.js';
+
+// Each step waits for the API server and the caches: allow for a loaded CI machine.
+vi.setConfig({ testTimeout: 60_000 });
 
 const T = '2026-01-01T00:00:00Z';
 const TOKEN = 'plugin-token-e2e';
