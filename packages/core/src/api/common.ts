@@ -1,7 +1,15 @@
 import { z } from 'zod';
 
+// RFC 3339 as the apiserver's date-time format admits it: `T`/`Z` in either
+// case, optional fraction, `Z` or an offset.
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+
 /** RFC 3339 timestamp as Kubernetes writes it, e.g. `2026-01-01T00:00:00Z`. */
-export const TimestampSchema = z.iso.datetime({ offset: true, local: false });
+export const TimestampSchema = z
+  .string()
+  .regex(RFC3339, 'expected an RFC 3339 timestamp such as 2026-01-01T00:00:00Z')
+  .refine((value) => !Number.isNaN(Date.parse(value)), 'not a valid date')
+  .meta({ format: 'date-time' });
 export type Timestamp = z.infer<typeof TimestampSchema>;
 
 export const ConditionStatusSchema = z.enum(['True', 'False', 'Unknown']);

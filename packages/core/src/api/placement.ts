@@ -12,25 +12,25 @@ export const MAX_REGEX_LENGTH = 1024;
 const shortString = z.string().max(4096);
 const seconds = (description: string) => z.number().int().min(0).max(31_536_000).optional().describe(description);
 
-// Operators are plain strings (not an enum) because Google's v0.2.0 CRD accepts any
-// string there; an unknown operator makes the spec invalid (condition Valid=False).
+// Fields from Google's v0.2.0 CRD carry no bounds beyond Google's own
+// (minClustersBelowCapacityCeiling >= 1, the state enum): anything its CRD
+// admitted must parse here. Operators are plain strings for the same reason;
+// an unknown operator makes the spec invalid (condition Valid=False).
 export const LabelSelectorRequirementSchema = z.object({
-  key: z.string().min(1).max(317).describe('The ClusterProfile label key the selector applies to.'),
-  operator: z.string().max(32).describe('One of In, NotIn, Exists, DoesNotExist.'),
+  key: z.string().describe('The ClusterProfile label key the selector applies to.'),
+  operator: z.string().describe('One of In, NotIn, Exists, DoesNotExist.'),
   values: z
-    .array(z.string().max(1024))
-    .max(256)
+    .array(z.string())
     .optional()
     .describe('Non-empty for In and NotIn; empty or absent for Exists and DoesNotExist.'),
 });
 export type LabelSelectorRequirement = z.infer<typeof LabelSelectorRequirementSchema>;
 
 export const FieldSelectorRequirementSchema = z.object({
-  field: z.string().min(1).max(317).describe('The ClusterProfile field: metadata.name or metadata.namespace.'),
-  operator: z.string().max(32).describe('One of In, NotIn, Exists, DoesNotExist.'),
+  field: z.string().describe('The ClusterProfile field: metadata.name or metadata.namespace.'),
+  operator: z.string().describe('One of In, NotIn, Exists, DoesNotExist.'),
   values: z
-    .array(z.string().max(1024))
-    .max(256)
+    .array(z.string())
     .optional()
     .describe('Non-empty for In and NotIn; empty or absent for Exists and DoesNotExist.'),
 });
@@ -48,7 +48,6 @@ export const ClusterSelectorTermSchema = z
   .object({
     matchExpressions: z
       .array(ClusterSelectorExpressionSchema)
-      .max(64)
       .optional()
       .describe('Requirements that must all be met (ANDed).'),
   })
@@ -58,7 +57,6 @@ export type ClusterSelectorTerm = z.infer<typeof ClusterSelectorTermSchema>;
 export const ClusterSelectorSchema = z.object({
   clusterSelectorTerms: z
     .array(ClusterSelectorTermSchema)
-    .max(64)
     .describe('Terms that are ORed: a cluster is selected when it meets at least one.'),
 });
 export type ClusterSelector = z.infer<typeof ClusterSelectorSchema>;
@@ -146,9 +144,9 @@ export const BehaviorSchema = z
 export type Behavior = z.infer<typeof BehaviorSchema>;
 
 export const WorkloadDetailsSchema = z.object({
-  namespace: z.string().max(63).optional().describe('Namespace of the workload in each member cluster.'),
-  deploymentName: z.string().max(253).describe('Deployment whose pending pods are observed.'),
-  hpaName: z.string().max(253).describe('HorizontalPodAutoscaler whose status is observed.'),
+  namespace: z.string().optional().describe('Namespace of the workload in each member cluster.'),
+  deploymentName: z.string().describe('Deployment whose pending pods are observed.'),
+  hpaName: z.string().describe('HorizontalPodAutoscaler whose status is observed.'),
 });
 export type WorkloadDetails = z.infer<typeof WorkloadDetailsSchema>;
 
@@ -157,15 +155,12 @@ export const AutoscaleForCapacitySchema = z.object({
     .number()
     .int()
     .min(1)
-    .max(10_000)
     .describe('Minimum number of ACTIVE clusters that are not at their capacity ceiling.'),
   maxClusters: z
     .number()
     .int()
-    .min(0)
-    .max(10_000)
     .optional()
-    .describe('Maximum number of listed clusters; 0 or absent means no limit.'),
+    .describe('Maximum number of listed clusters; 0 (or less) or absent means no limit.'),
   workloadDetails: WorkloadDetailsSchema.optional(),
   useDraining: z
     .boolean()
@@ -203,15 +198,15 @@ export const ClusterStateSchema = z.enum(CLUSTER_STATES);
 export type ClusterState = z.infer<typeof ClusterStateSchema>;
 
 export const DrainingSchema = z.object({
-  desiredMaxReplicas: z.number().int().min(0).describe('The HPA maxReplicas a drainer should apply.'),
+  desiredMaxReplicas: z.number().int().describe('The HPA maxReplicas a drainer should apply.'),
   lastReplicaCountDecrease: TimestampSchema,
-  currentReplicaCount: z.number().int().min(0).optional().describe('Observed replicas (informational).'),
+  currentReplicaCount: z.number().int().optional().describe('Observed replicas (informational).'),
 });
 export type Draining = z.infer<typeof DrainingSchema>;
 
 export const PlacementClusterSchema = z.object({
-  name: z.string().min(1).max(253),
-  namespace: z.string().max(63).optional(),
+  name: z.string(),
+  namespace: z.string().optional(),
   state: ClusterStateSchema,
   lastTransitionTime: TimestampSchema,
   atCapacityCeiling: z.boolean().optional(),
@@ -225,7 +220,7 @@ export const PlacementClusterSchema = z.object({
 export type PlacementCluster = z.infer<typeof PlacementClusterSchema>;
 
 export const PlacementStatusSchema = z.object({
-  clusters: z.array(PlacementClusterSchema).max(10_000).optional(),
+  clusters: z.array(PlacementClusterSchema).optional(),
   lastAdditionTime: TimestampSchema.optional(),
   lastClusterRemovalTime: TimestampSchema.optional(),
   observedGeneration: z.number().int().min(0).optional(),
