@@ -1,6 +1,8 @@
 import {
   decide,
   type ClusterProfile,
+  type ClusterState,
+  type TransitionId,
   type Decision,
   type PlacementCluster,
   type PlacementSpec,
@@ -51,3 +53,19 @@ export const moves = (d: Decision): string[] =>
   d.transitions.map((t) => `${t.id} ${t.cluster} ${t.from ?? '-'}->${t.to ?? '-'}`);
 
 export const condition = (d: Decision, type: string) => d.status.conditions?.find((c) => c.type === type);
+
+/** The state table of semantics.md section 3: (from, to) of every transition id. */
+export const TRANSITION_TABLE: Record<TransitionId, [ClusterState | null, ClusterState | null]> = {
+  P1: [null, 'ACTIVE'],
+  P2: ['ACTIVE', 'SCALING_IN'],
+  P3: ['SCALING_IN', 'ACTIVE'],
+  E1: ['ACTIVE', 'EVICTING'],
+  E2: ['EVICTING', 'ACTIVE'],
+  E3: ['SCALING_IN', 'EVICTING'],
+  H1: ['ACTIVE', 'UNHEALTHY'],
+  H2: ['UNHEALTHY', 'ACTIVE'],
+  H3: ['SCALING_IN', 'UNHEALTHY'],
+  R1: ['SCALING_IN', null],
+  R2: ['UNHEALTHY', null],
+  R3: ['EVICTING', null],
+};

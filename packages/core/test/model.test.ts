@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec, aPlacement, aSignal } from '@mco/core/testing';
 import { decide, type ClusterState, type PlacementStatus, type Signal } from '@mco/core';
+import { TRANSITION_TABLE } from './helpers.js';
 
 // Model-based test: random sequences of fleet events, each followed by an
 // evaluation whose status is fed back, as the controller does. After every
@@ -48,20 +49,6 @@ interface World {
 }
 
 const iso = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace('.000Z', 'Z');
-const TABLE: Record<string, [ClusterState | null, ClusterState | null]> = {
-  P1: [null, 'ACTIVE'],
-  P2: ['ACTIVE', 'SCALING_IN'],
-  P3: ['SCALING_IN', 'ACTIVE'],
-  E1: ['ACTIVE', 'EVICTING'],
-  E2: ['EVICTING', 'ACTIVE'],
-  E3: ['SCALING_IN', 'EVICTING'],
-  H1: ['ACTIVE', 'UNHEALTHY'],
-  H2: ['UNHEALTHY', 'ACTIVE'],
-  H3: ['SCALING_IN', 'UNHEALTHY'],
-  R1: ['SCALING_IN', null],
-  R2: ['UNHEALTHY', null],
-  R3: ['EVICTING', null],
-};
 
 function signalOf(key: Key, o: Observation, at: string): Signal | undefined {
   const hpa = (current: number, min: number, max: number, limited: 'True' | 'False', reason: string) => ({
@@ -106,7 +93,7 @@ function evaluate(w: World): void {
   // 1. The new status is exactly the old one with the transitions applied, each one from the table.
   const states = new Map([...previous].map(([k, c]) => [k, c.state as ClusterState | null]));
   for (const t of d.transitions) {
-    expect([t.from, t.to]).toEqual(TABLE[t.id]);
+    expect([t.from, t.to]).toEqual(TRANSITION_TABLE[t.id]);
     expect(states.get(t.cluster) ?? null).toBe(t.from);
     states.set(t.cluster, t.to);
     expect(t.reason.length).toBeGreaterThan(0);

@@ -12,6 +12,7 @@ import {
   type PlacementStatus,
   type Signal,
 } from '@mco/core';
+import { TRANSITION_TABLE } from './helpers.js';
 
 const NOW = new Date('2026-01-01T02:00:00Z');
 const RUNS = { numRuns: 300 };
@@ -196,24 +197,10 @@ describe('properties of the engine', () => {
   });
 
   it('every transition matches the state table of semantics.md section 3', () => {
-    const table: Record<string, [string | null, string | null]> = {
-      P1: [null, 'ACTIVE'],
-      P2: ['ACTIVE', 'SCALING_IN'],
-      P3: ['SCALING_IN', 'ACTIVE'],
-      E1: ['ACTIVE', 'EVICTING'],
-      E2: ['EVICTING', 'ACTIVE'],
-      E3: ['SCALING_IN', 'EVICTING'],
-      H1: ['ACTIVE', 'UNHEALTHY'],
-      H2: ['UNHEALTHY', 'ACTIVE'],
-      H3: ['SCALING_IN', 'UNHEALTHY'],
-      R1: ['SCALING_IN', null],
-      R2: ['UNHEALTHY', null],
-      R3: ['EVICTING', null],
-    };
     fc.assert(
       fc.property(arbScenario, (s) => {
         const d = evaluate(s);
-        for (const t of d.transitions) expect([t.from, t.to]).toEqual(table[t.id]);
+        for (const t of d.transitions) expect([t.from, t.to]).toEqual(TRANSITION_TABLE[t.id]);
         expect(new Set(d.status.clusters!.map(keyOf)).size).toBe(d.status.clusters!.length);
       }),
       RUNS,
