@@ -42,6 +42,14 @@ async function counter(name: string, labels: Record<string, string> = {}): Promi
     .reduce((sum, v) => sum + v.value, 0);
 }
 
+/** Heap still in use after a full GC (with --expose-gc): the live set, not garbage V8 has not collected yet. */
+function liveHeap(): number | undefined {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (!gc) return undefined;
+  gc();
+  return process.memoryUsage().heapUsed;
+}
+
 async function stats() {
   return {
     idleRss,
@@ -85,6 +93,7 @@ async function resync() {
 process.on('message', (message: { id: number; command: string }) => {
   const reply = (value: unknown) => process.send!({ id: message.id, value });
   if (message.command === 'stats') void stats().then(reply);
+  else if (message.command === 'memory') reply({ liveHeap: liveHeap(), rss: process.memoryUsage().rss, peakRss });
   else if (message.command === 'resync') void resync().then(reply);
   else if (message.command === 'stop') void controller.stop().then(() => reply(null));
 });

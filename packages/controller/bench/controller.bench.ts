@@ -107,7 +107,7 @@ function startControllerProcess(
   kubeconfig: string,
 ): Promise<{ call<T>(command: string): Promise<T>; child: ChildProcess }> {
   const child = fork(script, {
-    execArgv: (process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean),
+    execArgv: ['--expose-gc', ...(process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)],
     env: { ...process.env, BENCH_KUBECONFIG: kubeconfig },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -237,9 +237,12 @@ async function main() {
       `full resync of ${resync.placements} placements: ${ms(resync.ms)}, ${resync.writes} writes; event-loop delay p50 ${resync.p50.toFixed(1)} ms, p99 ${resync.p99.toFixed(1)} ms, max ${resync.max.toFixed(1)} ms (1 ms sampling)`,
     );
     stats = await first.call<Stats>('stats');
+    const memory = await first.call<{ liveHeap?: number; rss: number }>('memory');
     console.log(
       `controller RSS: ${mib(stats.idleRss)} before start (modules loaded), peak ${mib(stats.peakRss)}, now ${mib(stats.rss)} (heap used ${mib(stats.heapUsed)})`,
     );
+    if (memory.liveHeap !== undefined)
+      console.log(`  after a full GC: heap used ${mib(memory.liveHeap)} (the live set), RSS ${mib(memory.rss)}`);
     await first.call('stop');
     first.child.kill();
 

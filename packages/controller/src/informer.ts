@@ -373,8 +373,17 @@ export class Informer<T extends KubeObject> {
   }
 }
 
-/** managedFields are large and never read by the controller; dropping them keeps the cache small. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/**
+ * managedFields and kubectl's last-applied copy are large and never read by
+ * the controller (status writes go to /status, which ignores metadata);
+ * dropping them keeps the cache small.
+ */
 function strip<T extends KubeObject>(object: T): T {
-  if (object.metadata?.managedFields !== undefined) delete object.metadata.managedFields;
+  const metadata = object.metadata;
+  if (metadata?.managedFields !== undefined) delete metadata.managedFields;
+  const annotations = metadata?.annotations as Record<string, string> | undefined;
+  if (annotations?.[LAST_APPLIED] !== undefined) delete annotations[LAST_APPLIED];
   return object;
 }
