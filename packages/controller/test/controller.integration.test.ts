@@ -1,8 +1,7 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { TRANSITION_IDS } from '@mco/core';
-import { describeWithControlPlane } from '@mco/testkit';
 import { startHealthServer, type Controller } from '../src/index.js';
-import { Fleet, FakeSignalSource, startHub, waitFor, type Hub } from './support.js';
+import { Fleet, FakeSignalSource, startHub, waitFor, type Hub, describeWithHub } from './support.js';
 import { counterValue, settled, testController } from './support-controller.js';
 
 const rde = (key: string, values: string[]) => ({
@@ -15,7 +14,7 @@ const rde = (key: string, values: string[]) => ({
   },
 });
 
-describeWithControlPlane('controller on a real kube-apiserver (chart RBAC)', () => {
+describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
   let hub: Hub;
   let fleet: Fleet;
   const running: Controller[] = [];
@@ -229,6 +228,49 @@ describeWithControlPlane('controller on a real kube-apiserver (chart RBAC)', () 
     await fleet.deletePlacement('inv', 'api');
     await waitFor('PlacementDecisions deleted', async () => (await fleet.decisions('inv')).length === 0);
     expect(await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' })).toBe(0);
+  });
+
+  it('slices more than 100 clusters into PlacementDecisions and deletes the surplus slice when the list shrinks', async () => {
+    await fleet.namespace('big');
+    await fleet.namespace('fleet-big');
+    const names = Array.from({ length: 105 }, (_, i) => `m${String(i).padStart(3, '0')}`);
+    await Promise.all(names.map((name) => fleet.createProfile('fleet-big', name, { big: 'yes' })));
+    start(testController(hub.controllerKubeConfig()));
+    await fleet.createPlacement('big', 'wide', rde('big', ['yes']));
+    const slices = async () =>
+      (await fleet.decisions('big')).map((d) => ({
+        name: d.metadata?.name,
+        count: (d.decisions as unknown[]).length,
+        labels: d.metadata?.labels,
+      }));
+    const sliced = await waitFor('two slices', async () => {
+      const s = await slices();
+      return s.length === 2 && s[1]!.count === 5 && s;
+    });
+    const key = (index: number) => ({
+      'app.kubernetes.io/managed-by': 'mco',
+      'multicluster.x-k8s.io/placement-key': 'wide',
+      'multicluster.x-k8s.io/decision-key': 'wide',
+      'multicluster.x-k8s.io/decision-index': String(index),
+    });
+    expect(sliced).toEqual([
+      { name: 'wide-0', count: 100, labels: key(0) },
+      { name: 'wide-1', count: 5, labels: key(1) },
+    ]);
+    for (const name of names.slice(0, 10)) await fleet.labelProfile('fleet-big', name, { big: 'no' });
+    const shrunk = await waitFor('one slice', async () => {
+      const s = await slices();
+      return s.length === 1 && s[0]!.count === 95 && s;
+    });
+    expect(shrunk).toEqual([
+      {
+        name: 'wide-0',
+        count: 95,
+        labels: { 'app.kubernetes.io/managed-by': 'mco', 'multicluster.x-k8s.io/placement-key': 'wide' },
+      },
+    ]);
+    await fleet.deletePlacement('big', 'wide');
+    await waitFor('PlacementDecisions deleted', async () => (await fleet.decisions('big')).length === 0);
   });
 
   it('leaves status.clusters untouched when the spec becomes invalid, and resumes when it is fixed', async () => {

@@ -5,7 +5,6 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { describeWithControlPlane } from '@mco/testkit';
 import {
   CHART,
   Fleet,
@@ -17,11 +16,12 @@ import {
   startHub,
   waitFor,
   type Hub,
+  describeWithHub,
 } from './support.js';
 
 const RUN_MCO = fileURLToPath(new URL('./fixtures/run-mco.ts', import.meta.url));
 
-describeWithControlPlane('the Helm chart and `mco controller` on a real kube-apiserver', () => {
+describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', () => {
   let hub: Hub;
   let fleet: Fleet;
 

@@ -1,8 +1,16 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { describeWithControlPlane } from '@mco/testkit';
 import { createListWatch, Informer, PLACEMENT_DECISIONS, type Controller, type KubeObject } from '../src/index.js';
-import { Fleet, FakeSignalSource, LEASE_NAME, RELEASE_NAMESPACE, startHub, waitFor, type Hub } from './support.js';
+import {
+  Fleet,
+  FakeSignalSource,
+  LEASE_NAME,
+  RELEASE_NAMESPACE,
+  startHub,
+  waitFor,
+  type Hub,
+  describeWithHub,
+} from './support.js';
 import { counterValue, testController } from './support-controller.js';
 
 const leaderElection = {
@@ -14,7 +22,7 @@ const leaderElection = {
 };
 const allClusters = { clusterSelectorRules: [{ type: 'all-clusters' }] };
 
-describeWithControlPlane('leader election and the idle watchdog on a real kube-apiserver', () => {
+describeWithHub('leader election and the idle watchdog on a real kube-apiserver', () => {
   let hub: Hub;
   let fleet: Fleet;
   const running: Controller[] = [];

@@ -1,7 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
-import { describeWithControlPlane } from '@mco/testkit';
 import type { Controller } from '../src/index.js';
-import { Fleet, startHub, waitFor, type Hub } from './support.js';
+import { Fleet, startHub, waitFor, type Hub, describeWithHub } from './support.js';
 import { counterValue, testController } from './support-controller.js';
 
 const byLabel = (value: string) => ({
@@ -17,7 +16,7 @@ const byLabel = (value: string) => ({
 });
 
 // --min-request-timeout=1: the apiserver ends every watch after 1-2 s.
-describeWithControlPlane('controller under cut watches and an apiserver restart', () => {
+describeWithHub('controller under cut watches and an apiserver restart', () => {
   let hub: Hub;
   let fleet: Fleet;
   const running: Controller[] = [];

@@ -88,7 +88,8 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     const server = await startHealthServer({
       ...config.http,
       registry,
-      isHealthy: () => !stopping,
+      // Liveness means "the process answers"; failing it during shutdown would only get the pod killed.
+      isHealthy: () => true,
       isReady: () => !stopping && controller.isReady(),
     });
     logger.info('starting', {
