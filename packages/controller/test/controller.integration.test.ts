@@ -177,6 +177,88 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     );
   });
 
+  it('reports clusters the signal source cannot observe, retries a broken source without touching the status', async () => {
+    await fleet.namespace('sig');
+    await fleet.namespace('fleet-sig');
+    for (const name of ['s1', 's2']) await fleet.createProfile('fleet-sig', name, { sig: 'yes' });
+    const source = new FakeSignalSource();
+    for (const name of ['s1', 's2']) source.set(`fleet-sig/${name}`, { hpa: { currentReplicas: 2 } });
+    const controller = start(
+      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+    );
+    await fleet.createPlacement('sig', 'obs', {
+      ...rde('sig', ['yes']),
+      scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2 } },
+    });
+    await waitFor('observed', async () => (await fleet.condition('sig', 'obs', 'SignalsObserved'))?.status === 'True');
+    source.fail('fleet-sig/s2', { code: 'Unauthorized', message: 'the access provider returned no credentials' });
+    const failed = await waitFor('SignalsObserved=False', async () => {
+      const c = (await fleet.condition('sig', 'obs', 'SignalsObserved')) as {
+        status: string;
+        reason?: string;
+        message?: string;
+      };
+      return c?.status === 'False' && c;
+    });
+    expect({ reason: failed.reason, message: failed.message, states: await fleet.states('sig', 'obs') }).toEqual({
+      reason: 'ObserveFailed',
+      message: 'fleet-sig/s2: Unauthorized: the access provider returned no credentials',
+      states: ['fleet-sig/s1:ACTIVE', 'fleet-sig/s2:ACTIVE'],
+    });
+    // A source that fails as a whole: the reconcile fails and is retried; the status stays.
+    const before = (await fleet.placement('sig', 'obs')).status;
+    source.broken = new Error('prometheus is unreachable');
+    await fleet.labelProfile('fleet-sig', 's1', { sig: 'no' });
+    await waitFor(
+      'a retried failure',
+      async () => (await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' })) >= 2,
+    );
+    expect({
+      status: (await fleet.placement('sig', 'obs')).status,
+      errors: (await counterValue(controller, 'mco_controller_signal_source_errors_total', { source: 'fake' })) > 0,
+    }).toEqual({ status: before, errors: true });
+    source.broken = undefined;
+    source.fail('fleet-sig/s2', undefined);
+    await waitFor('recovered: s1 evicting, observed again', async () => {
+      const states = await fleet.states('sig', 'obs');
+      const observed = (await fleet.condition('sig', 'obs', 'SignalsObserved'))?.status === 'True';
+      return observed && states.includes('fleet-sig/s1:EVICTING');
+    });
+    await fleet.deletePlacement('sig', 'obs');
+  });
+
+  it("re-evaluates when the engine's RequeueAfter is due, with no event and no polling", async () => {
+    await fleet.namespace('timer');
+    await fleet.namespace('fleet-timer');
+    await fleet.createProfile('fleet-timer', 'h', { timer: 'yes' });
+    const source = new FakeSignalSource();
+    source.set('fleet-timer/h', { hpa: { currentReplicas: 2 } });
+    start(
+      testController(hub.controllerKubeConfig(), {
+        sources: { fake: source },
+        defaultSignalSource: 'fake',
+        signalPollIntervalMs: 3_600_000,
+      }),
+    );
+    await fleet.createPlacement('timer', 'cron', {
+      ...rde('timer', ['yes']),
+      scaling: {
+        autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1, behavior: { unhealthyTimeoutSeconds: 2 } },
+      },
+    });
+    await waitFor('placed', async () => (await fleet.states('timer', 'cron')).length === 1);
+    await fleet.setProfileHealthy('fleet-timer', 'h', false);
+    await waitFor('H1', async () => (await fleet.states('timer', 'cron'))[0] === 'fleet-timer/h:UNHEALTHY');
+    const unhealthyAt = Date.now();
+    await waitFor(
+      'R2 once unhealthyTimeoutSeconds passed',
+      async () => (await fleet.states('timer', 'cron')).length === 0,
+      10_000,
+    );
+    expect(Date.now() - unhealthyAt).toBeGreaterThanOrEqual(1_000);
+    await fleet.deletePlacement('timer', 'cron');
+  });
+
   it('follows ClusterProfiles added, relabelled and deleted, and deletes the PlacementDecisions with the placement', async () => {
     await fleet.namespace('inv');
     await fleet.namespace('fleet-inv');

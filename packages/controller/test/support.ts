@@ -15,7 +15,7 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import type { Signal } from '@mco/core';
-import type { CapacitySignalSource, SignalObservation, SignalRequest } from '@mco/runtime';
+import type { CapacitySignalSource, SignalError, SignalObservation, SignalRequest } from '@mco/runtime';
 import { describe } from 'vitest';
 import {
   describeWithControlPlane,
@@ -300,6 +300,9 @@ export class Fleet {
  */
 export class FakeSignalSource implements CapacitySignalSource {
   private readonly fields = new Map<string, Omit<Signal, 'cluster' | 'observedAt'>>();
+  private readonly failures = new Map<string, SignalError>();
+  /** When set, observe() rejects with it (the source itself is broken). */
+  broken: Error | undefined;
   private gate: Promise<void> | undefined;
   private open: (() => void) | undefined;
   calls = 0;
@@ -308,6 +311,12 @@ export class FakeSignalSource implements CapacitySignalSource {
   set(cluster: string, fields: Omit<Signal, 'cluster' | 'observedAt'> | undefined): void {
     if (fields) this.fields.set(cluster, fields);
     else this.fields.delete(cluster);
+  }
+
+  /** The cluster cannot be observed: no signal, and an error naming why. */
+  fail(cluster: string, error: Omit<SignalError, 'cluster'> | undefined): void {
+    if (error) this.failures.set(cluster, { cluster, ...error });
+    else this.failures.delete(cluster);
   }
 
   hold(): void {
@@ -332,12 +341,16 @@ export class FakeSignalSource implements CapacitySignalSource {
         this.waiting--;
       }
     }
+    if (this.broken) throw this.broken;
     const observedAt = new Date().toISOString().replace(/\.\d+Z$/, 'Z');
     const signals: Signal[] = [];
+    const errors: SignalError[] = [];
     for (const { key } of request.clusters) {
+      const failure = this.failures.get(key);
       const fields = this.fields.get(key);
-      if (fields) signals.push({ cluster: key, observedAt, ...fields });
+      if (failure) errors.push(failure);
+      else if (fields) signals.push({ cluster: key, observedAt, ...fields });
     }
-    return { signals, errors: [] };
+    return { signals, errors };
   }
 }
