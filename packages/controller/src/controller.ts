@@ -14,7 +14,7 @@ import {
 } from './kube.js';
 import { LeaderElector } from './leader-election.js';
 import { createMetrics, type ControllerMetrics } from './metrics.js';
-import { DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
+import { affectsDecisions, DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
 import { WorkQueue } from './work-queue.js';
 
 export interface LeaderElectionSettings {
@@ -174,8 +174,12 @@ export function createController(options: ControllerOptions): Controller {
     if (event === 'update' && reconciler.isOwnStatusWrite(object)) return;
     queue.add(objectKey(object));
   });
-  clusterProfiles.addHandler(() => enqueueAll());
-  placementDecisions.addHandler((_event, object) => {
+  clusterProfiles.addHandler((event, object, previous) => {
+    if (affectsDecisions(event, object, previous)) enqueueAll();
+  });
+  placementDecisions.addHandler((event, object) => {
+    // Someone else changed or deleted one of our PlacementDecisions: put it right.
+    if (reconciler.isOwnDecisionWrite(event, object)) return;
     const key = Reconciler.placementKeyOf(object);
     if (key) queue.add(key);
   });

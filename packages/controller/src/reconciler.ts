@@ -4,6 +4,7 @@ import {
   compileSelection,
   CONDITION_SATISFIED,
   CONDITION_VALID,
+  CONTROL_PLANE_HEALTHY,
   createInventory,
   decide,
   PLACEMENT_API_VERSION,
@@ -30,7 +31,7 @@ import {
 } from '@mco/runtime';
 import { jsonEqual } from './equal.js';
 import type { EventRecorder, EventType } from './events.js';
-import { objectKey, type Informer, type KubeObject } from './informer.js';
+import { objectKey, type Informer, type InformerEvent, type KubeObject } from './informer.js';
 import type { HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
 import { WriteOverlay } from './overlay.js';
@@ -98,6 +99,8 @@ export class Reconciler {
   private inventory: Inventory | undefined;
   /** Placement key -> resourceVersion returned by our last status write. */
   private readonly ownWrites = new Map<string, string>();
+  /** PlacementDecision key -> resourceVersion of our last write, or null for our delete. */
+  private readonly ownDecisionWrites = new Map<string, string | null>();
 
   constructor(private readonly options: ReconcilerOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -124,6 +127,15 @@ export class Reconciler {
     if (rv === undefined) return false;
     this.ownWrites.delete(key);
     return rv === placement.metadata?.resourceVersion;
+  }
+
+  /** Whether this PlacementDecision event is the echo of our own write or delete (it needs no reconcile). */
+  isOwnDecisionWrite(event: InformerEvent, decision: KubeObject): boolean {
+    const key = objectKey(decision);
+    if (!this.ownDecisionWrites.has(key)) return false;
+    const rv = this.ownDecisionWrites.get(key);
+    this.ownDecisionWrites.delete(key);
+    return event === 'delete' ? rv === null : rv === decision.metadata?.resourceVersion;
   }
 
   /** The placement key a PlacementDecision belongs to (its namespace and placement-key label). */
@@ -360,6 +372,8 @@ export class Reconciler {
           : await this.options.client.createPlacementDecision(want);
         this.options.metrics?.decisionWrites.inc({ operation, result: 'written' });
         this.decisionOverlay.set(decisionKey, have?.metadata?.resourceVersion, written);
+        if (written.metadata?.resourceVersion)
+          this.ownDecisionWrites.set(decisionKey, written.metadata.resourceVersion);
       } catch (error) {
         const e = toMcoError(error, `${operation} PlacementDecision ${decisionKey}`);
         this.options.metrics?.decisionWrites.inc({ operation, result: e.code === 'Conflict' ? 'conflict' : 'error' });
@@ -383,6 +397,7 @@ export class Reconciler {
         }
       }
       this.decisionOverlay.set(decisionKey, stale.metadata?.resourceVersion, null);
+      this.ownDecisionWrites.set(decisionKey, null);
     }
   }
 
@@ -442,6 +457,25 @@ function checkSpec(raw: unknown): SpecCheck {
     : { success: false };
   if (key) checkedSpecs.set(key, result);
   return result;
+}
+
+/**
+ * Whether a ClusterProfile change can change a decision: what the engine
+ * reads (labels, deletion, the ControlPlaneHealthy condition) changed, or the
+ * profile came or went. Status heartbeats and property updates do not
+ * re-evaluate every placement.
+ */
+export function affectsDecisions(event: InformerEvent, profile: KubeObject, previous: KubeObject | undefined): boolean {
+  if (event !== 'update' || !previous) return true;
+  const healthy = (p: KubeObject) =>
+    (p.status as { conditions?: { type: string; status?: string }[] } | undefined)?.conditions?.find(
+      (c) => c.type === CONTROL_PLANE_HEALTHY,
+    )?.status;
+  return (
+    !jsonEqual(profile.metadata?.labels ?? {}, previous.metadata?.labels ?? {}) ||
+    profile.metadata?.deletionTimestamp !== previous.metadata?.deletionTimestamp ||
+    healthy(profile) !== healthy(previous)
+  );
 }
 
 /** What the controller writes into a PlacementDecision, compared field by field. */

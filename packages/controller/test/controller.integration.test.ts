@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { TRANSITION_IDS } from '@mco/core';
-import { startHealthServer, type Controller } from '../src/index.js';
+import { startHealthServer, type Controller, type KubeObject } from '../src/index.js';
 import { Fleet, FakeSignalSource, startHub, waitFor, type Hub, describeWithHub } from './support.js';
 import { counterValue, settled, testController } from './support-controller.js';
 
@@ -310,6 +310,45 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     await fleet.deletePlacement('inv', 'api');
     await waitFor('PlacementDecisions deleted', async () => (await fleet.decisions('inv')).length === 0);
     expect(await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' })).toBe(0);
+  });
+
+  it('puts back a PlacementDecision someone else changed or deleted, and ignores ClusterProfile heartbeats', async () => {
+    await fleet.namespace('own');
+    await fleet.namespace('fleet-own');
+    await fleet.createProfile('fleet-own', 'o1', { own: 'yes' });
+    const controller = start(testController(hub.controllerKubeConfig()));
+    await fleet.createPlacement('own', 'mine', rde('own', ['yes']));
+    const want = ['mine-0: fleet-own/o1=ACTIVE'];
+    await fleet.setProfileHealthy('fleet-own', 'o1', true);
+    await waitFor('decided', async () => JSON.stringify(await fleet.decisionSummary('own')) === JSON.stringify(want));
+    await settled(controller);
+    const reconciles = await counterValue(controller, 'mco_controller_reconcile_total');
+    // Heartbeats: the profile's status is rewritten, nothing the engine reads changes.
+    await fleet.setProfileHealthy('fleet-own', 'o1', true);
+    await new Promise((resolve) => setTimeout(resolve, 1100)); // a new lastTransitionTime
+    await fleet.setProfileHealthy('fleet-own', 'o1', true);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await counterValue(controller, 'mco_controller_reconcile_total')).toBe(reconciles);
+
+    const group = {
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'placementdecisions',
+      namespace: 'own',
+      name: 'mine-0',
+    };
+    const current = (await hub.custom.getNamespacedCustomObject(group)) as KubeObject;
+    await hub.custom.replaceNamespacedCustomObject({ ...group, body: { ...current, decisions: [] } });
+    await waitFor(
+      'restored after an edit',
+      async () => JSON.stringify(await fleet.decisionSummary('own')) === JSON.stringify(want),
+    );
+    await hub.custom.deleteNamespacedCustomObject(group);
+    await waitFor(
+      'restored after a delete',
+      async () => JSON.stringify(await fleet.decisionSummary('own')) === JSON.stringify(want),
+    );
+    await fleet.deletePlacement('own', 'mine');
   });
 
   it('slices more than 100 clusters into PlacementDecisions and deletes the surplus slice when the list shrinks', async () => {
