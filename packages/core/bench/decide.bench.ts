@@ -66,17 +66,22 @@ function placementFor(
   return { spec, status: first.status, signals };
 }
 
-function measure(fn: () => void, minMs = 400): number {
-  for (let i = 0; i < 20; i++) fn(); // warm-up
-  let runs = 0;
-  const start = performance.now();
-  let elapsed = 0;
-  while (elapsed < minMs) {
-    fn();
-    runs++;
-    elapsed = performance.now() - start;
+/** Median time per call (ms) over several windows, so a descheduled window does not skew the figure. */
+function measure(fn: () => void, windowMs = 150, windows = 7): number {
+  for (let i = 0; i < 50; i++) fn(); // warm-up
+  const perCall: number[] = [];
+  for (let w = 0; w < windows; w++) {
+    let runs = 0;
+    const start = performance.now();
+    let elapsed = 0;
+    while (elapsed < windowMs) {
+      fn();
+      runs++;
+      elapsed = performance.now() - start;
+    }
+    perCall.push(elapsed / runs);
   }
-  return elapsed / runs;
+  return perCall.sort((a, b) => a - b)[Math.floor(windows / 2)]!;
 }
 
 const rows: string[] = [];
@@ -129,8 +134,8 @@ for (const n of [100, 1_000, 10_000]) {
         signals: p.signals,
       });
   };
-  const build = measure(() => createInventory(fleet(n)), 200);
-  const total = measure(pass, 2_000);
+  const build = measure(() => createInventory(fleet(n)));
+  const total = measure(pass, 500, 5);
   row(
     '1,000 placements × 1,000 clusters (one pass)',
     '1,000',
