@@ -41,6 +41,9 @@ export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const MANAGED_BY_VALUE = 'mco';
 export const DECISIONS_LABEL_SELECTOR = `${MANAGED_BY_LABEL}=${MANAGED_BY_VALUE},${PLACEMENT_KEY_LABEL}`;
 
+/** How soon an autoscaling placement is evaluated again after clusters were added to it. */
+const NEW_CLUSTER_OBSERVE_MS = 1_000;
+
 /** Satisfied=Unknown reasons when an autoscaling placement cannot get signals. */
 export const REASON_NO_SIGNAL_SOURCE = 'NoSignalSource';
 export const REASON_UNKNOWN_SIGNAL_SOURCE = 'UnknownSignalSource';
@@ -227,6 +230,9 @@ export class Reconciler {
       signalErrors === undefined
         ? withoutCondition(decision.status, CONDITION_SIGNALS_OBSERVED)
         : withSignalCondition(decision.status, signalErrors, generation, now);
+    // A cluster just added has not been observed yet: look again soon, not a poll interval later.
+    if (pollMs !== undefined && decision.transitions.some((t) => t.id === 'P1' || t.id === 'P3'))
+      pollMs = Math.min(pollMs, NEW_CLUSTER_OBSERVE_MS);
     const engineMs = decision.requeueAfterSeconds === null ? undefined : decision.requeueAfterSeconds * 1000;
     const requeueAfterMs =
       engineMs === undefined ? pollMs : pollMs === undefined ? engineMs : Math.min(engineMs, pollMs);
