@@ -3,7 +3,7 @@
 // fleet, and a capacity-signal source the test controls (a plugin, not an
 // imitation of Kubernetes).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -75,14 +75,9 @@ export function renderChart(args: readonly string[] = []): KubernetesObject[] {
   return loadYamlObjects(file);
 }
 
-/** The CRDs: the chart's copies, and @mco/core's MKCP CRD (a schema-less stand-in until core generates it). */
+/** The CRDs the chart ships (MKCP from @mco/core, ClusterProfile and PlacementDecision; kept identical to their sources by a test). */
 export function crdSources(): string[] {
-  const core = join(REPO, 'packages', 'core', 'crds');
-  // MCO_TEST_FALLBACK_MKCP_CRD=1 uses the stand-in even when core's CRD exists (while it is being written).
-  const hasCore =
-    !process.env.MCO_TEST_FALLBACK_MKCP_CRD && existsSync(core) && readdirSync(core).some((f) => f.endsWith('.yaml'));
-  const mkcp = hasCore ? core : fileURLToPath(new URL('./fixtures/mkcp-crd.fallback.yaml', import.meta.url));
-  return [join(CHART, 'crds'), mkcp];
+  return [join(CHART, 'crds')];
 }
 
 export interface Hub {
