@@ -99,7 +99,7 @@ describe('mco decide', () => {
       'a malformed timestamp',
       'in.yaml',
       'now: yesterday\nplacement: {metadata: {name: p}}',
-      /now: Invalid ISO datetime/i,
+      /now: expected an RFC 3339 timestamp/,
     ],
     [
       'a ClusterProfile without a name',
