@@ -1,6 +1,13 @@
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import { createListWatch, Informer, PLACEMENT_DECISIONS, type Controller, type KubeObject } from '../src/index.js';
+import {
+  CLUSTER_PROFILES,
+  createListWatch,
+  Informer,
+  PLACEMENT_DECISIONS,
+  type Controller,
+  type KubeObject,
+} from '../src/index.js';
 import {
   Fleet,
   FakeSignalSource,
@@ -141,6 +148,47 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
       decisions: ['batch-0: fleet-kill/k1=ACTIVE,fleet-kill/k2=ACTIVE'],
     });
     await fleet.deletePlacement('kill', 'batch');
+  });
+
+  it('relists when the apiserver answers a watch from an expired resourceVersion with 410 Gone', async () => {
+    await fleet.namespace('gone');
+    for (let i = 0; i < 3; i++) await fleet.createProfile('gone', `g${i}`);
+    const real = createListWatch<KubeObject>(hub.controllerKubeConfig(), CLUSTER_PROFILES);
+    const asked: string[] = [];
+    // The first watch asks for resourceVersion 1, as after a long disconnection: long compacted away.
+    const informer = new Informer<KubeObject>({
+      name: 'expired',
+      listWatch: {
+        list: (options) => real.list(options),
+        watch: (rv, timeout, onEvent, onDone) => {
+          asked.push(asked.length === 0 ? '1' : rv);
+          return real.watch(asked.at(-1)!, timeout, onEvent, onDone);
+        },
+      },
+    });
+    informer.start();
+    try {
+      await informer.waitForSync();
+      const health = await waitFor('a relist after 410', () => informer.health().lists >= 2 && informer.health());
+      await fleet.createProfile('gone', 'g3');
+      await waitFor('g3 seen after the relist', () => informer.get('gone/g3') !== undefined);
+      expect({
+        firstWatchFrom: asked[0],
+        resumedFromNewer: asked.length >= 2 && asked[1] !== '1',
+        lists: health.lists,
+        objects: informer
+          .keys()
+          .filter((k) => k.startsWith('gone/'))
+          .sort(),
+      }).toEqual({
+        firstWatchFrom: '1',
+        resumedFromNewer: true,
+        lists: 2,
+        objects: ['gone/g0', 'gone/g1', 'gone/g2', 'gone/g3'],
+      });
+    } finally {
+      await informer.stop();
+    }
   });
 
   it('the watchdog relists when a watch delivers nothing for the idle timeout', async () => {
