@@ -4,6 +4,7 @@ import { clustersCommand } from './clusters.js';
 import { controllerCommand } from './controller.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
+import { inventoryCommand } from './inventory.js';
 import { simulateCommand } from './simulate.js';
 
 /** Every `mco` subcommand, in the order `mco --help` lists them. */
@@ -11,6 +12,7 @@ export const commands: readonly Command[] = [
   decideCommand,
   controllerCommand,
   clustersCommand,
+  inventoryCommand,
   simulateCommand,
   demoCommand,
   argocdPluginCommand,

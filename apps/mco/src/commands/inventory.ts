@@ -1,0 +1,141 @@
+import { parseArgs } from 'node:util';
+import { KubeConfig } from '@kubernetes/client-node';
+import { startHealthServer } from '@mco/controller';
+import { createLogger, type InventoryProvider, type Logger } from '@mco/runtime';
+import { Registry } from 'prom-client';
+import { z } from 'zod';
+import { parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { createPlugins, inventoryProviders } from '../plugins.js';
+
+export const InventoryFileSchema = z.strictObject({
+  providers: z
+    .array(
+      z.strictObject({ name: z.string().min(1).max(253), plugin: z.string().min(1), config: z.unknown().optional() }),
+    )
+    .min(1)
+    .max(64),
+});
+
+export interface InventoryDeps {
+  readonly kubeConfig: KubeConfig;
+  readonly logger: Logger;
+  readonly registry: Registry;
+}
+
+/** Reads a providers file and creates its providers; a bad file is a UsageError naming the field. */
+export async function loadInventoryProviders(
+  file: string,
+  deps: InventoryDeps,
+): Promise<Map<string, InventoryProvider>> {
+  const { kubeConfig, logger, registry } = deps;
+  const document = parseOrThrow(InventoryFileSchema, await readDocument(file), `inventory providers file ${file}`);
+  return createPlugins(
+    inventoryProviders,
+    document.providers,
+    (index) => `${file}: providers[${index}]`,
+    (entry) => ({
+      logger: logger.child({ provider: entry.name }),
+      kubeConfig,
+      metrics: registry,
+      now: () => new Date(),
+    }),
+  );
+}
+
+/** Runs providers until `abort` fires. One failing provider does not stop the others. */
+export async function runInventoryProviders(
+  providers: ReadonlyMap<string, InventoryProvider>,
+  logger: Logger,
+  abort: AbortSignal,
+): Promise<void> {
+  logger.info('starting inventory providers', { providers: [...providers.keys()] });
+  await Promise.all(
+    [...providers].map(([name, provider]) =>
+      provider
+        .run(abort)
+        .catch((error: unknown) => logger.error('inventory provider stopped', { provider: name, error })),
+    ),
+  );
+}
+
+export const inventoryCommand: Command = {
+  name: 'inventory',
+  summary: 'Run inventory providers that keep the hub ClusterProfiles in step (manual, GKE fleet, ...)',
+  usage: `Usage: mco inventory --config <providers.yaml> [options]
+
+Runs the configured inventory providers until SIGTERM or SIGINT. Each keeps
+the ClusterProfiles it owns in step with its source of truth and never prunes
+from a partial listing. Serves /healthz, /readyz and Prometheus /metrics.
+
+Providers file:
+  providers:
+    - name: lab                  # instance name (logs and metrics)
+      plugin: manual             # one of: ${inventoryProviders.map((m) => m.name).join(', ')}
+      config: {file: /etc/mco/clusters.yaml}   # the plugin's own configuration
+
+Options:
+  --config <file>       the providers file (required)
+  --kubeconfig <file>   hub kubeconfig (default: in-cluster or $KUBECONFIG)
+  --http-port <port>    health and metrics port (default 8081; 0 picks one)
+  --log-level <level>   debug, info, warn or error (default info)
+  -h, --help            show this help
+
+Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.
+See docs/providers.md.`,
+  async run(argv, io) {
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        config: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        'http-port': { type: 'string' },
+        'log-level': { type: 'string' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    });
+    if (values.help) {
+      io.stdout(`${this.usage}\n`);
+      return 0;
+    }
+    if (!values.config) throw new UsageError('missing --config <providers.yaml>');
+    const level = z.enum(['debug', 'info', 'warn', 'error']).safeParse(values['log-level'] ?? 'info');
+    if (!level.success) throw new UsageError(`--log-level: expected debug, info, warn or error`);
+    const port = z.coerce
+      .number()
+      .int()
+      .min(0)
+      .max(65535)
+      .safeParse(values['http-port'] ?? '8081');
+    if (!port.success) throw new UsageError(`--http-port: expected a port number`);
+    const logger = createLogger({ level: level.data, write: io.stderr }).child({ component: 'mco-inventory' });
+    const kubeConfig = new KubeConfig();
+    try {
+      if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
+      else kubeConfig.loadFromDefault();
+    } catch (error) {
+      throw new UsageError(`cannot load the kubeconfig: ${(error as Error).message}`);
+    }
+    const registry = new Registry();
+    const providers = await loadInventoryProviders(values.config, { kubeConfig, logger, registry });
+    const abort = new AbortController();
+    const server = await startHealthServer({
+      host: '0.0.0.0',
+      port: port.data,
+      registry,
+      isHealthy: () => true,
+      isReady: () => !abort.signal.aborted,
+    });
+    const onSignal = () => abort.abort();
+    process.once('SIGTERM', onSignal);
+    process.once('SIGINT', onSignal);
+    try {
+      await runInventoryProviders(providers, logger, abort.signal);
+    } finally {
+      process.off('SIGTERM', onSignal);
+      process.off('SIGINT', onSignal);
+      await server.close();
+    }
+    return 0;
+  },
+};
