@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { KubeConfig } from '@kubernetes/client-node';
 import { extname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
@@ -64,4 +65,23 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
     .map((issue) => `${formatPath(issue.path) || '(root)'}: ${issue.message}`)
     .join('; ');
   throw new UsageError(`invalid ${what}: ${issues}`);
+}
+
+/**
+ * The hub kubeconfig: a file, or in-cluster / $KUBECONFIG / ~/.kube/config;
+ * optionally a context of it. A broken kubeconfig is a UsageError.
+ */
+export function loadKubeConfig(path: string | undefined, context?: string): KubeConfig {
+  const kubeConfig = new KubeConfig();
+  try {
+    if (path) kubeConfig.loadFromFile(path);
+    else kubeConfig.loadFromDefault();
+  } catch (error) {
+    throw new UsageError(`cannot load the kubeconfig${path ? ` ${path}` : ''}: ${(error as Error).message}`);
+  }
+  if (context) {
+    if (!kubeConfig.getContextObject(context)) throw new UsageError(`context "${context}" not found in the kubeconfig`);
+    kubeConfig.setCurrentContext(context);
+  }
+  return kubeConfig;
 }

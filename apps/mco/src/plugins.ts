@@ -22,6 +22,8 @@ export const inventoryProviders: readonly InventoryProviderModule<unknown>[] = [
   cmdbHttpProvider,
 ];
 
+const KIND_LABELS: Record<PluginKind, string> = { signals: 'signal-source', inventory: 'inventory' };
+
 /** One entry of a plugins file: an instance name, the plugin it uses, and that plugin's configuration. */
 export interface PluginEntry {
   readonly name: string;
@@ -46,7 +48,8 @@ export function createPlugins<K extends PluginKind, I>(
     const module = modules.find((m) => m.name === entry.plugin);
     if (!module) {
       const known = modules.map((m) => m.name).join(', ');
-      throw new UsageError(`${at}.plugin: unknown plugin "${entry.plugin}" (known: ${known})`);
+      const kind = modules[0] ? `${KIND_LABELS[modules[0].kind]} ` : '';
+      throw new UsageError(`${at}.plugin: unknown ${kind}plugin "${entry.plugin}" (known: ${known})`);
     }
     const config = module.configSchema.safeParse(entry.config ?? {});
     if (!config.success) {

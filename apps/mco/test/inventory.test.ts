@@ -31,7 +31,7 @@ describe('mco inventory configuration errors', () => {
     [
       'an unknown plugin',
       'providers: [{name: a, plugin: nope}]',
-      /providers\[0\]\.plugin: unknown plugin "nope" \(known: manual, gke-fleet, cmdb-http\)/,
+      /providers\[0\]\.plugin: unknown inventory plugin "nope" \(known: manual, gke-fleet, cmdb-http\)/,
     ],
     [
       'a bad plugin configuration',

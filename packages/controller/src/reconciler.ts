@@ -1,7 +1,7 @@
 import {
   buildPlacementDecisions,
   clusterKey,
-  compileSelection,
+  compilePlacementSpec,
   CONDITION_SATISFIED,
   CONDITION_VALID,
   CONTROL_PLANE_HEALTHY,
@@ -10,7 +10,6 @@ import {
   PLACEMENT_API_VERSION,
   PLACEMENT_KEY_LABEL,
   PLACEMENT_KIND,
-  PlacementSpecSchema,
   setCondition,
   SignalSchema,
   type ClusterProfile,
@@ -190,13 +189,13 @@ export class Reconciler {
     abort: AbortSignal | undefined,
   ): Promise<{ status: PlacementStatus; transitions: readonly Transition[]; requeueAfterMs: number | undefined }> {
     const metadata = placement.metadata as { name: string; namespace?: string; generation?: number };
-    const spec = checkSpec(placement.spec);
-    const autoscale = spec.success ? spec.data.scaling?.autoscaleForCapacity : undefined;
+    const compiled = compilePlacementSpec(placement.spec);
+    const autoscale = compiled.ok ? compiled.value.spec.scaling?.autoscaleForCapacity : undefined;
     let signals: readonly Signal[] = [];
     let signalErrors: readonly SignalError[] | undefined;
     let pollMs: number | undefined;
     // An invalid spec needs no signals: the engine reports it and changes no cluster.
-    if (spec.success && autoscale && spec.selectable) {
+    if (compiled.ok && autoscale) {
       const name = autoscale.signalSource ?? this.options.defaultSignalSource;
       const source = name === undefined ? undefined : this.sources.get(name);
       if (!source) {
@@ -215,7 +214,7 @@ export class Reconciler {
           requeueAfterMs: undefined,
         };
       }
-      const observed = await this.observe(name!, source, placement, previous, spec.data, inventory, abort);
+      const observed = await this.observe(name!, source, placement, previous, compiled.value.spec, inventory, abort);
       signals = observed.signals;
       signalErrors = observed.errors;
       pollMs = this.options.signalPollIntervalMs ?? 30_000;
@@ -443,26 +442,6 @@ export class Reconciler {
     keys.delete(decisionKey);
     if (keys.size === 0) this.decisionIndex.delete(key!);
   }
-}
-
-type SpecCheck = { success: true; data: PlacementSpec; selectable: boolean } | { success: false };
-const checkedSpecs = new WeakMap<object, SpecCheck>();
-
-/**
- * Whether a spec parses and its selection compiles, remembered per spec
- * object: the informer cache hands out the same object until it changes,
- * so a resync does not parse a thousand specs again.
- */
-function checkSpec(raw: unknown): SpecCheck {
-  const key = raw && typeof raw === 'object' ? raw : undefined;
-  const cached = key && checkedSpecs.get(key);
-  if (cached) return cached;
-  const parsed = PlacementSpecSchema.safeParse(raw ?? {});
-  const result: SpecCheck = parsed.success
-    ? { success: true, data: parsed.data, selectable: compileSelection(parsed.data).ok }
-    : { success: false };
-  if (key) checkedSpecs.set(key, result);
-  return result;
 }
 
 /**

@@ -66,7 +66,7 @@ export function decide(input: DecideInput): Decision {
   const previous = input.placement.status ?? {};
   const generation = input.placement.metadata.generation;
 
-  const compiled = compileSpec(input.placement.spec);
+  const compiled = compilePlacementSpec(input.placement.spec);
   if (!compiled.ok) return invalid(previous, compiled.error, now, generation);
   const { spec, selection } = compiled.value;
 
@@ -112,13 +112,19 @@ export function decide(input: DecideInput): Decision {
   return { status, transitions: run.transitions, requeueAfterSeconds: run.requeueAfterSeconds() };
 }
 
-type CompiledSpec = Result<{ spec: PlacementSpec; selection: Selection }, SpecError>;
+/** A spec that parsed and whose selection compiled, or why it is invalid. */
+export type CompiledSpec = Result<{ readonly spec: PlacementSpec; readonly selection: Selection }, SpecError>;
 
 // Informer caches hand the same spec object to every evaluation until it
 // changes, so parsing and compiling are memoised per object (a pure function).
 const compiledSpecs = new WeakMap<object, CompiledSpec>();
 
-function compileSpec(raw: unknown): CompiledSpec {
+/**
+ * Parses a placement's spec and compiles its selection, remembered per spec
+ * object. `decide` reports an error as condition Valid=False; a controller can
+ * call this to skip work (asking for signals) for an invalid spec.
+ */
+export function compilePlacementSpec(raw: unknown): CompiledSpec {
   const cacheable = typeof raw === 'object' && raw !== null;
   const hit = cacheable ? compiledSpecs.get(raw) : undefined;
   if (hit) return hit;

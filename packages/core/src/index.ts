@@ -6,7 +6,14 @@ export * from './api/signal.js';
 export * from './api/placement-decision.js';
 export * from './api/decision.js';
 export type { Result, SpecError } from './result.js';
-export { decide, CONDITION_SATISFIED, CONDITION_VALID, type DecideInput } from './decide.js';
+export {
+  decide,
+  compilePlacementSpec,
+  CONDITION_SATISFIED,
+  CONDITION_VALID,
+  type CompiledSpec,
+  type DecideInput,
+} from './decide.js';
 export { createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
 export { compileRe2, type Re2Pattern } from './selection/regex.js';
 export { compileSelection, selectClusters, type Selection, type SelectionResult } from './selection/select.js';

@@ -1,10 +1,9 @@
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { McoError, createLogger, type LogLevel } from '@mco/runtime';
-import { UsageError, type Command } from '../cli.js';
+import { loadKubeConfig, UsageError, type Command } from '../cli.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
@@ -78,13 +77,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
 
     const logger = createLogger({ level, write: io.stderr });
-    const kubeConfig = new KubeConfig();
-    try {
-      if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
-      else kubeConfig.loadFromDefault();
-    } catch (error) {
-      throw new UsageError(`cannot load the kubeconfig: ${(error as Error).message}`);
-    }
+    const kubeConfig = loadKubeConfig(values.kubeconfig);
 
     let providerNames: string[] | undefined = values['access-providers']
       ?.split(',')

@@ -12,7 +12,7 @@ import {
 } from '@mco/provider-manual';
 import { McoError } from '@mco/runtime';
 import { stringify } from 'yaml';
-import { UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
+import { loadKubeConfig, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
 
 const USAGE = `Usage:
   mco clusters apply -f <clusters.yaml> [--prune] [--dry-run] [options]
@@ -89,7 +89,7 @@ export const clustersCommand: Command = {
     if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
     const namespace = values.namespace ?? 'fleet';
     const manager = values.manager ?? MANUAL_MANAGER;
-    const hub = () => hubKubeConfig(values.kubeconfig, values['hub-context']);
+    const hub = () => loadKubeConfig(values.kubeconfig, values['hub-context']);
     try {
       switch (verb) {
         case 'apply': {
@@ -152,17 +152,6 @@ export const clustersCommand: Command = {
     }
   },
 };
-
-function hubKubeConfig(path: string | undefined, context: string | undefined): KubeConfig {
-  const kc = new KubeConfig();
-  if (path) kc.loadFromFile(path);
-  else kc.loadFromDefault();
-  if (context) {
-    if (!kc.getContextObject(context)) throw new UsageError(`hub context "${context}" not found`);
-    kc.setCurrentContext(context);
-  }
-  return kc;
-}
 
 /** The shorthand fields of a clusters-file entry for a kubeconfig context (inline CA, never credentials). */
 async function clusterFields(source: KubeConfig, context: string) {

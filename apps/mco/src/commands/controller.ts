@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import {
   CONTROLLER_FLAGS,
   controllerFlagsHelp,
@@ -10,8 +10,8 @@ import {
 } from '@mco/controller';
 import { createLogger, type CapacitySignalSource, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
-import { formatPath, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
-import { signalSources as signalSourceModules } from '../plugins.js';
+import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { createPlugins, signalSources as signalSourceModules } from '../plugins.js';
 
 export const controllerCommand: Command = {
   name: 'controller',
@@ -56,13 +56,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     const config = parsed.value;
     const logger = createLogger({ level: config.logLevel, write: io.stderr }).child({ component: 'mco-controller' });
 
-    const kubeConfig = new KubeConfig();
-    try {
-      if (config.kubeconfig) kubeConfig.loadFromFile(config.kubeconfig);
-      else kubeConfig.loadFromDefault();
-    } catch (error) {
-      throw new UsageError(`cannot load the kubeconfig: ${(error as Error).message}`);
-    }
+    const kubeConfig = loadKubeConfig(config.kubeconfig);
     const registry = new Registry();
     const sources = await createSignalSources(config.signalSourcesFile, kubeConfig, registry, logger);
 
@@ -123,33 +117,14 @@ async function createSignalSources(
   metrics: Registry,
   logger: Logger,
 ): Promise<{ byName: Map<string, CapacitySignalSource>; defaultSource: string | undefined }> {
-  const byName = new Map<string, CapacitySignalSource>();
-  if (!file) return { byName, defaultSource: undefined };
+  if (!file) return { byName: new Map(), defaultSource: undefined };
   const document = parseOrThrow(SignalSourcesFileSchema, await readDocument(file), `signal sources file ${file}`);
-  for (const [index, entry] of document.sources.entries()) {
-    const where = `${file}: sources[${index}]`;
-    if (byName.has(entry.name)) throw new UsageError(`${where}.name: "${entry.name}" is used twice`);
-    const module = signalSourceModules.find((m) => m.name === entry.plugin);
-    if (!module) {
-      const known = signalSourceModules.map((m) => m.name).join(', ');
-      throw new UsageError(`${where}.plugin: unknown signal-source plugin "${entry.plugin}" (known: ${known})`);
-    }
-    const config = module.configSchema.safeParse(entry.config ?? {});
-    if (!config.success) {
-      const issue = config.error.issues[0]!;
-      const path = formatPath(issue.path);
-      throw new UsageError(`${where}.config${path ? `.${path}` : ''}: ${issue.message}`);
-    }
-    byName.set(
-      entry.name,
-      module.create(config.data, {
-        logger: logger.child({ signalSource: entry.name }),
-        kubeConfig,
-        metrics,
-        now: () => new Date(),
-      }),
-    );
-  }
+  const byName: Map<string, CapacitySignalSource> = createPlugins(
+    signalSourceModules,
+    document.sources,
+    (index) => `${file}: sources[${index}]`,
+    (entry) => ({ logger: logger.child({ signalSource: entry.name }), kubeConfig, metrics, now: () => new Date() }),
+  );
   if (document.defaultSource !== undefined && !byName.has(document.defaultSource)) {
     throw new UsageError(`${file}: defaultSource "${document.defaultSource}" is not among the sources`);
   }

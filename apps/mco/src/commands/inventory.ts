@@ -1,10 +1,10 @@
 import { parseArgs } from 'node:util';
-import { KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { startHealthServer } from '@mco/controller';
 import { createLogger, type InventoryProvider, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import { parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
 import { createPlugins, inventoryProviders } from '../plugins.js';
 
 export const InventoryFileSchema = z.strictObject({
@@ -109,13 +109,7 @@ See docs/providers.md.`,
       .safeParse(values['http-port'] ?? '8081');
     if (!port.success) throw new UsageError(`--http-port: expected a port number`);
     const logger = createLogger({ level: level.data, write: io.stderr }).child({ component: 'mco-inventory' });
-    const kubeConfig = new KubeConfig();
-    try {
-      if (values.kubeconfig) kubeConfig.loadFromFile(values.kubeconfig);
-      else kubeConfig.loadFromDefault();
-    } catch (error) {
-      throw new UsageError(`cannot load the kubeconfig: ${(error as Error).message}`);
-    }
+    const kubeConfig = loadKubeConfig(values.kubeconfig);
     const registry = new Registry();
     const providers = await loadInventoryProviders(values.config, { kubeConfig, logger, registry });
     const abort = new AbortController();
