@@ -21,5 +21,10 @@ export type {
   SignalRequest,
   SignalSourceModule,
 } from './plugin.js';
-export { observeEachCluster, type ClusterObservation, type ObserveEachClusterOptions } from './observe-clusters.js';
+export {
+  observeEachCluster,
+  observeWorkloadOnEachCluster,
+  type ClusterObservation,
+  type ObserveEachClusterOptions,
+} from './observe-clusters.js';
 export { signalMetrics, type SignalMetrics, type SignalResult } from './signal-metrics.js';

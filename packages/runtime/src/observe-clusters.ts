@@ -1,4 +1,4 @@
-import type { Signal } from '@mco/core';
+import type { Signal, WorkloadDetails } from '@mco/core';
 import { McoError, toMcoError, type McoErrorCode } from './errors.js';
 import type { SignalError, SignalObservation, SignalRequest } from './plugin.js';
 import type { SignalMetrics } from './signal-metrics.js';
@@ -65,6 +65,33 @@ export async function observeEachCluster(
     for (const e of result.errors) errors.push({ cluster: cluster.key, code: e.code, message: e.message });
   });
   return { signals, errors };
+}
+
+/**
+ * `observeEachCluster` for the workload a placement autoscales: nothing to
+ * observe when it does not autoscale for capacity, and an `Invalid` error per
+ * cluster (its signal missing) when it names no workload.
+ */
+export async function observeWorkloadOnEachCluster(
+  request: SignalRequest,
+  options: ObserveEachClusterOptions,
+  observe: (cluster: RequestedCluster, workload: WorkloadDetails, signal: AbortSignal) => Promise<ClusterObservation>,
+): Promise<SignalObservation> {
+  const scaling = request.placement.spec.scaling?.autoscaleForCapacity;
+  if (!scaling) return { signals: [], errors: [] };
+  const workload = scaling.workloadDetails;
+  return observeEachCluster(request, options, async (cluster, signal) =>
+    workload
+      ? observe(cluster, workload, signal)
+      : {
+          errors: [
+            {
+              code: 'Invalid',
+              message: 'spec.scaling.autoscaleForCapacity.workloadDetails is not set: nothing to observe',
+            },
+          ],
+        },
+  );
 }
 
 async function observeOne(

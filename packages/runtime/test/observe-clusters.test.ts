@@ -1,7 +1,13 @@
 import type { ClusterProfile } from '@mco/core';
 import { Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { McoError, observeEachCluster, signalMetrics, type SignalRequest } from '../src/index.js';
+import {
+  McoError,
+  observeEachCluster,
+  observeWorkloadOnEachCluster,
+  signalMetrics,
+  type SignalRequest,
+} from '../src/index.js';
 
 const profile = (name: string) => ({ metadata: { name, namespace: 'fleet' } }) as ClusterProfile;
 const request = (names: string[]): SignalRequest => ({
@@ -77,5 +83,42 @@ describe('observeEachCluster', () => {
     );
     abort.abort(new Error('shutting down'));
     await expect(pending).rejects.toThrow('shutting down');
+  });
+});
+
+describe('observeWorkloadOnEachCluster', () => {
+  const workload = { namespace: 'inference', deploymentName: 'server', hpaName: 'server' };
+  it.each<[string, SignalRequest['placement']['spec'], unknown]>([
+    ['observes nothing for a placement that does not autoscale for capacity', {}, { signals: [], errors: [] }],
+    [
+      'reports, per cluster, a placement that autoscales but names no workload',
+      { scaling: { autoscaleForCapacity: {} } } as SignalRequest['placement']['spec'],
+      {
+        signals: [],
+        errors: ['a', 'b'].map((n) => ({
+          cluster: `fleet/${n}`,
+          code: 'Invalid',
+          message: 'spec.scaling.autoscaleForCapacity.workloadDetails is not set: nothing to observe',
+        })),
+      },
+    ],
+    [
+      'hands each cluster the named workload',
+      { scaling: { autoscaleForCapacity: { workloadDetails: workload } } } as SignalRequest['placement']['spec'],
+      {
+        signals: ['a', 'b'].map((n) => ({ cluster: `fleet/${n}`, observedAt, pendingPods: 1 })),
+        errors: [],
+      },
+    ],
+  ])('%s', async (_name, spec, expected) => {
+    const result = await observeWorkloadOnEachCluster(
+      { ...request(['a', 'b']), placement: { namespace: 'app', name: 'web', spec } },
+      { source: 'test', concurrency: 2, timeoutMs: 1000, metrics: signalMetrics(new Registry()) },
+      async ({ key }, details) => {
+        expect(details).toEqual(workload);
+        return { signal: { cluster: key, observedAt, pendingPods: 1 }, errors: [] };
+      },
+    );
+    expect(result).toEqual(expected);
   });
 });

@@ -13,7 +13,7 @@ import type { Signal } from '@mco/core';
 import {
   McoError,
   httpStatusOf,
-  observeEachCluster,
+  observeWorkloadOnEachCluster,
   signalMetrics,
   silentLogger,
   toMcoError,
@@ -51,9 +51,7 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
 
   return {
     async observe(request, abort) {
-      const details = request.placement.spec.scaling?.autoscaleForCapacity?.workloadDetails;
-      if (!request.placement.spec.scaling?.autoscaleForCapacity) return { signals: [], errors: [] };
-      const result = await observeEachCluster(
+      const result = await observeWorkloadOnEachCluster(
         request,
         {
           source: SOURCE_NAME,
@@ -62,17 +60,7 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
           metrics,
           ...(abort ? { abort } : {}),
         },
-        async ({ key, profile }, signal): Promise<ClusterObservation> => {
-          if (!details) {
-            return {
-              errors: [
-                {
-                  code: 'Invalid',
-                  message: 'spec.scaling.autoscaleForCapacity.workloadDetails is not set: nothing to observe',
-                },
-              ],
-            };
-          }
+        async ({ key, profile }, details, signal): Promise<ClusterObservation> => {
           const client = await access.clientFor(profile, signal);
           // Credentials first, inside this cluster's budget (client-node would fetch them unbounded).
           await client.access.getCredential(signal);

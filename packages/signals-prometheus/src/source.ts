@@ -1,7 +1,7 @@
 import { clusterKey, type ClusterProfile, type Signal } from '@mco/core';
 import {
   McoError,
-  observeEachCluster,
+  observeWorkloadOnEachCluster,
   signalMetrics,
   silentLogger,
   toMcoError,
@@ -85,10 +85,7 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
 
   return {
     async observe(request, abort) {
-      const scaling = request.placement.spec.scaling?.autoscaleForCapacity;
-      if (!scaling) return { signals: [], errors: [] };
-      const details = scaling.workloadDetails;
-      const result = await observeEachCluster(
+      const result = await observeWorkloadOnEachCluster(
         request,
         {
           source: SOURCE_NAME,
@@ -97,17 +94,7 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
           metrics,
           ...(abort ? { abort } : {}),
         },
-        async ({ key, profile }, signal): Promise<ClusterObservation> => {
-          if (!details) {
-            return {
-              errors: [
-                {
-                  code: 'Invalid',
-                  message: 'spec.scaling.autoscaleForCapacity.workloadDetails is not set: nothing to observe',
-                },
-              ],
-            };
-          }
+        async ({ key, profile }, details, signal): Promise<ClusterObservation> => {
           const endpoint = endpointFor(profile, key);
           const variables = {
             cluster: clusterMatchers(profile, config.clusterLabels),
