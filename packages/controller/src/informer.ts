@@ -1,5 +1,6 @@
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { WakeableSleep } from './sleep.js';
 
 /** The part of a Kubernetes object the informer reads. */
 export interface KubeObject {
@@ -120,7 +121,7 @@ export class Informer<T extends KubeObject> {
   private loop: Promise<void> | undefined;
   private endWatch: (() => void) | undefined;
   private cancelWatch: (() => void) | undefined;
-  private wake: (() => void) | undefined;
+  private readonly sleeper = new WakeableSleep();
   private readonly syncWaiters: (() => void)[] = [];
 
   constructor(options: InformerOptions<T>) {
@@ -188,7 +189,7 @@ export class Informer<T extends KubeObject> {
   async stop(): Promise<void> {
     this.stopped = true;
     this.cancelWatch?.();
-    this.wake?.();
+    this.sleeper.wake();
     await this.loop;
   }
 
@@ -211,7 +212,7 @@ export class Informer<T extends KubeObject> {
           continue;
         }
         // A server that closes watches at once every time must not make us spin.
-        if (outcome === 'closed-early') await this.sleep(backoffDelay(failures++, this.backoff, this.random));
+        if (outcome === 'closed-early') await this.sleeper.sleep(backoffDelay(failures++, this.backoff, this.random));
         else failures = 0;
       } catch (error) {
         if (this.stopped) break;
@@ -224,7 +225,7 @@ export class Informer<T extends KubeObject> {
         const delay = backoffDelay(failures++, this.backoff, this.random);
         this.lastError = toMcoError(error).message;
         this.logger.warn('list/watch failed; retrying', { error, retryInMs: delay, attempt: failures });
-        await this.sleep(delay);
+        await this.sleeper.sleep(delay);
       }
     }
     this.watching = false;
@@ -356,20 +357,6 @@ export class Informer<T extends KubeObject> {
         this.logger.error('informer handler failed', { error, event, key: objectKey(object) });
       }
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-    });
   }
 }
 

@@ -1,6 +1,7 @@
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { httpStatusOf, silentLogger, type Logger } from '@mco/runtime';
 import { requestOptions } from './kube.js';
+import { WakeableSleep } from './sleep.js';
 
 export interface LeaderElectionOptions {
   readonly kubeConfig: KubeConfig;
@@ -46,7 +47,7 @@ export class LeaderElector {
   private lease: V1Lease | undefined;
   private stopped = false;
   private loop: Promise<void> | undefined;
-  private wake: (() => void) | undefined;
+  private readonly sleeper = new WakeableSleep();
   private transitions = 0;
 
   constructor(options: LeaderElectionOptions) {
@@ -84,7 +85,7 @@ export class LeaderElector {
   /** Stops campaigning; releases the Lease if held (unless `release` is false: a crash). */
   async stop(options: { release?: boolean } = {}): Promise<void> {
     this.stopped = true;
-    this.wake?.();
+    this.sleeper.wake();
     await this.loop;
     this.loop = undefined;
     if (this.leading && options.release !== false) await this.release();
@@ -105,7 +106,7 @@ export class LeaderElector {
         this.setLeading(false);
       }
       // A candidate retries with jitter so that replicas do not move in lockstep.
-      await this.sleep(this.leading ? this.retryPeriodMs : this.retryPeriodMs * (1 + Math.random() * 0.2));
+      await this.sleeper.sleep(this.leading ? this.retryPeriodMs : this.retryPeriodMs * (1 + Math.random() * 0.2));
     }
   }
 
@@ -211,20 +212,6 @@ export class LeaderElector {
     } catch (error) {
       this.logger.warn('cannot release the lease; a successor waits for it to expire', { error });
     }
-  }
-
-  private sleep(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.wake = undefined;
-        resolve();
-      }, ms);
-      this.wake = () => {
-        clearTimeout(timer);
-        this.wake = undefined;
-        resolve();
-      };
-    });
   }
 }
 
