@@ -1,25 +1,10 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
+import { requestOptions } from '@mco/controller';
 import { httpStatusOf } from '@mco/runtime';
 import { APPLICATION_SETS, REFRESH_ANNOTATION, type ApplicationSetLike } from './applicationsets.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL, SECRET_TYPE_LABEL } from './cluster-secret.js';
 import type { ApplicationSetClient } from './refresher.js';
 import type { ExistingSecret, SecretClient } from './secret-syncer.js';
-
-// client-node 1.4 sets no request timeout and picks the patch content type per
-// call; this middleware does both. Its object-parameter API runs middleware on
-// its Observable stub, so each hook returns something with `toPromise()`.
-export type RequestOptions = Parameters<CustomObjectsApi['listClusterCustomObject']>[1];
-export function requestOptions(timeoutMs: number, contentType?: string): RequestOptions {
-  const middleware = {
-    pre: (context: { setSignal(signal: AbortSignal): void; setHeaderParam(k: string, v: string): void }) => {
-      context.setSignal(AbortSignal.timeout(timeoutMs));
-      if (contentType) context.setHeaderParam('Content-Type', contentType);
-      return { toPromise: () => Promise.resolve(context) };
-    },
-    post: (response: unknown) => ({ toPromise: () => Promise.resolve(response) }),
-  };
-  return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as RequestOptions;
-}
 
 export interface ApplicationSetClientOptions {
   /** Only ApplicationSets in this namespace (default: every namespace). */
@@ -43,11 +28,11 @@ export function createApplicationSetClient(
           options.namespace
             ? await api.listNamespacedCustomObject(
                 { ...APPLICATION_SETS, namespace: options.namespace, limit: 500, _continue: next },
-                requestOptions(timeoutMs),
+                requestOptions(kubeConfig, timeoutMs),
               )
             : await api.listClusterCustomObject(
                 { ...APPLICATION_SETS, limit: 500, _continue: next },
-                requestOptions(timeoutMs),
+                requestOptions(kubeConfig, timeoutMs),
               )
         ) as { items?: ApplicationSetLike[]; metadata?: { continue?: string } };
         items.push(...(page.items ?? []));
@@ -64,7 +49,7 @@ export function createApplicationSetClient(
             name,
             body: { metadata: { annotations: { [REFRESH_ANNOTATION]: 'true' } } },
           },
-          requestOptions(timeoutMs, PatchStrategy.MergePatch),
+          requestOptions(kubeConfig, timeoutMs, PatchStrategy.MergePatch),
         );
       } catch (error) {
         if (httpStatusOf(error) !== 404) throw error;
@@ -93,7 +78,7 @@ export function createSecretClient(kubeConfig: KubeConfig, options: SecretClient
       do {
         const page = await api.listNamespacedSecret(
           { namespace, labelSelector: selector, limit: 500, _continue: next },
-          requestOptions(timeoutMs),
+          requestOptions(kubeConfig, timeoutMs),
         );
         items.push(...(page.items as ExistingSecret[]));
         next = page.metadata?._continue || undefined;
@@ -102,19 +87,22 @@ export function createSecretClient(kubeConfig: KubeConfig, options: SecretClient
     },
     async get(name) {
       try {
-        return (await api.readNamespacedSecret({ namespace, name }, requestOptions(timeoutMs))) as ExistingSecret;
+        return (await api.readNamespacedSecret(
+          { namespace, name },
+          requestOptions(kubeConfig, timeoutMs),
+        )) as ExistingSecret;
       } catch (error) {
         if (httpStatusOf(error) === 404) return undefined;
         throw error;
       }
     },
     async create(secret) {
-      await api.createNamespacedSecret({ namespace, body: secret as V1Secret }, requestOptions(timeoutMs));
+      await api.createNamespacedSecret({ namespace, body: secret as V1Secret }, requestOptions(kubeConfig, timeoutMs));
     },
     async replace(secret) {
       await api.replaceNamespacedSecret(
         { namespace, name: secret.metadata.name, body: secret as V1Secret },
-        requestOptions(timeoutMs),
+        requestOptions(kubeConfig, timeoutMs),
       );
     },
     async delete(name, uid, resourceVersion) {
@@ -125,7 +113,7 @@ export function createSecretClient(kubeConfig: KubeConfig, options: SecretClient
             name,
             body: { preconditions: { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) } },
           },
-          requestOptions(timeoutMs),
+          requestOptions(kubeConfig, timeoutMs),
         );
       } catch (error) {
         if (httpStatusOf(error) !== 404) throw error;

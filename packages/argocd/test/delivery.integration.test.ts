@@ -12,7 +12,7 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
-import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/controller';
+import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/controller';
 import type { PlacementStatus } from '@mco/core';
 import { createLogger } from '@mco/runtime';
 import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
@@ -25,7 +25,6 @@ import {
   type ArgoCdDeliveryOptions,
   type PluginParameters,
 } from '../src/index.js';
-import { requestOptions } from '../src/kube.js';
 import { RELEASE_NAMESPACE, renderChart, serviceAccountKubeConfig } from './chart.js';
 import { GoClient, argoBody } from './go-client.js';
 
@@ -62,7 +61,7 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
   const setStatus = (resource: typeof PLACEMENTS, namespace: string, name: string, status: unknown) =>
     custom.patchNamespacedCustomObjectStatus(
       { ...resource, namespace, name, body: { status } },
-      requestOptions(10_000, PatchStrategy.MergePatch),
+      requestOptions(hub, 10_000, PatchStrategy.MergePatch),
     );
   const setPlacement = (status: PlacementStatus) =>
     // Replace the list as the controller does (a merge patch replaces arrays).
@@ -94,7 +93,7 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
         name,
         body: { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } },
       },
-      requestOptions(10_000, PatchStrategy.MergePatch),
+      requestOptions(hub, 10_000, PatchStrategy.MergePatch),
     );
   const secretOf = (name: string) =>
     core.readNamespacedSecret({ namespace: 'argocd', name }).then(
@@ -344,7 +343,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           .makeApiClient(CustomObjectsApi)
           .patchNamespacedCustomObjectStatus(
             { ...PLACEMENTS, namespace: 'apps', name: 'web', body: { status: {} } },
-            requestOptions(10_000, PatchStrategy.MergePatch),
+            requestOptions(kc, 10_000, PatchStrategy.MergePatch),
           ),
     ],
     [

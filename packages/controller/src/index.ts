@@ -40,7 +40,9 @@ export {
   PLACEMENT_DECISIONS,
   createHubClient,
   createListWatch,
+  requestOptions,
   type HubClient,
+  type RequestOptions,
   type Resource,
 } from './kube.js';
 export { jsonEqual } from './equal.js';
