@@ -1,8 +1,8 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { TRANSITION_IDS } from '@mco/core';
-import { startHealthServer, type Controller, type KubeObject } from '../src/index.js';
-import { Fleet, FakeSignalSource, startHub, waitFor, type Hub, describeWithHub } from './support.js';
-import { counterValue, settled, testController } from './support-controller.js';
+import { startHealthServer, type KubeObject } from '../src/index.js';
+import { FakeSignalSource, waitFor, describeWithHub } from './support.js';
+import { counterValue, settled, testController, useControllerHub } from './support-controller.js';
 
 const rde = (key: string, values: string[]) => ({
   affinity: {
@@ -15,37 +15,20 @@ const rde = (key: string, values: string[]) => ({
 });
 
 describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
-  let hub: Hub;
-  let fleet: Fleet;
-  const running: Controller[] = [];
-  const start = (controller: Controller) => {
-    running.push(controller);
-    controller.start();
-    return controller;
-  };
-
-  beforeAll(async () => {
-    hub = await startHub();
-    fleet = new Fleet(hub);
-  });
-  afterAll(async () => {
-    await hub?.stop();
-  });
-  afterEach(async () => {
-    await Promise.all(running.splice(0).map((c) => c.stop()));
-  });
+  const env = useControllerHub();
+  const { start } = env;
 
   it('drives an autoscaling placement through every transition type, with Events, PlacementDecisions and no idle writes', async () => {
-    await fleet.namespace('life');
-    await fleet.namespace('fleet-life');
-    for (const name of ['a', 'b', 'c']) await fleet.createProfile('fleet-life', name, { lifecycle: 'yes' });
+    await env.fleet.namespace('life');
+    await env.fleet.namespace('fleet-life');
+    for (const name of ['a', 'b', 'c']) await env.fleet.createProfile('fleet-life', name, { lifecycle: 'yes' });
     const source = new FakeSignalSource();
     const healthy = { hpa: { currentReplicas: 3 }, workloadHealthy: true };
     for (const c of ['a', 'b', 'c']) source.set(`fleet-life/${c}`, healthy);
     const controller = start(
-      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+      testController(env.hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
     );
-    await fleet.createPlacement('life', 'web', {
+    await env.fleet.createPlacement('life', 'web', {
       ...rde('lifecycle', ['yes']),
       scaling: {
         autoscaleForCapacity: {
@@ -61,7 +44,7 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     const step = async (what: string, change: () => Promise<void> | void, expected: string[]) => {
       await change();
       await waitFor(`${what}: ${expected.join(' ')}`, async () => {
-        const states = await fleet.states('life', 'web');
+        const states = await env.fleet.states('life', 'web');
         return JSON.stringify(states) === JSON.stringify(expected.map((e) => `fleet-life/${e}`)) && states;
       });
     };
@@ -123,11 +106,11 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       'E1: a relabelled out, b added',
       async () => {
         source.set(b, healthy);
-        await fleet.labelProfile('fleet-life', 'a', { lifecycle: 'no' });
+        await env.fleet.labelProfile('fleet-life', 'a', { lifecycle: 'no' });
       },
       ['b:ACTIVE', 'a:EVICTING'],
     );
-    await step('E2: a relabelled back', () => fleet.labelProfile('fleet-life', 'a', { lifecycle: 'yes' }), [
+    await step('E2: a relabelled back', () => env.fleet.labelProfile('fleet-life', 'a', { lifecycle: 'yes' }), [
       'a:ACTIVE',
       'b:ACTIVE',
     ]);
@@ -137,20 +120,20 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     ]);
     await step(
       'E3: b relabelled out while scaling in',
-      () => fleet.labelProfile('fleet-life', 'b', { lifecycle: 'no' }),
+      () => env.fleet.labelProfile('fleet-life', 'b', { lifecycle: 'no' }),
       ['a:ACTIVE', 'b:EVICTING'],
     );
     await step('R3: b drained', () => source.set(b, { hpa: { currentReplicas: 1 } }), ['a:ACTIVE']);
 
     const ids = await waitFor('an Event for every transition type', async () => {
-      const reasons = new Set((await fleet.events('life')).map((e) => e.reason?.slice(0, 2)));
+      const reasons = new Set((await env.fleet.events('life')).map((e) => e.reason?.slice(0, 2)));
       return (
         TRANSITION_IDS.every((id) => reasons.has(id)) && [...reasons].filter((r) => r && /^[PEHR]\d$/.test(r)).sort()
       );
     });
     expect(ids).toEqual([...TRANSITION_IDS].sort());
-    expect(await fleet.decisionSummary('life')).toEqual(['web-0: fleet-life/a=ACTIVE']);
-    const placement = await fleet.placement('life', 'web');
+    expect(await env.fleet.decisionSummary('life')).toEqual(['web-0: fleet-life/a=ACTIVE']);
+    const placement = await env.fleet.placement('life', 'web');
     expect((placement.status as { observedGeneration?: number }).observedGeneration).toBe(
       placement.metadata?.generation,
     );
@@ -170,126 +153,129 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       writes,
       polled: true,
     });
-    await fleet.deletePlacement('life', 'web');
+    await env.fleet.deletePlacement('life', 'web');
     await waitFor(
       'PlacementDecisions deleted with the placement',
-      async () => (await fleet.decisions('life')).length === 0,
+      async () => (await env.fleet.decisions('life')).length === 0,
     );
   });
 
   it('reports clusters the signal source cannot observe, retries a broken source without touching the status', async () => {
-    await fleet.namespace('sig');
-    await fleet.namespace('fleet-sig');
-    for (const name of ['s1', 's2']) await fleet.createProfile('fleet-sig', name, { sig: 'yes' });
+    await env.fleet.namespace('sig');
+    await env.fleet.namespace('fleet-sig');
+    for (const name of ['s1', 's2']) await env.fleet.createProfile('fleet-sig', name, { sig: 'yes' });
     const source = new FakeSignalSource();
     for (const name of ['s1', 's2']) source.set(`fleet-sig/${name}`, { hpa: { currentReplicas: 2 } });
     const controller = start(
-      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+      testController(env.hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
     );
-    await fleet.createPlacement('sig', 'obs', {
+    await env.fleet.createPlacement('sig', 'obs', {
       ...rde('sig', ['yes']),
       scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2 } },
     });
-    await waitFor('observed', async () => (await fleet.condition('sig', 'obs', 'SignalsObserved'))?.status === 'True');
+    await waitFor(
+      'observed',
+      async () => (await env.fleet.condition('sig', 'obs', 'SignalsObserved'))?.status === 'True',
+    );
     source.fail('fleet-sig/s2', { code: 'Unauthorized', message: 'the access provider returned no credentials' });
     const failed = await waitFor('SignalsObserved=False', async () => {
-      const c = (await fleet.condition('sig', 'obs', 'SignalsObserved')) as {
+      const c = (await env.fleet.condition('sig', 'obs', 'SignalsObserved')) as {
         status: string;
         reason?: string;
         message?: string;
       };
       return c?.status === 'False' && c;
     });
-    expect({ reason: failed.reason, message: failed.message, states: await fleet.states('sig', 'obs') }).toEqual({
+    expect({ reason: failed.reason, message: failed.message, states: await env.fleet.states('sig', 'obs') }).toEqual({
       reason: 'ObserveFailed',
       message: 'fleet-sig/s2: Unauthorized: the access provider returned no credentials',
       states: ['fleet-sig/s1:ACTIVE', 'fleet-sig/s2:ACTIVE'],
     });
     // A source that fails as a whole: the reconcile fails and is retried; the status stays.
-    const before = (await fleet.placement('sig', 'obs')).status;
+    const before = (await env.fleet.placement('sig', 'obs')).status;
     source.broken = new Error('prometheus is unreachable');
-    await fleet.labelProfile('fleet-sig', 's1', { sig: 'no' });
+    await env.fleet.labelProfile('fleet-sig', 's1', { sig: 'no' });
     await waitFor(
       'a retried failure',
       async () => (await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' })) >= 2,
     );
     expect({
-      status: (await fleet.placement('sig', 'obs')).status,
+      status: (await env.fleet.placement('sig', 'obs')).status,
       errors: (await counterValue(controller, 'mco_controller_signal_source_errors_total', { source: 'fake' })) > 0,
     }).toEqual({ status: before, errors: true });
     source.broken = undefined;
     source.fail('fleet-sig/s2', undefined);
     await waitFor('recovered: s1 evicting, observed again', async () => {
-      const states = await fleet.states('sig', 'obs');
-      const observed = (await fleet.condition('sig', 'obs', 'SignalsObserved'))?.status === 'True';
+      const states = await env.fleet.states('sig', 'obs');
+      const observed = (await env.fleet.condition('sig', 'obs', 'SignalsObserved'))?.status === 'True';
       return observed && states.includes('fleet-sig/s1:EVICTING');
     });
-    await fleet.deletePlacement('sig', 'obs');
+    await env.fleet.deletePlacement('sig', 'obs');
   });
 
   it("re-evaluates when the engine's RequeueAfter is due, with no event and no polling", async () => {
-    await fleet.namespace('timer');
-    await fleet.namespace('fleet-timer');
-    await fleet.createProfile('fleet-timer', 'h', { timer: 'yes' });
+    await env.fleet.namespace('timer');
+    await env.fleet.namespace('fleet-timer');
+    await env.fleet.createProfile('fleet-timer', 'h', { timer: 'yes' });
     const source = new FakeSignalSource();
     source.set('fleet-timer/h', { hpa: { currentReplicas: 2 } });
     start(
-      testController(hub.controllerKubeConfig(), {
+      testController(env.hub.controllerKubeConfig(), {
         sources: { fake: source },
         defaultSignalSource: 'fake',
         signalPollIntervalMs: 3_600_000,
       }),
     );
-    await fleet.createPlacement('timer', 'cron', {
+    await env.fleet.createPlacement('timer', 'cron', {
       ...rde('timer', ['yes']),
       scaling: {
         autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1, behavior: { unhealthyTimeoutSeconds: 2 } },
       },
     });
-    await waitFor('placed', async () => (await fleet.states('timer', 'cron')).length === 1);
-    await fleet.setProfileHealthy('fleet-timer', 'h', false);
-    await waitFor('H1', async () => (await fleet.states('timer', 'cron'))[0] === 'fleet-timer/h:UNHEALTHY');
+    await waitFor('placed', async () => (await env.fleet.states('timer', 'cron')).length === 1);
+    await env.fleet.setProfileHealthy('fleet-timer', 'h', false);
+    await waitFor('H1', async () => (await env.fleet.states('timer', 'cron'))[0] === 'fleet-timer/h:UNHEALTHY');
     const unhealthyAt = Date.now();
     await waitFor(
       'R2 once unhealthyTimeoutSeconds passed',
-      async () => (await fleet.states('timer', 'cron')).length === 0,
+      async () => (await env.fleet.states('timer', 'cron')).length === 0,
       10_000,
     );
     expect(Date.now() - unhealthyAt).toBeGreaterThanOrEqual(1_000);
-    await fleet.deletePlacement('timer', 'cron');
+    await env.fleet.deletePlacement('timer', 'cron');
   });
 
   it('follows ClusterProfiles added, relabelled and deleted, and deletes the PlacementDecisions with the placement', async () => {
-    await fleet.namespace('inv');
-    await fleet.namespace('fleet-inv');
-    const controller = start(testController(hub.controllerKubeConfig()));
-    await fleet.createProfile('fleet-inv', 'x', { tier: 'gold' });
-    await fleet.createPlacement('inv', 'api', rde('tier', ['gold']));
+    await env.fleet.namespace('inv');
+    await env.fleet.namespace('fleet-inv');
+    const controller = start(testController(env.hub.controllerKubeConfig()));
+    await env.fleet.createProfile('fleet-inv', 'x', { tier: 'gold' });
+    await env.fleet.createPlacement('inv', 'api', rde('tier', ['gold']));
     const expectDecided = async (what: string, states: string[], decisions: string[]) => {
-      await waitFor(what, async () => JSON.stringify(await fleet.states('inv', 'api')) === JSON.stringify(states));
+      await waitFor(what, async () => JSON.stringify(await env.fleet.states('inv', 'api')) === JSON.stringify(states));
       await waitFor(
         `${what} (PlacementDecisions)`,
-        async () => JSON.stringify(await fleet.decisionSummary('inv')) === JSON.stringify(decisions),
+        async () => JSON.stringify(await env.fleet.decisionSummary('inv')) === JSON.stringify(decisions),
       );
     };
     await expectDecided('initial', ['fleet-inv/x:ACTIVE'], ['api-0: fleet-inv/x=ACTIVE']);
-    await fleet.createProfile('fleet-inv', 'y', { tier: 'gold' });
+    await env.fleet.createProfile('fleet-inv', 'y', { tier: 'gold' });
     await expectDecided(
       'added',
       ['fleet-inv/x:ACTIVE', 'fleet-inv/y:ACTIVE'],
       ['api-0: fleet-inv/x=ACTIVE,fleet-inv/y=ACTIVE'],
     );
-    await fleet.labelProfile('fleet-inv', 'x', { tier: 'silver' });
+    await env.fleet.labelProfile('fleet-inv', 'x', { tier: 'silver' });
     await expectDecided('relabelled', ['fleet-inv/y:ACTIVE'], ['api-0: fleet-inv/y=ACTIVE']);
-    await fleet.deleteProfile('fleet-inv', 'y');
+    await env.fleet.deleteProfile('fleet-inv', 'y');
     await expectDecided('deleted', [], ['api-0: ']);
-    expect(await fleet.condition('inv', 'api', 'Satisfied')).toMatchObject({
+    expect(await env.fleet.condition('inv', 'api', 'Satisfied')).toMatchObject({
       status: 'False',
       reason: 'NoEligibleClusters',
     });
 
-    const [decision] = await fleet.decisions('inv');
-    const placement = await fleet.placement('inv', 'api');
+    const [decision] = await env.fleet.decisions('inv');
+    const placement = await env.fleet.placement('inv', 'api');
     expect({
       labels: decision!.metadata?.labels,
       owner: decision!.metadata?.ownerReferences,
@@ -307,26 +293,29 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       ],
       scheduler: 'mco',
     });
-    await fleet.deletePlacement('inv', 'api');
-    await waitFor('PlacementDecisions deleted', async () => (await fleet.decisions('inv')).length === 0);
+    await env.fleet.deletePlacement('inv', 'api');
+    await waitFor('PlacementDecisions deleted', async () => (await env.fleet.decisions('inv')).length === 0);
     expect(await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' })).toBe(0);
   });
 
   it('puts back a PlacementDecision someone else changed or deleted, and ignores ClusterProfile heartbeats', async () => {
-    await fleet.namespace('own');
-    await fleet.namespace('fleet-own');
-    await fleet.createProfile('fleet-own', 'o1', { own: 'yes' });
-    const controller = start(testController(hub.controllerKubeConfig()));
-    await fleet.createPlacement('own', 'mine', rde('own', ['yes']));
+    await env.fleet.namespace('own');
+    await env.fleet.namespace('fleet-own');
+    await env.fleet.createProfile('fleet-own', 'o1', { own: 'yes' });
+    const controller = start(testController(env.hub.controllerKubeConfig()));
+    await env.fleet.createPlacement('own', 'mine', rde('own', ['yes']));
     const want = ['mine-0: fleet-own/o1=ACTIVE'];
-    await fleet.setProfileHealthy('fleet-own', 'o1', true);
-    await waitFor('decided', async () => JSON.stringify(await fleet.decisionSummary('own')) === JSON.stringify(want));
+    await env.fleet.setProfileHealthy('fleet-own', 'o1', true);
+    await waitFor(
+      'decided',
+      async () => JSON.stringify(await env.fleet.decisionSummary('own')) === JSON.stringify(want),
+    );
     await settled(controller);
     const reconciles = await counterValue(controller, 'mco_controller_reconcile_total');
     // Heartbeats: the profile's status is rewritten, nothing the engine reads changes.
-    await fleet.setProfileHealthy('fleet-own', 'o1', true);
+    await env.fleet.setProfileHealthy('fleet-own', 'o1', true);
     await new Promise((resolve) => setTimeout(resolve, 1100)); // a new lastTransitionTime
-    await fleet.setProfileHealthy('fleet-own', 'o1', true);
+    await env.fleet.setProfileHealthy('fleet-own', 'o1', true);
     await new Promise((resolve) => setTimeout(resolve, 500));
     expect(await counterValue(controller, 'mco_controller_reconcile_total')).toBe(reconciles);
 
@@ -337,29 +326,29 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       namespace: 'own',
       name: 'mine-0',
     };
-    const current = (await hub.custom.getNamespacedCustomObject(group)) as KubeObject;
-    await hub.custom.replaceNamespacedCustomObject({ ...group, body: { ...current, decisions: [] } });
+    const current = (await env.hub.custom.getNamespacedCustomObject(group)) as KubeObject;
+    await env.hub.custom.replaceNamespacedCustomObject({ ...group, body: { ...current, decisions: [] } });
     await waitFor(
       'restored after an edit',
-      async () => JSON.stringify(await fleet.decisionSummary('own')) === JSON.stringify(want),
+      async () => JSON.stringify(await env.fleet.decisionSummary('own')) === JSON.stringify(want),
     );
-    await hub.custom.deleteNamespacedCustomObject(group);
+    await env.hub.custom.deleteNamespacedCustomObject(group);
     await waitFor(
       'restored after a delete',
-      async () => JSON.stringify(await fleet.decisionSummary('own')) === JSON.stringify(want),
+      async () => JSON.stringify(await env.fleet.decisionSummary('own')) === JSON.stringify(want),
     );
-    await fleet.deletePlacement('own', 'mine');
+    await env.fleet.deletePlacement('own', 'mine');
   });
 
   it('slices more than 100 clusters into PlacementDecisions and deletes the surplus slice when the list shrinks', async () => {
-    await fleet.namespace('big');
-    await fleet.namespace('fleet-big');
+    await env.fleet.namespace('big');
+    await env.fleet.namespace('fleet-big');
     const names = Array.from({ length: 105 }, (_, i) => `m${String(i).padStart(3, '0')}`);
-    await Promise.all(names.map((name) => fleet.createProfile('fleet-big', name, { big: 'yes' })));
-    start(testController(hub.controllerKubeConfig()));
-    await fleet.createPlacement('big', 'wide', rde('big', ['yes']));
+    await Promise.all(names.map((name) => env.fleet.createProfile('fleet-big', name, { big: 'yes' })));
+    start(testController(env.hub.controllerKubeConfig()));
+    await env.fleet.createPlacement('big', 'wide', rde('big', ['yes']));
     const slices = async () =>
-      (await fleet.decisions('big')).map((d) => ({
+      (await env.fleet.decisions('big')).map((d) => ({
         name: d.metadata?.name,
         count: (d.decisions as unknown[]).length,
         labels: d.metadata?.labels,
@@ -378,7 +367,7 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       { name: 'wide-0', count: 100, labels: key(0) },
       { name: 'wide-1', count: 5, labels: key(1) },
     ]);
-    for (const name of names.slice(0, 10)) await fleet.labelProfile('fleet-big', name, { big: 'no' });
+    for (const name of names.slice(0, 10)) await env.fleet.labelProfile('fleet-big', name, { big: 'no' });
     const shrunk = await waitFor('one slice', async () => {
       const s = await slices();
       return s.length === 1 && s[0]!.count === 95 && s;
@@ -390,65 +379,65 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
         labels: { 'app.kubernetes.io/managed-by': 'mco', 'multicluster.x-k8s.io/placement-key': 'wide' },
       },
     ]);
-    await fleet.deletePlacement('big', 'wide');
-    await waitFor('PlacementDecisions deleted', async () => (await fleet.decisions('big')).length === 0);
+    await env.fleet.deletePlacement('big', 'wide');
+    await waitFor('PlacementDecisions deleted', async () => (await env.fleet.decisions('big')).length === 0);
   });
 
   it('leaves status.clusters untouched when the spec becomes invalid, and resumes when it is fixed', async () => {
-    await fleet.namespace('bad');
-    await fleet.namespace('fleet-bad');
-    start(testController(hub.controllerKubeConfig()));
-    await fleet.createProfile('fleet-bad', 'p', { zone: 'z1' });
-    await fleet.createPlacement('bad', 'svc', rde('zone', ['z1']));
-    await waitFor('decided', async () => (await fleet.states('bad', 'svc')).length === 1);
-    const before = (await fleet.placement('bad', 'svc')).status as { clusters: unknown[] };
-    await fleet.setPlacementSpec('bad', 'svc', {
+    await env.fleet.namespace('bad');
+    await env.fleet.namespace('fleet-bad');
+    start(testController(env.hub.controllerKubeConfig()));
+    await env.fleet.createProfile('fleet-bad', 'p', { zone: 'z1' });
+    await env.fleet.createPlacement('bad', 'svc', rde('zone', ['z1']));
+    await waitFor('decided', async () => (await env.fleet.states('bad', 'svc')).length === 1);
+    const before = (await env.fleet.placement('bad', 'svc')).status as { clusters: unknown[] };
+    await env.fleet.setPlacementSpec('bad', 'svc', {
       clusterSelectorRules: [{ type: 'cluster-name-regex', arguments: { regex: '(' } }],
     });
-    await waitFor('Valid=False', async () => (await fleet.condition('bad', 'svc', 'Valid'))?.status === 'False');
-    await fleet.createProfile('fleet-bad', 'q', { zone: 'z1' });
+    await waitFor('Valid=False', async () => (await env.fleet.condition('bad', 'svc', 'Valid'))?.status === 'False');
+    await env.fleet.createProfile('fleet-bad', 'q', { zone: 'z1' });
     await new Promise((resolve) => setTimeout(resolve, 500));
-    const invalid = (await fleet.placement('bad', 'svc')).status as {
+    const invalid = (await env.fleet.placement('bad', 'svc')).status as {
       clusters: unknown[];
       conditions: { type: string; status: string; reason: string }[];
     };
     expect({
       clusters: invalid.clusters,
       conditions: invalid.conditions.map((c) => `${c.type}=${c.status}/${c.reason}`),
-      decisions: await fleet.decisionSummary('bad'),
+      decisions: await env.fleet.decisionSummary('bad'),
     }).toEqual({
       clusters: before.clusters,
       conditions: ['Valid=False/InvalidRegex', 'Satisfied=Unknown/InvalidSpec'],
       decisions: ['svc-0: fleet-bad/p=ACTIVE'],
     });
-    const warnings = (await fleet.events('bad')).filter((e) => e.type === 'Warning').map((e) => e.reason);
+    const warnings = (await env.fleet.events('bad')).filter((e) => e.type === 'Warning').map((e) => e.reason);
     expect(warnings).toContain('InvalidRegex');
-    await fleet.setPlacementSpec('bad', 'svc', rde('zone', ['z1']));
-    await waitFor('fixed', async () => (await fleet.states('bad', 'svc')).length === 2);
-    await fleet.deletePlacement('bad', 'svc');
+    await env.fleet.setPlacementSpec('bad', 'svc', rde('zone', ['z1']));
+    await waitFor('fixed', async () => (await env.fleet.states('bad', 'svc')).length === 2);
+    await env.fleet.deletePlacement('bad', 'svc');
   });
 
   it('without a signal source decides plain placements and holds autoscaling ones with Satisfied=Unknown', async () => {
-    await fleet.namespace('nosrc');
-    await fleet.namespace('fleet-nosrc');
-    await fleet.createProfile('fleet-nosrc', 'm', { nosrc: 'yes' });
-    await fleet.createProfile('fleet-nosrc', 'n', { nosrc: 'yes' });
+    await env.fleet.namespace('nosrc');
+    await env.fleet.namespace('fleet-nosrc');
+    await env.fleet.createProfile('fleet-nosrc', 'm', { nosrc: 'yes' });
+    await env.fleet.createProfile('fleet-nosrc', 'n', { nosrc: 'yes' });
     const autoscale = { minClustersBelowCapacityCeiling: 2 };
-    await fleet.createPlacement('nosrc', 'plain', rde('nosrc', ['yes']));
-    await fleet.createPlacement('nosrc', 'auto', {
+    await env.fleet.createPlacement('nosrc', 'plain', rde('nosrc', ['yes']));
+    await env.fleet.createPlacement('nosrc', 'auto', {
       ...rde('nosrc', ['yes']),
       scaling: { autoscaleForCapacity: autoscale },
     });
-    await fleet.createPlacement('nosrc', 'named', {
+    await env.fleet.createPlacement('nosrc', 'named', {
       ...rde('nosrc', ['yes']),
       scaling: { autoscaleForCapacity: { ...autoscale, signalSource: 'prometheus' } },
     });
     // An autoscaling placement that already runs somewhere keeps exactly that.
-    const auto = await fleet.placement('nosrc', 'auto');
+    const auto = await env.fleet.placement('nosrc', 'auto');
     const listed = [
       { name: 'm', namespace: 'fleet-nosrc', state: 'ACTIVE', lastTransitionTime: '2026-01-01T00:00:00Z' },
     ];
-    await hub.custom.replaceNamespacedCustomObjectStatus({
+    await env.hub.custom.replaceNamespacedCustomObjectStatus({
       group: 'orchestra.multicluster.x-k8s.io',
       version: 'v1alpha1',
       plural: 'multikubernetesclusterplacements',
@@ -456,22 +445,22 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       name: 'auto',
       body: { ...auto, status: { clusters: listed } },
     });
-    start(testController(hub.controllerKubeConfig()));
-    await waitFor('plain decided', async () => (await fleet.states('nosrc', 'plain')).length === 2);
+    start(testController(env.hub.controllerKubeConfig()));
+    await waitFor('plain decided', async () => (await env.fleet.states('nosrc', 'plain')).length === 2);
     const held = await waitFor('auto held', async () => {
-      const c = await fleet.condition('nosrc', 'auto', 'Satisfied');
+      const c = await env.fleet.condition('nosrc', 'auto', 'Satisfied');
       return c?.status === 'Unknown' && c;
     });
     const named = await waitFor('named held', async () => {
-      const c = await fleet.condition('nosrc', 'named', 'Satisfied');
+      const c = await env.fleet.condition('nosrc', 'named', 'Satisfied');
       return c?.status === 'Unknown' && c;
     });
     expect({
       held: held.reason,
-      autoClusters: ((await fleet.placement('nosrc', 'auto')).status as { clusters: unknown[] }).clusters,
+      autoClusters: ((await env.fleet.placement('nosrc', 'auto')).status as { clusters: unknown[] }).clusters,
       named: named.reason,
-      namedStates: await fleet.states('nosrc', 'named'),
-      valid: (await fleet.condition('nosrc', 'auto', 'Valid'))?.status,
+      namedStates: await env.fleet.states('nosrc', 'named'),
+      valid: (await env.fleet.condition('nosrc', 'auto', 'Valid'))?.status,
     }).toEqual({
       held: 'NoSignalSource',
       autoClusters: listed,
@@ -479,33 +468,33 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       namedStates: [],
       valid: 'True',
     });
-    for (const name of ['plain', 'auto', 'named']) await fleet.deletePlacement('nosrc', name);
+    for (const name of ['plain', 'auto', 'named']) await env.fleet.deletePlacement('nosrc', name);
   });
 
   it('restarted over decided placements, writes nothing', async () => {
-    await fleet.namespace('calm');
-    await fleet.namespace('fleet-calm');
-    for (const name of ['r', 's', 't']) await fleet.createProfile('fleet-calm', name, { calm: 'yes' });
+    await env.fleet.namespace('calm');
+    await env.fleet.namespace('fleet-calm');
+    for (const name of ['r', 's', 't']) await env.fleet.createProfile('fleet-calm', name, { calm: 'yes' });
     const source = new FakeSignalSource();
     for (const c of ['r', 's', 't']) source.set(`fleet-calm/${c}`, { hpa: { currentReplicas: 2 } });
     for (let i = 0; i < 5; i++) {
-      await fleet.createPlacement('calm', `p${i}`, {
+      await env.fleet.createPlacement('calm', `p${i}`, {
         ...rde('calm', ['yes']),
         ...(i % 2 ? { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2 } } } : {}),
       });
     }
     const first = start(
-      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+      testController(env.hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
     );
     await waitFor('all decided', async () => {
-      for (let i = 0; i < 5; i++) if ((await fleet.states('calm', `p${i}`)).length < 2) return false;
-      return (await fleet.decisions('calm')).length === 5;
+      for (let i = 0; i < 5; i++) if ((await env.fleet.states('calm', `p${i}`)).length < 2) return false;
+      return (await env.fleet.decisions('calm')).length === 5;
     });
     await settled(first);
     await first.stop();
-    const eventsBefore = (await fleet.events('calm')).length;
+    const eventsBefore = (await env.fleet.events('calm')).length;
     const second = start(
-      testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+      testController(env.hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
     );
     await second.waitForSync();
     await waitFor(
@@ -516,25 +505,25 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     expect({
       status: await counterValue(second, 'mco_controller_status_writes_total'),
       decisions: await counterValue(second, 'mco_controller_placement_decision_writes_total'),
-      events: (await fleet.events('calm')).length - eventsBefore,
+      events: (await env.fleet.events('calm')).length - eventsBefore,
     }).toEqual({ status: 0, decisions: 0, events: 0 });
-    for (let i = 0; i < 5; i++) await fleet.deletePlacement('calm', `p${i}`);
+    for (let i = 0; i < 5; i++) await env.fleet.deletePlacement('calm', `p${i}`);
   });
 
   it('a writer with a stale copy (a deposed leader) gets 409 and never overwrites; once caught up nothing is lost', async () => {
-    await fleet.namespace('stale');
-    await fleet.namespace('fleet-stale');
-    await fleet.createProfile('fleet-stale', 'u', { stale: 'yes' });
-    await fleet.createPlacement('stale', 'job', rde('stale', ['yes']));
-    const controller = start(testController(hub.controllerKubeConfig()));
-    await waitFor('decided', async () => (await fleet.states('stale', 'job')).length === 1);
+    await env.fleet.namespace('stale');
+    await env.fleet.namespace('fleet-stale');
+    await env.fleet.createProfile('fleet-stale', 'u', { stale: 'yes' });
+    await env.fleet.createPlacement('stale', 'job', rde('stale', ['yes']));
+    const controller = start(testController(env.hub.controllerKubeConfig()));
+    await waitFor('decided', async () => (await env.fleet.states('stale', 'job')).length === 1);
     await settled(controller);
     // Its view of placements freezes (a paused or partitioned leader) ...
     await controller.informers.placements.stop();
     // ... while someone else (the new leader) writes the status.
-    const current = await fleet.placement('stale', 'job');
+    const current = await env.fleet.placement('stale', 'job');
     const foreign = { ...(current.status as object), lastAdditionTime: '2030-01-01T00:00:00Z' };
-    await hub.custom.replaceNamespacedCustomObjectStatus({
+    await env.hub.custom.replaceNamespacedCustomObjectStatus({
       group: 'orchestra.multicluster.x-k8s.io',
       version: 'v1alpha1',
       plural: 'multikubernetesclusterplacements',
@@ -543,22 +532,22 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       body: { ...current, status: foreign },
     });
     // A fleet change makes the stale writer try to write.
-    await fleet.createProfile('fleet-stale', 'v', { stale: 'yes' });
+    await env.fleet.createProfile('fleet-stale', 'v', { stale: 'yes' });
     await waitFor(
       'a 409 on the stale write',
       async () => (await counterValue(controller, 'mco_controller_status_writes_total', { result: 'conflict' })) > 0,
     );
-    expect(((await fleet.placement('stale', 'job')).status as { lastAdditionTime: string }).lastAdditionTime).toBe(
+    expect(((await env.fleet.placement('stale', 'job')).status as { lastAdditionTime: string }).lastAdditionTime).toBe(
       '2030-01-01T00:00:00Z',
     );
     // Caught up again, it converges: v is added, the foreign write was the base.
     controller.informers.placements.start();
-    await waitFor('converged', async () => (await fleet.states('stale', 'job')).length === 2);
-    await fleet.deletePlacement('stale', 'job');
+    await waitFor('converged', async () => (await env.fleet.states('stale', 'job')).length === 2);
+    await env.fleet.deletePlacement('stale', 'job');
   });
 
   it('serves /readyz only after the caches synced, /healthz and Prometheus /metrics', async () => {
-    const controller = testController(hub.controllerKubeConfig());
+    const controller = testController(env.hub.controllerKubeConfig());
     const server = await startHealthServer({
       host: '127.0.0.1',
       port: 0,

@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import {
   CLUSTER_PROFILES,
@@ -8,17 +8,8 @@ import {
   type Controller,
   type KubeObject,
 } from '../src/index.js';
-import {
-  Fleet,
-  FakeSignalSource,
-  LEASE_NAME,
-  RELEASE_NAMESPACE,
-  startHub,
-  waitFor,
-  type Hub,
-  describeWithHub,
-} from './support.js';
-import { counterValue, testController } from './support-controller.js';
+import { FakeSignalSource, LEASE_NAME, RELEASE_NAMESPACE, waitFor, describeWithHub } from './support.js';
+import { counterValue, testController, useControllerHub } from './support-controller.js';
 
 const leaderElection = {
   namespace: RELEASE_NAMESPACE,
@@ -30,44 +21,27 @@ const leaderElection = {
 const allClusters = { clusterSelectorRules: [{ type: 'all-clusters' }] };
 
 describeWithHub('leader election and the idle watchdog on a real kube-apiserver', () => {
-  let hub: Hub;
-  let fleet: Fleet;
-  const running: Controller[] = [];
-  const start = (controller: Controller) => {
-    running.push(controller);
-    controller.start();
-    return controller;
-  };
+  const env = useControllerHub();
+  const { start } = env;
   const holder = async () =>
     (
-      await hub.admin
+      await env.hub.admin
         .makeApiClient(CoordinationV1Api)
         .readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE_NAME })
     ).spec?.holderIdentity;
 
-  beforeAll(async () => {
-    hub = await startHub();
-    fleet = new Fleet(hub);
-  });
-  afterAll(async () => {
-    await hub?.stop();
-  });
-  afterEach(async () => {
-    await Promise.all(running.splice(0).map((c) => c.stop()));
-  });
-
   it('with two replicas only the leader writes; a released Lease is taken over at once', async () => {
-    await fleet.namespace('ha');
-    await fleet.namespace('fleet-ha');
-    await fleet.createProfile('fleet-ha', 'one');
-    const first = start(testController(hub.controllerKubeConfig(), { identity: 'first', leaderElection }));
-    const second = start(testController(hub.controllerKubeConfig(), { identity: 'second', leaderElection }));
+    await env.fleet.namespace('ha');
+    await env.fleet.namespace('fleet-ha');
+    await env.fleet.createProfile('fleet-ha', 'one');
+    const first = start(testController(env.hub.controllerKubeConfig(), { identity: 'first', leaderElection }));
+    const second = start(testController(env.hub.controllerKubeConfig(), { identity: 'second', leaderElection }));
     const leader = await waitFor('a leader', () => (first.isLeader() ? first : second.isLeader() ? second : undefined));
     const follower = leader === first ? second : first;
-    await fleet.createPlacement('ha', 'app', allClusters);
-    await waitFor('decided', async () => (await fleet.states('ha', 'app')).includes('fleet-ha/one:ACTIVE'));
-    await fleet.createProfile('fleet-ha', 'two');
-    await waitFor('decided again', async () => (await fleet.states('ha', 'app')).length >= 2);
+    await env.fleet.createPlacement('ha', 'app', allClusters);
+    await waitFor('decided', async () => (await env.fleet.states('ha', 'app')).includes('fleet-ha/one:ACTIVE'));
+    await env.fleet.createProfile('fleet-ha', 'two');
+    await waitFor('decided again', async () => (await env.fleet.states('ha', 'app')).length >= 2);
     const writes = async (c: Controller) =>
       (await counterValue(c, 'mco_controller_status_writes_total')) +
       (await counterValue(c, 'mco_controller_placement_decision_writes_total'));
@@ -83,25 +57,25 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     await waitFor('the follower leads', () => follower.isLeader());
     const failoverMs = Date.now() - stopped;
     console.log(`[bench] failover after a graceful stop (Lease released): ${failoverMs} ms (retry period 300 ms)`);
-    await fleet.createProfile('fleet-ha', 'three');
-    await waitFor('the new leader decides', async () => (await fleet.states('ha', 'app')).length >= 3);
+    await env.fleet.createProfile('fleet-ha', 'three');
+    await waitFor('the new leader decides', async () => (await env.fleet.states('ha', 'app')).length >= 3);
     expect({ holder: await holder(), failoverWithinRetry: failoverMs < leaderElection.leaseDurationMs }).toEqual({
       holder: follower.identity,
       failoverWithinRetry: true,
     });
-    await fleet.deletePlacement('ha', 'app');
-    await waitFor('cleaned up', async () => (await fleet.decisions('ha')).length === 0);
+    await env.fleet.deletePlacement('ha', 'app');
+    await waitFor('cleaned up', async () => (await env.fleet.decisions('ha')).length === 0);
   });
 
   it('a leader killed mid-reconcile: the successor takes over after the lease expires and nothing is lost', async () => {
-    await fleet.namespace('kill');
-    await fleet.namespace('fleet-kill');
-    await fleet.createProfile('fleet-kill', 'k1');
-    await fleet.createProfile('fleet-kill', 'k2');
+    await env.fleet.namespace('kill');
+    await env.fleet.namespace('fleet-kill');
+    await env.fleet.createProfile('fleet-kill', 'k1');
+    await env.fleet.createProfile('fleet-kill', 'k2');
     const source = new FakeSignalSource();
     const sources = { fake: source };
     const first = start(
-      testController(hub.controllerKubeConfig(), {
+      testController(env.hub.controllerKubeConfig(), {
         identity: 'first',
         leaderElection,
         sources,
@@ -110,7 +84,7 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     );
     await waitFor('first leads', () => first.isLeader());
     const second = start(
-      testController(hub.controllerKubeConfig(), {
+      testController(env.hub.controllerKubeConfig(), {
         identity: 'second',
         leaderElection,
         sources,
@@ -119,7 +93,7 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     );
     await second.waitForSync();
     source.hold();
-    await fleet.createPlacement('kill', 'batch', {
+    await env.fleet.createPlacement('kill', 'batch', {
       clusterSelectorRules: [{ type: 'cluster-list', arguments: { clusters: 'fleet-kill/k1,fleet-kill/k2' } }],
       scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2 } },
     });
@@ -130,14 +104,14 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     await waitFor('the successor leads', () => second.isLeader(), 10_000);
     const failoverMs = Date.now() - killed;
     console.log(`[bench] failover after a crash (Lease expires): ${failoverMs} ms (lease duration 2000 ms)`);
-    await waitFor('the successor decided', async () => (await fleet.states('kill', 'batch')).length === 2);
+    await waitFor('the successor decided', async () => (await env.fleet.states('kill', 'batch')).length === 2);
     expect({
-      states: await fleet.states('kill', 'batch'),
+      states: await env.fleet.states('kill', 'batch'),
       firstWrites: await counterValue(first, 'mco_controller_status_writes_total'),
       firstAborted: await counterValue(first, 'mco_controller_reconcile_total', { result: 'not_leader' }),
       waitedForExpiry: failoverMs >= leaderElection.leaseDurationMs - leaderElection.retryPeriodMs,
       decisions: await waitFor('decisions', async () => {
-        const s = await fleet.decisionSummary('kill');
+        const s = await env.fleet.decisionSummary('kill');
         return s[0]?.includes('k2') && s;
       }),
     }).toEqual({
@@ -147,13 +121,13 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
       waitedForExpiry: true,
       decisions: ['batch-0: fleet-kill/k1=ACTIVE,fleet-kill/k2=ACTIVE'],
     });
-    await fleet.deletePlacement('kill', 'batch');
+    await env.fleet.deletePlacement('kill', 'batch');
   });
 
   it('relists when the apiserver answers a watch from an expired resourceVersion with 410 Gone', async () => {
-    await fleet.namespace('gone');
-    for (let i = 0; i < 3; i++) await fleet.createProfile('gone', `g${i}`);
-    const real = createListWatch<KubeObject>(hub.controllerKubeConfig(), CLUSTER_PROFILES);
+    await env.fleet.namespace('gone');
+    for (let i = 0; i < 3; i++) await env.fleet.createProfile('gone', `g${i}`);
+    const real = createListWatch<KubeObject>(env.hub.controllerKubeConfig(), CLUSTER_PROFILES);
     const asked: string[] = [];
     // The first watch asks for resourceVersion 1, as after a long disconnection: long compacted away.
     const informer = new Informer<KubeObject>({
@@ -170,7 +144,7 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     try {
       await informer.waitForSync();
       const health = await waitFor('a relist after 410', () => informer.health().lists >= 2 && informer.health());
-      await fleet.createProfile('gone', 'g3');
+      await env.fleet.createProfile('gone', 'g3');
       await waitFor('g3 seen after the relist', () => informer.get('gone/g3') !== undefined);
       expect({
         firstWatchFrom: asked[0],
@@ -194,7 +168,7 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
   it('the watchdog relists when a watch delivers nothing for the idle timeout', async () => {
     const informer = new Informer<KubeObject>({
       name: 'quiet',
-      listWatch: createListWatch(hub.controllerKubeConfig(), PLACEMENT_DECISIONS, { labelSelector: 'quiet=yes' }),
+      listWatch: createListWatch(env.hub.controllerKubeConfig(), PLACEMENT_DECISIONS, { labelSelector: 'quiet=yes' }),
       idleTimeoutMs: 1_000,
     });
     informer.start();

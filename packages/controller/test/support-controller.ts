@@ -1,6 +1,9 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createLogger, silentLogger, type CapacitySignalSource } from '@mco/runtime';
+import type { ControlPlaneOptions } from '@mco/testkit';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { createController, type Controller, type ControllerOptions } from '../src/index.js';
+import { Fleet, startHub, type Hub } from './support.js';
 
 /** Sum of a counter's samples whose labels include `labels`. */
 export async function counterValue(
@@ -57,4 +60,50 @@ export async function settled(controller: Controller, quietMs = 400, timeoutMs =
     if (Date.now() > deadline) throw new Error('controller did not settle');
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** A describe block's hub; `hub` and `fleet` exist once its beforeAll ran. */
+export interface ControllerHub {
+  readonly hub: Hub;
+  readonly fleet: Fleet;
+  /** Starts a controller that is stopped after the current test. */
+  start(controller: Controller): Controller;
+}
+
+/**
+ * The setup every controller integration test file shares: a hub started before
+ * the describe block's tests and stopped after them, a Fleet on it, and the
+ * controllers a test started stopped after that test.
+ */
+export function useControllerHub(options: ControlPlaneOptions = {}): ControllerHub {
+  let hub: Hub | undefined;
+  let fleet: Fleet | undefined;
+  const running: Controller[] = [];
+  beforeAll(async () => {
+    hub = await startHub(options);
+    fleet = new Fleet(hub);
+  });
+  afterAll(async () => {
+    await hub?.stop();
+  });
+  afterEach(async () => {
+    await Promise.all(running.splice(0).map((c) => c.stop()));
+  });
+  const started = <T>(value: T | undefined): T => {
+    if (value === undefined) throw new Error('the hub is not started yet: use it inside a test or hook');
+    return value;
+  };
+  return {
+    get hub() {
+      return started(hub);
+    },
+    get fleet() {
+      return started(fleet);
+    },
+    start(controller) {
+      running.push(controller);
+      controller.start();
+      return controller;
+    },
+  };
 }
