@@ -25,7 +25,10 @@ export interface DecideInput {
   readonly now: Date;
   readonly placement: {
     readonly metadata: Pick<ObjectMeta, 'name'> & Partial<Pick<ObjectMeta, 'namespace' | 'generation'>>;
-    /** Checked by the engine: an invalid spec is reported in `status.conditions`. */
+    /**
+     * Checked by the engine: an invalid spec is reported in `status.conditions`.
+     * Treat it as immutable: its compiled form is remembered per object.
+     */
     readonly spec?: unknown;
     readonly status?: PlacementStatus | undefined;
   };
