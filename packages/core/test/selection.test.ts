@@ -292,6 +292,18 @@ describe('invalid specs (condition Valid=False) leave status.clusters untouched'
     });
   });
 
+  it('does not report a cluster-list name that an earlier rule dropped', () => {
+    const spec = {
+      clusterSelectorRules: [
+        { type: 'cluster-name-regex', arguments: { regex: '^prod/' } },
+        { type: 'cluster-list', arguments: { clusters: 'dev/asia1,prod/eu-west4' } },
+      ],
+    } as PlacementSpec;
+    const d = run({ spec, profiles: fleet, now: 100 });
+    expect(states(d)).toEqual(['prod/eu-west4 ACTIVE']);
+    expect(condition(d, 'Valid')).toMatchObject({ status: 'True', message: 'the spec is valid' });
+  });
+
   it('fixing the spec resumes evaluation from the untouched status', () => {
     const broken = run({
       spec: rules('cluster-name-regex', { regex: '(' }) as PlacementSpec,

@@ -50,13 +50,15 @@ export function compileRule(rule: ClusterSelectorRule, path: string): Result<Com
         }
         if (!names.includes(name)) names.push(name);
       }
-      return ok((input, _inventory, report) => {
+      return ok((input, inventory, report) => {
         const present = new Map(input.map((c) => [c.key, c]));
         const out: InventoryCluster[] = [];
         for (const name of names) {
           const cluster = present.get(name);
           if (cluster) out.push(cluster);
-          else if (!report.unknownClusters.includes(name)) report.unknownClusters.push(name);
+          // Dropped by an earlier rule is not unknown: only names without a ClusterProfile are reported.
+          else if (!inventory.byKey.has(name) && !report.unknownClusters.includes(name))
+            report.unknownClusters.push(name);
         }
         return out;
       });
