@@ -3,8 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoordinationV1Api } from '@kubernetes/client-node';
+import { CoordinationV1Api, loadYaml, type KubernetesObject, type V1ClusterRole } from '@kubernetes/client-node';
+import { loadYamlObjects } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { InventoryFileSchema } from '../../../apps/mco/src/commands/inventory.js';
 import {
   CHART,
   Fleet,
@@ -20,6 +22,29 @@ import {
 } from './support.js';
 
 const RUN_MCO = fileURLToPath(new URL('./fixtures/run-mco.ts', import.meta.url));
+const PROVIDER_RBAC = join(REPO, 'packages', 'provider-manual', 'deploy', 'rbac.yaml');
+
+/** The docs/install.md example: a manual provider reading clusters rendered into the same ConfigMap. */
+const INVENTORY_VALUES = `
+inventory:
+  enabled: true
+  providers:
+    - name: lab
+      plugin: manual
+      config: {file: /etc/mco-inventory/clusters.yaml, namespace: fleet}
+  clusters:
+    - name: eu-1
+      labels: {region: eu}
+      server: https://eu-1.example.com:6443
+`;
+
+function inventoryValuesFile(): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'mco-inventory-values-')), 'values.yaml');
+  writeFileSync(file, INVENTORY_VALUES);
+  return file;
+}
+
+const isInventory = (o: KubernetesObject) => o.metadata?.labels?.['app.kubernetes.io/component'] === 'inventory';
 
 describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', () => {
   let hub: Hub;
@@ -72,6 +97,91 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       'Service/mco-metrics',
       'ServiceAccount/mco',
     ]);
+  });
+
+  it('passes helm lint with the inventory enabled, and refuses the inventory without providers', () => {
+    const helm = helmBinary();
+    const lint = spawnSync(helm, ['lint', CHART, '--strict', '-f', inventoryValuesFile()], { encoding: 'utf8' });
+    const refused = spawnSync(helm, ['template', 'mco', CHART, '--set', 'inventory.enabled=true'], {
+      encoding: 'utf8',
+    });
+    expect({
+      lint: lint.status,
+      refused: refused.status,
+      message: refused.stderr.includes('inventory.enabled needs inventory.providers'),
+    }).toEqual({ lint: 0, refused: 1, message: true });
+  });
+
+  it('renders no inventory objects by default', () => {
+    expect(renderChart().filter((o) => isInventory(o) || o.metadata?.name?.includes('inventory'))).toEqual([]);
+  });
+
+  it('applies the inventory manifests to the apiserver: the Deployment runs `mco inventory` on the mounted providers file, which parses, with the provider RBAC', async () => {
+    const objects = renderChart(['-f', inventoryValuesFile()]).filter(isInventory);
+    const applied = await hub.plane.hub.apply(objects);
+    const find = <T>(kind: string) => applied.find((o) => o.kind === kind) as T;
+    const deployment = find<{
+      spec: {
+        template: {
+          spec: {
+            serviceAccountName: string;
+            securityContext: unknown;
+            containers: {
+              args: string[];
+              livenessProbe: { httpGet: { path: string } };
+              readinessProbe: { httpGet: { path: string } };
+              securityContext: unknown;
+              volumeMounts: { mountPath: string; readOnly: boolean }[];
+            }[];
+          };
+        };
+      };
+    }>('Deployment');
+    const container = deployment.spec.template.spec.containers[0]!;
+    const configMap = find<{ data: Record<string, string> }>('ConfigMap');
+    const controller = renderChart().find((o) => o.kind === 'Deployment') as typeof deployment;
+    const [providerRole] = loadYamlObjects(PROVIDER_RBAC) as V1ClusterRole[];
+    expect({
+      objects: applied.map((o) => `${o.kind}/${o.metadata?.name}`).sort(),
+      serviceAccount: deployment.spec.template.spec.serviceAccountName,
+      args: container.args,
+      probes: [container.livenessProbe.httpGet.path, container.readinessProbe.httpGet.path],
+      mounts: container.volumeMounts,
+      podSecurity: deployment.spec.template.spec.securityContext,
+      containerSecurity: container.securityContext,
+      providers: InventoryFileSchema.parse(loadYaml(configMap.data['providers.yaml']!)),
+      clusters: loadYaml(configMap.data['clusters.yaml']!),
+      rules: find<V1ClusterRole>('ClusterRole').rules,
+    }).toEqual({
+      objects: [
+        'ClusterRole/mco-inventory',
+        'ClusterRoleBinding/mco-inventory',
+        'ConfigMap/mco-inventory',
+        'Deployment/mco-inventory',
+        'ServiceAccount/mco-inventory',
+      ],
+      serviceAccount: 'mco-inventory',
+      args: [
+        'inventory',
+        '--config',
+        '/etc/mco-inventory/providers.yaml',
+        '--http-port',
+        '8081',
+        '--log-level',
+        'info',
+      ],
+      probes: ['/healthz', '/readyz'],
+      mounts: [{ name: 'config', mountPath: '/etc/mco-inventory', readOnly: true }],
+      podSecurity: controller.spec.template.spec.securityContext,
+      containerSecurity: controller.spec.template.spec.containers[0]!.securityContext,
+      providers: {
+        providers: [
+          { name: 'lab', plugin: 'manual', config: { file: '/etc/mco-inventory/clusters.yaml', namespace: 'fleet' } },
+        ],
+      },
+      clusters: { clusters: [{ name: 'eu-1', labels: { region: 'eu' }, server: 'https://eu-1.example.com:6443' }] },
+      rules: providerRole!.rules,
+    });
   });
 
   it('runs `mco controller` as the chart ServiceAccount: ready after sync, decides, logs JSON without secrets, stops cleanly on SIGTERM releasing the Lease', async () => {
