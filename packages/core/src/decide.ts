@@ -560,7 +560,6 @@ class Evaluation {
 
   listedClusters(useDraining: boolean): PlacementCluster[] {
     return this.byPriority(this.live()).map((e) => {
-      if (e.signal.staleAt !== undefined) this.timers.push(e.signal.staleAt);
       const cluster: PlacementCluster = {
         name: e.name,
         ...(e.namespace !== undefined ? { namespace: e.namespace } : {}),
@@ -576,9 +575,11 @@ class Evaluation {
     });
   }
 
+  /** The earliest timer, including a listed cluster's signal turning stale. */
   requeueAfterSeconds(): number | null {
     let next = Infinity;
-    for (const t of this.timers) if (t > this.nowMs && t < next) next = t;
+    const staleAts = this.live().flatMap((e) => (e.signal.staleAt !== undefined ? [e.signal.staleAt] : []));
+    for (const t of [...this.timers, ...staleAts]) if (t > this.nowMs && t < next) next = t;
     return next === Infinity ? null : Math.max(1, Math.ceil((next - this.nowMs) / SECOND));
   }
 }
