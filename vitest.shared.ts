@@ -9,6 +9,6 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
     testTimeout: 20_000,
-    hookTimeout: 600_000,
+    hookTimeout: 180_000, // starting real processes under load; nothing is built inside a test
   },
 });

@@ -13,7 +13,13 @@ export interface RawRequestOptions {
   readonly timeoutMs?: number;
 }
 
-/** One HTTPS request to an apiserver, verified against its CA; short default timeout for polling. */
+/**
+ * One HTTPS request to an apiserver, verified against its CA; short default
+ * timeout for polling. Each request has its own connection: kube-apiserver
+ * closes idle connections after 90 s without announcing it (no Keep-Alive
+ * header), so a pooled one can be dead by the time it is reused — a test that
+ * blocked its event loop for minutes once wrote into such a socket (EPIPE).
+ */
 export function rawRequest(
   server: string,
   caPem: string,
@@ -28,6 +34,7 @@ export function rawRequest(
       {
         method: options.method ?? 'GET',
         ca: caPem,
+        agent: false,
         headers: { accept: 'application/json', ...options.headers, authorization: `Bearer ${token}` },
         timeout: timeoutMs,
       },
