@@ -12,7 +12,8 @@
 // the cluster → Argo CD deletes the Application).
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { KubeConfig, Watch } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Watch } from '@kubernetes/client-node';
 import {
   AT_CEILING,
   applicationOf,
@@ -97,9 +98,12 @@ async function measure(stack: ArgoStack, refresh: boolean): Promise<string[]> {
     created.push(t1 - t0);
 
     // Scale in: east has room, west idles → west removed → Argo CD deletes its Application.
-    const dropped = placementEvent((_, obj) => !(obj as PlacementObject).status?.clusters?.some((c) => c.name === WEST));
+    const dropped = placementEvent(
+      (_, obj) => !(obj as PlacementObject).status?.clusters?.some((c) => c.name === WEST),
+    );
     const deleting = appEvent(
-      (type, obj) => isWest(obj) && (type === 'DELETED' || (obj as Application).metadata?.deletionTimestamp !== undefined),
+      (type, obj) =>
+        isWest(obj) && (type === 'DELETED' || (obj as Application).metadata?.deletionTimestamp !== undefined),
     );
     const gone = appEvent((type, obj) => type === 'DELETED' && isWest(obj));
     await stack.setHpa('east', NORMAL);
@@ -109,7 +113,9 @@ async function measure(stack: ArgoStack, refresh: boolean): Promise<string[]> {
     await stack.finishDeletion(WEST_APP).catch(() => undefined); // Argo CD's application controller's part
     await gone;
     await stack.setHpa('west', NORMAL);
-    process.stderr.write(`${refresh ? 'refresh' : 'poll'} ${i + 1}/${CHANGES}: created ${(t1 - t0).toFixed(0)} ms, deleted ${(t3 - t2).toFixed(0)} ms\n`);
+    process.stderr.write(
+      `${refresh ? 'refresh' : 'poll'} ${i + 1}/${CHANGES}: created ${(t1 - t0).toFixed(0)} ms, deleted ${(t3 - t2).toFixed(0)} ms\n`,
+    );
   }
   const mode = refresh ? 'with `--refresh-applicationsets`' : 'without (Argo CD polls every 10 s)';
   return [row(`status → Application created, ${mode}`, created), row(`status → Application deleted, ${mode}`, deleted)];
@@ -120,7 +126,11 @@ const stack = await ArgoStack.start({
 });
 try {
   const rows = [...(await measure(stack, true)), ...(await measure(stack, false))];
-  console.log(`\nload average ${loadavg().map((l) => l.toFixed(1)).join(' ')}\n`);
+  console.log(
+    `\nload average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}\n`,
+  );
   console.log('| scenario | changes | p50 | p99 | min | max |');
   console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
   for (const line of rows) console.log(line);

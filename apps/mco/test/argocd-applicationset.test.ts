@@ -23,10 +23,14 @@ import {
 vi.setConfig({ testTimeout: 180_000 });
 
 const REFRESH = 'argocd.argoproj.io/application-set-refresh';
-/** Scale-in and draining within seconds instead of minutes (mco's `behavior` extension). */
+/**
+ * Scale-in and draining within seconds instead of minutes (mco's `behavior`
+ * extension). Each drain step stays in force for 15 s, time enough for Argo CD
+ * to regenerate and the test to see it on a loaded machine.
+ */
 const BEHAVIOR = {
   scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
-  drain: { stepIntervalSeconds: 4, stepPercent: 25 },
+  drain: { stepIntervalSeconds: 15, stepPercent: 25 },
 };
 
 async function until<T>(what: string, probe: () => Promise<T>, accept: (v: T) => boolean, logs: () => string) {
@@ -59,7 +63,11 @@ describeWithControlPlane(
     const listed = (placement: PlacementObject) =>
       (placement.status?.clusters ?? []).map((c) => `${c.name}:${c.state}`).join(',');
     const waitListed = (expected: string) =>
-      wait(`placement status ${expected}`, () => stack.placement(), (p) => listed(p) === expected);
+      wait(
+        `placement status ${expected}`,
+        () => stack.placement(),
+        (p) => listed(p) === expected,
+      );
     const clusterEntry = (member: Member) => `mco-cluster-${member}`;
     const appSetConditions = async () =>
       Object.fromEntries(
@@ -158,11 +166,10 @@ describeWithControlPlane(
       // west wants scale-in with 4 replicas: SCALING_IN, desiredMaxReplicas 4, then 3 after one drain step.
       await stack.setHpa('west', { minReplicas: 4, maxReplicas: 8, currentReplicas: 4, limited: 'TooFewReplicas' });
       await waitListed(`${clusterEntry('east')}:ACTIVE,${clusterEntry('west')}:SCALING_IN`);
-      const stepped = await wait(
-        'the west Application to carry hpa.maxReplicas 3',
-        apps,
-        (a) => helmParameters(a.get(applicationOf('west')))['hpa.maxReplicas'] === '3',
-      );
+      // Entering SCALING_IN caps the HPA at its observed replicas (4), then one step of 25 % (to 3).
+      const westMax = (a: Map<string, Application>) => helmParameters(a.get(applicationOf('west')))['hpa.maxReplicas'];
+      await wait('the west Application to carry hpa.maxReplicas 4', apps, (a) => westMax(a) === '4');
+      const stepped = await wait('the west Application to carry hpa.maxReplicas 3', apps, (a) => westMax(a) === '3');
       expect(helmParameters(stepped.get(applicationOf('west')))).toEqual({
         'hpa.minReplicas': '1',
         'hpa.maxReplicas': '3',
@@ -196,7 +203,8 @@ describeWithControlPlane(
       await refreshNow();
       await refreshed();
       const before = await versions();
-      const unchanged = async (fault: string) => expect({ fault, versions: await versions() }).toEqual({ fault, versions: before });
+      const unchanged = async (fault: string) =>
+        expect({ fault, versions: await versions() }).toEqual({ fault, versions: before });
 
       // 1. The plugin process is killed: Argo CD cannot connect.
       await stack.stopProcess('plugin', { kill: true });
@@ -216,7 +224,11 @@ describeWithControlPlane(
       await unchanged('plugin answers 503');
       await stack.stopProcess('plugin');
       stack.startPlugin({ refresh: true });
-      await wait('the plugin to be ready', () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status), (s) => s === 200);
+      await wait(
+        'the plugin to be ready',
+        () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),
+        (s) => s === 200,
+      );
       await refreshNow();
       await refreshed();
       await unchanged('plugin back');
@@ -272,7 +284,9 @@ describeWithControlPlane(
         ...PLACEMENTS,
         namespace: WORKLOAD_NS,
         name: 'hello-web-placement-autoscale',
-        body: [{ op: 'replace', path: '/spec/rules/1/arguments/regex', value: '^fleet-cluster-inventory/mco-cluster-' }],
+        body: [
+          { op: 'replace', path: '/spec/rules/1/arguments/regex', value: '^fleet-cluster-inventory/mco-cluster-' },
+        ],
       });
       await stack.setHpa('west', IDLE);
       await waitListed(`${clusterEntry('east')}:ACTIVE`);

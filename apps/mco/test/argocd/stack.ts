@@ -3,16 +3,16 @@
 // (tools/argocd), and the built `mco controller` and `mco argocd-plugin` as
 // processes. Shared by the end-to-end test and the latency benchmark.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
 import {
   AutoscalingV2Api,
   CoreV1Api,
   CustomObjectsApi,
-  KubeConfig,
   type KubernetesObject,
   type V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
@@ -49,8 +49,16 @@ export const argoClusterOf = (member: Member) => `${FLEET}.${profileOf(member)}`
 /** The hello-world template names Applications `{{.name}}-hw`. */
 export const applicationOf = (member: Member) => `${argoClusterOf(member)}-hw`;
 
-export const PLACEMENTS = { group: 'orchestra.multicluster.x-k8s.io', version: 'v1alpha1', plural: 'multikubernetesclusterplacements' } as const;
-export const CLUSTER_PROFILES = { group: 'multicluster.x-k8s.io', version: 'v1alpha1', plural: 'clusterprofiles' } as const;
+export const PLACEMENTS = {
+  group: 'orchestra.multicluster.x-k8s.io',
+  version: 'v1alpha1',
+  plural: 'multikubernetesclusterplacements',
+} as const;
+export const CLUSTER_PROFILES = {
+  group: 'multicluster.x-k8s.io',
+  version: 'v1alpha1',
+  plural: 'clusterprofiles',
+} as const;
 export const APPLICATIONS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' } as const;
 export const APPLICATION_SETS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applicationsets' } as const;
 
@@ -132,7 +140,7 @@ export class ArgoStack {
     readonly plane: ControlPlane,
     readonly dir: string,
     readonly token: string,
-    private readonly mco: string,
+    private readonly bundle: { dir: string; entry: string },
     private readonly argocd: string,
   ) {
     const admin = plane.hub.adminKubeConfig();
@@ -146,9 +154,15 @@ export class ArgoStack {
   static async start(options: StackOptions = {}): Promise<ArgoStack> {
     const argocd = requireTool('argocd');
     const dir = mkdtempSync(join(tmpdir(), 'mco-argocd-real-'));
-    const mco = buildBundle(dir);
-    const plane = await startControlPlane({ clusters: [...MEMBERS] });
-    const stack = new ArgoStack(plane, dir, randomBytes(36).toString('base64'), mco, argocd);
+    const bundle = buildBundle();
+    let plane: ControlPlane;
+    try {
+      plane = await startControlPlane({ clusters: [...MEMBERS] });
+    } catch (error) {
+      rmSync(bundle.dir, { recursive: true, force: true });
+      throw error;
+    }
+    const stack = new ArgoStack(plane, dir, randomBytes(36).toString('base64'), bundle, argocd);
     try {
       await stack.setUp(options);
     } catch (error) {
@@ -162,7 +176,11 @@ export class ArgoStack {
     const { plane, dir } = this;
     await plane.hub.installCrds([join(APP, 'chart', 'crds'), join(this.argocd, 'crds')]);
     await plane.hub.apply(
-      [ARGOCD, 'mco-system', FLEET, WORKLOAD_NS].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
+      [ARGOCD, 'mco-system', FLEET, WORKLOAD_NS].map((name) => ({
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name },
+      })),
     );
 
     // Credentials: one access provider per member, each a credential plugin
@@ -177,7 +195,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     chmodSync(plugin, 0o755);
     const providers = MEMBERS.map((m) => ({
       name: m,
-      execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, args: [plane.members[m]!.token('admin')] },
+      execConfig: {
+        apiVersion: 'client.authentication.k8s.io/v1',
+        command: plugin,
+        args: [plane.members[m]!.token('admin')],
+      },
     }));
     writeFileSync(join(dir, 'providers.yaml'), JSON.stringify({ providers }));
 
@@ -193,8 +215,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     );
     await plane.hub.apply(rbac);
     const account = (component: string) =>
-      rbac.find((o) => o.kind === 'ServiceAccount' && o.metadata?.labels?.['app.kubernetes.io/component'] === component)!
-        .metadata!;
+      rbac.find(
+        (o) => o.kind === 'ServiceAccount' && o.metadata?.labels?.['app.kubernetes.io/component'] === component,
+      )!.metadata!;
     const write = (role: Role, kc: KubeConfig) => {
       const file = join(dir, `${role}.kubeconfig`);
       writeFileSync(file, kc.exportConfig(), { mode: 0o600 });
@@ -269,7 +292,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
             lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
           },
         ],
-        accessProviders: [{ name: member, cluster: { server: handle.server, 'certificate-authority-data': handle.caData } }],
+        accessProviders: [
+          { name: member, cluster: { server: handle.server, 'certificate-authority-data': handle.caData } },
+        ],
       };
       await this.custom.patchNamespacedCustomObjectStatus({
         ...CLUSTER_PROFILES,
@@ -324,14 +349,17 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     };
     return command
       .slice(role === 'applicationset-controller' ? 1 : 2)
-      .map((arg) => files[arg] ?? arg.replace(/^127\.0\.0\.1:(\d+)$/, (_, p: string) => `127.0.0.1:${this.ports.get(ports[p]!)}`));
+      .map(
+        (arg) =>
+          files[arg] ?? arg.replace(/^127\.0\.0\.1:(\d+)$/, (_, p: string) => `127.0.0.1:${this.ports.get(ports[p]!)}`),
+      );
   }
 
   private spawn(role: Role, command: string[], args = this.argsOf(role, command)): void {
     const server =
       role === 'applicationset-controller'
         ? startServer(join(this.argocd, 'argocd-applicationset-controller'), args, join(this.dir, `${role}.log`))
-        : startServer(process.execPath, [this.mco, command[1]!, ...args], join(this.dir, `${role}.log`));
+        : startServer(process.execPath, [this.bundle.entry, command[1]!, ...args], join(this.dir, `${role}.log`));
     this.reaper.track(server.child.pid);
     this.processes.set(role, server);
   }
@@ -381,7 +409,10 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     const hpa = await api.readNamespacedHorizontalPodAutoscaler({ name: HPA, namespace: WORKLOAD_NS });
     if (hpa.spec!.minReplicas !== state.minReplicas || hpa.spec!.maxReplicas !== state.maxReplicas) {
       hpa.spec = { ...hpa.spec!, minReplicas: state.minReplicas, maxReplicas: state.maxReplicas };
-      Object.assign(hpa, await api.replaceNamespacedHorizontalPodAutoscaler({ name: HPA, namespace: WORKLOAD_NS, body: hpa }));
+      Object.assign(
+        hpa,
+        await api.replaceNamespacedHorizontalPodAutoscaler({ name: HPA, namespace: WORKLOAD_NS, body: hpa }),
+      );
     }
     const now = new Date();
     const body: V2HorizontalPodAutoscaler = {
@@ -431,15 +462,20 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
    * completes. Only the ApplicationSet controller runs here.
    */
   async finishDeletion(name: string): Promise<void> {
-    await this.custom.patchNamespacedCustomObject(
-      { ...APPLICATIONS, namespace: ARGOCD, name, body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }] },
-    );
+    await this.custom.patchNamespacedCustomObject({
+      ...APPLICATIONS,
+      namespace: ARGOCD,
+      name,
+      body: [{ op: 'replace', path: '/metadata/finalizers', value: [] }],
+    });
   }
 
   async stop(): Promise<void> {
     for (const role of [...this.processes.keys()]) await this.stopProcess(role, { kill: true });
     this.reaper.dispose();
+    rmSync(this.bundle.dir, { recursive: true, force: true });
     await this.plane.stop();
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
@@ -455,11 +491,17 @@ function roleOf(command: string[]): Role {
 /**
  * Builds the `mco` bundle as users run it (tsup, the same config as `npm run
  * build`) into a private directory, so concurrent test files never rebuild
- * the bundle under each other's processes. Returns the entry point.
+ * the bundle under each other's processes. The directory lies under the
+ * repository's node_modules because the bundle keeps third-party packages
+ * external and Node resolves them from the bundle's own location upwards.
+ * Returns the entry point; the caller removes `dir`.
  */
-function buildBundle(dir: string): string {
-  execFileSync('npx', ['tsup', '--out-dir', join(dir, 'mco', 'dist')], { cwd: APP, stdio: 'ignore' });
-  mkdirSync(join(dir, 'mco', 'bin'));
-  copyFileSync(join(APP, 'bin', 'mco.js'), join(dir, 'mco', 'bin', 'mco.js'));
-  return join(dir, 'mco', 'bin', 'mco.js');
+function buildBundle(): { dir: string; entry: string } {
+  const cache = join(REPO, 'node_modules', '.cache');
+  mkdirSync(cache, { recursive: true });
+  const dir = mkdtempSync(join(cache, 'mco-argocd-e2e-'));
+  execFileSync('npx', ['tsup', '--out-dir', join(dir, 'dist')], { cwd: APP, stdio: 'ignore' });
+  mkdirSync(join(dir, 'bin'));
+  copyFileSync(join(APP, 'bin', 'mco.js'), join(dir, 'bin', 'mco.js'));
+  return { dir, entry: join(dir, 'bin', 'mco.js') };
 }
