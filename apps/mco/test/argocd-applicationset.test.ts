@@ -20,7 +20,7 @@ import {
 
 // Real processes on a shared 2-core machine: every step waits on a condition,
 // with room for Argo CD's 10 s poll and a loaded machine.
-vi.setConfig({ testTimeout: 180_000 });
+vi.setConfig({ testTimeout: 600_000 });
 
 const REFRESH = 'argocd.argoproj.io/application-set-refresh';
 /**
@@ -108,9 +108,10 @@ describeWithControlPlane(
         (c) => c.ErrorOccurred?.startsWith('True') === true && pattern.test(c.ErrorOccurred),
       );
 
+    // Bundles mco and starts three apiservers and three processes: minutes on a loaded machine.
     beforeAll(async () => {
       stack = await ArgoStack.start({ behavior: BEHAVIOR });
-    });
+    }, 600_000);
     afterAll(async () => {
       await stack?.stop();
     });
