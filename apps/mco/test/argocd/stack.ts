@@ -259,7 +259,21 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     // The member clusters: the workload's HPA, whose status stands in for load.
     for (const member of MEMBERS) {
       await plane.members[member]!.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NS } }]);
+      // mco's kubernetes signal source reads the workload's Deployment beside its HPA.
       await plane.members[member]!.apply([
+        {
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name: 'hello-web', namespace: WORKLOAD_NS },
+          spec: {
+            replicas: 1,
+            selector: { matchLabels: { app: 'hello-web' } },
+            template: {
+              metadata: { labels: { app: 'hello-web' } },
+              spec: { containers: [{ name: 'web', image: 'registry.invalid/hello-web:1' }] },
+            },
+          },
+        } as KubernetesObject,
         {
           apiVersion: 'autoscaling/v2',
           kind: 'HorizontalPodAutoscaler',
@@ -348,7 +362,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       '7000': 'appset-webhook',
     };
     return command
-      .slice(role === 'applicationset-controller' ? 1 : 2)
+      .slice(2)
       .map(
         (arg) =>
           files[arg] ?? arg.replace(/^127\.0\.0\.1:(\d+)$/, (_, p: string) => `127.0.0.1:${this.ports.get(ports[p]!)}`),
@@ -358,7 +372,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   private spawn(role: Role, command: string[], args = this.argsOf(role, command)): void {
     const server =
       role === 'applicationset-controller'
-        ? startServer(join(this.argocd, 'argocd-applicationset-controller'), args, join(this.dir, `${role}.log`))
+        ? startServer(join(this.argocd, 'argocd-applicationset-controller'), args, join(this.dir, `${role}.log`), {
+            KUBECONFIG: this.kubeconfigs.get(role)!,
+          })
         : startServer(process.execPath, [this.bundle.entry, command[1]!, ...args], join(this.dir, `${role}.log`));
     this.reaper.track(server.child.pid);
     this.processes.set(role, server);
@@ -482,7 +498,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 const partOfArgo = { 'app.kubernetes.io/part-of': 'argocd' };
 
 function roleOf(command: string[]): Role {
-  if (command[0] === 'argocd-applicationset-controller') return 'applicationset-controller';
+  if (command[0] === 'KUBECONFIG=hub.kubeconfig' && command[1] === 'argocd-applicationset-controller') {
+    return 'applicationset-controller';
+  }
   if (command[0] === 'mco' && command[1] === 'controller') return 'controller';
   if (command[0] === 'mco' && command[1] === 'argocd-plugin') return 'plugin';
   throw new Error(`docs/argocd.md walk-through: unexpected command "${command.join(' ')}"`);
