@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest';
 import { TRANSITION_IDS } from '@mco/core';
+import type { KubeObject } from '@mco/kube-runtime';
 import type { CapacitySignalSource } from '@mco/runtime';
-import { startHealthServer, type KubeObject } from '../src/index.js';
+import { startHealthServer } from '../src/index.js';
 import { FakeSignalSource, waitFor, describeWithHub } from './support.js';
 import { counterValue, settled, testController, useControllerHub } from './support-controller.js';
 

@@ -24,7 +24,7 @@ import {
   type ControlPlane,
   type ControlPlaneOptions,
 } from '@mco/testkit';
-import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, type KubeObject } from '../src/index.js';
+import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, type KubeObject } from '@mco/kube-runtime';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const CHART = join(REPO, 'apps', 'mco', 'chart');
@@ -233,9 +233,9 @@ export class Fleet {
     namespace: string,
     name: string,
     type: string,
-  ): Promise<{ status: string; reason?: string } | undefined> {
+  ): Promise<{ status: string; reason?: string; message?: string } | undefined> {
     const status = (await this.placement(namespace, name)).status as
-      { conditions?: { type: string; status: string; reason?: string }[] } | undefined;
+      { conditions?: { type: string; status: string; reason?: string; message?: string }[] } | undefined;
     return status?.conditions?.find((c) => c.type === type);
   }
 
