@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
@@ -84,11 +84,12 @@ const describeLaptop = skipLaptop
 describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
   let cp: ControlPlane;
   let run: { code: number | null; stdout: string; stderr: string; stoppedAll: boolean };
+  let home: string;
 
   beforeAll(async () => {
     cp = await startControlPlane();
     // A user's machine: a kubeconfig in $KUBECONFIG, nothing else (no ~/.kube, no in-cluster account).
-    const home = mkdtempSync(join(tmpdir(), 'mco-laptop-'));
+    home = mkdtempSync(join(tmpdir(), 'mco-laptop-'));
     const kubeconfig = join(home, 'hub.kubeconfig');
     writeFileSync(kubeconfig, cp.hub.adminKubeConfig().exportConfig());
     const script = ['set -euo pipefail', ...shellBlocks(readFileSync(join(REPO, 'docs/install.md'), 'utf8'), LAPTOP)];
@@ -101,6 +102,7 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
         HOME: home,
         KUBECONFIG: kubeconfig,
         KUBERNETES_SERVICE_HOST: '',
+        TMPDIR: home, // where `mktemp -d` puts $MCO_DEMO, whose logs the walk-through keeps
         MCO_HTTP_ADDRESS: '127.0.0.1:0', // the controller's metrics port: any free one (other tests run alongside)
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -130,6 +132,28 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
   it('every command succeeds, and `kill $(jobs -p)` stops the controller and the plugin', () => {
     expect({ code: run.code, stoppedAll: run.stoppedAll }, run.stderr).toEqual({ code: 0, stoppedAll: true });
     expect(run.stderr).not.toMatch(/\n\s+at |Error:/);
+  });
+
+  it('their logs are JSON lines, every one with a component, with secrets redacted but not booleans', () => {
+    const [demo] = readdirSync(home).filter((name) => name.startsWith('tmp.'));
+    const logs = ['controller.log', 'plugin.log'].map((file) =>
+      readFileSync(join(home, demo!, file), 'utf8')
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as Record<string, unknown>),
+    );
+    const [controller = [], plugin = []] = logs.map((lines) => lines.map((l) => String(l.component)));
+    expect({
+      controller: [...new Set(controller)],
+      plugin: [...new Set(plugin)],
+      listening: logs[1]!.find((l) => l.msg === 'argocd plugin listening'),
+    }).toEqual({
+      controller: ['mco-controller'],
+      plugin: ['mco-argocd-plugin'],
+      listening: expect.objectContaining({ syncClusterSecrets: false, refreshApplicationSets: false }),
+    });
+    expect(controller.length).toBeGreaterThan(1);
+    expect(JSON.stringify(logs)).not.toContain(readFileSync(join(home, demo!, 'token'), 'utf8').trim());
   });
 
   it("Google's four sample placements, with no signal source, are each placed up to their minimum", async () => {

@@ -1,7 +1,7 @@
 import { expect, it } from 'vitest';
 import { TRANSITION_IDS } from '@mco/core';
 import type { KubeObject } from '@mco/kube-runtime';
-import type { CapacitySignalSource } from '@mco/runtime';
+import { createLogger, type CapacitySignalSource } from '@mco/runtime';
 import { startHealthServer } from '../src/index.js';
 import { FakeSignalSource, waitFor, describeWithHub } from './support.js';
 import { counterValue, settled, testController, useControllerHub } from './support-controller.js';
@@ -514,8 +514,14 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       // More clusters than the message shows (5), so a random order would change the message.
       scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 7 } },
     });
+    const warnings: { msg: string; placement?: string }[] = [];
+    const logger = createLogger({ level: 'warn', write: (line) => void warnings.push(JSON.parse(line)) });
     const controller = start(
-      testController(env.hub.controllerKubeConfig(), { sources: { flap: source }, defaultSignalSource: 'flap' }),
+      testController(env.hub.controllerKubeConfig(), {
+        sources: { flap: source },
+        defaultSignalSource: 'flap',
+        logger,
+      }),
     );
     const first = await waitFor('placed and observed', async () => {
       const c = await env.fleet.condition('flap', 'svc', 'SignalsObserved');
@@ -536,6 +542,10 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
         'fleet-flap/e: Unavailable: cannot reach fleet-flap/e; and 2 more',
     });
     expect(first.message).toMatch(/^fleet-flap\/a: /);
+    // The same failure on every evaluation is logged once per interval (10 min by default) per placement.
+    expect(warnings.filter((w) => w.placement === 'flap/svc').map((w) => w.msg)).toEqual([
+      'the signal source could not observe some clusters; their signals are missing',
+    ]);
     await env.fleet.deletePlacement('flap', 'svc');
   });
 
