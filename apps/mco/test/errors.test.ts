@@ -122,6 +122,7 @@ describeWithControlPlane('start-up errors on a real kube-apiserver', { sharedCrd
       'namespace "no-such-ns" not found: create it (kubectl create namespace no-such-ns) or choose another namespace',
     );
     expect(result.stderr).not.toMatch(/HTTP-Code|Unknown API Status Code|\n\s+at /);
+    expect(result.code).toBe(1); // a failed write, not a bad command line
   });
 
   it('missing RBAC is one line naming the permission, exit 2', async () => {
@@ -137,24 +138,28 @@ describeWithControlPlane('start-up errors on a real kube-apiserver', { sharedCrd
     });
   });
 
-  it('a port in use is one line naming the address, exit 2, no stack trace', async () => {
-    const taken: Server = createServer();
-    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
-    const port = (taken.address() as { port: number }).port;
-    try {
-      expect(
-        oneLine(
-          await mco('argocd-plugin', '--token-file', tokenFile, '--kubeconfig', admin, '--listen', `127.0.0.1:${port}`),
-        ),
-      ).toEqual({
-        code: 2,
-        lines: 1,
-        stderr: `mco argocd-plugin: cannot listen on 127.0.0.1:${port}: the address is already in use; choose another address with --listen`,
-      });
-    } finally {
-      taken.close();
-    }
-  });
+  it.each([
+    ['argocd-plugin', '--listen', ['--token-file', tokenFile]],
+    ['argocd-plugin', '--http-address', ['--token-file', tokenFile]],
+    ['controller', '--listen', ['--leader-elect', 'false']],
+    ['controller', '--http-address', ['--leader-elect', 'false']],
+  ])(
+    'mco %s %s on a port in use is one line naming the address, exit 2, no stack trace',
+    async (command, flag, args) => {
+      const taken: Server = createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      const port = (taken.address() as { port: number }).port;
+      try {
+        expect(oneLine(await mco(command, ...args, '--kubeconfig', admin, flag, `127.0.0.1:${port}`))).toEqual({
+          code: 2,
+          lines: 1,
+          stderr: `mco ${command}: cannot listen on 127.0.0.1:${port}: the address is already in use; choose another address with --listen`,
+        });
+      } finally {
+        taken.close();
+      }
+    },
+  );
 
   it('the leader Lease namespace is created when missing, or its absence is one clear start-up error', async () => {
     await ensureLeaseNamespace(cp.hub.adminKubeConfig(), 'lease-created', 'mco-controller', silentLogger);
