@@ -18,7 +18,8 @@ const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error:
  * `tokenFile`, `secretName` or a `syncClusterSecrets` flag are not: only
  * values that are secrets are redacted, never settings that mention one.
  */
-const SECRET_KEY = /(tokens?|secrets?|passwords?|passwd|authorization|credentials?|bearer|private-?key|key-?data|cookies?)$/i;
+const SECRET_KEY =
+  /(tokens?|secrets?|passwords?|passwd|authorization|credentials?|bearer|private-?key|key-?data|cookies?)$/i;
 export const REDACTED = '[REDACTED]';
 
 /** Replaces the string values of secret keys; also turns Errors into {message, code}. */
