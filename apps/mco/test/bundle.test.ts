@@ -181,7 +181,7 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
       }),
     );
     expect(placed).toEqual([
-      { name: SAMPLES[0], clusters: ['mco-cluster-asia:ACTIVE'], satisfied: 'Unknown/NoSignalSource' },
+      { name: SAMPLES[0], clusters: ['mco-cluster-eu:ACTIVE'], satisfied: 'Unknown/NoSignalSource' },
       { name: SAMPLES[1], clusters: ['mco-cluster-asia:ACTIVE'], satisfied: 'Unknown/NoSignalSource' },
       {
         name: SAMPLES[2],
@@ -204,7 +204,7 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
         return `${params[0]?.placementName}: ${params.map((p) => p.name).join(',')}`;
       });
     expect(answers).toEqual([
-      'gemma-vllm-placement-autoscale: fleet-cluster-inventory.mco-cluster-asia',
+      'gemma-vllm-placement-autoscale: fleet-cluster-inventory.mco-cluster-eu',
       'hello-web-placement-autoscale: fleet-cluster-inventory.mco-cluster-asia',
       'cluster-list-placement: fleet-cluster-inventory.mco-cluster-eu,fleet-cluster-inventory.mco-cluster-us',
       'cluster-regex-placement: fleet-cluster-inventory.mco-cluster-asia',
