@@ -13,10 +13,13 @@ const APP = new URL('..', import.meta.url).pathname;
 const BIN = join(APP, 'bin', 'mco.js');
 const REPO = new URL('../../..', import.meta.url).pathname;
 
-// Both suites below run the bundle; build it once, before either starts.
-beforeAll(() => {
+// Both suites below run the bundle: the first of them to start builds it (they run one after the other).
+let built = false;
+function buildBundle(): void {
+  if (built) return;
   execFileSync('npx', ['tsup'], { cwd: APP, stdio: 'ignore' });
-});
+  built = true;
+}
 
 describeWithControlPlane('the built mco bundle on a real kube-apiserver', { sharedCrds: true }, () => {
   let cp: ControlPlane;
@@ -25,6 +28,7 @@ describeWithControlPlane('the built mco bundle on a real kube-apiserver', { shar
   const mco = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
 
   beforeAll(async () => {
+    buildBundle();
     cp = await startControlPlane();
     await cp.hub.installCrds([join(sharedCrdsDir()!, 'multicluster.x-k8s.io_clusterprofiles.yaml')]);
     await cp.hub
@@ -87,6 +91,7 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
   let home: string;
 
   beforeAll(async () => {
+    buildBundle();
     cp = await startControlPlane();
     // A user's machine: a kubeconfig in $KUBECONFIG, nothing else (no ~/.kube, no in-cluster account).
     home = mkdtempSync(join(tmpdir(), 'mco-laptop-'));
