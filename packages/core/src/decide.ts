@@ -11,6 +11,7 @@ import {
   type PlacementStatus,
 } from './api/placement.js';
 import type { Signal } from './api/signal.js';
+import { TAINTS_ANNOTATION } from './api/taint.js';
 import { err, ok, type Result, type SpecError } from './result.js';
 import { resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
 import { nextDrainStepAt, startDraining, stepDraining } from './scaling/draining.js';
@@ -77,7 +78,7 @@ export function decide(input: DecideInput): Decision {
     ? createInventory(input.clusterProfiles as readonly ClusterProfile[])
     : (input.clusterProfiles as Inventory);
   const listedKeys = new Set((previous.clusters ?? []).map((c) => clusterKey(c.namespace, c.name)));
-  const selected = selectClusters(selection, inventory, listedKeys);
+  const selected = selectClusters(selection, inventory, listedKeys, nowMs);
   const autoscale = spec.scaling?.autoscaleForCapacity;
   const behavior = resolveBehavior(autoscale?.behavior);
   const signals = indexSignals(input.signals ?? []);
@@ -94,17 +95,13 @@ export function decide(input: DecideInput): Decision {
     ...(run.lastClusterRemovalTime ? { lastClusterRemovalTime: run.lastClusterRemovalTime } : {}),
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };
-  const unknown = selected.unknownClusters;
   let conditions = setCondition(
     previous.conditions,
     {
       type: CONDITION_VALID,
       status: 'True',
       reason: 'Valid',
-      message:
-        unknown.length > 0
-          ? `the spec is valid; cluster-list names clusters that are not ClusterProfiles: ${unknown.join(', ')}`
-          : 'the spec is valid',
+      message: ['the spec is valid', ...inputWarnings(selected, inventory, listedKeys)].join('; '),
       observedGeneration: generation,
     },
     now,
@@ -145,6 +142,23 @@ function compileSpecUncached(raw: unknown): CompiledSpec {
   }
   const selection = compileSelection(parsed.data);
   return selection.ok ? ok({ spec: parsed.data, selection: selection.value }) : selection;
+}
+
+/**
+ * What the engine ignored in its input, for the Valid condition: cluster-list
+ * names without a ClusterProfile, and taints annotations of listed clusters
+ * that do not parse (treated as no taints, so they never evict).
+ */
+function inputWarnings(selected: SelectionResult, inventory: Inventory, listed: ReadonlySet<string>): string[] {
+  const warnings: string[] = [];
+  const unknown = selected.unknownClusters;
+  if (unknown.length > 0)
+    warnings.push(`cluster-list names clusters that are not ClusterProfiles: ${unknown.join(', ')}`);
+  for (const key of [...listed].sort()) {
+    const error = inventory.byKey.get(key)?.taints.error;
+    if (error) warnings.push(`the ${TAINTS_ANNOTATION} annotation of ${key} is ignored: ${error}`);
+  }
+  return warnings;
 }
 
 /** An invalid spec changes nothing in `status.clusters`: the workload stays where it is. */
@@ -300,7 +314,8 @@ class Evaluation {
       const replicas = entry.signal.currentReplicas;
       if (!eligible && (entry.state === 'ACTIVE' || entry.state === 'SCALING_IN')) {
         const why = `no longer eligible: ${this.selected.ineligibleBecause(entry.key)}`;
-        this.move(entry, entry.state === 'ACTIVE' ? 'E1' : 'E3', 'EVICTING', 'NoLongerEligible', why);
+        const reason = this.selected.taintsOf(entry.key).noSelect ? 'Tainted' : 'NoLongerEligible';
+        this.move(entry, entry.state === 'ACTIVE' ? 'E1' : 'E3', 'EVICTING', reason, why);
         if (removeIneligibleAtOnce)
           this.move(entry, 'R3', null, 'Removed', 'nothing to drain without autoscaleForCapacity');
         continue;
@@ -366,6 +381,7 @@ class Evaluation {
     }
     for (const cluster of this.selected.eligible) {
       if (this.byKey.get(cluster.key)?.removed === false) continue;
+      if (this.selected.taintsOf(cluster.key).noSelectIfNew) continue;
       if (this.unhealthyBecause(cluster.key, this.assess(cluster.key))) continue;
       this.add(cluster, 'eligible, and no scaling is configured: every eligible cluster runs');
     }
@@ -538,16 +554,18 @@ class Evaluation {
       type,
       status: 'False',
       reason: 'AllClustersAtCapacity',
-      message: `${counts}; every eligible cluster is listed, unhealthy or at its capacity ceiling`,
+      message: `${counts}; every eligible cluster is listed, unhealthy, at its capacity ceiling or tainted NoSelectIfNew`,
     };
   }
 
   /**
-   * A cluster scale-out may add: not listed, not unhealthy, and not known to be
-   * at its capacity ceiling (adding a stocked-out cluster gives no headroom).
+   * A cluster scale-out may add: not listed, without an untolerated
+   * NoSelectIfNew taint, not unhealthy, and not known to be at its capacity
+   * ceiling (adding a stocked-out cluster gives no headroom).
    */
   private isAddable(cluster: InventoryCluster): boolean {
     if (this.byKey.get(cluster.key)?.removed === false) return false;
+    if (this.selected.taintsOf(cluster.key).noSelectIfNew) return false;
     const signal = this.assess(cluster.key);
     return !signal.atCapacityCeiling && !this.unhealthyBecause(cluster.key, signal);
   }
@@ -579,6 +597,9 @@ class Evaluation {
   requeueAfterSeconds(): number | null {
     let next = Infinity;
     const staleAts = this.live().flatMap((e) => (e.signal.staleAt !== undefined ? [e.signal.staleAt] : []));
+    // A time-limited toleration running out can make a cluster ineligible (tolerationSeconds).
+    const expiry = this.selected.tolerationExpiresAt;
+    if (expiry !== undefined) staleAts.push(expiry);
     for (const t of [...this.timers, ...staleAts]) if (t > this.nowMs && t < next) next = t;
     return next === Infinity ? null : Math.max(1, Math.ceil((next - this.nowMs) / SECOND));
   }
