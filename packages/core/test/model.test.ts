@@ -138,7 +138,6 @@ function evaluate(w: World): void {
     if (t.id === 'E1' || t.id === 'E3') expect(isEligible(t.cluster)).toBe(false);
   }
   for (const [key, c] of next) {
-    const cluster = w.fleet.get(key as Key)!;
     if (c.state === 'ACTIVE' || c.state === 'SCALING_IN') expect(isEligible(key)).toBe(true);
     expect(Date.parse(c.lastTransitionTime)).toBeLessThanOrEqual(Date.UTC(2026, 0, 1) + w.now * 1000);
     if (c.draining) expect(c.draining.desiredMaxReplicas).toBeGreaterThanOrEqual(1);

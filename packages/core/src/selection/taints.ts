@@ -1,4 +1,3 @@
-import type { ObjectMeta } from '../api/common.js';
 import {
   TAINT_EFFECTS,
   TAINTS_ANNOTATION,
