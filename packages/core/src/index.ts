@@ -15,6 +15,7 @@ export {
   type CompiledSpec,
   type DecideInput,
 } from './decide.js';
+export { explain, type ClusterExplanation, type Explanation } from './explain.js';
 export { ClusterProperty, createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
 export { compileRe2, type Re2Pattern } from './selection/regex.js';
 export { compileSelection, selectClusters, type Selection, type SelectionResult } from './selection/select.js';
