@@ -130,7 +130,14 @@ export function explain(input: DecideInput): Explanation {
       stateBefore: before.get(key) ?? null,
       state: after.get(key) ?? null,
       transitions: decision.transitions.filter((t) => t.cluster === key).map((t) => ({ id: t.id, reason: t.reason })),
-      notes: notes.get(key) ?? [],
+      notes: [
+        ...(!eligible && cluster && context?.selected.isStillEligible(key) && after.has(key)
+          ? [
+              'stays listed: requiredDuringSchedulingIgnoredDuringExecution does not evict a cluster that stops matching',
+            ]
+          : []),
+        ...(notes.get(key) ?? []),
+      ],
     };
   });
   const order = (c: ClusterExplanation) => c.priority ?? Infinity;

@@ -162,6 +162,31 @@ describe('explain', () => {
     ]);
   });
 
+  it('under IDE a listed cluster that stops matching is not eligible, and the explanation says why it stays', () => {
+    const spec: PlacementSpec = {
+      affinity: {
+        clusterAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            clusterSelectorTerms: [{ matchExpressions: [{ labelSelector: { key: 'gpu', operator: 'Exists' } }] }],
+          },
+        },
+      },
+    };
+    const e = explain(
+      input(spec, [aClusterProfile('fleet/a')], { status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] } }),
+    );
+    expect(e.clusters).toMatchObject([
+      {
+        cluster: 'fleet/a',
+        eligible: false,
+        state: 'ACTIVE',
+        notes: [
+          'stays listed: requiredDuringSchedulingIgnoredDuringExecution does not evict a cluster that stops matching',
+        ],
+      },
+    ]);
+  });
+
   it('an invalid spec: the decision changes nothing and every cluster says so', () => {
     const e = explain(
       input({ tolerations: [{ key: 'k', operator: 'In' }] }, [aClusterProfile('fleet/a')], {
