@@ -83,7 +83,8 @@ manager, 2 bad usage or an invalid clusters file (the message names the field).`
 
 export const clustersCommand: Command = {
   name: 'clusters',
-  summary: 'Declare member clusters as ClusterProfiles (apply a file, add a kubeconfig context, list)',
+  summary:
+    'Declare member clusters as ClusterProfiles (apply, from-kubeconfig, list); take them out of service (taint, cordon, drain)',
   usage: USAGE,
   async run(argv, io) {
     const { values, positionals } = parseArgs({
