@@ -28,7 +28,7 @@ export function summaryRows(result: SimulationResult): { label: string; values: 
     row('idle replica-hours (above need)', (s) => fixed(1)(s.replicaHoursAboveNeed)),
     row('GPU node-hours', (s) => fixed(1)(s.nodeHours)),
     ...(summaries.some((s) => s.cost !== null)
-      ? [row('GPU cost (node-hours × gpuHourCost)', (s) => (s.cost === null ? '—' : fixed(0)(s.cost)))]
+      ? [row('GPU cost (node-hours × gpuHourCost)', (s) => (s.cost === null ? '—' : fixed(1)(s.cost)))]
       : []),
     row('hours on non-preferred clusters', (s) => fixed(1)(s.nonPreferredClusterHours)),
     row('transitions', (s) => String(s.transitions)),

@@ -134,7 +134,10 @@ export interface FailBackOutcome {
   readonly windowSeconds: number;
   /** P2 transitions made by fail-back. */
   readonly failBacks: number;
-  /** Fail-backs undone by a P3 of the same cluster: the preferred clusters hit their ceiling again. */
+  /**
+   * Fail-backs undone because the preferred clusters hit their ceiling again:
+   * the same cluster reactivated (P3) or, once removed, added again (P1).
+   */
   readonly cycles: number;
   /** The most cycles whose fail-back falls within one stabilization window. */
   readonly maxCyclesPerWindow: number;
@@ -655,10 +658,15 @@ class Run {
         lastFailBack.set(e.cluster, e.t);
         continue;
       }
+      // Brought back after a fail-back: reactivated while draining (P3), or added again (P1) once removed.
       const since = lastFailBack.get(e.cluster);
-      if (since !== undefined && e.id === 'P3') cycleStarts.push(since);
-      lastFailBack.delete(e.cluster);
+      if (since !== undefined && (e.id === 'P3' || e.id === 'P1')) {
+        cycleStarts.push(since);
+        lastFailBack.delete(e.cluster);
+      }
     }
+    // Cycles are found in the order they were undone; the window count needs them by start.
+    cycleStarts.sort((a, b) => a - b);
     const window = behavior.failBackStabilizationSeconds;
     let maxCyclesPerWindow = 0;
     cycleStarts.forEach((t, i) => {
