@@ -153,7 +153,9 @@ describe('shipped scenarios', () => {
       [25_620, 'P2', 'fleet/us-east4'],
       [32_880, 'R1', 'fleet/us-east4'],
     ]);
-    expect(transitions(mco)[2]!.reason).toMatch(/^fail-back: higher-priority fleet\/us-central1 below capacity ceiling/);
+    expect(transitions(mco)[2]!.reason).toMatch(
+      /^fail-back: higher-priority fleet\/us-central1 below capacity ceiling/,
+    );
     // Without fail-back, us-east4 stays until load falls in the evening.
     expect(moves(documented).slice(2)).toEqual([
       [35_790, 'P2', 'fleet/us-east4'],
@@ -259,15 +261,39 @@ describe('fail-back (semantics.md section 10.3)', () => {
     };
   };
 
-  it('publishes each cluster\'s gpuHourCost as the ClusterProfile property gpu-hour-cost, which the placement sorts by', () => {
+  it("publishes each cluster's gpuHourCost as the ClusterProfile property gpu-hour-cost, which the placement sorts by", () => {
     const evaluations: Evaluation[] = [];
     simulate(loadScenario('gpu-stockout'), { policies: ['mco'], onEvaluation: (e) => evaluations.push(e) });
     const profiles = evaluations[0]!.input.clusterProfiles as readonly ClusterProfile[];
     expect(profiles.map((p) => [p.metadata.name, p.status?.properties])).toEqual([
-      ['us-central1', [{ name: 'region', value: 'us-central1' }, { name: 'gpu-hour-cost', value: '0.71' }]],
-      ['us-east4', [{ name: 'region', value: 'us-east4' }, { name: 'gpu-hour-cost', value: '0.76' }]],
-      ['europe-west4', [{ name: 'region', value: 'europe-west4' }, { name: 'gpu-hour-cost', value: '0.8' }]],
-      ['asia-east1', [{ name: 'region', value: 'asia-east1' }, { name: 'gpu-hour-cost', value: '0.35' }]],
+      [
+        'us-central1',
+        [
+          { name: 'region', value: 'us-central1' },
+          { name: 'gpu-hour-cost', value: '0.71' },
+        ],
+      ],
+      [
+        'us-east4',
+        [
+          { name: 'region', value: 'us-east4' },
+          { name: 'gpu-hour-cost', value: '0.76' },
+        ],
+      ],
+      [
+        'europe-west4',
+        [
+          { name: 'region', value: 'europe-west4' },
+          { name: 'gpu-hour-cost', value: '0.8' },
+        ],
+      ],
+      [
+        'asia-east1',
+        [
+          { name: 'region', value: 'asia-east1' },
+          { name: 'gpu-hour-cost', value: '0.35' },
+        ],
+      ],
     ]);
   });
 
@@ -280,10 +306,11 @@ describe('fail-back (semantics.md section 10.3)', () => {
       [36_090, 'P2', 'fleet/us-east4'],
       [36_210, 'R1', 'fleet/us-east4'],
     ]);
-    expect(moves(failBack).slice(2).map(([, id, cluster]) => `${id} ${cluster}`)).toEqual([
-      'P2 fleet/us-east4',
-      'R1 fleet/us-east4',
-    ]);
+    expect(
+      moves(failBack)
+        .slice(2)
+        .map(([, id, cluster]) => `${id} ${cluster}`),
+    ).toEqual(['P2 fleet/us-east4', 'R1 fleet/us-east4']);
     // us-central1 leaves its ceiling at 06:07, once its pending pods have nodes and no FailedScaleUp
     // is within the signal window; the default 600 s window later, us-east4 fails back.
     expect(transitions(failBack)[2]!.t).toBe(6 * 3600 + 7 * 60 + 600);
