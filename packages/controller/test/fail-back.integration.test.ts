@@ -19,6 +19,20 @@ interface ListedCluster {
 
 const WINDOW = 3;
 
+/** Clusters labelled failback=yes, min 1, with the given draining and behavior. */
+const placementSpec = (useDraining: boolean, behavior: object) => ({
+  affinity: {
+    clusterAffinity: {
+      requiredDuringSchedulingRequiredDuringExecution: {
+        clusterSelectorTerms: [
+          { matchExpressions: [{ labelSelector: { key: 'failback', operator: 'In', values: ['yes'] } }] },
+        ],
+      },
+    },
+  },
+  scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1, useDraining, behavior } },
+});
+
 describeWithHub('controller: fail-back to the preferred cluster (real kube-apiserver)', () => {
   const env = useControllerHub();
 
@@ -35,28 +49,15 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
     env.start(
       testController(env.hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
     );
-    await env.fleet.createPlacement('fb', 'gpu', {
-      affinity: {
-        clusterAffinity: {
-          requiredDuringSchedulingRequiredDuringExecution: {
-            clusterSelectorTerms: [
-              { matchExpressions: [{ labelSelector: { key: 'failback', operator: 'In', values: ['yes'] } }] },
-            ],
-          },
-        },
-      },
-      scaling: {
-        autoscaleForCapacity: {
-          minClustersBelowCapacityCeiling: 1,
-          useDraining: true,
-          behavior: {
-            scaleIn: { stabilizationWindowSeconds: 3600, cooldownSeconds: 1 },
-            failBack: { enabled: true, stabilizationWindowSeconds: WINDOW },
-            drain: { stepIntervalSeconds: 1, stepPercent: 25 },
-          },
-        },
-      },
-    });
+    await env.fleet.createPlacement(
+      'fb',
+      'gpu',
+      placementSpec(true, {
+        scaleIn: { stabilizationWindowSeconds: 3600, cooldownSeconds: 1 },
+        failBack: { enabled: true, stabilizationWindowSeconds: WINDOW },
+        drain: { stepIntervalSeconds: 1, stepPercent: 25 },
+      }),
+    );
     const clusters = async () =>
       ((await env.fleet.placement('fb', 'gpu')).status as { clusters?: ListedCluster[] } | undefined)?.clusters ?? [];
     const statesAre = (...expected: string[]) =>
@@ -130,27 +131,11 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
     env.start(
       testController(env.hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
     );
-    const spec = (useDraining: boolean) => ({
-      affinity: {
-        clusterAffinity: {
-          requiredDuringSchedulingRequiredDuringExecution: {
-            clusterSelectorTerms: [
-              { matchExpressions: [{ labelSelector: { key: 'failback', operator: 'In', values: ['yes'] } }] },
-            ],
-          },
-        },
-      },
-      scaling: {
-        autoscaleForCapacity: {
-          minClustersBelowCapacityCeiling: 1,
-          useDraining,
-          behavior: {
-            scaleIn: { cooldownSeconds: 0 },
-            failBack: { enabled: true, stabilizationWindowSeconds: 1 },
-          },
-        },
-      },
-    });
+    const spec = (useDraining: boolean) =>
+      placementSpec(useDraining, {
+        scaleIn: { cooldownSeconds: 0 },
+        failBack: { enabled: true, stabilizationWindowSeconds: 1 },
+      });
     await env.fleet.createPlacement('fb-invalid', 'gpu', spec(true));
     const both = ['fleet-fb-invalid/a:ACTIVE', 'fleet-fb-invalid/b:ACTIVE'];
     await waitFor('a at its ceiling adds b', async () => {

@@ -1,5 +1,12 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { ClusterProfileSchema, CONTROL_PLANE_HEALTHY, decide, SignalSchema, type ClusterProfile } from '@mco/core';
+import {
+  ClusterProfileSchema,
+  CONTROL_PLANE_HEALTHY,
+  decide,
+  SignalSchema,
+  type AutoscaleForCapacity,
+  type ClusterProfile,
+} from '@mco/core';
 import { describe, expect, it } from 'vitest';
 import {
   formatConsole,
@@ -245,55 +252,31 @@ describe('shipped scenarios', () => {
 });
 
 describe('fail-back (semantics.md section 10.3)', () => {
-  /** gpu-stockout as it was before the demo turned fail-back on: the default drain, no failBack. */
-  const withoutFailBack = (): Scenario => {
-    const scenario = loadScenario('gpu-stockout');
+  /** A shipped scenario whose placement gets another `behavior`. */
+  const withBehavior = (name: string, behavior: AutoscaleForCapacity['behavior']): Scenario => {
+    const scenario = loadScenario(name);
     const autoscale = scenario.placement.spec!.scaling!.autoscaleForCapacity!;
     return {
       ...scenario,
       placement: {
         ...scenario.placement,
-        spec: {
-          ...scenario.placement.spec,
-          scaling: { autoscaleForCapacity: { ...autoscale, behavior: undefined } },
-        },
+        spec: { ...scenario.placement.spec, scaling: { autoscaleForCapacity: { ...autoscale, behavior } } },
       },
     };
   };
+  /** gpu-stockout as it was before the demo turned fail-back on: the default drain, no failBack. */
+  const withoutFailBack = () => withBehavior('gpu-stockout', undefined);
 
-  it("publishes each cluster's gpuHourCost as the ClusterProfile property gpu-hour-cost, which the placement sorts by", () => {
+  it("publishes each cluster's gpuHourCost as the ClusterProfile property gpu-hour-cost", () => {
     const evaluations: Evaluation[] = [];
     simulate(loadScenario('gpu-stockout'), { policies: ['mco'], onEvaluation: (e) => evaluations.push(e) });
     const profiles = evaluations[0]!.input.clusterProfiles as readonly ClusterProfile[];
-    expect(profiles.map((p) => [p.metadata.name, p.status?.properties])).toEqual([
-      [
-        'us-central1',
-        [
-          { name: 'region', value: 'us-central1' },
-          { name: 'gpu-hour-cost', value: '0.71' },
-        ],
-      ],
-      [
-        'us-east4',
-        [
-          { name: 'region', value: 'us-east4' },
-          { name: 'gpu-hour-cost', value: '0.76' },
-        ],
-      ],
-      [
-        'europe-west4',
-        [
-          { name: 'region', value: 'europe-west4' },
-          { name: 'gpu-hour-cost', value: '0.8' },
-        ],
-      ],
-      [
-        'asia-east1',
-        [
-          { name: 'region', value: 'asia-east1' },
-          { name: 'gpu-hour-cost', value: '0.35' },
-        ],
-      ],
+    const property = (p: ClusterProfile, name: string) => p.status?.properties?.find((x) => x.name === name)?.value;
+    expect(profiles.map((p) => [p.metadata.name, property(p, 'region'), property(p, 'gpu-hour-cost')])).toEqual([
+      ['us-central1', 'us-central1', '0.71'],
+      ['us-east4', 'us-east4', '0.76'],
+      ['europe-west4', 'europe-west4', '0.8'],
+      ['asia-east1', 'asia-east1', '0.35'],
     ]);
   });
 
@@ -322,7 +305,8 @@ describe('fail-back (semantics.md section 10.3)', () => {
     expect(failBack.summary.pendingPodMinutes).toBeGreaterThan(mco.summary.pendingPodMinutes);
   });
 
-  it('counts no fail-back row for policies that do not fail back, and runs no fourth policy without autoscaling', () => {
+  it('runs "mco with fail-back" by default only when the placement autoscales and does not enable fail-back itself', () => {
+    expect(defaultPolicies(loadScenario('gpu-stockout'))).toEqual(['mco', 'mco-as-documented', 'always-on']);
     const scenario = loadScenario('lose-eligibility');
     expect(defaultPolicies(scenario)).toEqual(['mco', 'mco-fail-back', 'mco-as-documented', 'always-on']);
     const noScaling: Scenario = {
@@ -339,26 +323,10 @@ describe('fail-back (semantics.md section 10.3)', () => {
   ])(
     'fail-back-flapping with a %is window: at most one fail-back/reactivation cycle starts within any window, and fewer per hour as it grows',
     (window, maxPerHour) => {
-      const scenario = loadScenario('fail-back-flapping');
-      const autoscale = scenario.placement.spec!.scaling!.autoscaleForCapacity!;
-      const result = simulate(
-        {
-          ...scenario,
-          placement: {
-            ...scenario.placement,
-            spec: {
-              ...scenario.placement.spec,
-              scaling: {
-                autoscaleForCapacity: {
-                  ...autoscale,
-                  behavior: { failBack: { enabled: true, stabilizationWindowSeconds: window } },
-                },
-              },
-            },
-          },
-        },
-        { policies: ['mco'] },
-      );
+      const scenario = withBehavior('fail-back-flapping', {
+        failBack: { enabled: true, stabilizationWindowSeconds: window },
+      });
+      const result = simulate(scenario, { policies: ['mco'] });
       const outcome = run(result, 'mco').summary.failBack!;
       const hours = scenario.duration / 3600;
       expect(outcome.windowSeconds).toBe(window);
