@@ -35,25 +35,27 @@ interface Timeline {
   readonly steps: readonly Step[];
 }
 
-const arbTimeline: fc.Arbitrary<Timeline> = fc.record({
-  min: fc.integer({ min: 1, max: 2 }),
-  maxClusters: fc.integer({ min: 0, max: 4 }),
-  window: fc.constantFrom(0, 60, 300, 600),
-  cooldown: fc.constantFrom(0, 120, 300),
-  scaleInWindow: fc.constantFrom(0, 300),
-  steps: fc.array(
-    fc.record({
-      advance: fc.integer({ min: 1, max: 400 }),
-      // Mostly "steady": fail-back needs stretches of room in the preferred clusters.
-      observations: fc.tuple(
-        ...KEYS.map(() =>
-          fc.oneof({ weight: 4, arbitrary: fc.constant<Observation>('steady') }, fc.constantFrom(...OBSERVATIONS)),
+const timelines = (maxSteps: number): fc.Arbitrary<Timeline> =>
+  fc.record({
+    min: fc.integer({ min: 1, max: 2 }),
+    maxClusters: fc.integer({ min: 0, max: 4 }),
+    window: fc.constantFrom(0, 60, 300, 600),
+    cooldown: fc.constantFrom(0, 120, 300),
+    scaleInWindow: fc.constantFrom(0, 300),
+    steps: fc.array(
+      fc.record({
+        advance: fc.integer({ min: 1, max: 400 }),
+        // Mostly "steady": fail-back needs stretches of room in the preferred clusters.
+        observations: fc.tuple(
+          ...KEYS.map(() =>
+            fc.oneof({ weight: 4, arbitrary: fc.constant<Observation>('steady') }, fc.constantFrom(...OBSERVATIONS)),
+          ),
         ),
-      ),
-    }),
-    { minLength: 1, maxLength: 30 },
-  ),
-});
+      }),
+      { minLength: 1, maxLength: maxSteps, size: 'max' },
+    ),
+  });
+const arbTimeline = timelines(30);
 
 function signalOf(key: string, o: Observation, now: number): Signal | undefined {
   const at = iso(now - 5);
@@ -181,6 +183,31 @@ describe('fail-back properties over random timelines', () => {
       }),
       RUNS,
     );
+  });
+
+  it('bounds flapping: once a fail-back is undone (the cluster reactivated or added back), that cluster fails back again no sooner than max(window, cooldown) later', () => {
+    let cycles = 0;
+    fc.assert(
+      // Long timelines: a cycle needs a window of room, a ceiling, then room again.
+      fc.property(timelines(120), (t) => {
+        const failedBack = new Set<string>();
+        const undoneAt = new Map<string, number>();
+        for (const e of runTimeline(t, { enabled: true })) {
+          for (const tr of e.decision.transitions) {
+            if (isFailBack(tr)) {
+              const undone = undoneAt.get(tr.cluster);
+              if (undone !== undefined) expect(e.now - undone).toBeGreaterThanOrEqual(Math.max(t.window, t.cooldown));
+              failedBack.add(tr.cluster);
+            } else if ((tr.id === 'P3' || tr.id === 'P1') && failedBack.delete(tr.cluster)) {
+              undoneAt.set(tr.cluster, e.now);
+              cycles++;
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(cycles).toBeGreaterThan(10); // the generator does reach fail-back cycles
   });
 
   it('never fails back while a higher-priority ACTIVE cluster has a missing, stale or at-ceiling signal within the window', () => {
