@@ -118,7 +118,7 @@ export interface Summary {
   readonly clusterHoursAboveNeed: number;
   /** Scheduled replica-hours beyond the replicas needed at the target utilisation. */
   readonly replicaHoursAboveNeed: number;
-  /** Node-hours of the workload's node pools (GPU cost). */
+  /** Node-hours of the workload's node pools. */
   readonly nodeHours: number;
   /** Node-hours times each cluster's `gpuHourCost`; null when no cluster has a price. */
   readonly cost: number | null;
