@@ -246,13 +246,25 @@ const commands = [
   fc.tuple(arbKey, fc.boolean()).map(([k, h]) => new SetControlPlane(k, h)),
 ];
 
+const sequences = fc.commands(commands, { maxCommands: 60 });
+// Fail-back needs a ceiling (a stockout), a scale-out, then room for a whole window (recovery and
+// time): longer sequences with more of those, or the random events hardly ever reach it.
+const failBackSequences = fc.commands(
+  [
+    ...commands,
+    fc.integer({ min: 60, max: 400 }).map((s) => new Advance(s)),
+    fc.tuple(arbKey, fc.constantFrom<Observation>('ceiling', 'steady')).map(([k, o]) => new Observe(k, o)),
+  ],
+  { maxCommands: 60, size: 'max' },
+);
+
 describe('model-based state machine test', () => {
   it.each([
     ['without fail-back', false],
     ['with fail-back (section 10.3)', true],
   ])('keeps every invariant over random sequences of fleet events, %s', (_name, failBack) => {
     fc.assert(
-      fc.property(fc.commands(commands, { maxCommands: 60 }), (cmds) => {
+      fc.property(failBack ? failBackSequences : sequences, (cmds) => {
         const world: World = {
           failBack,
           belowSince: new Map(),
