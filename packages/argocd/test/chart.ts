@@ -4,17 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { loadYamlObjects, type ClusterHandle } from '@mco/testkit';
+import { loadYamlObjects, requireTool, type ClusterHandle } from '@mco/testkit';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const RELEASE_NAMESPACE = 'mco-system';
 
-/** `helm template mco apps/mco/chart` with `--set` values; helm comes from tools/helm/build.sh (built once, cached). */
+/** `helm template mco apps/mco/chart` with `--set` values; helm was prepared before the tests (tools/helm). */
 export function renderChart(values: Readonly<Record<string, string>>): KubernetesObject[] {
-  const helm = execFileSync(join(REPO, 'tools', 'helm', 'build.sh'), {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }).trim();
+  const helm = requireTool('helm');
   const sets = Object.entries(values).flatMap(([k, v]) => ['--set', `${k}=${v}`]);
   const out = execFileSync(
     helm,

@@ -9,6 +9,7 @@ import { aClusterProfile } from '@mco/core/testing';
 import {
   describeWithControlPlane,
   loadYamlObjects,
+  preparedTool,
   sharedCrdsDir,
   startControlPlane,
   type ControlPlane,
@@ -44,24 +45,17 @@ const samples = ['hello-world', 'gemma-vllm'].map((name) => {
   return { name, appSet: appSet!, placement: placement! };
 });
 
-const hasGo = (() => {
-  if (process.env.CI === 'true') return true; // CI has Go (it builds kube-apiserver): never skip there
-  try {
-    execFileSync('go', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    console.warn('[argocd examples] skipping the Go text/template cross-check: no `go` on PATH');
-    return false;
-  }
-})();
+// tools/go-helpers/gotemplate, built before the tests by scripts/prepare-tools.mjs.
+const goHelpers = preparedTool('go-helpers');
+const hasGo = goHelpers !== undefined || process.env.CI === 'true'; // under CI a missing helper fails
+if (!hasGo)
+  console.warn('[argocd examples] skipping the Go text/template cross-check: go-helpers not prepared (run npm test)');
 
-/** Renders templates with Go's text/template (test/gotemplate), one row of results per parameter set. */
+/** Renders templates with Go's text/template (tools/go-helpers/gotemplate), one row of results per parameter set. */
 function renderWithGo(templates: readonly string[], params: readonly unknown[]): string[][] {
-  const out = execFileSync('go', ['run', '.'], {
-    cwd: fileURLToPath(new URL('./gotemplate/', import.meta.url)),
+  const out = execFileSync(join(goHelpers ?? '', 'gotemplate'), {
     input: JSON.stringify({ templates, params }),
     encoding: 'utf8',
-    env: { ...process.env, GOTOOLCHAIN: 'local', GOFLAGS: '-mod=mod' },
   });
   return (JSON.parse(out) as { results: string[][] }).results;
 }

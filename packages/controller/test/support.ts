@@ -3,7 +3,7 @@
 // fleet, and a capacity-signal source the test controls (a plugin, not an
 // imitation of Kubernetes).
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,10 +16,10 @@ import {
 } from '@kubernetes/client-node';
 import type { Signal } from '@mco/core';
 import type { CapacitySignalSource, SignalError, SignalObservation, SignalRequest } from '@mco/runtime';
-import { describe } from 'vitest';
 import {
   describeWithControlPlane,
   loadYamlObjects,
+  requireTool,
   startControlPlane,
   type ControlPlane,
   type ControlPlaneOptions,
@@ -34,20 +34,9 @@ export const LEASE_NAME = 'mco-controller';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** The helm binary: tools/helm/build.sh finds or builds it (once, cached outside the repo). */
+/** The helm binary, prepared before the tests (tools/helm/build.sh: MCO_HELM, helm 3 on PATH, or built once). */
 export function helmBinary(): string {
-  return execFileSync(join(REPO, 'tools', 'helm', 'build.sh'), {
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'inherit'],
-  }).trim();
-}
-
-/** Why helm cannot be had here (outside CI), or undefined: MCO_HELM, helm 3 on PATH, or Go to build it. */
-function helmSkipReason(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  if (env.CI === 'true' || env.CI === '1' || env.MCO_HELM) return undefined;
-  const onPath = (name: string) => (env.PATH ?? '').split(':').some((dir) => dir && existsSync(join(dir, name)));
-  if (onPath('helm') || onPath('go') || existsSync('/usr/local/go/bin/go')) return undefined;
-  return 'no helm and no Go to build it (tools/helm/build.sh); set MCO_HELM or install Go';
+  return requireTool('helm');
 }
 
 /**
@@ -56,13 +45,7 @@ function helmSkipReason(env: NodeJS.ProcessEnv = process.env): string | undefine
  * one line saying why; under CI=true nothing is skipped.
  */
 export function describeWithHub(name: string, fn: () => void): void {
-  const reason = helmSkipReason();
-  if (reason === undefined) {
-    describeWithControlPlane(name, fn);
-    return;
-  }
-  console.warn(`[mco-controller] skipping integration tests: ${reason}`);
-  describe.skip(name, fn);
+  describeWithControlPlane(name, { tools: ['helm'] }, fn);
 }
 
 /** `helm template mco apps/mco/chart -n mco-system <args>` as objects. */

@@ -121,7 +121,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
       );
     }
   }
-  const binDir = await locateBinaries();
+  const binDir = locateBinaries();
   const started = Date.now();
   const dir = mkdtempSync(join(tmpdir(), 'mco-testkit-'));
   const reaper = new ProcessReaper(dir);

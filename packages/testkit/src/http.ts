@@ -13,7 +13,14 @@ export interface RawRequestOptions {
   readonly timeoutMs?: number;
 }
 
-/** One HTTPS request to an apiserver, verified against its CA; short default timeout for polling. */
+/**
+ * One HTTPS request to an apiserver, verified against its CA. The default
+ * timeout is generous for a loaded machine; polling loops pass a short one.
+ * Each request has its own connection: kube-apiserver closes idle connections
+ * after 90 s without announcing it (no Keep-Alive header), so a pooled one can
+ * be dead by the time it is reused — a test that blocked its event loop for
+ * minutes once wrote into such a socket (EPIPE).
+ */
 export function rawRequest(
   server: string,
   caPem: string,
@@ -21,13 +28,14 @@ export function rawRequest(
   path: string,
   options: RawRequestOptions = {},
 ): Promise<RawResponse> {
-  const timeoutMs = options.timeoutMs ?? 5_000;
+  const timeoutMs = options.timeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
     const req = request(
       new URL(path, server),
       {
         method: options.method ?? 'GET',
         ca: caPem,
+        agent: false,
         headers: { accept: 'application/json', ...options.headers, authorization: `Bearer ${token}` },
         timeout: timeoutMs,
       },

@@ -1,6 +1,7 @@
 // @mco/testkit (private): a real kube-apiserver + etcd for integration tests.
 // See docs/testing.md.
-export { BUILD_SCRIPT, controlPlaneAvailability, ENABLE_HINT, locateBinaries, type Availability } from './binaries.js';
+export { controlPlaneAvailability, ENABLE_HINT, locateBinaries, type Availability } from './binaries.js';
+export { PREPARE_HINT, preparedTool, requireTool, toolsManifestPath } from './tools.js';
 export {
   DEFAULT_USERS,
   startControlPlane,

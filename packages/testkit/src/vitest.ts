@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe } from 'vitest';
 import { controlPlaneAvailability, ENABLE_HINT } from './binaries.js';
+import { PREPARE_HINT, preparedTool } from './tools.js';
 
 /** `../shared/crds` beside the repository (third-party CRDs, test data), or undefined when absent. */
 export function sharedCrdsDir(): string | undefined {
@@ -12,6 +13,8 @@ export function sharedCrdsDir(): string | undefined {
 export interface RequirementOptions {
   /** The suite also needs `../shared/crds`. */
   readonly sharedCrds?: boolean;
+  /** Other prepared tools the suite needs (names of `tools/<name>/`), e.g. `helm`. */
+  readonly tools?: readonly string[];
 }
 
 /**
@@ -22,11 +25,12 @@ export interface RequirementOptions {
 export function controlPlaneSkipReason(
   options: RequirementOptions = {},
   env: NodeJS.ProcessEnv = process.env,
-  standardGo?: string,
 ): string | undefined {
   if (env.CI === 'true' || env.CI === '1') return undefined;
-  const availability = controlPlaneAvailability(env, standardGo);
+  const availability = controlPlaneAvailability(env);
   if (!availability.available) return `${availability.reason}; to enable: ${ENABLE_HINT}`;
+  const missing = (options.tools ?? []).filter((name) => preparedTool(name, env) === undefined);
+  if (missing.length > 0) return `${missing.join(', ')} not prepared; to enable: ${PREPARE_HINT}`;
   if (options.sharedCrds && !sharedCrdsDir()) {
     return 'no ../shared/crds beside the repository (third-party CRDs used as test data)';
   }

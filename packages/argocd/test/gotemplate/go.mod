@@ -1,3 +1,0 @@
-module mco.dev/argocd/gotemplate
-
-go 1.22

@@ -1,0 +1,72 @@
+#!/usr/bin/env node
+// Prepares every external program the tests use (kube-apiserver and etcd,
+// helm, Go helper programs, delivery engines), once, before any test starts:
+// runs each tools/<name>/build.sh (a cached build is instant and silent) and
+// records the paths in a manifest that @mco/testkit's preparedTool() reads.
+// Tests never build. Outside CI a tool that cannot be built (no Go) is
+// reported in one line and its tests skip; under CI=true that is an error.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const MANIFEST = process.env.MCO_TOOLS_MANIFEST ?? join(root, 'node_modules', '.cache', 'mco-tools.json');
+const inCi = process.env.CI === 'true' || process.env.CI === '1';
+
+function run(name, script) {
+  return new Promise((resolve) => {
+    const started = Date.now();
+    const child = spawn('bash', [script], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk) => (out += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk) => {
+      // Anything on stderr means a build is under way: show its progress live.
+      if (!err) console.log(`prepare: building ${name} (first run only; cached afterwards)`);
+      err += chunk;
+      process.stderr.write(chunk);
+    });
+    child.on('error', (error) => resolve({ name, ok: false, why: error.message }));
+    child.on('close', (code) => {
+      const seconds = (Date.now() - started) / 1000;
+      const path = out.trim().split('\n').pop() ?? '';
+      if (code === 0 && path && existsSync(path)) resolve({ name, ok: true, path, built: err !== '', seconds });
+      else resolve({ name, ok: false, why: lastLine(err) || `exit ${code}` });
+    });
+  });
+}
+
+function lastLine(text) {
+  return text.trim().split('\n').pop() ?? '';
+}
+
+const tools = readdirSync(join(root, 'tools'), { withFileTypes: true })
+  .filter((entry) => entry.isDirectory() && existsSync(join(root, 'tools', entry.name, 'build.sh')))
+  .map((entry) => entry.name)
+  .sort();
+
+const started = Date.now();
+const results = [];
+for (const name of tools) results.push(await run(name, join(root, 'tools', name, 'build.sh')));
+
+const manifest = Object.fromEntries(results.filter((r) => r.ok).map((r) => [r.name, r.path]));
+mkdirSync(dirname(MANIFEST), { recursive: true });
+writeFileSync(`${MANIFEST}.tmp`, `${JSON.stringify(manifest, null, 2)}\n`);
+renameSync(`${MANIFEST}.tmp`, MANIFEST);
+
+const built = results.filter((r) => r.ok && r.built);
+const failed = results.filter((r) => !r.ok);
+const total = ((Date.now() - started) / 1000).toFixed(1);
+if (built.length === 0 && failed.length === 0) {
+  console.log(`prepare: nothing to build; ${tools.length} tools cached (${tools.join(', ')}), checked in ${total} s`);
+} else {
+  for (const r of built) console.log(`prepare: built ${r.name} in ${r.seconds.toFixed(0)} s -> ${r.path}`);
+  for (const r of failed) {
+    console.log(
+      `prepare: ${r.name} is unavailable (${r.why}); ${inCi ? 'required under CI' : 'tests that need it skip'}`,
+    );
+  }
+  console.log(`prepare: done in ${total} s`);
+}
+if (inCi && failed.length > 0) process.exit(1);
