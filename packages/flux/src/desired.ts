@@ -101,7 +101,11 @@ export const INPUT_PROVIDERS = {
   version: 'v1',
   plural: 'resourcesetinputproviders',
 } as const;
-export const KUSTOMIZATIONS = { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations' } as const;
+export const KUSTOMIZATIONS = {
+  group: 'kustomize.toolkit.fluxcd.io',
+  version: 'v1',
+  plural: 'kustomizations',
+} as const;
 export const HELM_RELEASES = { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases' } as const;
 
 /**

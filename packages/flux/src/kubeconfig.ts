@@ -12,7 +12,10 @@ import {
 } from './names.js';
 
 /** Where and how to reach a member cluster (the TLS side of `ClusterAccess` from @mco/cluster-access). */
-export type ClusterEndpoint = Pick<ClusterAccess, 'server' | 'caData' | 'tlsServerName' | 'proxyUrl' | 'insecureSkipTlsVerify'>;
+export type ClusterEndpoint = Pick<
+  ClusterAccess,
+  'server' | 'caData' | 'tlsServerName' | 'proxyUrl' | 'insecureSkipTlsVerify'
+>;
 
 export interface KubeconfigSecretOptions {
   readonly namespace: string;

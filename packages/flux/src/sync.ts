@@ -43,7 +43,11 @@ export interface FluxSyncOptions {
   readonly helmReleases?: OwnedKind;
   readonly secrets: OwnedKind;
   /** Access to a ClusterProfile's cluster (`createClusterAccess(...).accessFor`); rejects when there is none. */
-  readonly resolveAccess: (profile: ClusterProfile) => Promise<Pick<ClusterAccess, 'server' | 'caData' | 'tlsServerName' | 'proxyUrl' | 'insecureSkipTlsVerify' | 'getCredential'>>;
+  readonly resolveAccess: (
+    profile: ClusterProfile,
+  ) => Promise<
+    Pick<ClusterAccess, 'server' | 'caData' | 'tlsServerName' | 'proxyUrl' | 'insecureSkipTlsVerify' | 'getCredential'>
+  >;
   /** The Flux namespace. */
   readonly namespace: string;
   readonly manager: string;
@@ -72,10 +76,8 @@ export interface PassResult {
 export interface FluxSync {
   start(): void;
   stop(): Promise<void>;
-  /** Runs one pass now (tests, benchmarks); resolves with what it did. Caches must be synced. */
+  /** Runs one pass now, on a sync that was not started (tests, benchmarks). Caches must be synced. */
   pass(): Promise<PassResult>;
-  /** Resolves when no pass is queued or running. */
-  idle(): Promise<void>;
   /** The last pass's result. */
   readonly last: PassResult | undefined;
 }
@@ -214,13 +216,18 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         });
       }
     }
-    const referenced = secretReferences(options, desired, plans);
+    const referenced = secretReferences(options, desired);
     const secretPlan = planOwnedObjects({
       desired: secrets,
       existing: observed(options.secrets, true),
       mayPrune: (o) => secretMayGo(o, desired, referenced),
     });
-    plans.push({ kind: options.secrets, apply: secretPlan.apply, prune: secretPlan.prune, kept: secretPlan.kept.length });
+    plans.push({
+      kind: options.secrets,
+      apply: secretPlan.apply,
+      prune: secretPlan.prune,
+      kept: secretPlan.kept.length,
+    });
 
     // Secrets first, so a new input provider or rendered object finds its kubeconfig.
     plans.unshift(plans.pop()!);
@@ -263,7 +270,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       const key = await queue.get();
       if (key === undefined) return;
       try {
-        if (!synced()) continue; // the informers' sync events queue a pass again
+        if (!synced()) {
+          // An informer whose initial list is empty reports no event once it
+          // syncs: look again shortly rather than wait for the resync.
+          queue.addAfter(KEY, 250);
+          continue;
+        }
         last = await pass();
         if (last.applied || last.pruned) logger.info('flux pass', { ...last });
         if (last.credentialFailures || last.writeFailures) queue.addRateLimited(KEY);
@@ -294,10 +306,13 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       }
       running = worker();
       const resync = () => {
-        resyncTimer = setTimeout(() => {
-          trigger();
-          resync();
-        }, options.resyncMs ?? 10 * 60_000);
+        resyncTimer = setTimeout(
+          () => {
+            trigger();
+            resync();
+          },
+          options.resyncMs ?? 10 * 60_000,
+        );
         resyncTimer.unref();
       };
       resync();
@@ -309,34 +324,25 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       await running;
     },
     pass: async () => (last = await pass()),
-    async idle() {
-      while (queue.length > 0 || (queue as unknown as { processing: Set<string> }).processing.size > 0) {
-        await new Promise((r) => setTimeout(r, 20));
-      }
-    },
     get last() {
       return last;
     },
   };
 }
 
-/** Names of kubeconfig Secrets something still uses: desired or kept objects of mco, and any Flux object. */
-function secretReferences(
-  options: FluxSyncOptions,
-  desired: DesiredState,
-  plans: readonly { kind: OwnedKind; prune: readonly KubeObject[] }[],
-): Set<string> {
+/**
+ * Names of kubeconfig Secrets something still uses: desired objects, and every
+ * input provider, Kustomization and HelmRelease the caches hold — whoever made
+ * it (a ResourceSet's included) and even while it is being deleted or pruned
+ * in this very pass: Flux needs the kubeconfig to delete what it applied to the
+ * member cluster, so a Secret goes at the earliest in the pass after the last
+ * object using it was seen gone.
+ */
+function secretReferences(options: FluxSyncOptions, desired: DesiredState): Set<string> {
   const names = new Set<string>();
-  const pruned = new Set(plans.flatMap((p) => p.prune.map(keyOf)));
   for (const o of [...desired.inputProviders, ...desired.rendered]) addReference(names, o);
   for (const kind of [options.inputProviders, options.kustomizations, options.helmReleases]) {
-    // Every Kustomization/HelmRelease in the namespace counts, whoever made it (a
-    // ResourceSet's included) and even while it is being deleted: Flux needs the
-    // kubeconfig to delete what it applied to the member cluster.
-    for (const o of kind?.cache.list() ?? []) {
-      if (kind === options.inputProviders && pruned.has(keyOf(o))) continue;
-      addReference(names, o);
-    }
+    for (const o of kind?.cache.list() ?? []) addReference(names, o);
   }
   return names;
 }

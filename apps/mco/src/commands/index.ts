@@ -4,6 +4,7 @@ import { clustersCommand } from './clusters.js';
 import { controllerCommand } from './controller.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
+import { fluxCommand } from './flux.js';
 import { inventoryCommand } from './inventory.js';
 import { simulateCommand } from './simulate.js';
 
@@ -16,4 +17,5 @@ export const commands: readonly Command[] = [
   simulateCommand,
   demoCommand,
   argocdPluginCommand,
+  fluxCommand,
 ];
