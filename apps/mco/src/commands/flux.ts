@@ -9,7 +9,8 @@ const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const fluxCommand: Command = {
   name: 'flux',
-  summary: 'Keep Flux input providers or rendered Kustomizations/HelmReleases, and kubeconfig Secrets, per placed cluster',
+  summary:
+    'Keep Flux input providers or rendered Kustomizations/HelmReleases, and kubeconfig Secrets, per placed cluster',
   usage: `Usage: mco flux --provider-file <path> (--input-providers | --templates <path>) [options]
 
 Delivers what mco's placements decide through Flux (see docs/flux.md). In the
