@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -11,22 +12,26 @@ import {
   type KubernetesObject,
   type V1Secret,
 } from '@kubernetes/client-node';
-import { createClusterAccess } from '@mco/cluster-access';
+import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
 import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import {
   describeWithControlPlane,
   loadYamlObjects,
+  parseYamlDocuments,
   renderChart,
+  requireTool,
   serviceAccountKubeConfig,
   sharedCrdsDir,
   startControlPlane,
+  toYaml,
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   CREDENTIAL_EXPIRES_ANNOTATION,
   FLUX_WATCH_LABEL,
+  FluxTemplatesFileSchema,
   HELM_RELEASES,
   INPUT_PROVIDERS,
   KUSTOMIZATIONS,
@@ -315,6 +320,65 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       const used = [...readFileSync(file, 'utf8').matchAll(/<<\s*inputs\.(\w+)/g)].map((m) => m[1]!);
       expect(used.length).toBeGreaterThan(3);
       for (const name of used) expect(Object.keys(selected[0]!.spec.defaultValues)).toContain(name);
+    });
+
+    it('the chart passes helm lint with Flux on, refuses it without providers or a mode, and its Deployment runs `mco flux` on files that parse', () => {
+      const helm = requireTool('helm');
+      const chartDir = join(REPO, 'apps/mco/chart');
+      const values = join(dir, 'flux-values.yaml');
+      writeFileSync(
+        values,
+        toYaml({
+          flux: {
+            enabled: true,
+            templates: [TEMPLATE],
+            providers: [
+              { name: 'p', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: '/bin/p' } },
+            ],
+          },
+        }),
+      );
+      expect(spawnSync(helm, ['lint', chartDir, '--strict', '-f', values], { encoding: 'utf8' }).status).toBe(0);
+      const refused = (sets: string[]) =>
+        spawnSync(helm, ['template', 'mco', chartDir, ...sets.flatMap((v) => ['--set', v])], { encoding: 'utf8' })
+          .stderr;
+      expect(refused(['flux.enabled=true'])).toContain('flux.enabled needs flux.providers');
+      expect(
+        refused([
+          'flux.enabled=true',
+          'flux.inputProviders=false',
+          'flux.providers[0].name=p',
+          'flux.providers[0].execConfig.command=/bin/p',
+        ]),
+      ).toContain('flux.enabled needs flux.inputProviders (Flux Operator) or flux.templates');
+      const rendered = parseYamlDocuments(
+        spawnSync(helm, ['template', 'mco', chartDir, '-f', values], { encoding: 'utf8' }).stdout,
+      ) as KubernetesObject[];
+      const deployment = rendered.find(
+        (o) => o.kind === 'Deployment' && o.metadata!.name === 'mco-flux',
+      ) as KubernetesObject & {
+        spec: { template: { spec: { containers: { args: string[] }[] } } };
+      };
+      expect(deployment.spec.template.spec.containers[0]!.args).toEqual([
+        'flux',
+        '--flux-namespace=flux-system',
+        '--provider-file=/etc/mco/flux/providers.yaml',
+        '--input-providers',
+        '--templates=/etc/mco/flux/templates.yaml',
+        '--manager=mco-flux',
+        '--log-level=info',
+      ]);
+      const config = rendered.find(
+        (o) => o.kind === 'ConfigMap' && o.metadata!.name === 'mco-flux',
+      ) as KubernetesObject & {
+        data: Record<string, string>;
+      };
+      expect(FluxTemplatesFileSchema.parse(parseYamlDocuments(config.data['templates.yaml']!)[0]).templates).toEqual([
+        TEMPLATE,
+      ]);
+      expect(parseProviderFile(config.data['providers.yaml']!, 'providers.yaml').providers.map((p) => p.name)).toEqual([
+        'p',
+      ]);
     });
 
     it('refreshes the kubeconfig Secret before its credential expires', async () => {
