@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -69,6 +69,15 @@ async function eventually<T>(what: string, probe: () => Promise<T>, accept: (val
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Runs a program without blocking the event loop. */
+function run(command: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(command, args, { encoding: 'utf8' }, (error, stdout, stderr) =>
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
 }
 
 // The rendering-mode template of placement apps/web, as a user would write it.
@@ -322,7 +331,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       for (const name of used) expect(Object.keys(selected[0]!.spec.defaultValues)).toContain(name);
     });
 
-    it('the chart passes helm lint with Flux on, refuses it without providers or a mode, and its Deployment runs `mco flux` on files that parse', () => {
+    it('the chart passes helm lint with Flux on, refuses it without providers or a mode, and its Deployment runs `mco flux` on files that parse', async () => {
       const helm = requireTool('helm');
       const chartDir = join(REPO, 'apps/mco/chart');
       const values = join(dir, 'flux-values.yaml');
@@ -338,13 +347,13 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           },
         }),
       );
-      expect(spawnSync(helm, ['lint', chartDir, '--strict', '-f', values], { encoding: 'utf8' }).status).toBe(0);
-      const refused = (sets: string[]) =>
-        spawnSync(helm, ['template', 'mco', chartDir, ...sets.flatMap((v) => ['--set', v])], { encoding: 'utf8' })
-          .stderr;
-      expect(refused(['flux.enabled=true'])).toContain('flux.enabled needs flux.providers');
+      // helm runs asynchronously: the delivery shares this event loop and must keep refreshing Secrets.
+      expect((await run(helm, ['lint', chartDir, '--strict', '-f', values])).code).toBe(0);
+      const refused = async (sets: string[]) =>
+        (await run(helm, ['template', 'mco', chartDir, ...sets.flatMap((v) => ['--set', v])])).stderr;
+      expect(await refused(['flux.enabled=true'])).toContain('flux.enabled needs flux.providers');
       expect(
-        refused([
+        await refused([
           'flux.enabled=true',
           'flux.inputProviders=false',
           'flux.providers[0].name=p',
@@ -352,7 +361,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         ]),
       ).toContain('flux.enabled needs flux.inputProviders (Flux Operator) or flux.templates');
       const rendered = parseYamlDocuments(
-        spawnSync(helm, ['template', 'mco', chartDir, '-f', values], { encoding: 'utf8' }).stdout,
+        (await run(helm, ['template', 'mco', chartDir, '-f', values])).stdout,
       ) as KubernetesObject[];
       const deployment = rendered.find(
         (o) => o.kind === 'Deployment' && o.metadata!.name === 'mco-flux',
