@@ -34,6 +34,23 @@ describe('mco flux configuration errors', () => {
     expect(code).toBe(2);
   });
 
+  it('exits 2 for a helmRelease template with --no-helm-releases', async () => {
+    const templates = file(
+      'templates.yaml',
+      'templates: [{placement: {namespace: apps, name: web}, helmRelease: {metadata: {name: web}, spec: {}}}]',
+    );
+    const { code, stderr } = await mco(
+      'flux',
+      '--provider-file',
+      providers,
+      '--templates',
+      templates,
+      '--no-helm-releases',
+    );
+    expect(stderr).toMatch(/--no-helm-releases: the templates file has a helmRelease/);
+    expect(code).toBe(2);
+  });
+
   it.each([
     [
       'a name that is no DNS label',

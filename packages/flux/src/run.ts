@@ -10,7 +10,7 @@ import {
   type KubeObject,
   type Resource,
 } from '@mco/kube-runtime';
-import { silentLogger, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, type Logger } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL } from './names.js';
 import { createFluxSync, type FluxSync, type FluxSyncOptions, type OwnedKind } from './sync.js';
@@ -55,6 +55,15 @@ export interface FluxDelivery {
  */
 export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   const logger = options.logger ?? silentLogger;
+  const withHelmRelease = (options.templates ?? []).find((t) => t.helmRelease);
+  if (options.helmReleases === false && withHelmRelease) {
+    const { namespace, name } = withHelmRelease.placement;
+    throw new McoError(
+      'Invalid',
+      `the template of placement ${namespace}/${name} has a helmRelease, but HelmReleases are not watched (helmReleases: false)`,
+      false,
+    );
+  }
   const manager = options.manager ?? DEFAULT_MANAGER;
   const { kubeConfig, namespace } = options;
   const informers: Informer<KubeObject>[] = [];

@@ -81,6 +81,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const kubeConfig = loadKubeConfig(values.kubeconfig);
     const refreshBeforeMs = 5 * 60_000;
     const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
+    if (values['no-helm-releases'] && templates.some((t) => t.helmRelease)) {
+      throw new UsageError(
+        '--no-helm-releases: the templates file has a helmRelease, which needs HelmReleases watched',
+      );
+    }
     const delivery = startFluxDelivery({
       kubeConfig,
       namespace: values['flux-namespace'],
