@@ -18,9 +18,9 @@ import { fileURLToPath } from 'node:url';
 import {
   AppsV1Api,
   AutoscalingV2Api,
-  CoreV1Api,
   CustomObjectsApi,
   PatchStrategy,
+  Watch,
   type KubeConfig,
 } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
@@ -35,13 +35,7 @@ import {
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import {
-  KUSTOMIZATIONS,
-  clusterSlug,
-  kubeconfigSecretName,
-  startFluxDelivery,
-  type FluxDelivery,
-} from '../src/index.js';
+import { clusterSlug, kubeconfigSecretName, startFluxDelivery, type FluxDelivery } from '../src/index.js';
 
 // Real processes start here (three kube-apiservers, kustomize-controller) on
 // two shared cores: generous timeouts, every step waits on a condition.
@@ -361,34 +355,45 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     it('scale-in: the workload is deleted from that member, and its kubeconfig Secret goes only after', async () => {
       const secretName = kubeconfigSecretName('fleet', 'two');
       const kustomizationName = `web-${clusterSlug('fleet', 'two')}`;
-      const core = hub.makeApiClient(CoreV1Api);
-      const exists = (p: Promise<unknown>) =>
-        p.then(
-          () => true,
-          () => false,
-        );
-      await setPlacement({ clusters: [cluster('one')] });
-      // Until all is gone, check at every step: never a missing Secret while
-      // the Kustomization or the remote workload still exists.
-      const seen: string[] = [];
-      const violations: string[] = [];
-      await eventually(
-        'the Secret of member two gone',
-        async () => {
-          const secret = await exists(core.readNamespacedSecret({ namespace: FLUX_NS, name: secretName }));
-          const kustomization = await exists(
-            custom.getNamespacedCustomObject({ ...KUSTOMIZATIONS, namespace: FLUX_NS, name: kustomizationName }),
-          );
-          const workload = await deploymentOf(plane.members.two!);
-          const state = `secret=${secret} kustomization=${kustomization} workload=${workload}`;
-          if (seen.at(-1) !== state) seen.push(state);
-          if (!secret && (kustomization || workload)) violations.push(state);
-          return secret;
-        },
-        (secret) => !secret,
+      // The hub and the members share one etcd (testkit: --etcd-prefix), so
+      // the resourceVersions of their delete events are one global order.
+      const deleted = new Map<string, number>();
+      const watches = await Promise.all(
+        (
+          [
+            ['workload', plane.members.two!.adminKubeConfig(), '/apis/apps/v1/namespaces/default/deployments', 'web'],
+            [
+              'kustomization',
+              hub,
+              `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${FLUX_NS}/kustomizations`,
+              kustomizationName,
+            ],
+            ['secret', hub, `/api/v1/namespaces/${FLUX_NS}/secrets`, secretName],
+          ] as const
+        ).map(([what, kc, path, name]) =>
+          new Watch(kc).watch(
+            path,
+            { fieldSelector: `metadata.name=${name}` },
+            (type: string, object: { metadata: { resourceVersion: string } }) => {
+              if (type === 'DELETED') deleted.set(what, Number(object.metadata.resourceVersion));
+            },
+            () => undefined,
+          ),
+        ),
       );
-      expect(violations).toEqual([]);
-      expect(seen.at(-1)).toBe('secret=false kustomization=false workload=false');
+      try {
+        await setPlacement({ clusters: [cluster('one')] });
+        await eventually(
+          'the Secret of member two deleted',
+          async () => deleted,
+          (d) => d.has('secret'),
+        );
+        const order = [...deleted].sort(([, a], [, b]) => a - b);
+        console.log(`scale-in, deletes in etcd order: ${order.map(([what, rv]) => `${what}@${rv}`).join(' -> ')}`);
+        expect(order.map(([what]) => what)).toEqual(['workload', 'kustomization', 'secret']);
+      } finally {
+        for (const w of watches) w.abort();
+      }
       expect(await hpaOf(plane.members.two!)).toBeNull();
       expect(await deploymentOf(plane.members.one!)).toBe(true);
     });
