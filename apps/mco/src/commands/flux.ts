@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { FluxTemplatesFileSchema, startFluxDelivery } from '@mco/flux';
 import { createLogger, type LogLevel } from '@mco/runtime';
-import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { KUBECONFIG_HELP, loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
@@ -28,7 +29,7 @@ Options:
   --flux-namespace <ns>    Flux's namespace (default flux-system)
   --no-helm-releases       do not watch HelmReleases (only where helm-controller is not installed)
   --manager <value>        managed-by label value and field manager (default mco-flux)
-  --kubeconfig <path>      hub kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)
+  --kubeconfig <path>      ${KUBECONFIG_HELP}
   --log-level <level>      debug, info, warn or error (default info)
   -h, --help               show this help
 
@@ -77,15 +78,17 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       ? parseOrThrow(FluxTemplatesFileSchema, await readDocument(values.templates), values.templates).templates
       : [];
 
-    const logger = createLogger({ level, write: io.stderr });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    const refreshBeforeMs = 5 * 60_000;
-    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
     if (values['no-helm-releases'] && templates.some((t) => t.helmRelease)) {
       throw new UsageError(
         '--no-helm-releases: the templates file has a helmRelease, which needs HelmReleases watched',
       );
     }
+
+    const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-flux' });
+    const kubeConfig = loadKubeConfig(values.kubeconfig);
+    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const refreshBeforeMs = 5 * 60_000;
+    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
     const delivery = startFluxDelivery({
       kubeConfig,
       namespace: values['flux-namespace'],
