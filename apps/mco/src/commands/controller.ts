@@ -125,7 +125,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
 };
 
 /** Creates the named signal sources of the --signal-sources file with the registered plugins. */
-async function createSignalSources(
+export async function createSignalSources(
   file: string | undefined,
   kubeConfig: KubeConfig,
   metrics: Registry,
