@@ -21,7 +21,9 @@ import {
   loadYamlObjects,
   parseYamlDocuments,
   ProcessReaper,
+  renderChart,
   requireTool,
+  serviceAccountKubeConfig,
   startControlPlane,
   startServer,
   stopServer,
@@ -29,7 +31,6 @@ import {
   type ControlPlane,
   type ServerProcess,
 } from '@mco/testkit';
-import { renderChart, serviceAccountKubeConfig } from '../../../../packages/argocd/test/chart.js';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 const APP = join(REPO, 'apps', 'mco');
