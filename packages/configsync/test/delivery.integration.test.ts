@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
@@ -14,8 +15,8 @@ import type { PlacementCluster, PlacementStatus } from '@mco/core';
 import { PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import {
   describeWithControlPlane,
-  loadYamlObjects,
   parseYamlDocuments,
+  requireTool,
   sharedCrdsDir,
   startControlPlane,
   toYaml,
@@ -40,7 +41,7 @@ const MKCP_CRD = fileURLToPath(
   new URL('../../core/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url),
 );
 const MEMBER_RBAC = fileURLToPath(new URL('../deploy/member-rbac.yaml', import.meta.url));
-const HUB_RBAC = fileURLToPath(new URL('../deploy/hub-rbac.yaml', import.meta.url));
+const CHART = fileURLToPath(new URL('../../../apps/mco/chart', import.meta.url));
 const REPO_SYNCS = { group: 'configsync.gke.io', version: 'v1beta1', plural: 'reposyncs' };
 const ROLE_BINDINGS = { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' };
 /** The finalizer Config Sync's reconciler-manager puts on a sync object with Foreground deletion propagation. */
@@ -229,31 +230,34 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
         ),
       ]);
     }
-    // Hub: the shipped ClusterRole for the `plugin` user, plus reading kubeconfig Secrets in `fleet`.
-    await cp.hub.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fleet' } }]);
-    await cp.hub.apply([
-      ...(loadYamlObjects(HUB_RBAC) as KubernetesObject[]),
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'ClusterRoleBinding',
-        metadata: { name: 'mco-configsync' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'mco-configsync' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'plugin' }],
-      } as KubernetesObject,
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name: 'kubeconfigs', namespace: 'fleet' },
-        rules: [{ apiGroups: [''], resources: ['secrets'], verbs: ['get'] }],
-      } as KubernetesObject,
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name: 'kubeconfigs', namespace: 'fleet' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'kubeconfigs' },
-        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'plugin' }],
-      } as KubernetesObject,
-    ]);
+    // Hub: the chart's RBAC for `mco configsync` (kubeconfig Secrets readable in `fleet`), bound to the `plugin` user
+    // as well as to the chart's ServiceAccount: mco runs below with exactly those rules.
+    await cp.hub.apply(
+      ['fleet', 'mco-system'].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
+    );
+    const rendered = execFileSync(
+      requireTool('helm'),
+      [
+        'template',
+        'mco',
+        CHART,
+        '--namespace',
+        'mco-system',
+        '--show-only',
+        'templates/configsync.yaml',
+        '--set',
+        'configsync.enabled=true',
+        '--set',
+        'configsync.kubeconfigSecretNamespaces={fleet}',
+      ],
+      { encoding: 'utf8' },
+    );
+    const rbac = (parseYamlDocuments(rendered) as (KubernetesObject & { subjects?: object[] })[]).filter((o) =>
+      ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? ''),
+    );
+    expect(rbac.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+    for (const o of rbac) o.subjects?.push({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'plugin' });
+    await cp.hub.apply(rbac);
     const east = cp.members.east!;
     const west = cp.members.west!;
     await cp.hub.apply([

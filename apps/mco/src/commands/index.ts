@@ -1,6 +1,7 @@
 import type { Command } from '../cli.js';
 import { argocdPluginCommand } from './argocd-plugin.js';
 import { clustersCommand } from './clusters.js';
+import { configsyncCommand } from './configsync.js';
 import { controllerCommand } from './controller.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
@@ -16,4 +17,5 @@ export const commands: readonly Command[] = [
   simulateCommand,
   demoCommand,
   argocdPluginCommand,
+  configsyncCommand,
 ];
