@@ -58,8 +58,8 @@ interface ClusterOutcome {
   /** The refs to keep in the record for this cluster; empty once everything there is gone. */
   readonly refs: readonly MemberObjectRef[];
   readonly writes: number;
-  /** Set when this pass created or deleted objects (for Events). */
-  readonly event?: { reason: string; message: string };
+  /** What this pass did there, for the placement's Events: created the sync object (its ref) or removed everything. */
+  readonly change?: { created: string } | 'removed';
 }
 
 const isSync = (ref: MemberObjectRef) => ref.kind !== 'RoleBinding';
@@ -249,9 +249,7 @@ export function createReconciler(options: ReconcilerOptions) {
           report: summarizeSyncStatus(cluster, applied.syncStatus),
           refs: [...wantedRefs, ...removed.remaining],
           writes: writes + removed.writes,
-          ...(applied.created
-            ? { event: { reason: 'SyncObjectApplied', message: `${applied.created} applied on ${cluster}` } }
-            : {}),
+          ...(applied.created ? { change: { created: applied.created } } : {}),
         };
       }
       // The cluster left: sync objects first, then, once Config Sync's finalizer has removed
@@ -262,9 +260,7 @@ export function createReconciler(options: ReconcilerOptions) {
         report: { cluster, phase: 'Deleting', message: gone ? 'removed' : removed.message },
         refs: removed.remaining,
         writes: removed.writes,
-        ...(gone
-          ? { event: { reason: 'SyncObjectDeleted', message: `Config Sync objects removed from ${cluster}` } }
-          : {}),
+        ...(gone ? { change: 'removed' as const } : {}),
       };
     } catch (error) {
       return unreachable(describeError(error));
@@ -348,33 +344,47 @@ export function createReconciler(options: ReconcilerOptions) {
     return { writes, remaining, message: waiting.join('; ') || 'waiting for the sync objects to go' };
   }
 
+  /**
+   * Events of one pass: one Normal event each for the clusters that got the
+   * sync object, lost it, or became Synced (a thousand clusters make three
+   * events, not three thousand); a Warning per cluster that turned to an
+   * error, unreachable or held by someone else. Phases are remembered per
+   * placement, so a steady state records nothing.
+   */
   async function recordEvents(placement: Placement, key: string, outcomes: ReadonlyMap<string, ClusterOutcome>) {
-    let writes = 0;
     const last = phases.get(key) ?? new Map<string, ClusterPhase>();
     phases.set(key, last);
-    for (const [cluster, { report, event: info, refs }] of outcomes) {
-      if (info) {
-        await event(placement, 'Normal', info.reason, info.message);
-        writes++;
-      }
+    const created = new Map<string, string[]>();
+    const removed: string[] = [];
+    const synced: string[] = [];
+    const warnings: [string, string][] = [];
+    for (const [cluster, { report, change, refs }] of outcomes) {
+      if (change === 'removed') removed.push(cluster);
+      else if (change) created.set(change.created, [...(created.get(change.created) ?? []), cluster]);
       if (refs.length === 0) {
         last.delete(cluster);
         continue;
       }
       if (last.get(cluster) === report.phase) continue;
       last.set(cluster, report.phase);
-      const warning = report.phase === 'Error' || report.phase === 'Unreachable' || report.phase === 'NotOwned';
-      if (warning || report.phase === 'Synced') {
-        await event(
-          placement,
-          warning ? 'Warning' : 'Normal',
-          eventReason(report.phase),
-          `${cluster}: ${report.message}`,
-        );
-        writes++;
+      if (report.phase === 'Synced') synced.push(`${cluster}: ${report.message}`);
+      if (report.phase === 'Error' || report.phase === 'Unreachable' || report.phase === 'NotOwned') {
+        warnings.push([eventReason(report.phase), `${cluster}: ${report.message}`]);
       }
     }
-    return writes;
+    const normal: [string, string][] = [
+      ...[...created].map(([ref, clusters]): [string, string] => [
+        'SyncObjectApplied',
+        `${ref} applied on ${clusters.join(', ')}`,
+      ]),
+      ...(removed.length > 0
+        ? [['SyncObjectDeleted', `Config Sync objects removed from ${removed.join(', ')}`] as [string, string]]
+        : []),
+      ...(synced.length > 0 ? [['Synced', synced.join('; ')] as [string, string]] : []),
+    ];
+    for (const [reason, message] of normal) await event(placement, 'Normal', reason, message);
+    for (const [reason, message] of warnings) await event(placement, 'Warning', reason, message);
+    return normal.length + warnings.length;
   }
 
   return { reconcile };
