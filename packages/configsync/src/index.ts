@@ -17,7 +17,14 @@ export {
   type SyncTemplate,
   type TemplateResult,
 } from './template.js';
-export { CLEANUP_FINALIZER, DELIVERED_ANNOTATION, readRecord, writeRecord, type DeliveredRecord } from './record.js';
+export {
+  CLEANUP_FINALIZER,
+  DELIVERED_ANNOTATION,
+  isConfigSyncPlacement,
+  readRecord,
+  writeRecord,
+  type DeliveredRecord,
+} from './record.js';
 export {
   CONDITION_TYPE,
   summarizeCondition,

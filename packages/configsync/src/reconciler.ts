@@ -1,7 +1,14 @@
 import { PlacementSchema, setCondition, type ClusterProfile, type Placement, type PlacementCluster } from '@mco/core';
 import { httpStatusOf, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import type { ExistingObject, HubWriter, MemberObjects } from './kube.js';
-import { CLEANUP_FINALIZER, DELIVERED_ANNOTATION, mergeRefs, readRecord, writeRecord } from './record.js';
+import {
+  CLEANUP_FINALIZER,
+  DELIVERED_ANNOTATION,
+  isConfigSyncPlacement,
+  mergeRefs,
+  readRecord,
+  writeRecord,
+} from './record.js';
 import {
   CONDITION_TYPE,
   summarizeCondition,
@@ -130,9 +137,7 @@ export function createReconciler(options: ReconcilerOptions) {
       warnings.delete(key);
       return idle;
     }
-    const annotations = raw.metadata?.annotations ?? {};
-    const ours = TEMPLATE_ANNOTATION in annotations || DELIVERED_ANNOTATION in annotations;
-    if (!ours) return idle;
+    if (!isConfigSyncPlacement(raw)) return idle;
     const parsed = PlacementSchema.safeParse(raw);
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
@@ -143,6 +148,10 @@ export function createReconciler(options: ReconcilerOptions) {
     if (!record.ok) return stopWith(placement, key, 'InvalidRecord', `${record.error}; nothing changed`);
     const deleting = placement.metadata.deletionTimestamp !== undefined;
     const template = parseTemplate(placement);
+    if (!template && record.record.size === 0) {
+      // No template and nothing delivered: not (or no longer) a Config Sync placement; let go of it.
+      return { ...idle, hubWrites: await writeMetadata(placement, record.record, true) };
+    }
     if (!deleting && !template?.ok) {
       const why = template ? template.error : `annotation ${TEMPLATE_ANNOTATION} was removed`;
       return stopWith(placement, key, template ? 'InvalidTemplate' : 'TemplateMissing', `${why}; nothing changed`);

@@ -1,5 +1,5 @@
 import type { Placement } from '@mco/core';
-import { formatRef, parseRef, type MemberObjectRef } from './template.js';
+import { TEMPLATE_ANNOTATION, formatRef, parseRef, type MemberObjectRef } from './template.js';
 
 /**
  * The placement annotation where mco records, per member cluster, the objects
@@ -11,6 +11,17 @@ import { formatRef, parseRef, type MemberObjectRef } from './template.js';
 export const DELIVERED_ANNOTATION = 'configsync.mco.x-k8s.io/delivered';
 /** Keeps a deleted placement until its sync objects are gone from every member. */
 export const CLEANUP_FINALIZER = 'configsync.mco.x-k8s.io/cleanup';
+
+/** True for a placement Config Sync delivery works on: it has a template, a record, or mco's cleanup finalizer. */
+export function isConfigSyncPlacement(placement: Placement | undefined): boolean {
+  const metadata = placement?.metadata as (Placement['metadata'] & { finalizers?: string[] }) | undefined;
+  const annotations = metadata?.annotations ?? {};
+  return (
+    TEMPLATE_ANNOTATION in annotations ||
+    DELIVERED_ANNOTATION in annotations ||
+    (metadata?.finalizers ?? []).includes(CLEANUP_FINALIZER)
+  );
+}
 
 /** Cluster key (`namespace/name`) → refs of objects mco applied there. */
 export type DeliveredRecord = ReadonlyMap<string, readonly MemberObjectRef[]>;

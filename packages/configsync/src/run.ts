@@ -12,9 +12,8 @@ import {
 } from '@mco/kube-runtime';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { createHubWriter, memberObjects, type HubWriter, type MemberObjects } from './kube.js';
-import { DELIVERED_ANNOTATION } from './record.js';
+import { DELIVERED_ANNOTATION, isConfigSyncPlacement } from './record.js';
 import { createReconciler, type ReconcileResult } from './reconciler.js';
-import { TEMPLATE_ANNOTATION } from './template.js';
 
 export interface ConfigSyncDeliveryOptions {
   /** The hub. */
@@ -100,10 +99,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
   const statusIntervalMs = options.statusIntervalMs ?? 60_000;
   const waitingIntervalMs = options.waitingIntervalMs ?? 5_000;
 
-  const isOurs = (p: Placement | undefined) => {
-    const annotations = p?.metadata?.annotations ?? {};
-    return TEMPLATE_ANNOTATION in annotations || DELIVERED_ANNOTATION in annotations;
-  };
+  const isOurs = isConfigSyncPlacement;
   placements.addHandler((_event, placement, previous) => {
     if (isOurs(placement) || isOurs(previous)) queue.add(objectKey(placement));
   });

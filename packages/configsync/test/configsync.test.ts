@@ -295,6 +295,20 @@ describe('the reconciler (fakes for the hub and members)', () => {
     expect(t.hub.events.filter((e) => e.startsWith(`Warning ${reason}`))).toHaveLength(1);
   });
 
+  it('lets go of a placement whose template was removed once nothing is delivered', async () => {
+    const t = setup(placementWith(REPO_SYNC, []));
+    await t.reconciler.reconcile('fleet/web');
+    expect((t.placements.get('fleet/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([
+      CLEANUP_FINALIZER,
+    ]);
+    const p = structuredClone(t.placements.get('fleet/web')!);
+    delete p.metadata.annotations![TEMPLATE_ANNOTATION];
+    t.placements.set('fleet/web', p);
+    await t.reconciler.reconcile('fleet/web');
+    expect((t.placements.get('fleet/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([]);
+    expect(t.hub.events).toEqual([]);
+  });
+
   it('keeps an unreachable cluster that left in the record and deletes once it is back', async () => {
     const t = setup(placementWith(REPO_SYNC, [cluster('east'), cluster('west')]));
     await t.reconciler.reconcile('fleet/web');
