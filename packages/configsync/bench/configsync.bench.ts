@@ -26,7 +26,7 @@ import {
 } from '../src/index.js';
 import { FakeMember } from '../test/fakes.js';
 
-const PLACEMENTS_N = 100;
+const PLACEMENTS_N = Number(process.env.BENCH_PLACEMENTS ?? 100);
 const MEMBERS_N = 10;
 const MEMBER_LATENCY_MS = 2;
 const CHANGES = 100;
@@ -50,10 +50,16 @@ const quantile = (values: number[], q: number) => {
   return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
 };
 const ms = (v: number) => `${v.toFixed(1)} ms`;
+let progress = () => '';
 async function until(what: string, done: () => boolean, timeoutMs = 600_000) {
   const deadline = Date.now() + timeoutMs;
+  let report = Date.now() + 10_000;
   while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what}`);
+    if (Date.now() > deadline) throw new Error(`timed out: ${what} (${progress()})`);
+    if (Date.now() > report) {
+      report += 10_000;
+      console.error(`waiting for ${what}: ${progress()}`);
+    }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }
@@ -96,7 +102,7 @@ try {
           name: `web-${i}`,
           namespace: 'fleet',
           annotations: {
-            [TEMPLATE_ANNOTATION]: TEMPLATE.replace('{namespace: shop}', `{namespace: shop, name: web-${i}}`),
+            [TEMPLATE_ANNOTATION]: TEMPLATE.replaceAll('PLACEMENT', `web-${i}`),
           },
         },
         spec: {},
@@ -127,16 +133,27 @@ try {
     statusIntervalMs: 3_600_000,
     waitingIntervalMs: 3_600_000,
     onReconciled: (_key, result) => {
-      if (!(result instanceof Error)) reconciled.push(result);
+      if (result instanceof Error) errors.push(result.message);
+      else reconciled.push(result);
     },
   });
 
-  // 1. First pass: every placement applied on every member, record and condition written.
   const objects = () => [...members.values()].reduce((n, m) => n + m.objects.size, 0);
+  const errors: string[] = [];
+  progress = () =>
+    `${objects()} objects, ${reconciled.length} reconciles, ${memberWrites()} member writes, ${hubWrites} hub writes, ${errors.length} errors${errors.length ? ` (last: ${errors.at(-1)})` : ''}`;
+  // 1. First pass: every placement applied on every member, record and condition written.
   await until('first pass', () => objects() === PLACEMENTS_N * MEMBERS_N * 2 && reconciled.length >= PLACEMENTS_N);
   const firstPassMs = performance.now() - started;
   const firstMemberWrites = memberWrites();
-  await until('conditions written', () => reconciled.length >= PLACEMENTS_N);
+  // Settled: the passes that the record and condition writes trigger (watch events) are done.
+  let last = '';
+  let stableSince = performance.now();
+  await until('settled', () => {
+    const now = `${memberWrites()}/${hubWrites}/${reconciled.length}`;
+    if (now !== last) [last, stableSince] = [now, performance.now()];
+    return performance.now() - stableSince > 2_000;
+  });
   const firstHubWrites = hubWrites;
 
   // 2. Resync: every placement reconciled again with nothing changed.
@@ -179,7 +196,7 @@ try {
     ['member request latency (fake)', `${MEMBER_LATENCY_MS} ms`],
     ['first pass: all sync objects applied', `${(firstPassMs / 1000).toFixed(2)} s`],
     ['first pass: member writes / hub writes', `${firstMemberWrites} / ${firstHubWrites}`],
-    ['no-op resync of 100 placements: duration', `${(resyncMs / 1000).toFixed(2)} s`],
+    [`no-op resync of ${PLACEMENTS_N} placements: duration`, `${(resyncMs / 1000).toFixed(2)} s`],
     ['no-op resync: member writes / hub writes', `${resync.member} / ${resync.hub}`],
     [`status change → applied on the member (${CHANGES} changes): p50`, ms(quantile(latencies, 0.5))],
     ['status change → applied: p99', ms(quantile(latencies, 0.99))],
