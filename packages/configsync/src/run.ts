@@ -9,6 +9,7 @@ import {
   WorkQueue,
   createListWatch,
   objectKey,
+  type BackoffOptions,
 } from '@mco/kube-runtime';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { createHubWriter, memberObjects, type HubWriter, type MemberObjects } from './kube.js';
@@ -31,6 +32,8 @@ export interface ConfigSyncDeliveryOptions {
   readonly statusIntervalMs?: number;
   /** How soon to look again while Config Sync works (a finalizer, a first sync; default 5 s). */
   readonly waitingIntervalMs?: number;
+  /** Retry backoff of a placement with an unreachable member (default 1 s doubling to 5 min; tests shorten it). */
+  readonly retryBackoff?: BackoffOptions;
   /** Run only while holding this Lease (several replicas); omit for a single instance. */
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
   /** Replace the hub writes (benchmarks count them). */
@@ -95,7 +98,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
     ...(options.clusterConcurrency ? { clusterConcurrency: options.clusterConcurrency } : {}),
     logger,
   });
-  const queue = new WorkQueue({ backoff: { baseMs: 1000, maxMs: 5 * 60_000, jitter: 0.2 } });
+  const queue = new WorkQueue({ backoff: options.retryBackoff ?? { baseMs: 1000, maxMs: 5 * 60_000, jitter: 0.2 } });
   const statusIntervalMs = options.statusIntervalMs ?? 60_000;
   const waitingIntervalMs = options.waitingIntervalMs ?? 5_000;
 

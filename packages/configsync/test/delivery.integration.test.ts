@@ -35,7 +35,7 @@ import {
 } from '../src/index.js';
 
 // Each step waits for real apiservers (some restarted) and the caches: allow for a loaded machine.
-vi.setConfig({ testTimeout: 90_000 });
+vi.setConfig({ testTimeout: 240_000 });
 
 const MKCP_CRD = fileURLToPath(
   new URL('../../core/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url),
@@ -87,7 +87,7 @@ const cluster = (name: string, extra: Partial<PlacementCluster> = {}): Placement
   ...extra,
 });
 
-async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 45_000) {
+async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 120_000) {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   for (;;) {
@@ -161,6 +161,8 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
       memberTimeoutMs: 2_000,
       statusIntervalMs: 1_000,
       waitingIntervalMs: 200,
+      // Members are stopped for seconds at a time: retry often, so a return is noticed at once.
+      retryBackoff: { baseMs: 200, maxMs: 1_000, jitter: 0.2 },
       onReconciled: (key, result) => results.push({ key, result }),
     });
   };
