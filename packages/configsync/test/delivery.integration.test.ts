@@ -87,7 +87,12 @@ const cluster = (name: string, extra: Partial<PlacementCluster> = {}): Placement
   ...extra,
 });
 
-async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 120_000) {
+async function eventually<T>(
+  what: string,
+  probe: () => Promise<T>,
+  accept: (value: T) => boolean,
+  timeoutMs = 120_000,
+) {
   const deadline = Date.now() + timeoutMs;
   let last: T | undefined;
   for (;;) {
