@@ -12,7 +12,15 @@ import {
 } from '@mco/provider-manual';
 import { McoError } from '@mco/runtime';
 import { stringify } from 'yaml';
-import { loadKubeConfig, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
+import {
+  explainFailure,
+  KUBECONFIG_HELP,
+  loadKubeConfig,
+  UsageError,
+  parseOrThrow,
+  type Command,
+  type Io,
+} from '../cli.js';
 
 const USAGE = `Usage:
   mco clusters apply -f <clusters.yaml> [--prune] [--dry-run] [options]
@@ -45,7 +53,7 @@ Options:
       --property k=v         status property (from-kubeconfig; repeatable)
       --access-provider <n>  access provider name (default kubeconfig)
       --print                print the clusters-file entry, write nothing (from-kubeconfig)
-      --kubeconfig <path>    hub kubeconfig (default: $KUBECONFIG or ~/.kube/config)
+      --kubeconfig <path>    ${KUBECONFIG_HELP}
       --hub-context <name>   hub context (default: the current context)
   -o, --output <format>      list: table (default) or json
   -h, --help                 show this help
@@ -191,13 +199,18 @@ function printReport(report: SyncReport, io: Io, dryRun: boolean): number {
     ...report.deleted.map((k) => `deleted    ${k}`),
     ...report.unchanged.map((k) => `unchanged  ${k}`),
     ...report.skipped.map((s) => `skipped    ${s.key}: ${s.message}`),
-    ...report.failed.map((f) => `failed     ${f.key}: ${f.error.message}`),
+    ...report.failed.map((f) => `failed     ${f.key}: ${explainFailure(f.error)}`),
   ];
   const summary =
     `${report.created.length} created, ${updated.length} updated, ${report.deleted.length} deleted, ` +
     `${report.unchanged.length} unchanged, ${report.skipped.length} skipped, ${report.failed.length} failed ` +
     `(${report.writes} writes${dryRun ? ', dry run: nothing stored' : ''})`;
   io.stdout(`${[...lines, summary].join('\n')}\n`);
+  const first = report.failed[0];
+  if (first) {
+    const more = report.failed.length > 1 ? ` (and ${report.failed.length - 1} more, listed above)` : '';
+    io.stderr(`mco clusters: cannot write ${first.key}${more}: ${explainFailure(first.error)}\n`);
+  }
   return report.failed.length > 0 || report.skipped.length > 0 ? 1 : 0;
 }
 
