@@ -1,4 +1,4 @@
-import type { Behavior } from '../api/placement.js';
+import type { Behavior, ScalingBehavior } from '../api/placement.js';
 
 /** Every timing knob of a placement, defaults applied (semantics.md section 6). */
 export interface ResolvedBehavior {
@@ -10,6 +10,8 @@ export interface ResolvedBehavior {
   readonly evictionTimeoutSeconds: number;
   readonly unhealthyTimeoutSeconds: number;
   readonly signalStaleAfterSeconds: number;
+  /** Without autoscaling: how long a cluster whose ClusterProfile is missing stays EVICTING (semantics.md 10.5). */
+  readonly profileLossGraceSeconds: number;
 }
 
 export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
@@ -21,9 +23,13 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   evictionTimeoutSeconds: 1800,
   unhealthyTimeoutSeconds: 900,
   signalStaleAfterSeconds: 180,
+  profileLossGraceSeconds: 300,
 });
 
-export function resolveBehavior(behavior: Behavior | undefined): ResolvedBehavior {
+export function resolveBehavior(
+  behavior: Behavior | undefined,
+  scalingBehavior?: ScalingBehavior | undefined,
+): ResolvedBehavior {
   const d = DEFAULT_BEHAVIOR;
   return {
     scaleOutStabilizationSeconds: behavior?.scaleOut?.stabilizationWindowSeconds ?? d.scaleOutStabilizationSeconds,
@@ -34,5 +40,6 @@ export function resolveBehavior(behavior: Behavior | undefined): ResolvedBehavio
     evictionTimeoutSeconds: behavior?.evictionTimeoutSeconds ?? d.evictionTimeoutSeconds,
     unhealthyTimeoutSeconds: behavior?.unhealthyTimeoutSeconds ?? d.unhealthyTimeoutSeconds,
     signalStaleAfterSeconds: behavior?.signalStaleAfterSeconds ?? d.signalStaleAfterSeconds,
+    profileLossGraceSeconds: scalingBehavior?.profileLossGraceSeconds ?? d.profileLossGraceSeconds,
   };
 }

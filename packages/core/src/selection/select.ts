@@ -116,7 +116,8 @@ export function selectClusters(
     return r < 0 ? undefined : r;
   };
   const ineligibleBecause = (key: ClusterKey): string => {
-    if (!inventory.byKey.has(key)) return 'its ClusterProfile was deleted';
+    if (inventory.deleting.has(key)) return 'its ClusterProfile is being deleted';
+    if (!inventory.byKey.has(key)) return 'its ClusterProfile is missing';
     if (ruleKeys && !ruleKeys.has(key)) return 'it dropped out of the cluster selector rules';
     if (selection.requiredDuringExecution && rankOf(key) === undefined) {
       return 'it no longer matches requiredDuringSchedulingRequiredDuringExecution';
