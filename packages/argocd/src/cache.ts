@@ -29,15 +29,22 @@ export interface CachedViewOptions {
   readonly now?: () => number;
 }
 
+/** Synced, and (with `maxSilenceMs`) heard from the API server within that time. */
+export function isFresh(
+  cache: ObjectCache<unknown>,
+  maxSilenceMs: number | undefined,
+  now: () => number = Date.now,
+): boolean {
+  if (!cache.hasSynced()) return false;
+  if (maxSilenceMs === undefined || !cache.health) return true;
+  const last = cache.health().lastActivityAt;
+  return last !== undefined && now() - last <= maxSilenceMs;
+}
+
 /** A PlacementView over two informer caches: synced only when both are synced (and not silent for too long). */
 export function createCachedPlacementView(options: CachedViewOptions): PlacementView {
   const now = options.now ?? Date.now;
-  const fresh = (cache: ObjectCache<unknown>): boolean => {
-    if (!cache.hasSynced()) return false;
-    if (options.maxSilenceMs === undefined || !cache.health) return true;
-    const last = cache.health().lastActivityAt;
-    return last !== undefined && now() - last <= options.maxSilenceMs;
-  };
+  const fresh = (cache: ObjectCache<unknown>) => isFresh(cache, options.maxSilenceMs, now);
   // Informer caches hold objects as the API server sent them; a status written
   // by someone else may not have the expected shape. Each object is validated
   // once (informers replace objects on change, so identity is a good key).

@@ -6,6 +6,7 @@ import {
   createApplicationSetRefresher,
   createCachedPlacementView,
   createSecretSyncer,
+  RELEASED_AT_ANNOTATION,
   type ApplicationSetLike,
   type ClusterAccessLike,
   type ClusterSecret,
@@ -210,6 +211,14 @@ describe('the cluster Secret syncer', () => {
         metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
       });
     }
+    async setAnnotation(secret: ExistingSecret, key: string, value: string | undefined) {
+      const name = secret.metadata!.name!;
+      this.writes.push(`annotate ${name} ${key}=${value ?? '-'}`);
+      const annotations = { ...secret.metadata?.annotations };
+      if (value === undefined) delete annotations[key];
+      else annotations[key] = value;
+      this.store.set(name, { ...secret, metadata: { ...secret.metadata, annotations } });
+    }
     async delete(name: string) {
       this.writes.push(`delete ${name}`);
       this.store.delete(name);
@@ -304,5 +313,100 @@ describe('the cluster Secret syncer', () => {
     await syncer.idle();
     syncer.stop();
     expect({ before, after: secrets.writes }).toEqual({ before: [], after: [] });
+  });
+
+  describe('the Secret of a vanished ClusterProfile', () => {
+    const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
+    const GRACE = 15 * 60_000;
+    const T0 = Date.parse(T);
+    const released = (ms: number) => `annotate fleet.a ${RELEASED_AT_ANNOTATION}=${new Date(T0 + ms).toISOString()}`;
+    async function setUp(inUse: () => boolean | undefined) {
+      const secrets = new FakeSecrets();
+      await secrets.create(
+        buildClusterSecret(
+          profile,
+          access(async () => ({})),
+          { token: 't' },
+          { namespace: 'argocd' },
+        ),
+      );
+      secrets.writes.length = 0;
+      const clock = { now: T0 };
+      const profiles = new FakeCache<ClusterProfile>(); // the profile is gone
+      const syncer = createSecretSyncer({
+        clusterProfiles: profiles,
+        secrets,
+        namespace: 'argocd',
+        resolveAccess: async () => access(async () => ({ token: 't' })),
+        isClusterInUse: inUse,
+        now: () => clock.now,
+      });
+      await syncer.start();
+      await syncer.idle();
+      /** Re-evaluates the profile's key at `ms` after T0, as the syncer's own timer would. */
+      const at = async (ms: number) => {
+        clock.now = T0 + ms;
+        syncer.enqueue('fleet/a');
+        await syncer.idle();
+      };
+      return { secrets, syncer, profiles, at };
+    }
+
+    it('is never deleted while the placements are not known (cache unsynced or failing), however long that lasts', async () => {
+      let inUse: boolean | undefined = undefined;
+      const { secrets, syncer, at } = await setUp(() => inUse);
+      await at(GRACE * 10);
+      const whileUnknown = [...secrets.writes];
+      inUse = false;
+      await at(GRACE * 10 + 1000);
+      syncer.stop();
+      expect({ whileUnknown, afterSync: secrets.writes, kept: secrets.store.has('fleet.a') }).toEqual({
+        whileUnknown: [],
+        afterSync: [released(GRACE * 10 + 1000)],
+        kept: true,
+      });
+    });
+
+    it('outlives the last placement that listed its cluster by the grace period recorded on it, then goes', async () => {
+      const { secrets, syncer, at } = await setUp(() => false);
+      const first = [...secrets.writes];
+      await at(GRACE - 1000);
+      const withinGrace = secrets.writes.slice(first.length);
+      await at(GRACE);
+      syncer.stop();
+      expect({ first, withinGrace, all: secrets.writes, kept: secrets.store.has('fleet.a') }).toEqual({
+        first: [released(0)],
+        withinGrace: [],
+        all: [released(0), 'delete fleet.a'],
+        kept: false,
+      });
+    });
+
+    it('loses its release time when a placement lists the cluster again, so a later release starts a new grace', async () => {
+      let inUse = false;
+      const { secrets, syncer, at } = await setUp(() => inUse);
+      inUse = true;
+      await at(60_000);
+      inUse = false;
+      await at(GRACE + 1000);
+      await at(GRACE + 2000);
+      syncer.stop();
+      expect(secrets.writes).toEqual([
+        released(0),
+        `annotate fleet.a ${RELEASED_AT_ANNOTATION}=-`,
+        released(GRACE + 1000),
+      ]);
+    });
+
+    it('is rewritten without the release time when the ClusterProfile returns', async () => {
+      const { secrets, syncer, profiles } = await setUp(() => false);
+      profiles.set(profile);
+      await syncer.idle();
+      syncer.stop();
+      expect({
+        writes: secrets.writes,
+        annotation: secrets.store.get('fleet.a')!.metadata!.annotations![RELEASED_AT_ANNOTATION],
+      }).toEqual({ writes: [released(0), 'replace fleet.a'], annotation: undefined });
+    });
   });
 });
