@@ -509,9 +509,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     const role = chart.find((o) => o.kind === 'ClusterRole')! as KubernetesObject & {
       rules: { resources: string[] }[];
     };
-    await plane.hub.apply([
-      { ...role, rules: role.rules.filter((r) => !r.resources.includes('multikubernetesclusterplacements')) },
-    ] as KubernetesObject[]);
+    const withoutPlacements: KubernetesObject = {
+      ...role,
+      rules: role.rules.filter((r) => !r.resources.includes('multikubernetesclusterplacements')),
+    } as KubernetesObject;
+    await plane.hub.apply([withoutPlacements]);
     const lines: string[] = [];
     delivery = await startArgoCdDelivery({
       ...deliveryOptions,
@@ -601,7 +603,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         'the listening line',
         async () => /"address":"127\.0\.0\.1:(\d+)"/.exec(stderr)?.[1],
         (port) => port !== undefined,
-        30_000,
+        90_000,
       );
       const client = new GoClient(Number(address));
       const response = await eventually(
@@ -625,5 +627,5 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     } finally {
       child.kill('SIGKILL');
     }
-  }, 60_000);
+  }, 150_000); // a tsx-loaded CLI takes 20 s+ to start with both cores busy
 });
