@@ -15,7 +15,7 @@ import { stringify } from 'yaml';
 import { loadKubeConfig, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
 
 const USAGE = `Usage:
-  mco clusters apply -f <clusters.yaml> [--prune] [--dry-run] [options]
+  mco clusters apply -f <clusters.yaml> [--prune --manager <name> [--allow-mass-prune]] [--dry-run] [options]
   mco clusters from-kubeconfig --context <name> [--name <profile>] [--label k=v]... [--print] [options]
   mco clusters list [--manager <name>] [-o json]
 
@@ -25,7 +25,10 @@ ${CLUSTER_MANAGER_LABEL}); mco only ever changes or deletes its own.
 
 apply           creates or updates the profiles a clusters file declares
                 (status is written through /status); with --prune also deletes
-                this manager's profiles that the file no longer declares.
+                this manager's profiles that the file no longer declares
+                (--manager is then required, so a laptop never prunes a
+                controller's profiles under the default name; pruning more
+                than half of them needs --allow-mass-prune).
                 A second run over the same file writes nothing.
 from-kubeconfig creates or updates ONE profile from a kubeconfig context:
                 server, CA, TLS server name and proxy (never credentials).
@@ -34,7 +37,8 @@ list            prints the hub's ClusterProfiles (all managers unless --manager)
 
 Options:
   -f, --file <path>          clusters file, YAML or JSON (apply)
-      --prune                delete owned profiles not in the file (apply)
+      --prune                delete owned profiles not in the file (apply; needs --manager)
+      --allow-mass-prune     let --prune delete more than half of the owned profiles (a decommission)
       --dry-run              the server validates every write, nothing is stored
   -n, --namespace <ns>       namespace of clusters that name none (default fleet)
       --manager <name>       cluster manager name (default ${MANUAL_MANAGER})
@@ -65,6 +69,7 @@ export const clustersCommand: Command = {
       options: {
         file: { type: 'string', short: 'f' },
         prune: { type: 'boolean' },
+        'allow-mass-prune': { type: 'boolean' },
         'dry-run': { type: 'boolean' },
         namespace: { type: 'string', short: 'n' },
         manager: { type: 'string' },
@@ -94,12 +99,18 @@ export const clustersCommand: Command = {
       switch (verb) {
         case 'apply': {
           if (!values.file) throw new UsageError('apply needs -f <clusters file>');
+          // The default name is shared by every hand-run apply and the manual provider: pruning under it
+          // from a laptop would delete profiles another file declares.
+          if (values.prune && !values.manager)
+            throw new UsageError('apply --prune needs --manager <name>: the manager whose profiles may be deleted');
+          if (values['allow-mass-prune'] && !values.prune) throw new UsageError('--allow-mass-prune needs --prune');
           const report = await applyClustersFile({
             kubeConfig: hub(),
             file: values.file,
             namespace,
             manager,
             prune: values.prune ?? false,
+            allowMassPrune: values['allow-mass-prune'],
             dryRun: values['dry-run'],
             now: () => new Date(),
           });
