@@ -23,6 +23,7 @@ export type {
 } from './plugin.js';
 export {
   observeEachCluster,
+  isDeadline,
   observeWorkloadOnEachCluster,
   type ClusterObservation,
   type ObserveEachClusterOptions,
