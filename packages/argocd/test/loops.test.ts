@@ -1,6 +1,7 @@
 import type { ClusterProfile, Placement, PlacementStatus } from '@mco/core';
 import { aClusterProfile, aPlacement } from '@mco/core/testing';
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '@mco/runtime';
 import {
   buildClusterSecret,
   createApplicationSetRefresher,
@@ -106,6 +107,12 @@ describe('the ApplicationSet refresher', () => {
       [],
     ],
     [
+      'a placement whose status someone else wrote in an odd shape is skipped, never a crash',
+      (s) =>
+        s.placements.set({ ...aPlacement('apps/web'), status: { clusters: 'not a list' } } as unknown as Placement),
+      [],
+    ],
+    [
       'an answer the plugin would refuse (ACTIVE cluster without profile) refreshes nothing',
       (s) => s.placements.set(aPlacement('apps/web', {}, listed('a', 'unknown'))),
       [],
@@ -146,6 +153,51 @@ describe('the ApplicationSet refresher', () => {
     while (refreshed.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     refresher.stop();
     expect({ refreshed, failuresLeft: failures }).toEqual({ refreshed: ['argocd/web-set'], failuresLeft: -1 });
+  });
+});
+
+describe('the ApplicationSet refresher on an unexpected error', () => {
+  it('logs it and retries: no unhandled rejection, and the next change is still refreshed', async () => {
+    const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
+    const profiles = new FakeCache<ClusterProfile>([aClusterProfile('fleet/a'), aClusterProfile('fleet/b')]);
+    let bugs = 1;
+    const get = placements.get.bind(placements);
+    placements.get = (key: string) => {
+      if (bugs > 0 && key === 'apps/web' && get(key)?.status?.clusters?.length === 2) {
+        bugs--;
+        throw new TypeError("Cannot read properties of undefined (reading 'x')");
+      }
+      return get(key);
+    };
+    const lines: string[] = [];
+    const refreshed: string[] = [];
+    const refresher = createApplicationSetRefresher({
+      placements,
+      clusterProfiles: profiles,
+      applicationSets: {
+        list: async () => [appSet('web-set', 'web')],
+        refresh: async (namespace, name) => void refreshed.push(`${namespace}/${name}`),
+      },
+      debounceMs: 5,
+      retryMs: 5,
+      logger: createLogger({ level: 'error', write: (line) => lines.push(line) }),
+    });
+    refresher.start();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await refresher.idle();
+    placements.set(aPlacement('apps/web', {}, listed('a', 'b')));
+    const deadline = Date.now() + 2000;
+    while (refreshed.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    refresher.stop();
+    expect({
+      refreshed,
+      bugsLeft: bugs,
+      logged: lines.map((l) => (JSON.parse(l) as { msg: string }).msg),
+    }).toEqual({
+      refreshed: ['argocd/web-set'],
+      bugsLeft: 0,
+      logged: ['refreshing ApplicationSets failed unexpectedly; retrying'],
+    });
   });
 });
 
