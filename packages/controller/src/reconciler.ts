@@ -172,17 +172,22 @@ export class Reconciler {
     const guard = this.options.inventoryLossGuard;
     if (!guard?.engaged) return false;
     const annotations = placement.metadata?.annotations as Record<string, string> | undefined;
-    if (!guard.confirm(confirmedAt(annotations), now.getTime())) return true;
+    const count = this.options.clusterProfiles.size;
+    if (!guard.confirm(confirmedAt(annotations), count, now.getTime())) return true;
     this.logger.info('the loss of ClusterProfiles was confirmed; held removals resume', {
       placement: objectKey(placement),
-      profiles: this.options.clusterProfiles.size,
+      profiles: count,
     });
     return false;
   }
 
   /** The fleet snapshot, built once per ClusterProfile change and shared by every placement. */
   currentInventory(): Inventory {
-    this.inventory ??= createInventory(this.options.clusterProfiles.list() as unknown as ClusterProfile[]);
+    if (!this.inventory) {
+      this.inventory = createInventory(this.options.clusterProfiles.list() as unknown as ClusterProfile[]);
+      // The first reconcile records the count the initial listing brought (its events came before the sync).
+      this.watchInventoryLoss();
+    }
     return this.inventory;
   }
 

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { CLUSTER_MANAGER_LABEL, CONTROL_PLANE_HEALTHY, type ClusterProfile } from '@mco/core';
+import { CustomObjectsApi, KubeConfig, setHeaderOptions } from '@kubernetes/client-node';
+import { INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '@mco/controller';
+import { CLUSTER_MANAGER_LABEL, CONTROL_PLANE_HEALTHY, PLACEMENT_GROUP, type ClusterProfile } from '@mco/core';
 import {
   ClusterDeclarationSchema,
   MANUAL_MANAGER,
@@ -10,7 +11,7 @@ import {
   syncClusterProfiles,
   type SyncReport,
 } from '@mco/provider-manual';
-import { McoError } from '@mco/runtime';
+import { McoError, toMcoError } from '@mco/runtime';
 import { stringify } from 'yaml';
 import { loadKubeConfig, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
 
@@ -18,6 +19,7 @@ const USAGE = `Usage:
   mco clusters apply -f <clusters.yaml> [--prune --manager <name> [--allow-mass-prune]] [--dry-run] [options]
   mco clusters from-kubeconfig --context <name> [--name <profile>] [--label k=v]... [--print] [options]
   mco clusters list [--manager <name>] [-o json]
+  mco clusters confirm-removal [-n <namespace>]
 
 Declares member clusters as ClusterProfiles in the hub (docs/providers.md).
 Profiles are owned by a cluster manager (spec.clusterManager.name and label
@@ -34,6 +36,10 @@ from-kubeconfig creates or updates ONE profile from a kubeconfig context:
                 server, CA, TLS server name and proxy (never credentials).
                 --print writes the clusters-file entry instead, to add to a file.
 list            prints the hub's ClusterProfiles (all managers unless --manager).
+confirm-removal after a sudden loss of ClusterProfiles (Satisfied=Unknown,
+                reason InventoryShrunk), confirms that their clusters really
+                go: annotates the placements (all, or those in -n) with the
+                time; the controller then removes them as usual.
 
 Options:
   -f, --file <path>          clusters file, YAML or JSON (apply)
@@ -150,8 +156,10 @@ export const clustersCommand: Command = {
         }
         case 'list':
           return await list(hub(), values.manager, values.output ?? 'table', io);
+        case 'confirm-removal':
+          return await confirmRemoval(hub(), values.namespace, io);
         default:
-          throw new UsageError(`unknown subcommand "${verb}" (apply, from-kubeconfig, list)`);
+          throw new UsageError(`unknown subcommand "${verb}" (apply, from-kubeconfig, list, confirm-removal)`);
       }
     } catch (error) {
       if (error instanceof McoError && error.code === 'Invalid') throw new UsageError(error.message);
@@ -210,6 +218,47 @@ function printReport(report: SyncReport, io: Io, dryRun: boolean): number {
     `(${report.writes} writes${dryRun ? ', dry run: nothing stored' : ''})`;
   io.stdout(`${[...lines, summary].join('\n')}\n`);
   return report.failed.length > 0 || report.skipped.length > 0 ? 1 : 0;
+}
+
+/**
+ * Writes the confirmation annotation (the time now) on the placements: the
+ * controller's inventory-loss guard then stops holding their removals for the
+ * losses it saw before that time.
+ */
+async function confirmRemoval(kc: KubeConfig, namespace: string | undefined, io: Io): Promise<number> {
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const [group, version, plural] = [PLACEMENT_GROUP, 'v1alpha1', 'multikubernetesclusterplacements'];
+  const page = (await (
+    namespace
+      ? api.listNamespacedCustomObject({ group, version, plural, namespace })
+      : api.listClusterCustomObject({ group, version, plural })
+  ).catch((error: unknown) => {
+    throw toMcoError(error, 'list placements');
+  })) as { items: { metadata: { name: string; namespace: string } }[] };
+  const targets = page.items
+    .map((p) => p.metadata)
+    .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+  const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  for (const { namespace: ns, name } of targets) {
+    await api
+      .patchNamespacedCustomObject(
+        {
+          group,
+          version,
+          plural,
+          namespace: ns,
+          name,
+          body: { metadata: { annotations: { [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: at } } },
+        },
+        setHeaderOptions('Content-Type', 'application/merge-patch+json'),
+      )
+      .catch((error: unknown) => {
+        throw toMcoError(error, `annotate placement ${ns}/${name}`);
+      });
+    io.stdout(`confirmed  ${ns}/${name}\n`);
+  }
+  io.stdout(`${targets.length} placement(s) confirmed at ${at}\n`);
+  return 0;
 }
 
 async function list(kc: KubeConfig, manager: string | undefined, output: string, io: Io): Promise<number> {
