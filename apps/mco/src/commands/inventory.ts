@@ -5,6 +5,7 @@ import { createLogger, type InventoryProvider, type Logger } from '@mco/runtime'
 import { Registry } from 'prom-client';
 import { z } from 'zod';
 import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { assertUniqueOwnership } from '../ownership.js';
 import { createPlugins, inventoryProviders } from '../plugins.js';
 
 export const InventoryFileSchema = z.strictObject({
@@ -29,7 +30,7 @@ export async function loadInventoryProviders(
 ): Promise<Map<string, InventoryProvider>> {
   const { kubeConfig, logger, registry } = deps;
   const document = parseOrThrow(InventoryFileSchema, await readDocument(file), `inventory providers file ${file}`);
-  return createPlugins(
+  const providers = createPlugins(
     inventoryProviders,
     document.providers,
     (index) => `${file}: providers[${index}]`,
@@ -40,6 +41,8 @@ export async function loadInventoryProviders(
       now: () => new Date(),
     }),
   );
+  assertUniqueOwnership(inventoryProviders, document.providers, (index) => `${file}: providers[${index}]`);
+  return providers;
 }
 
 /** Runs providers until `abort` fires. One failing provider does not stop the others. */
