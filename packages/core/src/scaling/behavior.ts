@@ -12,6 +12,8 @@ export interface ResolvedBehavior {
   readonly signalStaleAfterSeconds: number;
   /** Without autoscaling: how long a cluster whose ClusterProfile is missing stays EVICTING (semantics.md 10.5). */
   readonly profileLossGraceSeconds: number;
+  readonly failBackEnabled: boolean;
+  readonly failBackStabilizationSeconds: number;
 }
 
 export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
@@ -24,6 +26,8 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   unhealthyTimeoutSeconds: 900,
   signalStaleAfterSeconds: 180,
   profileLossGraceSeconds: 300,
+  failBackEnabled: false,
+  failBackStabilizationSeconds: 600,
 });
 
 export function resolveBehavior(
@@ -41,5 +45,7 @@ export function resolveBehavior(
     unhealthyTimeoutSeconds: behavior?.unhealthyTimeoutSeconds ?? d.unhealthyTimeoutSeconds,
     signalStaleAfterSeconds: behavior?.signalStaleAfterSeconds ?? d.signalStaleAfterSeconds,
     profileLossGraceSeconds: scalingBehavior?.profileLossGraceSeconds ?? d.profileLossGraceSeconds,
+    failBackEnabled: behavior?.failBack?.enabled ?? d.failBackEnabled,
+    failBackStabilizationSeconds: behavior?.failBack?.stabilizationWindowSeconds ?? d.failBackStabilizationSeconds,
   };
 }
