@@ -44,6 +44,16 @@ describe('mco inventory configuration errors', () => {
       /providers\[1\]\.name: "a" is used twice/,
     ],
     ['an empty list', 'providers: []', /providers: /],
+    [
+      'two providers with one cluster manager over all namespaces',
+      'providers: [{name: a, plugin: manual, config: {file: x}}, {name: b, plugin: manual, config: {file: y}}]',
+      /providers\[1\]: cluster manager "mco-manual" is already used by .*providers\[0\] \("a"\) in the same namespaces/,
+    ],
+    [
+      'two providers with one cluster manager over overlapping namespaces',
+      'providers: [{name: a, plugin: manual, config: {file: x, managerName: team, namespaces: [a, b]}}, {name: b, plugin: manual, config: {file: y, managerName: team, namespaces: [b]}}]',
+      /providers\[1\]: cluster manager "team" is already used by/,
+    ],
   ])('exits 2 for %s, naming the field', async (_name, content, message) => {
     const { code, stderr } = await mco(
       'inventory',
@@ -54,6 +64,21 @@ describe('mco inventory configuration errors', () => {
     );
     expect(stderr).toMatch(message);
     expect(code).toBe(2);
+  });
+
+  it('accepts one cluster manager name in namespaces that do not overlap, and distinct names anywhere', async () => {
+    const registry = new Registry();
+    const { KubeConfig } = await import('@kubernetes/client-node');
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    const providers = await loadInventoryProviders(
+      file(
+        'providers.yaml',
+        'providers: [{name: a, plugin: manual, config: {file: x, managerName: team, namespaces: [a]}}, {name: b, plugin: manual, config: {file: y, managerName: team, namespaces: [b]}}, {name: c, plugin: manual, config: {file: z}}]',
+      ),
+      { kubeConfig: kc, logger: silentLogger, registry },
+    );
+    expect([...providers.keys()]).toEqual(['a', 'b', 'c']);
   });
 
   it('exits 2 without --config', async () => {

@@ -13,6 +13,7 @@ import {
   UsageError,
   type Command,
 } from '../cli.js';
+import { assertUniqueOwnership } from '../ownership.js';
 import { createPlugins, inventoryProviders } from '../plugins.js';
 
 export const InventoryFileSchema = z.strictObject({
@@ -37,7 +38,7 @@ export async function loadInventoryProviders(
 ): Promise<Map<string, InventoryProvider>> {
   const { kubeConfig, logger, registry } = deps;
   const document = parseOrThrow(InventoryFileSchema, await readDocument(file), `inventory providers file ${file}`);
-  return createPlugins(
+  const providers = createPlugins(
     inventoryProviders,
     document.providers,
     (index) => `${file}: providers[${index}]`,
@@ -48,6 +49,8 @@ export async function loadInventoryProviders(
       now: () => new Date(),
     }),
   );
+  assertUniqueOwnership(inventoryProviders, document.providers, (index) => `${file}: providers[${index}]`);
+  return providers;
 }
 
 /** Runs providers until `abort` fires. One failing provider does not stop the others. */
