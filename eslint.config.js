@@ -25,6 +25,26 @@ export default tseslint.config(
     },
   },
   {
+    // Adapters, providers and signal sources share the Kubernetes runtime
+    // through @mco/kube-runtime; depending on the controller would tie every
+    // plugin to its release and its internals (docs/architecture.md).
+    files: ['packages/**/*.ts'],
+    ignores: ['packages/controller/**', 'packages/core/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['@mco/controller', '@mco/controller/*', '**/controller/src/**'],
+              message: 'Only the mco app uses @mco/controller; shared Kubernetes machinery lives in @mco/kube-runtime.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     files: ['packages/core/src/**/*.ts'],
     ignores: ['packages/core/src/testing/**'],
     rules: {

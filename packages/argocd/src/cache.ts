@@ -5,7 +5,7 @@ import type { PlacementView } from './view.js';
 export type CacheEvent = 'add' | 'update' | 'delete';
 
 /**
- * The part of an informer this package uses (`Informer` of @mco/controller
+ * The part of an informer this package uses (`Informer` of @mco/kube-runtime
  * fits it): a synced cache keyed `namespace/name` with change handlers.
  */
 export interface ObjectCache<T> {

@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
-import { CLUSTER_PROFILES, Informer, PLACEMENTS, createListWatch } from '@mco/controller';
+import { CLUSTER_PROFILES, Informer, PLACEMENTS, createListWatch } from '@mco/kube-runtime';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView } from './cache.js';
 import { createApplicationSetClient, createSecretClient } from './kube.js';
@@ -55,7 +55,7 @@ export interface ArgoCdDelivery {
 
 /**
  * Runs what `mco argocd-plugin` runs: informers on placements and
- * ClusterProfiles (@mco/controller's reflector), the plugin generator server
+ * ClusterProfiles (@mco/kube-runtime's reflector), the plugin generator server
  * answering from them, and optionally the ApplicationSet refresher and the
  * cluster Secret syncer. Resolves once the plugin listens; the caches sync in
  * the background (the plugin answers 503 until they have).

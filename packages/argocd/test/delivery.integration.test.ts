@@ -12,7 +12,7 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/controller';
+import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import type { PlacementStatus } from '@mco/core';
 import { createLogger } from '@mco/runtime';
 import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';

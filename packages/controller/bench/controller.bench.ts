@@ -10,7 +10,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { createListWatch, Informer, PLACEMENTS, type KubeObject } from '../src/index.js';
+import { createListWatch, Informer, PLACEMENTS, type KubeObject } from '@mco/kube-runtime';
 import { Fleet, startHub } from '../test/support.js';
 
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 1000);

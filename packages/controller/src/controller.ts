@@ -2,20 +2,22 @@ import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { silentLogger, type CapacitySignalSource, type Logger } from '@mco/runtime';
 import type { Registry } from 'prom-client';
-import { EventRecorder } from './events.js';
-import { Informer, objectKey, type KubeObject, type ListWatch } from './informer.js';
 import {
   CLUSTER_PROFILES,
-  createHubClient,
   createListWatch,
+  Informer,
+  LeaderElector,
+  objectKey,
   PLACEMENT_DECISIONS,
   PLACEMENTS,
-  type HubClient,
-} from './kube.js';
-import { LeaderElector } from './leader-election.js';
+  WorkQueue,
+  type KubeObject,
+  type ListWatch,
+} from '@mco/kube-runtime';
+import { EventRecorder } from './events.js';
+import { createHubClient, type HubClient } from './kube.js';
 import { createMetrics, type ControllerMetrics } from './metrics.js';
 import { affectsDecisions, DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
-import { WorkQueue } from './work-queue.js';
 
 export interface LeaderElectionSettings {
   readonly namespace: string;

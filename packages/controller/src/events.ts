@@ -1,7 +1,7 @@
 import type { CoreV1Event } from '@kubernetes/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
+import type { KubeObject } from '@mco/kube-runtime';
 import type { HubClient } from './kube.js';
-import type { KubeObject } from './informer.js';
 import type { ControllerMetrics } from './metrics.js';
 
 export type EventType = 'Normal' | 'Warning';

@@ -18,34 +18,10 @@ export {
   type ReconcileResult,
   type ReconcilerOptions,
 } from './reconciler.js';
-export {
-  Informer,
-  objectKey,
-  type InformerHealth,
-  type InformerOptions,
-  type KubeObject,
-  type ListWatch,
-  type ListPage,
-  type WatchEventType,
-} from './informer.js';
-export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
-export { backoffDelay, type BackoffOptions } from './backoff.js';
-export { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
 export { EventRecorder, type EventType } from './events.js';
 export { createMetrics, type ControllerMetrics } from './metrics.js';
 export { startHealthServer, type HealthServer, type HealthServerOptions } from './server.js';
-export {
-  CLUSTER_PROFILES,
-  PLACEMENTS,
-  PLACEMENT_DECISIONS,
-  createHubClient,
-  createListWatch,
-  requestOptions,
-  type HubClient,
-  type RequestOptions,
-  type Resource,
-} from './kube.js';
-export { jsonEqual } from './equal.js';
+export { createHubClient, type HubClient } from './kube.js';
 export {
   CONTROLLER_FLAGS,
   SignalSourcesFileSchema,

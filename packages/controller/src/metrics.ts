@@ -1,5 +1,5 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { InformerHealth } from './informer.js';
+import type { InformerHealth } from '@mco/kube-runtime';
 
 /** The controller's Prometheus metrics (docs/operations.md lists them). */
 export interface ControllerMetrics {

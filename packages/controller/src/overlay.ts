@@ -1,4 +1,4 @@
-import type { KubeObject } from './informer.js';
+import type { KubeObject } from '@mco/kube-runtime';
 
 /**
  * What this controller wrote but its informer has not delivered yet. Without

@@ -28,9 +28,8 @@ import {
   type Logger,
   type SignalError,
 } from '@mco/runtime';
-import { jsonEqual } from './equal.js';
+import { jsonEqual, objectKey, type Informer, type InformerEvent, type KubeObject } from '@mco/kube-runtime';
 import type { EventRecorder, EventType } from './events.js';
-import { objectKey, type Informer, type InformerEvent, type KubeObject } from './informer.js';
 import type { HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
 import { WriteOverlay } from './overlay.js';

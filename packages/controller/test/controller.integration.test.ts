@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { TRANSITION_IDS } from '@mco/core';
-import { startHealthServer, type KubeObject } from '../src/index.js';
+import type { KubeObject } from '@mco/kube-runtime';
+import { startHealthServer } from '../src/index.js';
 import { FakeSignalSource, waitFor, describeWithHub } from './support.js';
 import { counterValue, settled, testController, useControllerHub } from './support-controller.js';
 

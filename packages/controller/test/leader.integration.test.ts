@@ -1,13 +1,7 @@
 import { expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
-import {
-  CLUSTER_PROFILES,
-  createListWatch,
-  Informer,
-  PLACEMENT_DECISIONS,
-  type Controller,
-  type KubeObject,
-} from '../src/index.js';
+import { CLUSTER_PROFILES, createListWatch, Informer, PLACEMENT_DECISIONS, type KubeObject } from '@mco/kube-runtime';
+import type { Controller } from '../src/index.js';
 import { FakeSignalSource, LEASE_NAME, RELEASE_NAMESPACE, waitFor, describeWithHub } from './support.js';
 import { counterValue, testController, useControllerHub } from './support-controller.js';
 

@@ -24,7 +24,7 @@ import {
   type ControlPlane,
   type ControlPlaneOptions,
 } from '@mco/testkit';
-import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, type KubeObject } from '../src/index.js';
+import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, type KubeObject } from '@mco/kube-runtime';
 
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const CHART = join(REPO, 'apps', 'mco', 'chart');

@@ -178,6 +178,12 @@ const VALIDATIONS: Readonly<Record<string, NonNullable<SchemaNode['x-kubernetes-
       messageExpression: `has(self.${RDE}) ? 'set only one of ${RDE} and ${IDE}, not both' : 'set one of ${RDE} and ${IDE}'`,
     },
   ],
+  'spec.affinity.clusterAffinity.preferredDuringSchedulingIgnoredDuringExecution[]': [
+    {
+      rule: 'has(self.preference) != has(self.propertySorter)',
+      message: 'set exactly one of preference and propertySorter',
+    },
+  ],
   'spec.clusterSelectorRules[]': [regexRule('clusterSelectorRules')],
   'spec.rules[]': [regexRule('rules')],
 };

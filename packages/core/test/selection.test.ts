@@ -237,7 +237,12 @@ describe('invalid specs (condition Valid=False) leave status.clusters untouched'
       'InvalidSelector',
       /fieldSelector\.field: unsupported field "metadata\.labels"/,
     ],
-    ['an empty expression', rde([{}]), 'InvalidSelector', /needs a labelSelector, a fieldSelector or both/],
+    [
+      'an empty expression',
+      rde([{}]),
+      'InvalidSelector',
+      /needs a labelSelector, a fieldSelector or a propertySelector/,
+    ],
     [
       'both RDE and IDE',
       {

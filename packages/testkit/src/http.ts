@@ -14,11 +14,12 @@ export interface RawRequestOptions {
 }
 
 /**
- * One HTTPS request to an apiserver, verified against its CA; short default
- * timeout for polling. Each request has its own connection: kube-apiserver
- * closes idle connections after 90 s without announcing it (no Keep-Alive
- * header), so a pooled one can be dead by the time it is reused — a test that
- * blocked its event loop for minutes once wrote into such a socket (EPIPE).
+ * One HTTPS request to an apiserver, verified against its CA. The default
+ * timeout is generous for a loaded machine; polling loops pass a short one.
+ * Each request has its own connection: kube-apiserver closes idle connections
+ * after 90 s without announcing it (no Keep-Alive header), so a pooled one can
+ * be dead by the time it is reused — a test that blocked its event loop for
+ * minutes once wrote into such a socket (EPIPE).
  */
 export function rawRequest(
   server: string,
@@ -27,7 +28,7 @@ export function rawRequest(
   path: string,
   options: RawRequestOptions = {},
 ): Promise<RawResponse> {
-  const timeoutMs = options.timeoutMs ?? 5_000;
+  const timeoutMs = options.timeoutMs ?? 30_000;
   return new Promise((resolve, reject) => {
     const req = request(
       new URL(path, server),

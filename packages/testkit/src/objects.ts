@@ -123,7 +123,7 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 export async function installCrds(
   cluster: RequestTarget,
   sources: readonly CrdSource[],
-  timeoutMs = 30_000,
+  timeoutMs = 120_000, // a 1.4 MB CRD on a loaded 2-core machine
 ): Promise<InstalledCrd[]> {
   const crds = sources
     .flatMap((source) => (typeof source === 'string' ? loadYamlObjects(source) : [source]))

@@ -36,12 +36,28 @@ export const FieldSelectorRequirementSchema = z.object({
 });
 export type FieldSelectorRequirement = z.infer<typeof FieldSelectorRequirementSchema>;
 
+export const PropertySelectorRequirementSchema = z
+  .object({
+    name: z.string().max(253).describe('The ClusterProfile status.properties name.'),
+    operator: z.string().max(8).describe('One of Eq, Ne, Gt, Ge, Lt, Le.'),
+    values: z
+      .array(z.string().max(256))
+      .max(1)
+      .optional()
+      .describe('Exactly one value; a Kubernetes quantity (e.g. 16, 1.5, 80Gi, 250m) for Gt, Ge, Lt and Le.'),
+  })
+  .describe(
+    'mco extension: compares a ClusterProfile property as a Kubernetes quantity; a cluster without it matches only Ne.',
+  );
+export type PropertySelectorRequirement = z.infer<typeof PropertySelectorRequirementSchema>;
+
 export const ClusterSelectorExpressionSchema = z
   .object({
     labelSelector: LabelSelectorRequirementSchema.optional(),
     fieldSelector: FieldSelectorRequirementSchema.optional(),
+    propertySelector: PropertySelectorRequirementSchema.optional(),
   })
-  .describe('A selector on a label, a field, or both (ANDed).');
+  .describe('A selector on a label, a field, a property, or several of them (ANDed).');
 export type ClusterSelectorExpression = z.infer<typeof ClusterSelectorExpressionSchema>;
 
 export const ClusterSelectorTermSchema = z
@@ -61,9 +77,23 @@ export const ClusterSelectorSchema = z.object({
 });
 export type ClusterSelector = z.infer<typeof ClusterSelectorSchema>;
 
+export const PropertySorterSchema = z
+  .object({
+    name: z.string().max(253).describe('The ClusterProfile status.properties name, compared as a Kubernetes quantity.'),
+    sortOrder: z
+      .string()
+      .max(16)
+      .describe('Ascending (the smallest value is best) or Descending (the largest is best).'),
+  })
+  .describe(
+    'mco extension: the cluster with the best value gets the weight, the worst 0, the others linearly in between; clusters without the property get 0.',
+  );
+export type PropertySorter = z.infer<typeof PropertySorterSchema>;
+
 export const PreferredClusterSelectorTermSchema = z.object({
   weight: z.number().int().min(1).max(100).describe('Weight 1-100 added to a cluster matching the preference.'),
-  preference: ClusterSelectorTermSchema,
+  preference: ClusterSelectorTermSchema.optional().describe('Set exactly one of preference and propertySorter.'),
+  propertySorter: PropertySorterSchema.optional(),
 });
 export type PreferredClusterSelectorTerm = z.infer<typeof PreferredClusterSelectorTermSchema>;
 

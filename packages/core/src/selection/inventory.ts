@@ -1,6 +1,7 @@
 import type { ClusterProfile } from '../api/cluster-profile.js';
 import { CONTROL_PLANE_HEALTHY } from '../api/cluster-profile.js';
 import { clusterKey, type ClusterKey } from '../api/common.js';
+import { parseQuantity, type Quantity } from './quantity.js';
 
 /** A ClusterProfile as the engine sees it, with what every evaluation reads precomputed. */
 export interface InventoryCluster {
@@ -10,7 +11,20 @@ export interface InventoryCluster {
   readonly labels: Readonly<Record<string, string>>;
   /** The `ControlPlaneHealthy` condition: false only when it is `False`; unknown is undefined. */
   readonly controlPlaneHealthy: boolean | undefined;
+  /** `status.properties` by name (the first of duplicates wins). */
+  readonly properties: ReadonlyMap<string, ClusterProperty>;
   readonly profile: ClusterProfile;
+}
+
+/** A property value; its quantity is parsed on first use and remembered for the snapshot. */
+export class ClusterProperty {
+  private parsed: Quantity | null | undefined;
+  constructor(readonly value: string) {}
+  /** The value as a Kubernetes quantity, or undefined when it is not one. */
+  get quantity(): Quantity | undefined {
+    if (this.parsed === undefined) this.parsed = parseQuantity(this.value) ?? null;
+    return this.parsed ?? undefined;
+  }
 }
 
 /**
@@ -24,6 +38,15 @@ export interface Inventory {
 }
 
 const EMPTY_LABELS: Readonly<Record<string, string>> = Object.freeze({});
+const NO_PROPERTIES: ReadonlyMap<string, ClusterProperty> = new Map();
+
+function propertiesOf(profile: ClusterProfile): ReadonlyMap<string, ClusterProperty> {
+  const list = profile.status?.properties;
+  if (!list || list.length === 0) return NO_PROPERTIES;
+  const map = new Map<string, ClusterProperty>();
+  for (const { name, value } of list) if (!map.has(name)) map.set(name, new ClusterProperty(value));
+  return map;
+}
 
 export function createInventory(profiles: readonly ClusterProfile[]): Inventory {
   const byKey = new Map<ClusterKey, InventoryCluster>();
@@ -39,6 +62,7 @@ export function createInventory(profiles: readonly ClusterProfile[]): Inventory 
       namespace,
       labels: profile.metadata.labels ?? EMPTY_LABELS,
       controlPlaneHealthy: condition?.status === 'False' ? false : condition?.status === 'True' ? true : undefined,
+      properties: propertiesOf(profile),
       profile,
     });
   }

@@ -3,6 +3,7 @@ import type { PlacementSpec } from '../api/placement.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
 import type { Inventory, InventoryCluster } from './inventory.js';
 import { compileRule, type CompiledRule } from './rules.js';
+import { compilePropertySorter, scoreBySorter, type CompiledSorter } from './properties.js';
 import { compileClusterSelector, compileTerm, type ClusterMatcher } from './selectors.js';
 
 /** A placement's selection policy, compiled once per spec. */
@@ -12,6 +13,7 @@ export interface Selection {
   /** true with requiredDuringSchedulingRequiredDuringExecution: listed clusters that stop matching are evicted. */
   readonly requiredDuringExecution: boolean;
   readonly preferences: readonly { readonly weight: number; readonly match: ClusterMatcher }[];
+  readonly sorters: readonly CompiledSorter[];
 }
 
 export function compileSelection(spec: PlacementSpec): Result<Selection, SpecError> {
@@ -54,16 +56,25 @@ export function compileSelection(spec: PlacementSpec): Result<Selection, SpecErr
     required = matcher.value;
   }
   const preferences: { weight: number; match: ClusterMatcher }[] = [];
+  const sorters: CompiledSorter[] = [];
   const preferred = affinity?.preferredDuringSchedulingIgnoredDuringExecution ?? [];
   for (let i = 0; i < preferred.length; i++) {
-    const term = compileTerm(
-      preferred[i]!.preference,
-      `${base}.preferredDuringSchedulingIgnoredDuringExecution[${i}].preference`,
-    );
+    const { weight, preference, propertySorter } = preferred[i]!;
+    const at = `${base}.preferredDuringSchedulingIgnoredDuringExecution[${i}]`;
+    if ((preference === undefined) === (propertySorter === undefined)) {
+      return err({ reason: 'InvalidSelector', field: at, message: 'set exactly one of preference and propertySorter' });
+    }
+    if (propertySorter) {
+      const sorter = compilePropertySorter(propertySorter, weight, `${at}.propertySorter`);
+      if (!sorter.ok) return sorter;
+      sorters.push(sorter.value);
+      continue;
+    }
+    const term = compileTerm(preference!, `${at}.preference`);
     if (!term.ok) return term;
-    preferences.push({ weight: preferred[i]!.weight, match: term.value });
+    preferences.push({ weight, match: term.value });
   }
-  return ok({ rules, required, requiredDuringExecution: rde !== undefined, preferences });
+  return ok({ rules, required, requiredDuringExecution: rde !== undefined, preferences, sorters });
 }
 
 export interface SelectionResult {
@@ -97,7 +108,8 @@ export function selectClusters(
   }
   const required = selection.required;
   let eligible = required ? list.filter(required) : list;
-  if (selection.preferences.length > 0) eligible = sortByPreference(eligible, selection.preferences);
+  if (selection.preferences.length > 0 || selection.sorters.length > 0)
+    eligible = sortByPreference(eligible, selection);
 
   const rank = new Map<ClusterKey, number>();
   for (let i = 0; i < eligible.length; i++) {
@@ -132,15 +144,29 @@ export function selectClusters(
   };
 }
 
-/** Stable re-sort by summed preference weight, highest first: buckets per score, no comparison sort. */
-function sortByPreference(
-  clusters: readonly InventoryCluster[],
-  preferences: Selection['preferences'],
-): readonly InventoryCluster[] {
+/**
+ * The preference score of each cluster, in `clusters` order: the weights of
+ * the matching preferences plus each sorter's share (semantics.md 2.4, 10.2).
+ */
+export function preferenceScores(clusters: readonly InventoryCluster[], selection: Selection): Float64Array {
+  const scores = new Float64Array(clusters.length);
+  for (let i = 0; i < clusters.length; i++) {
+    for (const p of selection.preferences) if (p.match(clusters[i]!)) scores[i]! += p.weight;
+  }
+  for (const sorter of selection.sorters) {
+    const shares = scoreBySorter(sorter, clusters);
+    for (let i = 0; i < clusters.length; i++) scores[i]! += shares[i]!;
+  }
+  return scores;
+}
+
+/** Stable re-sort by preference score, highest first: buckets per score, then the distinct scores sorted. */
+function sortByPreference(clusters: readonly InventoryCluster[], selection: Selection): readonly InventoryCluster[] {
+  const scores = preferenceScores(clusters, selection);
   const buckets = new Map<number, InventoryCluster[]>();
-  for (const cluster of clusters) {
-    let score = 0;
-    for (const p of preferences) if (p.match(cluster)) score += p.weight;
+  for (let i = 0; i < clusters.length; i++) {
+    const cluster = clusters[i]!;
+    const score = scores[i]!;
     const bucket = buckets.get(score);
     if (bucket) bucket.push(cluster);
     else buckets.set(score, [cluster]);

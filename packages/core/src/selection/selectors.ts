@@ -1,6 +1,7 @@
 import type { ClusterSelector, ClusterSelectorTerm } from '../api/placement.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
 import type { InventoryCluster } from './inventory.js';
+import { compilePropertySelector } from './properties.js';
 
 export type ClusterMatcher = (cluster: InventoryCluster) => boolean;
 
@@ -62,8 +63,8 @@ export function compileTerm(term: ClusterSelectorTerm, path: string): Result<Clu
   for (let i = 0; i < expressions.length; i++) {
     const expression = expressions[i]!;
     const at = `${path}.matchExpressions[${i}]`;
-    if (!expression.labelSelector && !expression.fieldSelector) {
-      return err(selectorError(at, 'an expression needs a labelSelector, a fieldSelector or both'));
+    if (!expression.labelSelector && !expression.fieldSelector && !expression.propertySelector) {
+      return err(selectorError(at, 'an expression needs a labelSelector, a fieldSelector or a propertySelector'));
     }
     if (expression.labelSelector) {
       const { key, operator, values } = expression.labelSelector;
@@ -83,6 +84,11 @@ export function compileTerm(term: ClusterSelectorTerm, path: string): Result<Clu
         );
       }
       const matcher = compileRequirement(read, operator, values, `${at}.fieldSelector`);
+      if (!matcher.ok) return matcher;
+      parts.push(matcher.value);
+    }
+    if (expression.propertySelector) {
+      const matcher = compilePropertySelector(expression.propertySelector, `${at}.propertySelector`);
       if (!matcher.ok) return matcher;
       parts.push(matcher.value);
     }

@@ -11,6 +11,8 @@ export interface ClusterProfileOptions {
   readonly deleting?: boolean;
   readonly server?: string;
   readonly clusterManager?: string;
+  /** `status.properties`, in the given order. */
+  readonly properties?: Record<string, string>;
 }
 
 /** A ClusterProfile named by `namespace/name` (namespace defaults to `fleet`). */
@@ -41,6 +43,9 @@ export function aClusterProfile(key: string, options: ClusterProfileOptions = {}
           }
         : {}),
       ...(options.server ? { accessProviders: [{ name: 'kubeconfig', cluster: { server: options.server } }] } : {}),
+      ...(options.properties
+        ? { properties: Object.entries(options.properties).map(([name, value]) => ({ name, value })) }
+        : {}),
     },
   };
 }

@@ -1,0 +1,28 @@
+// The public API of @mco/kube-runtime: the Kubernetes machinery the controller
+// and every delivery adapter share (docs/architecture.md).
+export {
+  Informer,
+  objectKey,
+  type InformerEvent,
+  type InformerHandler,
+  type InformerHealth,
+  type InformerOptions,
+  type KubeObject,
+  type ListWatch,
+  type ListPage,
+  type WatchEventType,
+} from './informer.js';
+export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
+export { backoffDelay, type BackoffOptions } from './backoff.js';
+export { WakeableSleep } from './sleep.js';
+export { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+export {
+  CLUSTER_PROFILES,
+  PLACEMENTS,
+  PLACEMENT_DECISIONS,
+  createListWatch,
+  requestOptions,
+  type RequestOptions,
+  type Resource,
+} from './kube.js';
+export { jsonEqual } from './equal.js';

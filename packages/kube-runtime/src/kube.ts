@@ -1,0 +1,110 @@
+import { CustomObjectsApi, Watch, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import https from 'node:https';
+import { PLACEMENT_GROUP } from '@mco/core';
+import type { KubeObject, ListPage, ListWatch, WatchEventType } from './informer.js';
+
+/** A custom resource mco reads or writes. */
+export interface Resource {
+  readonly group: string;
+  readonly version: string;
+  readonly plural: string;
+}
+
+export const CLUSTER_PROFILES: Resource = {
+  group: 'multicluster.x-k8s.io',
+  version: 'v1alpha1',
+  plural: 'clusterprofiles',
+};
+export const PLACEMENTS: Resource = {
+  group: PLACEMENT_GROUP,
+  version: 'v1alpha1',
+  plural: 'multikubernetesclusterplacements',
+};
+export const PLACEMENT_DECISIONS: Resource = {
+  group: 'multicluster.x-k8s.io',
+  version: 'v1alpha1',
+  plural: 'placementdecisions',
+};
+
+// client-node 1.4 builds a new https.Agent for every request, so every call
+// pays a TLS handshake; mco reuses one keep-alive agent per
+// kubeconfig, rebuilt when the TLS material changes (a rotated client cert).
+const keepAliveAgents = new WeakMap<KubeConfig, { signature: string; agent: https.Agent }>();
+
+function keepAliveAgent(kubeConfig: KubeConfig, created: https.Agent): https.Agent {
+  const o = created.options;
+  const signature = [o.ca, o.cert, o.key, o.pfx, o.rejectUnauthorized, o.servername]
+    .map((v) => (v === undefined ? '' : String(v)))
+    .join('\u0000');
+  const cached = keepAliveAgents.get(kubeConfig);
+  if (cached?.signature === signature) return cached.agent;
+  cached?.agent.destroy();
+  const agent = new https.Agent({ ...o, keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 120_000 });
+  keepAliveAgents.set(kubeConfig, { signature, agent });
+  return agent;
+}
+
+// client-node's generated calls take observable-style middleware (anything
+// with toPromise). This one reuses the keep-alive agent, bounds a request's
+// duration (client-node 1.4 sets no timeout) and can set a patch's Content-Type.
+export type RequestOptions = Parameters<CustomObjectsApi['listClusterCustomObject']>[1];
+export function requestOptions(kubeConfig: KubeConfig, timeoutMs: number, contentType?: string): RequestOptions {
+  const resolved = <T>(value: T) => ({ toPromise: () => Promise.resolve(value) });
+  const middleware = {
+    pre: (context: RequestContext) => {
+      const agent = context.getAgent();
+      if (agent instanceof https.Agent) context.setAgent(keepAliveAgent(kubeConfig, agent));
+      context.setSignal(AbortSignal.timeout(timeoutMs));
+      if (contentType) context.setHeaderParam('Content-Type', contentType);
+      return resolved(context);
+    },
+    post: (response: unknown) => resolved(response),
+  };
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as RequestOptions;
+}
+
+/** List and watch one custom resource in all namespaces over client-node. */
+export function createListWatch<T extends KubeObject>(
+  kubeConfig: KubeConfig,
+  resource: Resource,
+  options: { labelSelector?: string; requestTimeoutMs?: number } = {},
+): ListWatch<T> {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const watcher = new Watch(kubeConfig);
+  const path = `/apis/${resource.group}/${resource.version}/${resource.plural}`;
+  const requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+  return {
+    async list({ limit, continue: next }): Promise<ListPage<T>> {
+      const result = (await api.listClusterCustomObject(
+        {
+          group: resource.group,
+          version: resource.version,
+          plural: resource.plural,
+          limit,
+          ...(next ? { _continue: next } : {}),
+          ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
+        },
+        requestOptions(kubeConfig, requestTimeoutMs),
+      )) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
+      return {
+        items: result.items ?? [],
+        resourceVersion: result.metadata?.resourceVersion ?? '',
+        continue: result.metadata?.continue,
+      };
+    },
+    async watch(resourceVersion, timeoutSeconds, onEvent, onDone) {
+      const controller = await watcher.watch(
+        path,
+        {
+          resourceVersion,
+          allowWatchBookmarks: true,
+          ...(timeoutSeconds > 0 ? { timeoutSeconds } : {}),
+          ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
+        },
+        (type: string, object: T) => onEvent(type as WatchEventType, object),
+        onDone,
+      );
+      return () => controller.abort();
+    },
+  };
+}
