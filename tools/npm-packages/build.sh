@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Pack every publishable workspace (each package.json without "private": true)
-# with `npm pack`, exactly as `npm publish` would: its `prepack` script builds
-# it first. The consumer tests (packages/consumer-test) install these tarballs
-# into a scratch project outside the repository; they never build.
+# into a tarball, as `npm publish` would: build it (turbo, cached by its
+# inputs), then `npm pack`. The packages' `prepack` script runs the same build
+# on a real publish; here turbo builds them in dependency order instead, and
+# `npm pack --ignore-scripts` keeps the build's output out of the JSON report.
+# The consumer test (packages/consumer-test) installs these tarballs into a
+# scratch project outside the repository; it never builds.
 #
 # Prints ONE line on stdout: the directory holding the tarballs and
 # packages.json ([{name, version, tarball, dir}], one entry per package).
@@ -51,13 +54,19 @@ flock 9
 if [[ ! -f "$out/packages.json" ]]; then
   start=$SECONDS
   tmp="$root/.pack.$$"
+  trap 'rm -rf "$tmp"' EXIT
   rm -rf "$tmp"
   mkdir -p "$tmp"
   workspaces=()
-  for dir in "${publishable[@]}"; do workspaces+=(--workspace "$dir"); done
-  log "packing ${publishable[*]} (prepack builds each one)"
-  npm pack --json --pack-destination "$tmp" "${workspaces[@]}" >"$tmp/pack.json" 2> >(grep -v '^npm notice' >&2) \
-    || { rm -rf "$tmp"; die "npm pack failed"; }
+  filters=()
+  for dir in "${publishable[@]}"; do
+    workspaces+=(--workspace "$dir")
+    filters+=(--filter "./$dir")
+  done
+  log "building and packing ${publishable[*]}"
+  npx --no-install turbo run build "${filters[@]}" --output-logs=errors-only >&2 || die "build failed"
+  npm pack --ignore-scripts --json --pack-destination "$tmp" "${workspaces[@]}" >"$tmp/pack.json" \
+    2> >(grep -v -e '^npm notice' -e '^npm warn Unknown user config' >&2) || die "npm pack failed"
   node -e '
     const { readFileSync, writeFileSync } = require("node:fs");
     const [tmp, ...dirs] = process.argv.slice(1);
@@ -65,10 +74,11 @@ if [[ ! -f "$out/packages.json" ]]; then
     if (packed.length !== dirs.length) throw new Error(`packed ${packed.length} of ${dirs.length} workspaces`);
     const list = packed.map((p, i) => ({ name: p.name, version: p.version, tarball: p.filename, dir: dirs[i] }));
     writeFileSync(`${tmp}/packages.json`, JSON.stringify(list, null, 2) + "\n");
-  ' "$tmp" "${publishable[@]}" || { rm -rf "$tmp"; die "cannot read npm pack's report"; }
+  ' "$tmp" "${publishable[@]}" || die "cannot read npm pack's report"
   rm -f "$tmp/pack.json"
   rm -rf "$out"
   mv "$tmp" "$out"
+  trap - EXIT
   find "$root" -mindepth 1 -maxdepth 1 -type d ! -name '.*' -mtime +7 -exec rm -rf {} +
   log "packed ${#publishable[@]} packages in $((SECONDS - start))s"
 fi
