@@ -11,9 +11,11 @@
 # packages.json ([{name, version, tarball, dir}], one entry per package).
 # Logs go to stderr, and only when something is packed.
 #
-# The cache directory is keyed by a hash of everything a tarball is made from
-# (the workspaces' files outside node_modules, dist, test and bench, the
-# lockfile, the shared tsconfig and LICENSE):
+# The cache directory is keyed by a hash of everything a tarball is made from:
+# the workspaces' files outside node_modules, dist, test and bench; apps/mco's
+# sources, build config and bin, and examples/providers (bundled into mco);
+# the shared tsconfig and LICENSE. Not the lockfile: it changes with every new
+# private workspace, while a changed dependency shows in a package.json.
 #   ${MCO_NPM_PACKAGES_CACHE:-$HOME/.cache/mco-npm-packages}/<hash>/
 # A flock makes concurrent runs wait; a temp directory renamed into place
 # means an interrupted pack is never cached. Directories unused for a week
@@ -38,8 +40,10 @@ mapfile -t publishable < <(node -e '
   }')
 [[ ${#publishable[@]} -gt 0 ]] || die "no publishable workspace found"
 
-key="$( (find "${publishable[@]}" \( -name node_modules -o -name dist -o -name test -o -name bench -o -name reports -o -name .turbo \) -prune -o -type f -print; \
-  printf '%s\n' package-lock.json tsconfig.base.json LICENSE) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)"
+# apps/mco is built too (not packed: it is private): the consumer test runs
+# the provider template under its `mco inventory`.
+key="$( (find "${publishable[@]}" apps/mco/src apps/mco/bin examples/providers \( -name node_modules -o -name dist -o -name test -o -name bench -o -name reports -o -name .turbo \) -prune -o -type f -print; \
+  printf '%s\n' apps/mco/package.json apps/mco/tsup.config.ts tsconfig.base.json LICENSE) | LC_ALL=C sort | xargs sha256sum | sha256sum | cut -c1-16)"
 root="${MCO_NPM_PACKAGES_CACHE:-$HOME/.cache/mco-npm-packages}"
 out="$root/$key"
 if [[ -f "$out/packages.json" ]]; then
@@ -63,6 +67,7 @@ if [[ ! -f "$out/packages.json" ]]; then
     workspaces+=(--workspace "$dir")
     filters+=(--filter "./$dir")
   done
+  filters+=(--filter ./apps/mco)
   log "building and packing ${publishable[*]}"
   npx --no-install turbo run build "${filters[@]}" --output-logs=errors-only >&2 || die "build failed"
   npm pack --ignore-scripts --json --pack-destination "$tmp" "${workspaces[@]}" >"$tmp/pack.json" \
