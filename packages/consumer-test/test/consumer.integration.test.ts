@@ -273,7 +273,9 @@ console.log(runs);
     expect(Number(await node(dir, 'property.mjs'))).toBe(50);
   });
 
-  it.each(PROVIDERS)('the template copied as mco-provider-%s passes its tests, type-checks and builds', async (id) => {
+  // The second copy differs only by its name: it is built for the suite below.
+  it('the template copied as mco-provider-alpha passes its tests, type-checks and builds', async () => {
+    const id = PROVIDERS[0];
     const npm = (...args: string[]) => run('npm', [...args, '-w', `providers/${id}`], dir);
     await npm('test');
     await npm('run', 'typecheck');
@@ -330,7 +332,7 @@ describeWithControlPlane(
       api = admin.makeApiClient(CustomObjectsApi);
       kubeconfig = join(dir, 'kubeconfig');
       writeFileSync(kubeconfig, admin.exportConfig(), { mode: 0o600 });
-      // The copies are built by the suite above; build them here when it did not run.
+      // alpha is built by the suite above (when it ran), beta only here.
       for (const id of PROVIDERS) {
         if (!existsSync(join(dir, 'providers', id, 'dist', 'index.js'))) {
           await run('npm', ['run', 'build', '-w', `providers/${id}`], dir);
