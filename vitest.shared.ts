@@ -7,7 +7,8 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['source'], externalConditions: ['source'] } },
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
-    reporters: ['default', ['json', { outputFile: 'reports/vitest.json' }]],
+    // scripts/test.mjs sums these reports; each Node.js pass writes its own.
+    reporters: ['default', ['json', { outputFile: process.env.MCO_VITEST_REPORT ?? 'reports/vitest.json' }]],
     testTimeout: 120_000, // CPU-bound property tests on a 2-core machine with both cores busy; a timeout is not a benchmark
     hookTimeout: 180_000, // starting real processes under load; nothing is built inside a test
   },

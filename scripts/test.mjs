@@ -1,17 +1,20 @@
 #!/usr/bin/env node
 // `npm test`: prepares every external program the tests use (once, cached by
 // version; see scripts/prepare-tools.mjs), then runs every package's tests
-// through turbo and prints one closing line ("N passed, N failed, N skipped")
-// summed over all packages' vitest reports.
+// through turbo, every test on Node.js 24 and the unit tests again on the oldest
+// supported Node.js (tools/node), and prints one closing line ("N passed,
+// N failed, N skipped") summed over all packages' vitest reports.
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
 const workspaces = ['packages', 'apps'].flatMap((dir) =>
   existsSync(join(root, dir)) ? readdirSync(join(root, dir)).map((name) => join(root, dir, name)) : [],
 );
-for (const ws of workspaces) rmSync(join(ws, 'reports', 'vitest.json'), { force: true });
+for (const ws of workspaces) {
+  for (const report of ['vitest.json', 'vitest-min.json']) rmSync(join(ws, 'reports', report), { force: true });
+}
 
 const seconds = (since) => ((Date.now() - since) / 1000).toFixed(0);
 const prepareStart = Date.now();
@@ -25,20 +28,68 @@ if (prepared.status !== 0) {
 }
 const testStart = Date.now();
 
-const args = ['turbo', 'run', 'test', '--continue', '--concurrency=1', ...process.argv.slice(2)];
-const result = spawnSync('npx', args, { cwd: root, stdio: 'inherit' });
+// The Node.js releases to test on (tools/node): every test on Node 24 LTS, the
+// image's runtime; the unit tests on the oldest release `engines` allows.
+const manifestFile = process.env.MCO_TOOLS_MANIFEST ?? join(root, 'node_modules', '.cache', 'mco-tools.json');
+const nodeDir = existsSync(manifestFile) ? JSON.parse(readFileSync(manifestFile, 'utf8')).node : undefined;
+const passes = nodeDir
+  ? [
+      { bin: join(nodeDir, '24', 'bin'), covers: 'every test', env: {}, report: 'reports/vitest.json' },
+      {
+        bin: join(nodeDir, 'min', 'bin'),
+        covers: 'unit tests only; the integration suites ran on Node.js 24',
+        env: { MCO_UNIT_ONLY: '1' },
+        report: 'reports/vitest-min.json',
+      },
+    ]
+  : [{ bin: undefined, covers: "every test, on this machine's Node.js only", env: {}, report: 'reports/vitest.json' }];
 
-const totals = { passed: 0, failed: 0, skipped: 0 };
-for (const ws of workspaces) {
-  const file = join(ws, 'reports', 'vitest.json');
-  if (!existsSync(file)) continue;
-  const report = JSON.parse(readFileSync(file, 'utf8'));
-  totals.passed += report.numPassedTests ?? 0;
-  totals.failed += report.numFailedTests ?? 0;
-  totals.skipped += (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0);
+const args = ['turbo', 'run', 'test', '--continue', '--concurrency=1', ...process.argv.slice(2)];
+const summaries = [];
+let code = 0;
+for (const pass of passes) {
+  const env = { ...process.env, ...pass.env, MCO_VITEST_REPORT: pass.report };
+  // Every process the tests start (npm, vitest, the CLI under test) finds this node first.
+  if (pass.bin) env.PATH = `${pass.bin}${delimiter}${env.PATH ?? ''}`;
+  const version = spawnSync('node', ['--version'], { env, encoding: 'utf8' }).stdout.trim();
+  console.log(`\ntests on Node.js ${version}: ${pass.covers}\n`);
+  const started = Date.now();
+  const result = spawnSync('npx', args, { cwd: root, stdio: 'inherit', env });
+  const totals = countReports(pass.report);
+  const status = result.status ?? 1;
+  if (status !== 0 && totals.failed === 0) totals.failed = 1; // a crash outside any test still fails
+  if (status !== 0) code = status;
+  summaries.push({
+    ...totals,
+    line: `Node.js ${version} (${pass.covers}): ${format(totals)} in ${seconds(started)} s`,
+  });
 }
-const code = result.status ?? 1;
-if (code !== 0 && totals.failed === 0) totals.failed = 1; // a crash outside any test still fails
+
+function countReports(report) {
+  const totals = { passed: 0, failed: 0, skipped: 0 };
+  for (const ws of workspaces) {
+    const file = join(ws, report);
+    if (!existsSync(file)) continue;
+    const json = JSON.parse(readFileSync(file, 'utf8'));
+    totals.passed += json.numPassedTests ?? 0;
+    totals.failed += json.numFailedTests ?? 0;
+    totals.skipped += (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
+  }
+  return totals;
+}
+
+function format({ passed, failed, skipped }) {
+  return `${passed} passed, ${failed} failed, ${skipped} skipped`;
+}
+
 console.log(`\nwall time: prepare ${((testStart - prepareStart) / 1000).toFixed(0)} s, tests ${seconds(testStart)} s`);
-console.log(`\n${totals.passed} passed, ${totals.failed} failed, ${totals.skipped} skipped`);
+for (const summary of summaries) console.log(summary.line);
+// The closing line: skips of the unit pass are by design, so only the first pass's skips count.
+console.log(
+  `\n${format({
+    passed: summaries.reduce((n, s) => n + s.passed, 0),
+    failed: summaries.reduce((n, s) => n + s.failed, 0),
+    skipped: summaries[0].skipped,
+  })}`,
+);
 process.exit(code);

@@ -521,8 +521,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         'the listening line',
         async () => /"address":"127\.0\.0\.1:(\d+)"/.exec(stderr)?.[1],
         (port) => port !== undefined,
-        30_000,
-      );
+        // tsx compiles the whole CLI from source on start: over a minute when both cores are busy.
+        150_000,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}; stderr: ${stderr}`);
+      });
       const client = new GoClient(Number(address));
       const response = await eventually(
         'an answer',
@@ -545,5 +548,5 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     } finally {
       child.kill('SIGKILL');
     }
-  }, 60_000);
+  }, 240_000);
 });

@@ -224,7 +224,8 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
     try {
-      const port = await waitFor('the starting line', () => /"http":"127\.0\.0\.1:(\d+)"/.exec(stderr)?.[1], 60_000);
+      // tsx compiles the whole CLI from source on start: over a minute when both cores are busy.
+      const port = await waitFor('the starting line', () => /"http":"127\.0\.0\.1:(\d+)"/.exec(stderr)?.[1], 150_000);
       const get = async (path: string) => (await fetch(`http://127.0.0.1:${port}${path}`)).status;
       await waitFor('/readyz 200', async () => (await get('/readyz')) === 200, 30_000);
       await fleet.createPlacement('cli', 'web', { clusterSelectorRules: [{ type: 'all-clusters' }] });
@@ -259,5 +260,5 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
     } finally {
       child.kill('SIGKILL');
     }
-  });
+  }, 240_000);
 });

@@ -39,6 +39,11 @@ describe('when integration tests run or are skipped', () => {
     },
     { name: 'prepared binaries run them', env: { MCO_TOOLS_MANIFEST: prepared }, skip: undefined },
     {
+      name: 'MCO_UNIT_ONLY=1 skips them even under CI with everything prepared (the pass on the oldest Node.js)',
+      env: { CI: 'true', MCO_UNIT_ONLY: '1', MCO_TOOLS_MANIFEST: prepared },
+      skip: 'MCO_UNIT_ONLY=1 (the unit pass on the oldest supported Node.js)',
+    },
+    {
       name: 'KUBEBUILDER_ASSETS with both binaries runs them without any preparation',
       env: { KUBEBUILDER_ASSETS: assets, MCO_TOOLS_MANIFEST: none },
       skip: undefined,
