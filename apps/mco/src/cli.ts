@@ -1,6 +1,9 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { delimiter, extname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
-import { extname } from 'node:path';
+import { httpStatusOf, McoError } from '@mco/runtime';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 
@@ -24,6 +27,15 @@ export const EXIT_USAGE = 2;
 
 /** An error that maps to exit code 2 with a message naming what is wrong. */
 export class UsageError extends Error {}
+
+/** Whether an error is a configuration problem found at start-up (exit code 2), not a runtime failure. */
+export function isConfigurationError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    error instanceof UsageError ||
+    (typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'EADDRINUSE' || code === 'EACCES'))
+  );
+}
 
 /** Reads a JSON or YAML file ("-" for stdin); a syntax error becomes a UsageError naming the file. */
 export async function readDocument(path: string): Promise<unknown> {
@@ -67,21 +79,131 @@ export function parseOrThrow<S extends z.ZodType>(schema: S, value: unknown, wha
   throw new UsageError(`invalid ${what}: ${issues}`);
 }
 
+/** `host:port` (host may be empty or a bracketed IPv6 address) of a `--listen` flag; a UsageError otherwise. */
+export function parseListenAddress(text: string, flag = '--listen'): { host: string; port: number } {
+  const match = /^(.*):(\d{1,5})$/.exec(text);
+  if (!match || Number(match[2]) > 65_535) throw new UsageError(`${flag} must be <host>:<port>, got "${text}"`);
+  return { host: match[1]!.replace(/^\[(.*)\]$/, '$1') || '0.0.0.0', port: Number(match[2]) };
+}
+
+/** How every `mco` command finds the hub, in `--help` texts. */
+export const KUBECONFIG_HELP =
+  'hub kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account)';
+
 /**
- * The hub kubeconfig: a file, or in-cluster / $KUBECONFIG / ~/.kube/config;
- * optionally a context of it. A broken kubeconfig is a UsageError.
+ * The hub kubeconfig, looked up the same way by every command (and kubectl):
+ * `--kubeconfig`, then `$KUBECONFIG` (a list of files, merged), then
+ * `~/.kube/config`, then the in-cluster service account. Finding none is a
+ * UsageError naming every place looked at, never a silent fallback to
+ * http://localhost:8080; so is a broken file or an unknown context.
  */
-export function loadKubeConfig(path: string | undefined, context?: string): KubeConfig {
+export function loadKubeConfig(
+  path: string | undefined,
+  context?: string,
+  env: NodeJS.ProcessEnv = process.env,
+): KubeConfig {
   const kubeConfig = new KubeConfig();
+  const files = (path ?? env.KUBECONFIG ?? '').split(delimiter).filter(Boolean);
+  const home = join(env.HOME ?? homedir(), '.kube', 'config');
+  const inCluster = Boolean(env.KUBERNETES_SERVICE_HOST) && existsSync(SERVICE_ACCOUNT_TOKEN);
+  const source = files.length > 0 ? files.join(delimiter) : existsSync(home) ? home : inCluster ? 'in-cluster' : '';
+  if (!source) {
+    throw new UsageError(
+      `no kubeconfig found: pass --kubeconfig <path>, set KUBECONFIG, or create ${home} (in a pod, the service account is used)`,
+    );
+  }
   try {
-    if (path) kubeConfig.loadFromFile(path);
-    else kubeConfig.loadFromDefault();
+    if (files.length > 0) {
+      kubeConfig.loadFromFile(files[0]!);
+      for (const file of files.slice(1)) {
+        const more = new KubeConfig();
+        more.loadFromFile(file);
+        kubeConfig.mergeConfig(more);
+      }
+    } else if (source === home) kubeConfig.loadFromFile(home);
+    else kubeConfig.loadFromCluster();
   } catch (error) {
-    throw new UsageError(`cannot load the kubeconfig${path ? ` ${path}` : ''}: ${(error as Error).message}`);
+    throw new UsageError(`cannot load the kubeconfig ${source}: ${firstLine((error as Error).message)}`);
   }
   if (context) {
-    if (!kubeConfig.getContextObject(context)) throw new UsageError(`context "${context}" not found in the kubeconfig`);
+    if (!kubeConfig.getContextObject(context)) throw new UsageError(`context "${context}" not found in ${source}`);
     kubeConfig.setCurrentContext(context);
   }
+  if (!kubeConfig.getCurrentCluster()) {
+    throw new UsageError(`the kubeconfig ${source} has no current context with a cluster: set current-context`);
+  }
   return kubeConfig;
+}
+
+const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
+
+function firstLine(text: string): string {
+  return text.split('\n', 1)[0]!.trim();
+}
+
+/** Network error codes that mean "the Kubernetes API cannot be reached". */
+const UNREACHABLE = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'ECONNRESET',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_HAS_EXPIRED',
+]);
+
+/**
+ * One line saying what failed and what to do, for any error a command meets:
+ * a Kubernetes API answer (missing namespace, missing CRD, RBAC), an
+ * unreachable API server, a port in use. Never a stack trace or a raw
+ * client-library dump.
+ */
+export function explainFailure(error: unknown): string {
+  const cause = error instanceof McoError && error.cause !== undefined ? error.cause : error;
+  const e = cause as { code?: unknown; body?: unknown; address?: unknown; port?: unknown; message?: unknown };
+  if (e?.code === 'EADDRINUSE' || (e?.code === 'EACCES' && e.port !== undefined)) {
+    const what = e.code === 'EADDRINUSE' ? 'the address is already in use' : 'permission denied';
+    return `cannot listen on ${String(e.address)}:${String(e.port)}: ${what}; choose another address with --listen`;
+  }
+  const status = httpStatusOf(cause);
+  if (status !== undefined && e.body !== undefined) return explainApiStatus(status, e.body);
+  const network = typeof e?.code === 'string' && UNREACHABLE.has(e.code) ? e.code : undefined;
+  const message = firstLine(String(e?.message ?? cause));
+  if (network) {
+    const url = /request to (\S+) failed/.exec(message)?.[1];
+    const server = url ? new URL(url).origin : 'the server of the kubeconfig';
+    return `cannot reach the Kubernetes API at ${server} (${network}): check that the cluster runs and that the kubeconfig points at it`;
+  }
+  return message;
+}
+
+function explainApiStatus(status: number, body: unknown): string {
+  const parsed = typeof body === 'string' ? parseJson(body) : body;
+  const s = (parsed ?? {}) as { message?: string; details?: { kind?: string; name?: string } };
+  const message = s.message ?? `HTTP ${status}`;
+  if (status === 404 && s.details?.kind === 'namespaces') {
+    const ns = s.details.name ?? '';
+    return `namespace "${ns}" not found: create it (kubectl create namespace ${ns}) or choose another namespace`;
+  }
+  if (status === 404 && /could not find the requested resource/.test(message)) {
+    return `${message}: is the CRD installed? (kubectl apply --server-side -f apps/mco/chart/crds/)`;
+  }
+  if (status === 401)
+    return "the Kubernetes API rejected the kubeconfig's credentials (401): refresh them or use another kubeconfig";
+  if (status === 403)
+    return `${message}: grant this permission (the chart's RBAC lists what mco needs) or use another kubeconfig`;
+  return `${message} (HTTP ${status})`;
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
 }

@@ -1,4 +1,4 @@
-import { EXIT_USAGE, UsageError, type Io } from './cli.js';
+import { EXIT_USAGE, explainFailure, isConfigurationError, UsageError, type Io } from './cli.js';
 import { commands } from './commands/index.js';
 
 const defaultIo: Io = {
@@ -35,11 +35,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   try {
     return await command.run(rest, io);
   } catch (error) {
-    if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
-      io.stderr(`mco ${name}: ${(error as Error).message}\n`);
-      return EXIT_USAGE;
-    }
-    io.stderr(`mco ${name}: ${(error as Error).stack ?? String(error)}\n`);
-    return 1;
+    // One line naming the thing and what to do; never a stack trace.
+    io.stderr(`mco ${name}: ${error instanceof UsageError ? error.message : explainFailure(error)}\n`);
+    return isConfigurationError(error) ? EXIT_USAGE : 1;
   }
 }

@@ -198,10 +198,11 @@ describeWithControlPlane('mco inventory on a real kube-apiserver', { sharedCrds:
         plural: 'clusterprofiles',
         name: 'eu-1',
       });
+    // The provider creates a bare profile, then applies its labels and spec: wait for the second write.
     let profile: { metadata: { labels: Record<string, string> } } | undefined;
-    for (let i = 0; i < 100 && !profile; i++) {
+    for (let i = 0; i < 100 && !profile?.metadata.labels.region; i++) {
       profile = await read().catch(() => undefined);
-      if (!profile) await new Promise((r) => setTimeout(r, 100));
+      if (!profile?.metadata.labels.region) await new Promise((r) => setTimeout(r, 100));
     }
     expect(profile?.metadata.labels).toMatchObject({ region: 'eu', 'x-k8s.io/cluster-manager': 'mco-manual' });
     expect(await registry.metrics()).toMatch(/mco_manual_provider/);

@@ -25,6 +25,14 @@ export interface PluginServerLimits {
    * first and never reuses a connection the server is closing.
    */
   readonly keepAliveTimeoutMs?: number;
+  /**
+   * After refusing a request whose body is still arriving (413, 401, ...),
+   * how much more of it is read and discarded so the client, still sending,
+   * reads the answer instead of a connection reset (default 16 MiB).
+   */
+  readonly lingerBytes?: number;
+  /** How long that discarding may last (default 5 s). */
+  readonly lingerMs?: number;
 }
 
 export interface PluginServerOptions {
@@ -48,6 +56,8 @@ const DEFAULT_LIMITS: Required<PluginServerLimits> = {
   headersTimeoutMs: 10_000,
   requestTimeoutMs: 30_000,
   keepAliveTimeoutMs: 120_000,
+  lingerBytes: 16 * 1024 * 1024,
+  lingerMs: 5_000,
 };
 
 class HttpError extends Error {
@@ -131,9 +141,9 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
       const fields = { status: error.status, reason: error.reason, path, method: req.method };
       if (error.status >= 500) logger.warn(error.message, fields);
       else logger.debug(error.message, fields);
-      send(res, error.status, { error: error.reason, message: error.message }, error.headers);
-      // Do not read a body we refused: close the connection instead of draining it.
-      if (!req.complete) res.once('finish', () => req.destroy());
+      const answer = JSON.stringify({ error: error.reason, message: error.message });
+      if (req.complete) sendText(res, error.status, answer, error.headers);
+      else sendLingering(req, res, error.status, answer, error.headers, limits);
     }
   }
 
@@ -236,12 +246,57 @@ function send(res: ServerResponse, status: number, body: unknown, headers: Recor
   sendText(res, status, JSON.stringify(body), headers);
 }
 
+/**
+ * Answers a request whose body is still arriving, then closes the connection
+ * the way HTTP servers must (RFC 9112 section 9.6, "lingering close"): the
+ * whole answer is written first (its Content-Length tells the client it is
+ * complete), then the rest of the body is read and discarded, within
+ * `lingerBytes` and `lingerMs`, before the connection closes. Closing while
+ * the client still sends makes the kernel reset the connection, and the reset
+ * discards the answer unread: Go's net/http would report "connection reset by
+ * peer" instead of the 413. A client sending more than the bounds allow gets
+ * the reset.
+ */
+function sendLingering(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string>,
+  limits: Required<PluginServerLimits>,
+): void {
+  res.writeHead(status, answerHeaders(text, { Connection: 'close', ...headers }));
+  res.write(text);
+  let discarded = 0;
+  const stop = (done: boolean) => {
+    clearTimeout(timer);
+    req.off('data', onData);
+    req.off('end', onEnd);
+    // Ending the response closes the connection (Connection: close); the client sent everything.
+    if (done) res.end();
+    else req.socket.destroy();
+  };
+  const onData = (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > limits.lingerBytes) stop(false);
+  };
+  const onEnd = () => stop(true);
+  const timer = setTimeout(() => stop(false), limits.lingerMs);
+  req.on('data', onData);
+  req.once('end', onEnd);
+  req.resume();
+}
+
 function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, {
+  res.writeHead(status, answerHeaders(text, headers));
+  res.end(text);
+}
+
+function answerHeaders(text: string, headers: Record<string, string>): Record<string, string | number> {
+  return {
     'Content-Type': 'application/json',
     'Content-Length': Buffer.byteLength(text),
     'Cache-Control': 'no-store',
     ...headers,
-  });
-  res.end(text);
+  };
 }

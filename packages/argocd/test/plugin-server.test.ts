@@ -336,6 +336,33 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
     }
   });
 
+  it('answers a refused body, then discards the rest only within its bounds: a client that never finishes is closed', async () => {
+    const bounded = createPluginServer({
+      view,
+      token: createFileTokenVerifier(tokenFile),
+      limits: { maxBodyBytes: 1024, lingerBytes: 64 * 1024, lingerMs: 300 },
+    });
+    const { port: boundedPort } = await bounded.listen(0, '127.0.0.1');
+    try {
+      const socket = connect(boundedPort, '127.0.0.1');
+      let received = '';
+      socket.on('data', (chunk: Buffer) => (received += chunk.toString()));
+      socket.on('error', () => {}); // the reset after the bound is expected
+      const head = `POST /api/v1/getparams.execute HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${TOKEN}\r\nContent-Type: application/json\r\n`;
+      // Declares 10 MiB, sends 4 KiB and then nothing: the 413 arrives, and the connection closes after lingerMs.
+      socket.write(`${head}Content-Length: ${10 * 1024 * 1024}\r\n\r\n${'x'.repeat(4096)}`);
+      const started = Date.now();
+      await new Promise((resolve) => socket.once('close', resolve));
+      expect({
+        status: received.split('\r\n', 1)[0],
+        connection: /\r\nconnection: close\r\n/i.test(received),
+        closedWithinSeconds: Date.now() - started < 3000,
+      }).toEqual({ status: 'HTTP/1.1 413 Payload Too Large', connection: true, closedWithinSeconds: true });
+    } finally {
+      await bounded.close();
+    }
+  });
+
   it('refuses a request head larger than the header limit with 431', async () => {
     const response = await send({
       headers: [

@@ -7,7 +7,6 @@ export {
 } from './controller.js';
 export {
   Reconciler,
-  holdStatus,
   NotLeaderError,
   CONDITION_SIGNALS_OBSERVED,
   DECISIONS_LABEL_SELECTOR,

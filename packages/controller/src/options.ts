@@ -8,6 +8,8 @@ export interface FlagSpec {
   readonly env: string;
   readonly default: string | undefined;
   readonly help: string;
+  /** Earlier names of the flag, still accepted. */
+  readonly aliases?: readonly string[];
 }
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
@@ -41,13 +43,14 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     flag: 'kubeconfig',
     env: 'KUBECONFIG',
     default: undefined,
-    help: 'kubeconfig file (default: ~/.kube/config, else the in-cluster service account)',
+    help: 'hub kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account)',
   },
   {
-    flag: 'http-address',
+    flag: 'listen',
     env: 'MCO_HTTP_ADDRESS',
     default: '0.0.0.0:8080',
     help: 'host:port of /healthz, /readyz and /metrics',
+    aliases: ['http-address'],
   },
   {
     flag: 'leader-elect',
@@ -145,7 +148,7 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
 
 const RawSchema = z.object({
   kubeconfig: z.string().min(1).optional(),
-  'http-address': z.string().transform((text, ctx) => {
+  listen: z.string().transform((text, ctx) => {
     const match = /^(.*):(\d{1,5})$/.exec(text);
     const port = match ? Number(match[2]) : NaN;
     if (!match || port > 65_535) {
@@ -212,7 +215,10 @@ export function parseControllerConfig(
 ): ParseResult<ControllerConfig> {
   const raw: Record<string, string | undefined> = {};
   for (const spec of CONTROLLER_FLAGS) {
-    const value = flags[spec.flag] ?? (env[spec.env] || undefined) ?? spec.default;
+    const value =
+      [spec.flag, ...(spec.aliases ?? [])].map((f) => flags[f]).find((v) => v !== undefined) ??
+      (env[spec.env] || undefined) ??
+      spec.default;
     if (value !== undefined) raw[spec.flag] = value;
   }
   const parsed = RawSchema.safeParse(raw);
@@ -231,7 +237,7 @@ export function parseControllerConfig(
     ok: true,
     value: {
       kubeconfig: v.kubeconfig,
-      http: v['http-address'],
+      http: v.listen,
       leaderElection: v['leader-elect']
         ? {
             namespace: v['leader-election-namespace'],
@@ -263,7 +269,8 @@ export function controllerFlagsHelp(): string {
   return CONTROLLER_FLAGS.map((f) => {
     const left = `  --${f.flag} <v>`.padEnd(width + 2);
     const def = f.default === undefined ? '' : ` (default ${f.default})`;
-    return `${left}  ${f.help}${def}\n${' '.repeat(width + 4)}env ${f.env}`;
+    const aliases = f.aliases?.length ? `; also ${f.aliases.map((a) => `--${a}`).join(', ')}` : '';
+    return `${left}  ${f.help}${def}\n${' '.repeat(width + 4)}env ${f.env}${aliases}`;
   }).join('\n');
 }
 

@@ -22,6 +22,7 @@ import {
 } from '@mco/core';
 import {
   McoError,
+  RepeatLimiter,
   silentLogger,
   toMcoError,
   type CapacitySignalSource,
@@ -57,6 +58,8 @@ export interface ReconcilerOptions {
   readonly signalTimeoutMs?: number;
   /** Autoscaling placements are re-evaluated at least this often, to read fresh signals. */
   readonly signalPollIntervalMs?: number;
+  /** A placement's repeated "could not observe" warning is logged at most this often, with a count (default 10 min). */
+  readonly repeatedWarningIntervalMs?: number;
   readonly events?: EventRecorder;
   readonly metrics?: ControllerMetrics;
   readonly logger?: Logger;
@@ -102,12 +105,15 @@ export class Reconciler {
   private readonly ownWrites = new Map<string, string>();
   /** PlacementDecision key -> resourceVersion of our last write, or null for our delete. */
   private readonly ownDecisionWrites = new Map<string, string | null>();
+  /** Placement key -> when its signal-error warning was last logged. */
+  private readonly signalWarnings: RepeatLimiter;
 
   constructor(private readonly options: ReconcilerOptions) {
     this.logger = options.logger ?? silentLogger;
     this.isLeader = options.isLeader ?? (() => true);
     this.now = options.now ?? (() => new Date());
     this.sources = options.signalSources ?? new Map();
+    this.signalWarnings = new RepeatLimiter(options.repeatedWarningIntervalMs ?? 600_000, () => this.now().getTime());
     options.clusterProfiles.addHandler(() => (this.inventory = undefined));
     options.placements.addHandler((_event, object) => {
       const key = objectKey(object);
@@ -157,6 +163,7 @@ export class Reconciler {
     const placement = this.placementOverlay.resolve(key, cached);
     if (!placement) {
       this.ownWrites.delete(key);
+      this.signalWarnings.forget(key);
       await this.syncDecisions(key, undefined, undefined);
       return { requeueAfterMs: undefined, statusWritten: false };
     }
@@ -193,30 +200,31 @@ export class Reconciler {
     let signals: readonly Signal[] = [];
     let signalErrors: readonly SignalError[] | undefined;
     let pollMs: number | undefined;
+    let missingSource: { reason: string; message: string } | undefined;
     // An invalid spec needs no signals: the engine reports it and changes no cluster.
     if (compiled.ok && autoscale) {
       const name = autoscale.signalSource ?? this.options.defaultSignalSource;
       const source = name === undefined ? undefined : this.sources.get(name);
-      if (!source) {
+      if (source) {
+        const observed = await this.observe(name!, source, placement, previous, compiled.value.spec, inventory, abort);
+        signals = observed.signals;
+        signalErrors = observed.errors;
+        pollMs = this.options.signalPollIntervalMs ?? 30_000;
+      } else {
+        // Decide with no signals: the engine's fail-static rule places up to
+        // the minimum and never scales out or in on missing data.
         const configured = [...this.sources.keys()].sort().join(', ') || 'none';
-        return {
-          status: holdStatus(
-            previous,
-            generation,
-            formatTime(now),
-            name === undefined ? REASON_NO_SIGNAL_SOURCE : REASON_UNKNOWN_SIGNAL_SOURCE,
-            name === undefined
-              ? 'no capacity-signal source is configured (see --signal-sources); the clusters stay as they are'
-              : `capacity-signal source "${name}" is not configured (configured: ${configured}); the clusters stay as they are`,
-          ),
-          transitions: [],
-          requeueAfterMs: undefined,
-        };
+        missingSource =
+          name === undefined
+            ? {
+                reason: REASON_NO_SIGNAL_SOURCE,
+                message: 'no capacity-signal source is configured (see --signal-sources)',
+              }
+            : {
+                reason: REASON_UNKNOWN_SIGNAL_SOURCE,
+                message: `capacity-signal source "${name}" is not configured (configured: ${configured})`,
+              };
       }
-      const observed = await this.observe(name!, source, placement, previous, compiled.value.spec, inventory, abort);
-      signals = observed.signals;
-      signalErrors = observed.errors;
-      pollMs = this.options.signalPollIntervalMs ?? 30_000;
     }
     const decision = decide({
       now,
@@ -224,8 +232,9 @@ export class Reconciler {
       clusterProfiles: inventory,
       signals,
     });
-    const status =
-      signalErrors === undefined
+    const status = missingSource
+      ? withoutSignalSource(decision.status, previous, missingSource, now)
+      : signalErrors === undefined
         ? withoutCondition(decision.status, CONDITION_SIGNALS_OBSERVED)
         : withSignalCondition(decision.status, signalErrors, generation, now);
     // A cluster just added has not been observed yet: look again soon, not a poll interval later.
@@ -271,12 +280,21 @@ export class Reconciler {
       this.options.metrics?.signalErrors.inc({ source: name });
       throw toMcoError(error, `signal source "${name}"`);
     }
-    if (observation.errors.length > 0) {
-      this.options.metrics?.signalErrors.inc({ source: name }, observation.errors.length);
-      this.logger.warn('the signal source could not observe some clusters; their signals are missing', {
-        source: name,
-        errors: observation.errors.slice(0, 5),
-      });
+    const errors = sortSignalErrors(observation.errors);
+    const placementKey = `${placement.metadata?.namespace}/${placement.metadata?.name}`;
+    if (errors.length > 0) {
+      this.options.metrics?.signalErrors.inc({ source: name }, errors.length);
+      const held = this.signalWarnings.admit(placementKey);
+      if (held !== undefined) {
+        this.logger.warn('the signal source could not observe some clusters; their signals are missing', {
+          placement: placementKey,
+          source: name,
+          errors: errors.slice(0, 5),
+          ...(held > 0 ? { repeatedSinceLastLog: held } : {}),
+        });
+      }
+    } else {
+      this.signalWarnings.forget(placementKey);
     }
     const signals: Signal[] = [];
     for (const s of observation.signals) {
@@ -284,7 +302,7 @@ export class Reconciler {
       if (parsed.success) signals.push(parsed.data);
       else this.logger.warn('dropping an invalid signal', { source: name, issue: parsed.error.issues[0]?.message });
     }
-    return { signals, errors: observation.errors };
+    return { signals, errors };
   }
 
   private async writeStatus(key: string, placement: KubeObject, status: PlacementStatus): Promise<KubeObject> {
@@ -475,37 +493,38 @@ function sameDecision(have: KubeObject, want: KubeObject): boolean {
 }
 
 /**
- * The status of an autoscaling placement that cannot get signals: the
- * clusters stay as they are (deciding without signals could add or keep the
- * wrong ones), Valid=True, and Satisfied=Unknown says why.
+ * An autoscaling placement decided without signals: the engine placed it up
+ * to its minimum and scales neither out nor in. Satisfied says so and names
+ * the missing source; an engine verdict of False (no eligible cluster,
+ * maxClusters) stays False, with the missing source added to its message.
  */
-export function holdStatus(
+export function withoutSignalSource(
+  status: PlacementStatus,
   previous: PlacementStatus,
-  generation: number | undefined,
-  now: string,
-  reason: string,
-  message: string,
+  missing: { readonly reason: string; readonly message: string },
+  now: Date,
 ): PlacementStatus {
-  let conditions: Condition[] = setCondition(
-    previous.conditions,
-    {
-      type: CONDITION_VALID,
-      status: 'True',
-      reason: 'Valid',
-      message: 'the spec is valid',
-      observedGeneration: generation,
-    },
-    now,
-  );
-  conditions = setCondition(
-    conditions,
-    { type: CONDITION_SATISFIED, status: 'Unknown', reason, message, observedGeneration: generation },
-    now,
-  );
+  const decided = withoutCondition(status, CONDITION_SIGNALS_OBSERVED);
+  const satisfied = decided.conditions?.find((c) => c.type === CONDITION_SATISFIED);
+  if (!satisfied) return decided;
+  const placed = (decided.clusters ?? []).filter((c) => c.state === 'ACTIVE').length;
+  const condition: Condition =
+    satisfied.status === 'False'
+      ? { ...satisfied, message: `${satisfied.message ?? ''}; ${missing.message}` }
+      : {
+          ...satisfied,
+          status: 'Unknown',
+          reason: missing.reason,
+          message: `placed on ${placed} ACTIVE cluster(s), up to minClustersBelowCapacityCeiling; it cannot scale out or in: ${missing.message}`,
+        };
+  // The engine saw the previous Unknown as a change to True: the transition
+  // time comes from the previous status, or every evaluation would rewrite it.
+  const before = previous.conditions?.find((c) => c.type === CONDITION_SATISFIED);
+  const lastTransitionTime =
+    before?.status === condition.status && before.lastTransitionTime ? before.lastTransitionTime : formatTime(now);
   return {
-    ...previous,
-    ...(generation !== undefined ? { observedGeneration: generation } : {}),
-    conditions,
+    ...decided,
+    conditions: decided.conditions!.map((c) => (c === satisfied ? { ...condition, lastTransitionTime } : c)),
   };
 }
 
@@ -517,7 +536,19 @@ function withoutCondition(status: PlacementStatus, type: string): PlacementStatu
   return { ...status, conditions: status.conditions.filter((c) => c.type !== type) };
 }
 
-/** Adds SignalsObserved: False names the clusters without a (complete) signal and why. */
+/**
+ * Signal errors in a total order (cluster, code, message): a source observes
+ * clusters concurrently and reports them in the order they finish, and a
+ * status written from that order would change with nothing changed.
+ */
+export function sortSignalErrors(errors: readonly SignalError[]): SignalError[] {
+  const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+  return [...errors].sort(
+    (a, b) => compare(a.cluster, b.cluster) || compare(a.code, b.code) || compare(a.message, b.message),
+  );
+}
+
+/** Adds SignalsObserved: False names the clusters without a (complete) signal and why (errors sorted). */
 function withSignalCondition(
   status: PlacementStatus,
   errors: readonly SignalError[],

@@ -1,6 +1,7 @@
 import { expect, it } from 'vitest';
 import { TRANSITION_IDS } from '@mco/core';
 import type { KubeObject } from '@mco/kube-runtime';
+import { createLogger, type CapacitySignalSource } from '@mco/runtime';
 import { startHealthServer } from '../src/index.js';
 import { FakeSignalSource, waitFor, describeWithHub } from './support.js';
 import { counterValue, settled, testController, useControllerHub } from './support-controller.js';
@@ -418,11 +419,10 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     await env.fleet.deletePlacement('bad', 'svc');
   });
 
-  it('without a signal source decides plain placements and holds autoscaling ones with Satisfied=Unknown', async () => {
+  it('without a signal source decides autoscaling placements with no signals: placed up to the minimum, Satisfied=Unknown names the source', async () => {
     await env.fleet.namespace('nosrc');
     await env.fleet.namespace('fleet-nosrc');
-    await env.fleet.createProfile('fleet-nosrc', 'm', { nosrc: 'yes' });
-    await env.fleet.createProfile('fleet-nosrc', 'n', { nosrc: 'yes' });
+    for (const name of ['m', 'n', 'o']) await env.fleet.createProfile('fleet-nosrc', name, { nosrc: 'yes' });
     const autoscale = { minClustersBelowCapacityCeiling: 2 };
     await env.fleet.createPlacement('nosrc', 'plain', rde('nosrc', ['yes']));
     await env.fleet.createPlacement('nosrc', 'auto', {
@@ -433,43 +433,120 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       ...rde('nosrc', ['yes']),
       scaling: { autoscaleForCapacity: { ...autoscale, signalSource: 'prometheus' } },
     });
-    // An autoscaling placement that already runs somewhere keeps exactly that.
-    const auto = await env.fleet.placement('nosrc', 'auto');
-    const listed = [
-      { name: 'm', namespace: 'fleet-nosrc', state: 'ACTIVE', lastTransitionTime: '2026-01-01T00:00:00Z' },
-    ];
+    await env.fleet.createPlacement('nosrc', 'wide', {
+      ...rde('nosrc', ['yes']),
+      scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1 } },
+    });
+    // Running on more clusters than its minimum: missing data never removes one.
+    const wide = await env.fleet.placement('nosrc', 'wide');
+    const listed = ['m', 'n', 'o'].map((name) => ({
+      name,
+      namespace: 'fleet-nosrc',
+      state: 'ACTIVE',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    }));
     await env.hub.custom.replaceNamespacedCustomObjectStatus({
       group: 'orchestra.multicluster.x-k8s.io',
       version: 'v1alpha1',
       plural: 'multikubernetesclusterplacements',
       namespace: 'nosrc',
-      name: 'auto',
-      body: { ...auto, status: { clusters: listed } },
+      name: 'wide',
+      body: { ...wide, status: { clusters: listed } },
     });
-    start(testController(env.hub.controllerKubeConfig()));
-    await waitFor('plain decided', async () => (await env.fleet.states('nosrc', 'plain')).length === 2);
-    const held = await waitFor('auto held', async () => {
-      const c = await env.fleet.condition('nosrc', 'auto', 'Satisfied');
-      return c?.status === 'Unknown' && c;
-    });
-    const named = await waitFor('named held', async () => {
-      const c = await env.fleet.condition('nosrc', 'named', 'Satisfied');
-      return c?.status === 'Unknown' && c;
-    });
+    const controller = start(testController(env.hub.controllerKubeConfig()));
+    const satisfied = async (name: string) => {
+      const c = await waitFor(`${name} decided`, async () => {
+        const c = await env.fleet.condition('nosrc', name, 'Satisfied');
+        return c?.reason !== undefined && c;
+      });
+      return `${c.status}/${c.reason}: ${c.message}`;
+    };
+    const placed = 'placed on 2 ACTIVE cluster(s), up to minClustersBelowCapacityCeiling; it cannot scale out or in: ';
     expect({
-      held: held.reason,
-      autoClusters: ((await env.fleet.placement('nosrc', 'auto')).status as { clusters: unknown[] }).clusters,
-      named: named.reason,
+      plain: await satisfied('plain'),
+      auto: await satisfied('auto'),
+      autoStates: await env.fleet.states('nosrc', 'auto'),
+      named: await satisfied('named'),
       namedStates: await env.fleet.states('nosrc', 'named'),
+      wideStates: await env.fleet.states('nosrc', 'wide'),
       valid: (await env.fleet.condition('nosrc', 'auto', 'Valid'))?.status,
+      decisions: await env.fleet.decisionSummary('nosrc'),
     }).toEqual({
-      held: 'NoSignalSource',
-      autoClusters: listed,
-      named: 'UnknownSignalSource',
-      namedStates: [],
+      plain: 'True/AllEligibleClustersPlaced: 3 cluster(s) listed',
+      auto: `Unknown/NoSignalSource: ${placed}no capacity-signal source is configured (see --signal-sources)`,
+      autoStates: ['fleet-nosrc/m:ACTIVE', 'fleet-nosrc/n:ACTIVE'],
+      named: `Unknown/UnknownSignalSource: ${placed}capacity-signal source "prometheus" is not configured (configured: none)`,
+      namedStates: ['fleet-nosrc/m:ACTIVE', 'fleet-nosrc/n:ACTIVE'],
+      wideStates: ['fleet-nosrc/m:ACTIVE', 'fleet-nosrc/n:ACTIVE', 'fleet-nosrc/o:ACTIVE'],
       valid: 'True',
+      decisions: expect.arrayContaining(['auto-0: fleet-nosrc/m=ACTIVE,fleet-nosrc/n=ACTIVE']),
     });
-    for (const name of ['plain', 'auto', 'named']) await env.fleet.deletePlacement('nosrc', name);
+    // Deciding again changes nothing: one status write per placement.
+    await settled(controller);
+    expect(await counterValue(controller, 'mco_controller_status_writes_total')).toBe(4);
+    for (const name of ['plain', 'auto', 'named', 'wide']) await env.fleet.deletePlacement('nosrc', name);
+  });
+
+  it('a flapping source (errors finishing in random order) over many resyncs: zero status writes after the first', async () => {
+    await env.fleet.namespace('flap');
+    await env.fleet.namespace('fleet-flap');
+    const names = ['a', 'b', 'c', 'd', 'e', 'f', 'g'];
+    for (const name of names) await env.fleet.createProfile('fleet-flap', name, { flap: 'yes' });
+    // Every listed cluster fails, reported in the order concurrent observations finish: a new order each time.
+    let observations = 0;
+    const source: CapacitySignalSource = {
+      async observe(request) {
+        observations++;
+        const errors = request.clusters.map((c) => ({
+          cluster: c.key,
+          code: 'Unavailable' as const,
+          message: `cannot reach ${c.key}`,
+        }));
+        for (let i = errors.length - 1; i > 0; i--) {
+          const j = Math.floor(Math.random() * (i + 1));
+          [errors[i], errors[j]] = [errors[j]!, errors[i]!];
+        }
+        return { signals: [], errors };
+      },
+    };
+    await env.fleet.createPlacement('flap', 'svc', {
+      ...rde('flap', ['yes']),
+      // More clusters than the message shows (5), so a random order would change the message.
+      scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 7 } },
+    });
+    const warnings: { msg: string; placement?: string }[] = [];
+    const logger = createLogger({ level: 'warn', write: (line) => void warnings.push(JSON.parse(line)) });
+    const controller = start(
+      testController(env.hub.controllerKubeConfig(), {
+        sources: { flap: source },
+        defaultSignalSource: 'flap',
+        logger,
+      }),
+    );
+    const first = await waitFor('placed and observed', async () => {
+      const c = await env.fleet.condition('flap', 'svc', 'SignalsObserved');
+      return (await env.fleet.states('flap', 'svc')).length === 7 && c?.status === 'False' && c;
+    });
+    const writesAfterFirst = await counterValue(controller, 'mco_controller_status_writes_total');
+    const observedBefore = observations;
+    // At least 30 more evaluations (the poll interval is 300 ms), each with a fresh random order.
+    await waitFor('30 more evaluations', async () => observations >= observedBefore + 30, 60_000);
+    expect({
+      writes: (await counterValue(controller, 'mco_controller_status_writes_total')) - writesAfterFirst,
+      message: (await env.fleet.condition('flap', 'svc', 'SignalsObserved'))?.message,
+    }).toEqual({
+      writes: 0,
+      message:
+        'fleet-flap/a: Unavailable: cannot reach fleet-flap/a; fleet-flap/b: Unavailable: cannot reach fleet-flap/b; ' +
+        'fleet-flap/c: Unavailable: cannot reach fleet-flap/c; fleet-flap/d: Unavailable: cannot reach fleet-flap/d; ' +
+        'fleet-flap/e: Unavailable: cannot reach fleet-flap/e; and 2 more',
+    });
+    expect(first.message).toMatch(/^fleet-flap\/a: /);
+    // The same failure on every evaluation is logged once per interval (10 min by default) per placement.
+    expect(warnings.filter((w) => w.placement === 'flap/svc').map((w) => w.msg)).toEqual([
+      'the signal source could not observe some clusters; their signals are missing',
+    ]);
+    await env.fleet.deletePlacement('flap', 'svc');
   });
 
   it('restarted over decided placements, writes nothing', async () => {

@@ -43,6 +43,14 @@ describe('parseControllerConfig', () => {
     });
   });
 
+  it.each([
+    ['--listen', { listen: '127.0.0.1:9001' }],
+    ['its old name --http-address', { 'http-address': '127.0.0.1:9001' }],
+  ])('sets the HTTP address with %s', (_name, flags) => {
+    const result = parseControllerConfig(flags, {});
+    expect(result.ok && result.value.http).toEqual({ host: '127.0.0.1', port: 9001 });
+  });
+
   it('takes a flag over its environment variable over the default', () => {
     const result = parseControllerConfig(
       { workers: '8', 'http-address': '127.0.0.1:9000' },
@@ -71,7 +79,7 @@ describe('parseControllerConfig', () => {
   it.each([
     { flags: { workers: '0' }, error: /^--workers \(MCO_WORKERS\): .*>=1/ },
     { flags: { 'lease-duration': '15' }, error: /^--lease-duration \(MCO_LEASE_DURATION\): expected a duration/ },
-    { flags: { 'http-address': 'localhost' }, error: /^--http-address \(MCO_HTTP_ADDRESS\): expected host:port/ },
+    { flags: { listen: 'localhost' }, error: /^--listen \(MCO_HTTP_ADDRESS\): expected host:port/ },
     { flags: { events: 'yes' }, error: /^--events \(MCO_EVENTS\)/ },
     { flags: { 'renew-deadline': '20s' }, error: /^--retry-period < --renew-deadline < --lease-duration/ },
     { flags: { 'leader-election-namespace': 'Not_A_Name' }, error: /^--leader-election-namespace \(POD_NAMESPACE\)/ },

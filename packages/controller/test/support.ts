@@ -233,9 +233,9 @@ export class Fleet {
     namespace: string,
     name: string,
     type: string,
-  ): Promise<{ status: string; reason?: string } | undefined> {
+  ): Promise<{ status: string; reason?: string; message?: string } | undefined> {
     const status = (await this.placement(namespace, name)).status as
-      { conditions?: { type: string; status: string; reason?: string }[] } | undefined;
+      { conditions?: { type: string; status: string; reason?: string; message?: string }[] } | undefined;
     return status?.conditions?.find((c) => c.type === type);
   }
 

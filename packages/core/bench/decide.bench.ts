@@ -16,7 +16,10 @@ const REGIONS = ['us-east1', 'us-west1', 'europe-west4', 'asia-east1', 'me-centr
 const NOW = new Date('2026-01-01T12:00:00Z');
 const OBSERVED = '2026-01-01T11:59:30Z';
 
-function fleet(n: number): ClusterProfile[] {
+const EFFECTS = ['NoSelect', 'NoSelectIfNew', 'PreferNoSelect'] as const;
+
+/** `maintained`: taints on 10% of clusters (the three effects in turn) and a `gpu-hour-cost` property on each. */
+function fleet(n: number, maintained = false): ClusterProfile[] {
   return Array.from({ length: n }, (_, i) =>
     aClusterProfile(`fleet-${i % 10}/cluster-${String(i).padStart(5, '0')}`, {
       labels: {
@@ -25,8 +28,32 @@ function fleet(n: number): ClusterProfile[] {
         tier: i % 7 === 0 ? 'gold' : 'std',
       },
       controlPlaneHealthy: true,
+      ...(maintained
+        ? {
+            properties: { 'gpu-hour-cost': `${(1 + (i % 97) / 10).toFixed(1)}` },
+            ...(i % 10 === 5 ? { taints: [{ key: 'maintenance', effect: EFFECTS[((i / 10) % 3) | 0]! }] } : {}),
+          }
+        : {}),
     }),
   );
+}
+
+/** The realistic placement plus a cost sorter and a toleration that matches none of the fleet's taints. */
+function withSorter(spec: PlacementSpec): PlacementSpec {
+  const affinity = spec.affinity!.clusterAffinity!;
+  return {
+    ...spec,
+    tolerations: [{ key: 'spot', operator: 'Exists' }],
+    affinity: {
+      clusterAffinity: {
+        ...affinity,
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          ...(affinity.preferredDuringSchedulingIgnoredDuringExecution ?? []),
+          { weight: 100, propertySorter: { name: 'gpu-hour-cost', sortOrder: 'Ascending' } },
+        ],
+      },
+    },
+  };
 }
 
 /** A realistic autoscaling placement: RDE on gpu, a preference, three clusters listed, one at its ceiling. */
@@ -118,6 +145,27 @@ for (const n of [100, 1_000, 10_000]) {
     n.toLocaleString('en'),
     fmt(cold),
     `${((cold * 1e6) / n).toFixed(0)} ns`,
+  );
+}
+
+for (const n of [1_000, 10_000]) {
+  const inventory = createInventory(fleet(n, true));
+  const base = placementFor(1, inventory);
+  const spec = withSorter(base.spec);
+  const first = decide({ now: NOW, placement: aPlacement('apps/p1', spec, base.status), clusterProfiles: inventory });
+  const shared = measure(() =>
+    decide({
+      now: NOW,
+      placement: aPlacement('apps/p1', spec, first.status),
+      clusterProfiles: inventory,
+      signals: base.signals,
+    }),
+  );
+  row(
+    'one placement, taints on 10% + property sorter',
+    n.toLocaleString('en'),
+    fmt(shared),
+    `${((shared * 1e6) / n).toFixed(0)} ns`,
   );
 }
 

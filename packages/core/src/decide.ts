@@ -11,6 +11,8 @@ import {
   type PlacementStatus,
 } from './api/placement.js';
 import type { Signal } from './api/signal.js';
+import { TAINTS_ANNOTATION } from './api/taint.js';
+import { formatTaint } from './selection/taints.js';
 import { err, ok, type Result, type SpecError } from './result.js';
 import { resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
 import { nextDrainStepAt, startDraining, stepDraining } from './scaling/draining.js';
@@ -64,26 +66,54 @@ export const CONDITION_SATISFIED = 'Satisfied';
  * (semantics.md). Pure and deterministic: same input, same output.
  */
 export function decide(input: DecideInput): Decision {
+  return evaluatePlacement(input).decision;
+}
+
+/**
+ * Hears why an evaluation did not do more (semantics.md 10.4): `cluster` is a
+ * ClusterProfile `namespace/name`, or undefined for the placement as a whole.
+ */
+export type NoteSink = (cluster: string | undefined, note: string) => void;
+
+/** What `explain` reads besides the decision: the same selection the evaluation used. */
+export interface EvaluationContext {
+  readonly selection: Selection;
+  readonly spec: PlacementSpec;
+  readonly inventory: Inventory;
+  readonly selected: SelectionResult;
+  readonly assess: (key: string) => SignalAssessment;
+  readonly behavior: ResolvedBehavior;
+}
+
+/**
+ * The evaluation behind both `decide` and `explain`: `explain` passes a sink
+ * for the reasons nothing more happened and reads the context, so its verdict
+ * is decide's by construction. Internal to @mco/core.
+ */
+export function evaluatePlacement(
+  input: DecideInput,
+  notes?: NoteSink,
+): { decision: Decision; context: EvaluationContext | undefined } {
   const nowMs = Math.floor(input.now.getTime() / SECOND) * SECOND;
   const now = formatTime(nowMs);
   const previous = input.placement.status ?? {};
   const generation = input.placement.metadata.generation;
 
   const compiled = compilePlacementSpec(input.placement.spec);
-  if (!compiled.ok) return invalid(previous, compiled.error, now, generation);
+  if (!compiled.ok) return { decision: invalid(previous, compiled.error, now, generation), context: undefined };
   const { spec, selection } = compiled.value;
 
   const inventory = Array.isArray(input.clusterProfiles)
     ? createInventory(input.clusterProfiles as readonly ClusterProfile[])
     : (input.clusterProfiles as Inventory);
   const listedKeys = new Set((previous.clusters ?? []).map((c) => clusterKey(c.namespace, c.name)));
-  const selected = selectClusters(selection, inventory, listedKeys);
+  const selected = selectClusters(selection, inventory, listedKeys, nowMs);
   const autoscale = spec.scaling?.autoscaleForCapacity;
   const behavior = resolveBehavior(autoscale?.behavior);
   const signals = indexSignals(input.signals ?? []);
   const assess = (key: string) => assessSignal(signals.get(key), nowMs, behavior.signalStaleAfterSeconds);
 
-  const run = new Evaluation(nowMs, now, previous, selected, inventory, behavior, assess);
+  const run = new Evaluation(nowMs, now, previous, selected, inventory, behavior, assess, notes);
   if (autoscale) run.autoscale(autoscale);
   else run.placeEveryEligible();
 
@@ -94,17 +124,13 @@ export function decide(input: DecideInput): Decision {
     ...(run.lastClusterRemovalTime ? { lastClusterRemovalTime: run.lastClusterRemovalTime } : {}),
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };
-  const unknown = selected.unknownClusters;
   let conditions = setCondition(
     previous.conditions,
     {
       type: CONDITION_VALID,
       status: 'True',
       reason: 'Valid',
-      message:
-        unknown.length > 0
-          ? `the spec is valid; cluster-list names clusters that are not ClusterProfiles: ${unknown.join(', ')}`
-          : 'the spec is valid',
+      message: ['the spec is valid', ...inputWarnings(selected, inventory, listedKeys)].join('; '),
       observedGeneration: generation,
     },
     now,
@@ -112,7 +138,10 @@ export function decide(input: DecideInput): Decision {
   conditions = setCondition(conditions, { ...run.satisfied, observedGeneration: generation }, now);
   status.conditions = conditions;
   if (status.clusters!.length === 0 && previous.clusters === undefined) delete status.clusters;
-  return { status, transitions: run.transitions, requeueAfterSeconds: run.requeueAfterSeconds() };
+  return {
+    decision: { status, transitions: run.transitions, requeueAfterSeconds: run.requeueAfterSeconds() },
+    context: { selection, spec, inventory, selected, assess, behavior },
+  };
 }
 
 /** A spec that parsed and whose selection compiled, or why it is invalid. */
@@ -147,6 +176,23 @@ function compileSpecUncached(raw: unknown): CompiledSpec {
   return selection.ok ? ok({ spec: parsed.data, selection: selection.value }) : selection;
 }
 
+/**
+ * What the engine ignored in its input, for the Valid condition: cluster-list
+ * names without a ClusterProfile, and taints annotations of listed clusters
+ * that do not parse (treated as no taints, so they never evict).
+ */
+function inputWarnings(selected: SelectionResult, inventory: Inventory, listed: ReadonlySet<string>): string[] {
+  const warnings: string[] = [];
+  const unknown = selected.unknownClusters;
+  if (unknown.length > 0)
+    warnings.push(`cluster-list names clusters that are not ClusterProfiles: ${unknown.join(', ')}`);
+  for (const key of [...listed].sort()) {
+    const error = inventory.byKey.get(key)?.taints.error;
+    if (error) warnings.push(`the ${TAINTS_ANNOTATION} annotation of ${key} is ignored: ${error}`);
+  }
+  return warnings;
+}
+
 /** An invalid spec changes nothing in `status.clusters`: the workload stays where it is. */
 function invalid(previous: PlacementStatus, error: SpecError, now: string, generation: number | undefined): Decision {
   let conditions = setCondition(
@@ -178,6 +224,8 @@ function invalid(previous: PlacementStatus, error: SpecError, now: string, gener
   };
 }
 
+const NO_NOTES: NoteSink = () => {};
+
 class Evaluation {
   readonly transitions: Transition[] = [];
   readonly entries: Entry[] = [];
@@ -195,6 +243,7 @@ class Evaluation {
     private readonly inventory: Inventory,
     private readonly behavior: ResolvedBehavior,
     private readonly assess: (key: string) => SignalAssessment,
+    private readonly note: NoteSink = NO_NOTES,
   ) {
     this.lastAdditionTime = previous.lastAdditionTime;
     this.lastClusterRemovalTime = previous.lastClusterRemovalTime;
@@ -287,6 +336,11 @@ class Evaluation {
     if (sinceMs !== undefined) this.timers.push(sinceMs + seconds * SECOND);
   }
 
+  private timeAfter(since: string | number | undefined, seconds: number): string {
+    const t = typeof since === 'number' ? since : parseTime(since);
+    return t === undefined ? 'now' : formatTime(t + seconds * SECOND);
+  }
+
   /**
    * Step 1: per listed cluster at most one E/H/R transition, E before H before R
    * (semantics.md section 3). `removeIneligibleAtOnce`: without autoscaling there
@@ -300,7 +354,8 @@ class Evaluation {
       const replicas = entry.signal.currentReplicas;
       if (!eligible && (entry.state === 'ACTIVE' || entry.state === 'SCALING_IN')) {
         const why = `no longer eligible: ${this.selected.ineligibleBecause(entry.key)}`;
-        this.move(entry, entry.state === 'ACTIVE' ? 'E1' : 'E3', 'EVICTING', 'NoLongerEligible', why);
+        const reason = this.selected.taintsOf(entry.key).noSelect ? 'Tainted' : 'NoLongerEligible';
+        this.move(entry, entry.state === 'ACTIVE' ? 'E1' : 'E3', 'EVICTING', reason, why);
         if (removeIneligibleAtOnce)
           this.move(entry, 'R3', null, 'Removed', 'nothing to drain without autoscaleForCapacity');
         continue;
@@ -316,6 +371,10 @@ class Evaluation {
           this.move(entry, 'R3', null, 'Removed', `EVICTING for evictionTimeoutSeconds (${b.evictionTimeoutSeconds}s)`);
         } else {
           this.timer(parseTime(entry.lastTransitionTime), b.evictionTimeoutSeconds);
+          this.note(
+            entry.key,
+            `EVICTING until it reports ≤ 1 replica, at most until ${this.timeAfter(entry.lastTransitionTime, b.evictionTimeoutSeconds)} (evictionTimeoutSeconds)`,
+          );
         }
         continue;
       }
@@ -341,6 +400,10 @@ class Evaluation {
           );
         } else {
           this.timer(parseTime(entry.lastTransitionTime), b.unhealthyTimeoutSeconds);
+          this.note(
+            entry.key,
+            `UNHEALTHY: removed at ${this.timeAfter(entry.lastTransitionTime, b.unhealthyTimeoutSeconds)} (unhealthyTimeoutSeconds) unless healthy and eligible again`,
+          );
         }
         continue;
       }
@@ -366,7 +429,16 @@ class Evaluation {
     }
     for (const cluster of this.selected.eligible) {
       if (this.byKey.get(cluster.key)?.removed === false) continue;
-      if (this.unhealthyBecause(cluster.key, this.assess(cluster.key))) continue;
+      const taint = this.selected.taintsOf(cluster.key).noSelectIfNew;
+      if (taint) {
+        this.note(cluster.key, `not added: the taint ${formatTaint(taint)} is not tolerated`);
+        continue;
+      }
+      const unhealthy = this.unhealthyBecause(cluster.key, this.assess(cluster.key));
+      if (unhealthy) {
+        this.note(cluster.key, `not added: ${unhealthy}`);
+        continue;
+      }
       this.add(cluster, 'eligible, and no scaling is configured: every eligible cluster runs');
     }
     const count = this.live().length;
@@ -416,6 +488,10 @@ class Evaluation {
       ) {
         stabilizing = true;
         this.timer(shortSince, b.scaleOutStabilizationSeconds);
+        this.note(
+          undefined,
+          `headroom ${headroom} < min ${min}: scale-out waits until ${this.timeAfter(shortSince, b.scaleOutStabilizationSeconds)} (scaleOut.stabilizationWindowSeconds)`,
+        );
       } else {
         for (const entry of this.byPriority(this.live().filter((e) => e.state === 'SCALING_IN'))) {
           if (headroom >= min) break;
@@ -441,6 +517,7 @@ class Evaluation {
       }
     }
 
+    this.noteNotAdded(min, max, headroom);
     if (!scaledOut) this.scaleIn(min, headroom);
     this.drain(config.useDraining === true);
     this.satisfied = this.satisfaction(min, max, headroom, stabilizing);
@@ -461,19 +538,36 @@ class Evaluation {
       const since = parseTime(entry.scaleInCandidateSince);
       if (since === undefined) continue;
       if (this.nowMs - since >= b.scaleInStabilizationSeconds * SECOND) waiting.push(entry);
-      else this.timer(since, b.scaleInStabilizationSeconds);
+      else {
+        this.timer(since, b.scaleInStabilizationSeconds);
+        this.note(
+          entry.key,
+          `wants scale-in since ${entry.scaleInCandidateSince}; not before ${this.timeAfter(since, b.scaleInStabilizationSeconds)} (scaleIn.stabilizationWindowSeconds)`,
+        );
+      }
     }
     if (waiting.length === 0) return;
+    const waitingNote = (why: string) => {
+      for (const entry of waiting) this.note(entry.key, `wants scale-in, but ${why}`);
+    };
     // Fail static: never scale in on a guess about the others' headroom.
-    if (active.some((e) => !e.signal.fresh)) return;
+    const unknown = active.filter((e) => !e.signal.fresh);
+    if (unknown.length > 0) {
+      waitingNote(`no fresh signal from ${unknown.map((e) => e.key).join(', ')}`);
+      return;
+    }
     const lastAddition = parseTime(this.lastAdditionTime);
     if (lastAddition !== undefined && this.nowMs - lastAddition < b.scaleInCooldownSeconds * SECOND) {
       this.timer(lastAddition, b.scaleInCooldownSeconds);
+      waitingNote(`the scale-in cooldown runs until ${this.timeAfter(lastAddition, b.scaleInCooldownSeconds)}`);
       return;
     }
     const candidate = this.byPriority(waiting).at(-1)!;
     const without = headroom - (candidate.signal.atCapacityCeiling ? 0 : 1);
-    if (without < min) return;
+    if (without < min) {
+      this.note(candidate.key, `wants scale-in, but headroom without it would be ${without} < min ${min}`);
+      return;
+    }
     const wanted = Math.round(this.elapsedSeconds(candidate.scaleInCandidateSince));
     this.move(
       candidate,
@@ -496,7 +590,13 @@ class Evaluation {
           ? startDraining(entry.signal, this.nowMs)
           : stepDraining(entry.draining, entry.signal, this.nowMs, b.drainStepIntervalSeconds, b.drainStepPercent);
       const next = entry.draining && nextDrainStepAt(entry.draining, b.drainStepIntervalSeconds);
-      if (next) this.timers.push(next);
+      if (next) {
+        this.timers.push(next);
+        this.note(
+          entry.key,
+          `draining: desiredMaxReplicas ${entry.draining!.desiredMaxReplicas}, next step at ${formatTime(next)}`,
+        );
+      }
     }
   }
 
@@ -538,18 +638,43 @@ class Evaluation {
       type,
       status: 'False',
       reason: 'AllClustersAtCapacity',
-      message: `${counts}; every eligible cluster is listed, unhealthy or at its capacity ceiling`,
+      message: `${counts}; every eligible cluster is listed, unhealthy, at its capacity ceiling or tainted NoSelectIfNew`,
     };
   }
 
   /**
-   * A cluster scale-out may add: not listed, not unhealthy, and not known to be
-   * at its capacity ceiling (adding a stocked-out cluster gives no headroom).
+   * A cluster scale-out may add: not listed, without an untolerated
+   * NoSelectIfNew taint, not unhealthy, and not known to be at its capacity
+   * ceiling (adding a stocked-out cluster gives no headroom).
    */
   private isAddable(cluster: InventoryCluster): boolean {
-    if (this.byKey.get(cluster.key)?.removed === false) return false;
+    return this.byKey.get(cluster.key)?.removed !== false && this.notAddableBecause(cluster) === undefined;
+  }
+
+  /** Why scale-out may not add an unlisted eligible cluster, or undefined. */
+  private notAddableBecause(cluster: InventoryCluster): string | undefined {
+    const taint = this.selected.taintsOf(cluster.key).noSelectIfNew;
+    if (taint) return `the taint ${formatTaint(taint)} is not tolerated`;
     const signal = this.assess(cluster.key);
-    return !signal.atCapacityCeiling && !this.unhealthyBecause(cluster.key, signal);
+    const unhealthy = this.unhealthyBecause(cluster.key, signal);
+    if (unhealthy) return unhealthy;
+    return signal.atCapacityCeiling ? 'at its capacity ceiling' : undefined;
+  }
+
+  /** For explain: why each unlisted eligible cluster was not added. Costs nothing without a sink. */
+  private noteNotAdded(min: number, max: number, headroom: number): void {
+    if (this.note === NO_NOTES) return;
+    for (const cluster of this.selected.eligible) {
+      if (this.byKey.get(cluster.key)?.removed === false) continue;
+      const why =
+        this.notAddableBecause(cluster) ??
+        (headroom >= min
+          ? `headroom ${headroom} >= min ${min}, no cluster needed`
+          : max > 0 && this.live().length >= max
+            ? `maxClusters (${max}) reached`
+            : 'scale-out is waiting (stabilization window)');
+      this.note(cluster.key, `not added: ${why}`);
+    }
   }
 
   /** Listed clusters in priority order: eligible ones first, the others by namespace/name. */
@@ -579,6 +704,9 @@ class Evaluation {
   requeueAfterSeconds(): number | null {
     let next = Infinity;
     const staleAts = this.live().flatMap((e) => (e.signal.staleAt !== undefined ? [e.signal.staleAt] : []));
+    // A time-limited toleration running out can make a cluster ineligible (tolerationSeconds).
+    const expiry = this.selected.tolerationExpiresAt;
+    if (expiry !== undefined) staleAts.push(expiry);
     for (const t of [...this.timers, ...staleAts]) if (t > this.nowMs && t < next) next = t;
     return next === Infinity ? null : Math.max(1, Math.ceil((next - this.nowMs) / SECOND));
   }

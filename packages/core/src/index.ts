@@ -5,6 +5,7 @@ export * from './api/placement.js';
 export * from './api/signal.js';
 export * from './api/placement-decision.js';
 export * from './api/decision.js';
+export * from './api/taint.js';
 export type { Result, SpecError } from './result.js';
 export {
   decide,
@@ -14,10 +15,14 @@ export {
   type CompiledSpec,
   type DecideInput,
 } from './decide.js';
-export { createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
+export { explain, type ClusterExplanation, type Explanation } from './explain.js';
+export { ClusterProperty, createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
 export { compileRe2, type Re2Pattern } from './selection/regex.js';
 export { compileSelection, selectClusters, type Selection, type SelectionResult } from './selection/select.js';
 export { RULE_TYPES } from './selection/rules.js';
+export { PROPERTY_OPERATORS, SORT_ORDERS } from './selection/properties.js';
+export { compareQuantities, parseQuantity, type Quantity } from './selection/quantity.js';
+export { formatTaint, parseTaints, type ParsedTaint, type TaintsAnnotation } from './selection/taints.js';
 export { DEFAULT_BEHAVIOR, resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
 export { isAtCapacityCeiling, wantsScaleIn, assessSignal, type SignalAssessment } from './scaling/signals.js';
 export { drainStepSize } from './scaling/draining.js';

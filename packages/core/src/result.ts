@@ -7,7 +7,13 @@ export const err = <E>(error: E): Result<never, E> => ({ ok: false, error });
 /** Why a spec cannot be evaluated: a PascalCase reason, the field at fault and a message. */
 export interface SpecError {
   readonly reason:
-    'InvalidSpec' | 'InvalidRegex' | 'UnknownRuleType' | 'InvalidRuleArgument' | 'InvalidSelector' | 'InvalidAffinity';
+    | 'InvalidSpec'
+    | 'InvalidRegex'
+    | 'UnknownRuleType'
+    | 'InvalidRuleArgument'
+    | 'InvalidSelector'
+    | 'InvalidAffinity'
+    | 'InvalidToleration';
   /** Path of the offending field, e.g. `spec.clusterSelectorRules[1].arguments.regex`. */
   readonly field: string;
   readonly message: string;

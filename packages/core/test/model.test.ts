@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec, aPlacement, aSignal } from '@mco/core/testing';
 import { decide, type ClusterState, type PlacementStatus, type Signal } from '@mco/core';
+import { compareQuantities, parseQuantity } from '@mco/core';
 import { TRANSITION_TABLE } from './helpers.js';
 
 // Model-based test: random sequences of fleet events, each followed by an
@@ -11,6 +12,8 @@ import { TRANSITION_TABLE } from './helpers.js';
 const KEYS = ['fleet/c0', 'fleet/c1', 'fleet/c2', 'fleet/c3', 'fleet/c4'] as const;
 type Key = (typeof KEYS)[number];
 type Observation = 'ceiling' | 'scale-in' | 'steady' | 'unhealthy' | 'drained' | 'missing';
+type TaintState = 'none' | 'NoSelect' | 'NoSelectIfNew' | 'PreferNoSelect' | 'malformed';
+const COSTS = ['1', '2.5', '900m', '4Gi', 'n/a'] as const;
 
 const MIN = 2;
 const MAX = 4;
@@ -36,6 +39,9 @@ const spec = anAutoscalingSpec(
             { matchExpressions: [{ labelSelector: { key: 'gpu', operator: 'In', values: ['yes'] } }] },
           ],
         },
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 100, propertySorter: { name: 'cost', sortOrder: 'Ascending' } },
+        ],
       },
     },
   },
@@ -43,7 +49,17 @@ const spec = anAutoscalingSpec(
 
 interface World {
   now: number;
-  fleet: Map<Key, { gpu: boolean; deleted: boolean; controlPlaneHealthy: boolean; observation: Observation }>;
+  fleet: Map<
+    Key,
+    {
+      gpu: boolean;
+      deleted: boolean;
+      controlPlaneHealthy: boolean;
+      observation: Observation;
+      taint: TaintState;
+      cost: string | undefined;
+    }
+  >;
   status: PlacementStatus | undefined;
   evaluations: number;
 }
@@ -79,7 +95,16 @@ function evaluate(w: World): void {
   const profiles = [...w.fleet]
     .filter(([, c]) => !c.deleted)
     .map(([key, c]) =>
-      aClusterProfile(key, { labels: { gpu: c.gpu ? 'yes' : 'no' }, controlPlaneHealthy: c.controlPlaneHealthy }),
+      aClusterProfile(key, {
+        labels: { gpu: c.gpu ? 'yes' : 'no' },
+        controlPlaneHealthy: c.controlPlaneHealthy,
+        ...(c.cost !== undefined ? { properties: { cost: c.cost } } : {}),
+        ...(c.taint === 'malformed'
+          ? { taints: '[{"key":"maintenance"' }
+          : c.taint !== 'none'
+            ? { taints: [{ key: 'maintenance', effect: c.taint }] }
+            : {}),
+      }),
     );
   const signals = [...w.fleet].flatMap(([key, c]) => signalOf(key, c.observation, iso(w.now - 5)) ?? []);
   const d = decide({
@@ -102,16 +127,35 @@ function evaluate(w: World): void {
   expect(new Map([...next].map(([k, c]) => [k, c.state]))).toEqual(expected);
   expect(next.size).toBe(d.status.clusters?.length ?? 0);
 
-  // 2. Nothing ACTIVE or SCALING_IN is ineligible (RDE).
+  // 2. Nothing ACTIVE or SCALING_IN is ineligible (RDE, or an untolerated NoSelect taint);
+  // nothing tainted NoSelect or NoSelectIfNew is added; a malformed annotation never evicts.
+  const isEligible = (key: string) => {
+    const c = w.fleet.get(key as Key)!;
+    return c.gpu && !c.deleted && c.taint !== 'NoSelect';
+  };
+  for (const t of d.transitions) {
+    if (t.id === 'P1') expect(['NoSelect', 'NoSelectIfNew']).not.toContain(w.fleet.get(t.cluster as Key)!.taint);
+    if (t.id === 'E1' || t.id === 'E3') expect(isEligible(t.cluster)).toBe(false);
+  }
   for (const [key, c] of next) {
-    const cluster = w.fleet.get(key as Key)!;
-    if (c.state === 'ACTIVE' || c.state === 'SCALING_IN') expect(cluster.gpu && !cluster.deleted).toBe(true);
+    if (c.state === 'ACTIVE' || c.state === 'SCALING_IN') expect(isEligible(key)).toBe(true);
     expect(Date.parse(c.lastTransitionTime)).toBeLessThanOrEqual(Date.UTC(2026, 0, 1) + w.now * 1000);
     if (c.draining) expect(c.draining.desiredMaxReplicas).toBeGreaterThanOrEqual(1);
     const before = previous.get(key);
     if (c.draining && before?.draining && before.state === c.state) {
       expect(c.draining.desiredMaxReplicas).toBeLessThanOrEqual(before.draining.desiredMaxReplicas);
     }
+  }
+
+  // 2b. Eligible clusters are listed in priority order: PreferNoSelect after the others,
+  // and within each group a cheaper cost (the Ascending sorter) first.
+  const ranked = [...next.keys()].filter(isEligible);
+  for (let i = 0; i + 1 < ranked.length; i++) {
+    const [a, b] = [w.fleet.get(ranked[i] as Key)!, w.fleet.get(ranked[i + 1] as Key)!];
+    const [pa, pb] = [a.taint === 'PreferNoSelect', b.taint === 'PreferNoSelect'];
+    expect(pa && !pb).toBe(false);
+    const [ca, cb] = [parseQuantity(a.cost ?? ''), parseQuantity(b.cost ?? '')];
+    if (pa === pb && ca && cb) expect(compareQuantities(ca, cb)).toBeLessThanOrEqual(0);
   }
 
   // 3. Adding never exceeds maxClusters; scale-in respects min, window and cooldown.
@@ -198,6 +242,31 @@ class SetControlPlane implements fc.Command<World, World> {
   toString = () => `controlPlane(${this.key}, ${this.healthy})`;
 }
 
+class Taint implements fc.Command<World, World> {
+  constructor(
+    readonly key: Key,
+    readonly taint: TaintState,
+  ) {}
+  check = () => true;
+  run(_m: World, w: World) {
+    w.fleet.get(this.key)!.taint = this.taint;
+    evaluate(w);
+  }
+  toString = () => `taint(${this.key}, ${this.taint})`;
+}
+class SetCost implements fc.Command<World, World> {
+  constructor(
+    readonly key: Key,
+    readonly cost: string | undefined,
+  ) {}
+  check = () => true;
+  run(_m: World, w: World) {
+    w.fleet.get(this.key)!.cost = this.cost;
+    evaluate(w);
+  }
+  toString = () => `cost(${this.key}, ${this.cost})`;
+}
+
 const commands = [
   fc.integer({ min: 1, max: 400 }).map((s) => new Advance(s)),
   fc
@@ -206,6 +275,10 @@ const commands = [
   fc.tuple(arbKey, fc.boolean()).map(([k, g]) => new Relabel(k, g)),
   fc.tuple(arbKey, fc.boolean()).map(([k, d]) => new SetDeleted(k, d)),
   fc.tuple(arbKey, fc.boolean()).map(([k, h]) => new SetControlPlane(k, h)),
+  fc
+    .tuple(arbKey, fc.constantFrom<TaintState>('none', 'NoSelect', 'NoSelectIfNew', 'PreferNoSelect', 'malformed'))
+    .map(([k, t]) => new Taint(k, t)),
+  fc.tuple(arbKey, fc.option(fc.constantFrom(...COSTS), { nil: undefined })).map(([k, c]) => new SetCost(k, c)),
 ];
 
 describe('model-based state machine test', () => {
@@ -217,7 +290,14 @@ describe('model-based state machine test', () => {
           fleet: new Map(
             KEYS.map((k) => [
               k,
-              { gpu: true, deleted: false, controlPlaneHealthy: true, observation: 'steady' as Observation },
+              {
+                gpu: true,
+                deleted: false,
+                controlPlaneHealthy: true,
+                observation: 'steady' as Observation,
+                taint: 'none' as TaintState,
+                cost: undefined,
+              },
             ]),
           ),
           status: undefined,

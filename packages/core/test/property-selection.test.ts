@@ -73,6 +73,38 @@ describe('Kubernetes quantities compare exactly, like resource.Quantity.Cmp', ()
     expect(compareQuantities(parseQuantity(a)!, parseQuantity(b)!)).toBe(order);
   });
 
+  it('the float shortcut never disagrees with the exact order (fast-check), near-equal and huge values included', () => {
+    const exact = (a: string, b: string) => {
+      const [x, y] = [parseQuantity(a)!, parseQuantity(b)!];
+      const [l, r] = [x.numerator * y.denominator, y.numerator * x.denominator];
+      return l < r ? -1 : l > r ? 1 : 0;
+    };
+    const digits = fc.stringMatching(/^[0-9]{1,400}$/);
+    const arbQuantity = fc.oneof(
+      fc
+        .tuple(
+          fc.constantFrom('', '-'),
+          digits,
+          fc.option(digits, { nil: undefined }),
+          fc.constantFrom('', 'm', 'Gi', 'e-60', 'E64'),
+        )
+        .map(
+          ([sign, whole, fraction, suffix]) =>
+            `${sign}${whole}${fraction === undefined ? '' : `.${fraction}`}${suffix}`,
+        ),
+      fc.double({ noNaN: true, noDefaultInfinity: true }).map((d) => d.toString().replace('e+', 'e')),
+    );
+    fc.assert(
+      fc.property(arbQuantity, arbQuantity, fc.nat(3), (a, b, tweak) => {
+        // Near-equal pairs: the same digits with one more at the end.
+        const c = tweak === 0 && !/[a-zA-Z]/.test(a) ? `${a}${a.includes('.') ? '' : '.'}000000000001` : b;
+        if (!parseQuantity(a) || !parseQuantity(c)) return;
+        expect(compareQuantities(parseQuantity(a)!, parseQuantity(c)!)).toBe(exact(a, c));
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
   it.each(['', 'many', '1.2.3', 'Gi', '1gi', '1KiB', '1 Gi', '--1', '1e', '1e1000', '0x10', 'NaN', 'Infinity'])(
     '"%s" is not a quantity',
     (text) => {

@@ -8,6 +8,7 @@ export {
   type LogLevel,
   type LoggerOptions,
 } from './logger.js';
+export { RepeatLimiter } from './repeats.js';
 export { McoError, toMcoError, httpStatusOf, type McoErrorCode } from './errors.js';
 export type {
   CapacitySignalSource,

@@ -12,12 +12,17 @@ export type LogLevel = 'debug' | 'info' | 'warn' | 'error';
 
 const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error: 40 };
 
-/** Keys whose values are never logged, whatever their nesting. */
+/**
+ * Keys whose string values are never logged, whatever their nesting. Matched
+ * at the end of the key, so `clientSecret` and `bearerToken` are hidden but
+ * `tokenFile`, `secretName` or a `syncClusterSecrets` flag are not: only
+ * values that are secrets are redacted, never settings that mention one.
+ */
 const SECRET_KEY =
-  /(token|secret|password|passwd|authorization|credential|bearer|private|key-?data|cert-?data|cookie)/i;
+  /(tokens?|secrets?|passwords?|passwd|authorization|credentials?|bearer|private-?key|key-?data|cookies?)$/i;
 export const REDACTED = '[REDACTED]';
 
-/** Replaces the values of secret-looking keys; also turns Errors into {message, code}. */
+/** Replaces the string values of secret keys; also turns Errors into {message, code}. */
 export function redact(value: unknown, depth = 0): unknown {
   if (depth > 8) return '[…]';
   if (value instanceof Error) {
@@ -27,10 +32,17 @@ export function redact(value: unknown, depth = 0): unknown {
   if (Array.isArray(value)) return value.map((v) => redact(v, depth + 1));
   if (value && typeof value === 'object') {
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = SECRET_KEY.test(k) ? REDACTED : redact(v, depth + 1);
+    for (const [k, v] of Object.entries(value)) {
+      out[k] = SECRET_KEY.test(k) && isSecretValue(v) ? REDACTED : redact(v, depth + 1);
+    }
     return out;
   }
   return value;
+}
+
+/** A string, or a list of strings (e.g. several tokens); booleans, numbers and objects are not secrets themselves. */
+function isSecretValue(value: unknown): boolean {
+  return typeof value === 'string' || (Array.isArray(value) && value.some((v) => typeof v === 'string'));
 }
 
 export interface LoggerOptions {

@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { McoError, createLogger, type LogLevel } from '@mco/runtime';
-import { loadKubeConfig, UsageError, type Command } from '../cli.js';
+import { KUBECONFIG_HELP, loadKubeConfig, parseListenAddress, UsageError, type Command } from '../cli.js';
+import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
@@ -21,8 +22,8 @@ Options:
   --token-file <path>              file holding the bearer token Argo CD sends (required;
                                    re-read when it changes, e.g. a mounted Secret)
   --listen <host:port>             where the plugin listens (default 0.0.0.0:4355);
-                                   /healthz and /readyz are served there too
-  --kubeconfig <path>              hub kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)
+                                   /healthz and /readyz are served there too; also --http-address
+  --kubeconfig <path>              ${KUBECONFIG_HELP}
   --access-providers <a,b>         access provider names, in order, for the "server" output
                                    (default: the provider file's order, else the first with a server)
   --max-body-bytes <n>             largest request body accepted (default 65536)
@@ -43,7 +44,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       args: argv,
       options: {
         'token-file': { type: 'string' },
-        listen: { type: 'string', default: '0.0.0.0:4355' },
+        listen: { type: 'string' },
+        'http-address': { type: 'string' }, // the controller's former name for --listen
         kubeconfig: { type: 'string' },
         'access-providers': { type: 'string' },
         'max-body-bytes': { type: 'string' },
@@ -65,9 +67,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     if (!values['token-file']) throw new UsageError('missing --token-file <path>: the plugin has no default token');
     const level = values['log-level'] as LogLevel;
     if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-    const listen = /^(.*):(\d{1,5})$/.exec(values.listen);
-    if (!listen || Number(listen[2]) > 65_535)
-      throw new UsageError(`--listen must be <host>:<port>, got "${values.listen}"`);
+    const listen = parseListenAddress(values.listen ?? values['http-address'] ?? '0.0.0.0:4355');
     const maxBodyBytes = values['max-body-bytes'] === undefined ? undefined : Number(values['max-body-bytes']);
     if (maxBodyBytes !== undefined && !(Number.isInteger(maxBodyBytes) && maxBodyBytes >= 1024)) {
       throw new UsageError('--max-body-bytes must be an integer of at least 1024');
@@ -76,8 +76,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       throw new UsageError('--sync-cluster-secrets needs --provider-file <path> (how to obtain credentials)');
     }
 
-    const logger = createLogger({ level, write: io.stderr });
+    const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-plugin' });
     const kubeConfig = loadKubeConfig(values.kubeconfig);
+    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
 
     let providerNames: string[] | undefined = values['access-providers']
       ?.split(',')
@@ -116,8 +117,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       logger,
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
       plugin: {
-        host: (listen[1] ?? '0.0.0.0').replace(/^\[(.*)\]$/, '$1'),
-        port: Number(listen[2]),
+        host: listen.host,
+        port: listen.port,
         tokenFile: values['token-file'],
         ...(maxBodyBytes !== undefined ? { limits: { maxBodyBytes } } : {}),
       },

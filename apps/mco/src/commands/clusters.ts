@@ -1,6 +1,12 @@
 import { parseArgs } from 'node:util';
 import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
-import { CLUSTER_MANAGER_LABEL, CONTROL_PLANE_HEALTHY, type ClusterProfile } from '@mco/core';
+import {
+  CLUSTER_MANAGER_LABEL,
+  CONTROL_PLANE_HEALTHY,
+  formatTaint,
+  TAINTS_ANNOTATION,
+  type ClusterProfile,
+} from '@mco/core';
 import {
   ClusterDeclarationSchema,
   MANUAL_MANAGER,
@@ -12,12 +18,31 @@ import {
 } from '@mco/provider-manual';
 import { McoError } from '@mco/runtime';
 import { stringify } from 'yaml';
-import { loadKubeConfig, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
+import {
+  explainFailure,
+  KUBECONFIG_HELP,
+  loadKubeConfig,
+  UsageError,
+  parseOrThrow,
+  type Command,
+  type Io,
+} from '../cli.js';
+import {
+  changeTaints,
+  CORDON_TAINT,
+  DRAIN_TAINT,
+  parseTaintChange,
+  TAINT_FIELD_MANAGER,
+  updateTaints,
+  type TaintChange,
+} from './taint.js';
 
 const USAGE = `Usage:
   mco clusters apply -f <clusters.yaml> [--prune] [--dry-run] [options]
   mco clusters from-kubeconfig --context <name> [--name <profile>] [--label k=v]... [--print] [options]
   mco clusters list [--manager <name>] [-o json]
+  mco clusters taint NAME KEY[=VALUE]:EFFECT|KEY[:EFFECT]-... [--overwrite] [options]
+  mco clusters cordon|uncordon|drain NAME [options]
 
 Declares member clusters as ClusterProfiles in the hub (docs/providers.md).
 Profiles are owned by a cluster manager (spec.clusterManager.name and label
@@ -31,6 +56,16 @@ from-kubeconfig creates or updates ONE profile from a kubeconfig context:
                 server, CA, TLS server name and proxy (never credentials).
                 --print writes the clusters-file entry instead, to add to a file.
 list            prints the hub's ClusterProfiles (all managers unless --manager).
+taint           changes the taints of ClusterProfile NAME (annotation
+                ${TAINTS_ANNOTATION}; docs/api.md), like kubectl taint:
+                KEY[=VALUE]:EFFECT adds (EFFECT NoSelect, NoSelectIfNew or
+                PreferNoSelect), KEY:EFFECT- removes one, KEY- every effect.
+cordon          taints NAME ${formatTaint(CORDON_TAINT)}: placements add it no more.
+drain           taints NAME ${formatTaint(DRAIN_TAINT)}: placements evict it (draining
+                applies) unless they tolerate the taint.
+uncordon        removes the cordon and drain taints.
+                These write only the annotation, with their own field manager
+                (${TAINT_FIELD_MANAGER}), so a provider's sync leaves them alone.
 
 Options:
   -f, --file <path>          clusters file, YAML or JSON (apply)
@@ -45,9 +80,10 @@ Options:
       --property k=v         status property (from-kubeconfig; repeatable)
       --access-provider <n>  access provider name (default kubeconfig)
       --print                print the clusters-file entry, write nothing (from-kubeconfig)
-      --kubeconfig <path>    hub kubeconfig (default: $KUBECONFIG or ~/.kube/config)
+      --kubeconfig <path>    ${KUBECONFIG_HELP}
       --hub-context <name>   hub context (default: the current context)
   -o, --output <format>      list: table (default) or json
+      --overwrite            taint: replace a taint of the same key and effect
   -h, --help                 show this help
 
 Exit codes: 0 done, 1 a write failed or a declared name belongs to another
@@ -55,7 +91,8 @@ manager, 2 bad usage or an invalid clusters file (the message names the field).`
 
 export const clustersCommand: Command = {
   name: 'clusters',
-  summary: 'Declare member clusters as ClusterProfiles (apply a file, add a kubeconfig context, list)',
+  summary:
+    'Declare member clusters as ClusterProfiles (apply, from-kubeconfig, list); take them out of service (taint, cordon, drain)',
   usage: USAGE,
   async run(argv, io) {
     const { values, positionals } = parseArgs({
@@ -78,6 +115,7 @@ export const clustersCommand: Command = {
         kubeconfig: { type: 'string' },
         'hub-context': { type: 'string' },
         output: { type: 'string', short: 'o' },
+        overwrite: { type: 'boolean' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -85,6 +123,16 @@ export const clustersCommand: Command = {
     if (values.help || verb === undefined) {
       io.stdout(`${USAGE}\n`);
       return values.help ? 0 : 2;
+    }
+    if (TAINT_VERBS.has(verb)) {
+      return await taintCommand(
+        verb,
+        extra,
+        values.namespace ?? 'fleet',
+        values.overwrite ?? false,
+        () => loadKubeConfig(values.kubeconfig, values['hub-context']),
+        io,
+      );
     }
     if (extra.length > 0) throw new UsageError(`unexpected argument "${extra[0]}"`);
     const namespace = values.namespace ?? 'fleet';
@@ -140,7 +188,9 @@ export const clustersCommand: Command = {
         case 'list':
           return await list(hub(), values.manager, values.output ?? 'table', io);
         default:
-          throw new UsageError(`unknown subcommand "${verb}" (apply, from-kubeconfig, list)`);
+          throw new UsageError(
+            `unknown subcommand "${verb}" (apply, from-kubeconfig, list, taint, cordon, uncordon, drain)`,
+          );
       }
     } catch (error) {
       if (error instanceof McoError && error.code === 'Invalid') throw new UsageError(error.message);
@@ -191,13 +241,18 @@ function printReport(report: SyncReport, io: Io, dryRun: boolean): number {
     ...report.deleted.map((k) => `deleted    ${k}`),
     ...report.unchanged.map((k) => `unchanged  ${k}`),
     ...report.skipped.map((s) => `skipped    ${s.key}: ${s.message}`),
-    ...report.failed.map((f) => `failed     ${f.key}: ${f.error.message}`),
+    ...report.failed.map((f) => `failed     ${f.key}: ${explainFailure(f.error)}`),
   ];
   const summary =
     `${report.created.length} created, ${updated.length} updated, ${report.deleted.length} deleted, ` +
     `${report.unchanged.length} unchanged, ${report.skipped.length} skipped, ${report.failed.length} failed ` +
     `(${report.writes} writes${dryRun ? ', dry run: nothing stored' : ''})`;
   io.stdout(`${[...lines, summary].join('\n')}\n`);
+  const first = report.failed[0];
+  if (first) {
+    const more = report.failed.length > 1 ? ` (and ${report.failed.length - 1} more, listed above)` : '';
+    io.stderr(`mco clusters: cannot write ${first.key}${more}: ${explainFailure(first.error)}\n`);
+  }
   return report.failed.length > 0 || report.skipped.length > 0 ? 1 : 0;
 }
 
@@ -237,4 +292,58 @@ async function list(kc: KubeConfig, manager: string | undefined, output: string,
     `${table.map((r) => keys.map((k, i) => (i === keys.length - 1 ? r[k] : r[k].padEnd(width(k)))).join('  ')).join('\n')}\n`,
   );
   return 0;
+}
+
+const TAINT_VERBS = new Set(['taint', 'cordon', 'uncordon', 'drain']);
+
+/** `taint`, `cordon`, `uncordon`, `drain`: NAME is `name` (in --namespace) or `namespace/name`. */
+async function taintCommand(
+  verb: string,
+  args: readonly string[],
+  defaultNamespace: string,
+  overwrite: boolean,
+  hub: () => KubeConfig,
+  io: Io,
+): Promise<number> {
+  const [target, ...rest] = args;
+  if (!target) throw new UsageError(`${verb} needs the ClusterProfile NAME`);
+  const [namespace, name] = target.includes('/') ? target.split('/', 2) : [defaultNamespace, target];
+  let changes: TaintChange[];
+  switch (verb) {
+    case 'taint':
+      if (rest.length === 0) throw new UsageError('taint needs KEY[=VALUE]:EFFECT or KEY[:EFFECT]-');
+      changes = rest.map(parseTaintChange);
+      break;
+    case 'cordon':
+      changes = [{ add: CORDON_TAINT }];
+      break;
+    case 'drain':
+      changes = [{ add: DRAIN_TAINT }];
+      break;
+    default:
+      changes = [];
+  }
+  if (verb !== 'taint' && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  try {
+    const result = await updateTaints(hub(), namespace!, name!, (current) =>
+      verb === 'uncordon'
+        ? current.filter((t) => ![CORDON_TAINT, DRAIN_TAINT].some((c) => c.key === t.key && c.effect === t.effect))
+        : changeTaints(current, changes, new Date(), overwrite),
+    );
+    const list = result.after.map(formatTaint).join(', ') || 'none';
+    const changed = JSON.stringify(result.before) !== JSON.stringify(result.after);
+    io.stdout(`${result.key} ${changed ? `${verb}ed` : 'unchanged'}; taints: ${list}\n`);
+    return 0;
+  } catch (error) {
+    if (error instanceof UsageError) throw error;
+    io.stderr(`mco clusters ${verb}: ${describe(error)}\n`);
+    return 1;
+  }
+}
+
+function describe(error: unknown): string {
+  const code = (error as { code?: number }).code;
+  if (code === 404) return 'no such ClusterProfile';
+  if (code === 409) return 'the ClusterProfile changed while it was updated; run the command again';
+  return (error as Error).message;
 }

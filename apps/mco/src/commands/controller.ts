@@ -12,6 +12,13 @@ import { createLogger, type CapacitySignalSource, type Logger } from '@mco/runti
 import { Registry } from 'prom-client';
 import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
 import { createPlugins, signalSources as signalSourceModules } from '../plugins.js';
+import {
+  checkHubAccess,
+  CLUSTER_PROFILES,
+  ensureLeaseNamespace,
+  PLACEMENT_DECISIONS,
+  PLACEMENTS,
+} from '../preflight.js';
 
 export const controllerCommand: Command = {
   name: 'controller',
@@ -41,7 +48,9 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     const { values } = parseArgs({
       args: argv,
       options: {
-        ...Object.fromEntries(CONTROLLER_FLAGS.map((f) => [f.flag, { type: 'string' as const }])),
+        ...Object.fromEntries(
+          CONTROLLER_FLAGS.flatMap((f) => [f.flag, ...(f.aliases ?? [])]).map((f) => [f, { type: 'string' as const }]),
+        ),
         help: { type: 'boolean', short: 'h' },
       },
       strict: true,
@@ -59,6 +68,11 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     const kubeConfig = loadKubeConfig(config.kubeconfig);
     const registry = new Registry();
     const sources = await createSignalSources(config.signalSourcesFile, kubeConfig, registry, logger);
+    // The files are valid; hub problems (unreachable, no CRD, no RBAC, no Lease namespace) end the start-up in one line.
+    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES, PLACEMENT_DECISIONS]);
+    if (config.leaderElection) {
+      await ensureLeaseNamespace(kubeConfig, config.leaderElection.namespace, config.leaderElection.name, logger);
+    }
 
     const controller = createController({
       kubeConfig,
@@ -111,7 +125,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
 };
 
 /** Creates the named signal sources of the --signal-sources file with the registered plugins. */
-async function createSignalSources(
+export async function createSignalSources(
   file: string | undefined,
   kubeConfig: KubeConfig,
   metrics: Registry,

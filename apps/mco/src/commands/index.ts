@@ -4,12 +4,14 @@ import { clustersCommand } from './clusters.js';
 import { controllerCommand } from './controller.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
+import { explainCommand } from './explain.js';
 import { inventoryCommand } from './inventory.js';
 import { simulateCommand } from './simulate.js';
 
 /** Every `mco` subcommand, in the order `mco --help` lists them. */
 export const commands: readonly Command[] = [
   decideCommand,
+  explainCommand,
   controllerCommand,
   clustersCommand,
   inventoryCommand,

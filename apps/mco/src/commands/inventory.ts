@@ -5,7 +5,15 @@ import { startHealthServer } from '@mco/controller';
 import { createLogger, type InventoryProvider, type InventoryProviderModule, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import {
+  KUBECONFIG_HELP,
+  loadKubeConfig,
+  parseListenAddress,
+  parseOrThrow,
+  readDocument,
+  UsageError,
+  type Command,
+} from '../cli.js';
 import { createPlugins, importPluginModule, inventoryProviders, type PluginEntry } from '../plugins.js';
 
 export const InventoryFileSchema = z.strictObject({
@@ -110,8 +118,9 @@ Providers file:
 
 Options:
   --config <file>       the providers file (required)
-  --kubeconfig <file>   hub kubeconfig (default: in-cluster or $KUBECONFIG)
-  --http-port <port>    health and metrics port (default 8081; 0 picks one)
+  --kubeconfig <file>   ${KUBECONFIG_HELP}
+  --listen <host:port>  address of /healthz, /readyz and /metrics (default 0.0.0.0:8081;
+                        port 0 picks one); also --http-port <port>
   --log-level <level>   debug, info, warn or error (default info)
   -h, --help            show this help
 
@@ -123,7 +132,8 @@ See docs/providers.md and docs/writing-a-provider.md.`,
       options: {
         config: { type: 'string' },
         kubeconfig: { type: 'string' },
-        'http-port': { type: 'string' },
+        listen: { type: 'string' },
+        'http-port': { type: 'string' }, // the former name of --listen (a port only)
         'log-level': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -136,21 +146,18 @@ See docs/providers.md and docs/writing-a-provider.md.`,
     if (!values.config) throw new UsageError('missing --config <providers.yaml>');
     const level = z.enum(['debug', 'info', 'warn', 'error']).safeParse(values['log-level'] ?? 'info');
     if (!level.success) throw new UsageError(`--log-level: expected debug, info, warn or error`);
-    const port = z.coerce
-      .number()
-      .int()
-      .min(0)
-      .max(65535)
-      .safeParse(values['http-port'] ?? '8081');
-    if (!port.success) throw new UsageError(`--http-port: expected a port number`);
+    const listen =
+      values.listen === undefined && values['http-port'] !== undefined
+        ? parseListenAddress(`0.0.0.0:${values['http-port']}`, '--http-port')
+        : parseListenAddress(values.listen ?? '0.0.0.0:8081');
     const logger = createLogger({ level: level.data, write: io.stderr }).child({ component: 'mco-inventory' });
     const kubeConfig = loadKubeConfig(values.kubeconfig);
     const registry = new Registry();
     const providers = await loadInventoryProviders(values.config, { kubeConfig, logger, registry });
     const abort = new AbortController();
     const server = await startHealthServer({
-      host: '0.0.0.0',
-      port: port.data,
+      host: listen.host,
+      port: listen.port,
       registry,
       isHealthy: () => true,
       isReady: () => !abort.signal.aborted,

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { ConditionSchema, ObjectMetaSchema, TimestampSchema } from './common.js';
+import { TolerationSchema } from './taint.js';
 
 export const PLACEMENT_GROUP = 'orchestra.multicluster.x-k8s.io';
 export const PLACEMENT_API_VERSION = `${PLACEMENT_GROUP}/v1alpha1`;
@@ -220,6 +221,11 @@ export const PlacementSpecSchema = z.object({
     .object({ autoscaleForCapacity: AutoscaleForCapacitySchema.optional() })
     .optional()
     .describe('Without autoscaleForCapacity every eligible cluster runs the workload.'),
+  tolerations: z
+    .array(TolerationSchema)
+    .max(64)
+    .optional()
+    .describe('mco extension: the ClusterProfile taints (annotation mco.x-k8s.io/taints) this placement tolerates.'),
 });
 export type PlacementSpec = z.infer<typeof PlacementSpecSchema>;
 

@@ -34,28 +34,40 @@ export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
  * reports ScalingLimited, or when the source says so directly.
  */
 export function isAtCapacityCeiling(signal: Signal): boolean {
-  if (signal.atCapacityCeiling === true) return true;
-  if ((signal.pendingPods ?? 0) > 0 && signal.failedScaleUp === true) return true;
+  return capacityCeilingBecause(signal) !== undefined;
+}
+
+/** Why a signal shows the capacity ceiling (for explanations), or undefined. */
+export function capacityCeilingBecause(signal: Signal): string | undefined {
+  if (signal.atCapacityCeiling === true) return 'the signal source says atCapacityCeiling';
+  if ((signal.pendingPods ?? 0) > 0 && signal.failedScaleUp === true) {
+    return `${signal.pendingPods} pending pod(s) and a FailedScaleUp`;
+  }
   const hpa = signal.hpa;
-  return (
+  const atMax =
     hpa?.currentReplicas !== undefined &&
     hpa.maxReplicas !== undefined &&
     hpa.currentReplicas >= hpa.maxReplicas &&
-    hpa.scalingLimited?.status === 'True'
-  );
+    hpa.scalingLimited?.status === 'True';
+  return atMax ? `HPA at maxReplicas (${hpa.currentReplicas}/${hpa.maxReplicas}) with ScalingLimited` : undefined;
 }
 
 /** A cluster wants scale-in when its HPA is at its minimum and limited by TooFewReplicas, or the source says so. */
 export function wantsScaleIn(signal: Signal): boolean {
-  if (signal.wantsScaleIn === true) return true;
+  return scaleInBecause(signal) !== undefined;
+}
+
+/** Why a signal wants scale-in (for explanations), or undefined. */
+export function scaleInBecause(signal: Signal): string | undefined {
+  if (signal.wantsScaleIn === true) return 'the signal source says wantsScaleIn';
   const hpa = signal.hpa;
-  return (
+  const atMin =
     hpa?.currentReplicas !== undefined &&
     hpa.minReplicas !== undefined &&
     hpa.currentReplicas <= hpa.minReplicas &&
     hpa.scalingLimited?.status === 'True' &&
-    hpa.scalingLimited.reason === 'TooFewReplicas'
-  );
+    hpa.scalingLimited.reason === 'TooFewReplicas';
+  return atMin ? `HPA at minReplicas (${hpa.currentReplicas}/${hpa.minReplicas}) with TooFewReplicas` : undefined;
 }
 
 export function assessSignal(signal: Signal | undefined, nowMs: number, staleAfterSeconds: number): SignalAssessment {

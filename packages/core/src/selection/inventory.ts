@@ -2,6 +2,7 @@ import type { ClusterProfile } from '../api/cluster-profile.js';
 import { CONTROL_PLANE_HEALTHY } from '../api/cluster-profile.js';
 import { clusterKey, type ClusterKey } from '../api/common.js';
 import { parseQuantity, type Quantity } from './quantity.js';
+import { parseTaints, type TaintsAnnotation } from './taints.js';
 
 /** A ClusterProfile as the engine sees it, with what every evaluation reads precomputed. */
 export interface InventoryCluster {
@@ -13,6 +14,8 @@ export interface InventoryCluster {
   readonly controlPlaneHealthy: boolean | undefined;
   /** `status.properties` by name (the first of duplicates wins). */
   readonly properties: ReadonlyMap<string, ClusterProperty>;
+  /** The `mco.x-k8s.io/taints` annotation, parsed once per snapshot. */
+  readonly taints: TaintsAnnotation;
   readonly profile: ClusterProfile;
 }
 
@@ -63,6 +66,7 @@ export function createInventory(profiles: readonly ClusterProfile[]): Inventory 
       labels: profile.metadata.labels ?? EMPTY_LABELS,
       controlPlaneHealthy: condition?.status === 'False' ? false : condition?.status === 'True' ? true : undefined,
       properties: propertiesOf(profile),
+      taints: parseTaints(profile.metadata.annotations),
       profile,
     });
   }

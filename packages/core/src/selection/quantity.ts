@@ -47,7 +47,20 @@ export function parseQuantity(text: string): Quantity | undefined {
 
 /** -1, 0 or 1 as `a` is less than, equal to or greater than `b`. */
 export function compareQuantities(a: Quantity, b: Quantity): -1 | 0 | 1 {
+  // Sorters compare every cluster's value: when the floats differ by far more
+  // than their rounding error (a few ulps) they order the exact values too,
+  // which avoids bigint products. Overflowed or underflowed floats go exact.
+  const x = a.approximate;
+  const y = b.approximate;
+  if (isReliable(x, a) && isReliable(y, b) && Math.abs(x - y) > 1e-9 * Math.max(Math.abs(x), Math.abs(y))) {
+    return x < y ? -1 : 1;
+  }
   const left = a.numerator * b.denominator;
   const right = b.numerator * a.denominator;
   return left < right ? -1 : left > right ? 1 : 0;
+}
+
+function isReliable(approximate: number, q: Quantity): boolean {
+  const magnitude = Math.abs(approximate);
+  return magnitude === 0 ? q.numerator === 0n : magnitude >= 1e-290 && magnitude < Infinity;
 }

@@ -5,6 +5,7 @@ import type { Inventory, InventoryCluster } from './inventory.js';
 import { compileRule, type CompiledRule } from './rules.js';
 import { compilePropertySorter, scoreBySorter, type CompiledSorter } from './properties.js';
 import { compileClusterSelector, compileTerm, type ClusterMatcher } from './selectors.js';
+import { compileTolerations, formatTaint, type TaintVerdict, type Tolerations } from './taints.js';
 
 /** A placement's selection policy, compiled once per spec. */
 export interface Selection {
@@ -14,6 +15,7 @@ export interface Selection {
   readonly requiredDuringExecution: boolean;
   readonly preferences: readonly { readonly weight: number; readonly match: ClusterMatcher }[];
   readonly sorters: readonly CompiledSorter[];
+  readonly tolerations: Tolerations;
 }
 
 export function compileSelection(spec: PlacementSpec): Result<Selection, SpecError> {
@@ -74,7 +76,16 @@ export function compileSelection(spec: PlacementSpec): Result<Selection, SpecErr
     if (!term.ok) return term;
     preferences.push({ weight, match: term.value });
   }
-  return ok({ rules, required, requiredDuringExecution: rde !== undefined, preferences, sorters });
+  const tolerations = compileTolerations(spec.tolerations, 'spec.tolerations');
+  if (!tolerations.ok) return tolerations;
+  return ok({
+    rules,
+    required,
+    requiredDuringExecution: rde !== undefined,
+    preferences,
+    sorters,
+    tolerations: tolerations.value,
+  });
 }
 
 export interface SelectionResult {
@@ -86,19 +97,47 @@ export interface SelectionResult {
   isStillEligible(key: ClusterKey): boolean;
   /** Why `isStillEligible` is false, for the transition's reason. */
   ineligibleBecause(key: ClusterKey): string;
+  /** What the cluster's taints mean for this placement (semantics.md 10.1). */
+  taintsOf(key: ClusterKey): TaintVerdict;
+  /** The earliest moment (ms) a time-limited toleration runs out, if any does. */
+  readonly tolerationExpiresAt: number | undefined;
   readonly unknownClusters: readonly string[];
 }
 
+const NO_TAINTS: TaintVerdict = Object.freeze({
+  noSelect: undefined,
+  noSelectIfNew: undefined,
+  preferNoSelect: undefined,
+  expiresAt: undefined,
+});
+
 /**
- * Applies a compiled selection to an inventory. `tracked` names the clusters
- * whose rank the caller will ask for (the listed ones); without it every
- * eligible cluster is ranked, which costs a map of the whole list.
+ * Applies a compiled selection to an inventory at `nowMs` (taints with
+ * `tolerationSeconds` depend on it; without it such tolerations tolerate).
+ * `tracked` names the clusters whose rank the caller will ask for (the listed
+ * ones); without it every eligible cluster is ranked, which costs a map of the
+ * whole list.
  */
 export function selectClusters(
   selection: Selection,
   inventory: Inventory,
   tracked?: ReadonlySet<ClusterKey>,
+  nowMs?: number,
 ): SelectionResult {
+  // Most clusters carry no taints: only tainted ones are judged, once each.
+  const verdicts = new Map<ClusterKey, TaintVerdict>();
+  let tolerationExpiresAt: number | undefined;
+  const verdictOf = (cluster: InventoryCluster | undefined): TaintVerdict => {
+    if (!cluster || cluster.taints.taints.length === 0) return NO_TAINTS;
+    let verdict = verdicts.get(cluster.key);
+    if (!verdict) {
+      verdict = selection.tolerations.judge(cluster.taints.taints, nowMs);
+      verdicts.set(cluster.key, verdict);
+      const at = verdict.expiresAt;
+      if (at !== undefined && (tolerationExpiresAt === undefined || at < tolerationExpiresAt)) tolerationExpiresAt = at;
+    }
+    return verdict;
+  };
   const report = { unknownClusters: [] as string[] };
   let list: readonly InventoryCluster[] = inventory.clusters;
   let ruleKeys: Set<ClusterKey> | undefined;
@@ -107,9 +146,16 @@ export function selectClusters(
     ruleKeys = new Set(list.map((c) => c.key));
   }
   const required = selection.required;
-  let eligible = required ? list.filter(required) : list;
+  let eligible: readonly InventoryCluster[] = list.filter((c) => (!required || required(c)) && !verdictOf(c).noSelect);
   if (selection.preferences.length > 0 || selection.sorters.length > 0)
     eligible = sortByPreference(eligible, selection);
+  // PreferNoSelect: after every cluster without such an untolerated taint, after preferences and sorters.
+  if (eligible.some((c) => verdictOf(c).preferNoSelect)) {
+    eligible = [
+      ...eligible.filter((c) => !verdictOf(c).preferNoSelect),
+      ...eligible.filter((c) => verdictOf(c).preferNoSelect),
+    ];
+  }
 
   const rank = new Map<ClusterKey, number>();
   for (let i = 0; i < eligible.length; i++) {
@@ -128,9 +174,14 @@ export function selectClusters(
     return r < 0 ? undefined : r;
   };
   const ineligibleBecause = (key: ClusterKey): string => {
-    if (!inventory.byKey.has(key)) return 'its ClusterProfile was deleted';
+    const cluster = inventory.byKey.get(key);
+    if (!cluster) return 'its ClusterProfile was deleted';
+    // A NoSelect taint is an operator's explicit request to move away: it evicts
+    // under IDE too, and it is named first so the reason says what to undo.
+    const taint = verdictOf(cluster).noSelect;
+    if (taint) return `the taint ${formatTaint(taint)} is not tolerated`;
     if (ruleKeys && !ruleKeys.has(key)) return 'it dropped out of the cluster selector rules';
-    if (selection.requiredDuringExecution && rankOf(key) === undefined) {
+    if (selection.requiredDuringExecution && required && !required(cluster)) {
       return 'it no longer matches requiredDuringSchedulingRequiredDuringExecution';
     }
     return '';
@@ -140,6 +191,10 @@ export function selectClusters(
     rankOf,
     isStillEligible: (key) => ineligibleBecause(key) === '',
     ineligibleBecause,
+    taintsOf: (key) => verdictOf(inventory.byKey.get(key)),
+    get tolerationExpiresAt() {
+      return tolerationExpiresAt;
+    },
     unknownClusters: report.unknownClusters,
   };
 }

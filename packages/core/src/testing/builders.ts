@@ -3,6 +3,7 @@ import { CLUSTER_PROFILE_API_VERSION, CONTROL_PLANE_HEALTHY } from '../api/clust
 import type { Placement, PlacementSpec, PlacementStatus } from '../api/placement.js';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND } from '../api/placement.js';
 import type { Signal } from '../api/signal.js';
+import { TAINTS_ANNOTATION, type Taint } from '../api/taint.js';
 
 export interface ClusterProfileOptions {
   readonly labels?: Record<string, string>;
@@ -13,6 +14,8 @@ export interface ClusterProfileOptions {
   readonly clusterManager?: string;
   /** `status.properties`, in the given order. */
   readonly properties?: Record<string, string>;
+  /** Taints, written as the `mco.x-k8s.io/taints` annotation; a string is written as is (e.g. malformed). */
+  readonly taints?: readonly Taint[] | string;
 }
 
 /** A ClusterProfile named by `namespace/name` (namespace defaults to `fleet`). */
@@ -26,6 +29,13 @@ export function aClusterProfile(key: string, options: ClusterProfileOptions = {}
       namespace,
       ...(options.labels ? { labels: options.labels } : {}),
       ...(options.deleting ? { deletionTimestamp: '2026-01-01T00:00:00Z' } : {}),
+      ...(options.taints !== undefined
+        ? {
+            annotations: {
+              [TAINTS_ANNOTATION]: typeof options.taints === 'string' ? options.taints : JSON.stringify(options.taints),
+            },
+          }
+        : {}),
     },
     spec: { displayName: name, clusterManager: { name: options.clusterManager ?? 'mco-test' } },
     status: {

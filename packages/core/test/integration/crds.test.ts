@@ -202,6 +202,27 @@ describeWithControlPlane('MultiKubernetesClusterPlacement CRD on a real kube-api
     });
   });
 
+  it('stores the four sample placements of the laptop walk-through (examples/first-run) unchanged; Google’s v0.2.0 CRD drops only `rules`', async () => {
+    const file = join(ROOT, 'examples/first-run/placements.yaml');
+    const samples = parseYamlDocuments(readFileSync(file, 'utf8'), file).flatMap(placementsIn);
+    await Promise.all([ensureNamespace(ours, 'mco-demo'), ensureNamespace(google, 'mco-demo')]);
+    const stored = await Promise.all(
+      samples.map(async (placement) => {
+        const [onGoogle, onOurs] = await Promise.all([tryCreate(google, placement), tryCreate(ours, placement)]);
+        return { google: onGoogle, ours: onOurs };
+      }),
+    );
+    expect(stored).toEqual(
+      samples.map((placement) => {
+        const { rules: _rules, ...v020 } = placement.spec as Json; // not in Google's v0.2.0 schema: pruned there
+        return {
+          google: { accepted: true, spec: v020, status: undefined },
+          ours: { accepted: true, spec: placement.spec, status: undefined },
+        };
+      }),
+    );
+  });
+
   it('accepts, unchanged, every object that Google’s v0.2.0 CRD accepts (property-based, both servers)', async () => {
     const schema = googleSchema();
     const arbObject = fc.record(

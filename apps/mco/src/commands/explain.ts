@@ -1,0 +1,247 @@
+import { parseArgs } from 'node:util';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { Registry } from 'prom-client';
+import {
+  clusterKey,
+  compilePlacementSpec,
+  DecisionInputSchema,
+  explain,
+  PLACEMENT_GROUP,
+  SignalSchema,
+  type ClusterProfile,
+  type DecideInput,
+  type Explanation,
+  type PlacementStatus,
+  type Signal,
+} from '@mco/core';
+import { createLogger } from '@mco/runtime';
+import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command, type Io } from '../cli.js';
+import { createSignalSources } from './controller.js';
+
+const USAGE = `Usage:
+  mco explain -f <input.(json|yaml)> [-o table|json]
+  mco explain NAME [-n <namespace>] [--kubeconfig <path>] [--context <name>] [--signal-sources <file>] [-o table|json]
+
+Explains one evaluation of a placement (docs/api.md, "Explaining a decision"):
+for every ClusterProfile, whether it is eligible or the first thing that
+excluded it (deletion, a rule, the required affinity, a taint), its priority
+and preference score, its signal (fresh, stale or missing; at its ceiling,
+wants scale-in, and why), its state before and after, the transitions made,
+and why the evaluation did not do more. The explanation comes from the
+engine's own evaluation: its verdict is exactly what "mco decide" decides.
+
+-f reads an "mco decide" input file. NAME reads the placement and the
+ClusterProfiles live from the hub, and the signals of its listed clusters from
+the capacity-signal source the controller would ask (--signal-sources, the
+controller's file); nothing is written.
+
+Options:
+  -f, --file <path>          "mco decide" input, JSON or YAML ("-" reads stdin)
+  -n, --namespace <ns>       the placement's namespace (default "default")
+      --kubeconfig <path>    hub kubeconfig (default: $KUBECONFIG or ~/.kube/config)
+      --context <name>       hub context (default: the current context)
+      --signal-sources <f>   the controller's signal sources file (without it: no signals)
+  -o, --output <format>      table (default) or json
+  -h, --help                 show this help
+
+Exit codes: 0 explained, 1 the hub could not be read, 2 bad usage or input.`;
+
+export const explainCommand: Command = {
+  name: 'explain',
+  summary: 'Explain why a placement is (not) on each cluster, from a decide input file or live from the hub',
+  usage: USAGE,
+  async run(argv, io) {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      strict: true,
+      options: {
+        file: { type: 'string', short: 'f' },
+        namespace: { type: 'string', short: 'n' },
+        kubeconfig: { type: 'string' },
+        context: { type: 'string' },
+        'signal-sources': { type: 'string' },
+        output: { type: 'string', short: 'o' },
+        help: { type: 'boolean', short: 'h' },
+      },
+    });
+    if (values.help) {
+      io.stdout(`${USAGE}\n`);
+      return 0;
+    }
+    const output = values.output ?? 'table';
+    if (output !== 'table' && output !== 'json') throw new UsageError(`-o ${output}: expected table or json`);
+    if ((values.file === undefined) === (positionals.length === 0)) {
+      throw new UsageError('give either -f <input file> or the placement NAME (live from the hub)');
+    }
+    if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
+    let input: DecideInput;
+    if (values.file) {
+      const doc = parseOrThrow(DecisionInputSchema, await readDocument(values.file), `input ${values.file}`);
+      input = {
+        now: new Date(doc.now),
+        placement: doc.placement,
+        clusterProfiles: doc.clusterProfiles,
+        signals: doc.signals,
+      };
+    } else {
+      const kubeConfig = loadKubeConfig(values.kubeconfig, values.context);
+      try {
+        input = await readLive(
+          kubeConfig,
+          values.namespace ?? 'default',
+          positionals[0]!,
+          values['signal-sources'],
+          io,
+        );
+      } catch (error) {
+        if (error instanceof UsageError) throw error;
+        io.stderr(`mco explain: ${(error as Error).message}\n`);
+        return 1;
+      }
+    }
+    const explanation = explain(input);
+    io.stdout(output === 'json' ? `${JSON.stringify(explanation, null, 2)}\n` : formatExplanation(explanation));
+    return 0;
+  },
+};
+
+/**
+ * The snapshot the controller would decide on, read once without informers:
+ * the placement, every ClusterProfile, and the signals of the listed clusters
+ * from the placement's signal source.
+ */
+async function readLive(
+  kubeConfig: KubeConfig,
+  namespace: string,
+  name: string,
+  signalSourcesFile: string | undefined,
+  io: Io,
+): Promise<DecideInput> {
+  const api = kubeConfig.makeApiClient(CustomObjectsApi);
+  const placement = (await api.getNamespacedCustomObject({
+    group: PLACEMENT_GROUP,
+    version: 'v1alpha1',
+    namespace,
+    plural: 'multikubernetesclusterplacements',
+    name,
+  })) as {
+    metadata: { name: string; namespace: string; generation?: number };
+    spec?: unknown;
+    status?: PlacementStatus;
+  };
+  const profiles = (
+    (await api.listClusterCustomObject({
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'clusterprofiles',
+    })) as { items: ClusterProfile[] }
+  ).items;
+  const now = new Date();
+  const signals = await observeSignals(kubeConfig, placement, profiles, signalSourcesFile, io);
+  return { now, placement, clusterProfiles: profiles, signals };
+}
+
+async function observeSignals(
+  kubeConfig: KubeConfig,
+  placement: { metadata: { name: string; namespace: string }; spec?: unknown; status?: PlacementStatus },
+  profiles: readonly ClusterProfile[],
+  file: string | undefined,
+  io: Io,
+): Promise<Signal[]> {
+  const compiled = compilePlacementSpec(placement.spec);
+  const autoscale = compiled.ok ? compiled.value.spec.scaling?.autoscaleForCapacity : undefined;
+  if (!compiled.ok || !autoscale) return [];
+  if (!file) {
+    io.stderr('mco explain: no --signal-sources given: every signal reads as missing\n');
+    return [];
+  }
+  const logger = createLogger({ level: 'warn', write: io.stderr });
+  const sources = await createSignalSources(file, kubeConfig, new Registry(), logger);
+  try {
+    const name = autoscale.signalSource ?? sources.defaultSource;
+    const source = name === undefined ? undefined : sources.byName.get(name);
+    if (!source) throw new UsageError(`${file}: no signal source "${name ?? '(default)'}" for this placement`);
+    const byKey = new Map(profiles.map((p) => [clusterKey(p.metadata.namespace, p.metadata.name), p]));
+    const clusters = (placement.status?.clusters ?? []).flatMap((c) => {
+      const key = clusterKey(c.namespace, c.name);
+      const profile = byKey.get(key);
+      return profile ? [{ key, profile }] : [];
+    });
+    const observation = await source.observe(
+      {
+        placement: {
+          namespace: placement.metadata.namespace,
+          name: placement.metadata.name,
+          spec: compiled.value.spec,
+        },
+        clusters,
+      },
+      AbortSignal.timeout(10_000),
+    );
+    for (const e of observation.errors) io.stderr(`mco explain: no signal for ${e.cluster}: ${e.message}\n`);
+    return observation.signals.flatMap((s) => {
+      const parsed = SignalSchema.safeParse(s);
+      return parsed.success ? [parsed.data] : [];
+    });
+  } finally {
+    await Promise.all([...sources.byName.values()].map((s) => s.close?.().catch(() => undefined)));
+  }
+}
+
+/** One table per placement: a row per cluster, then the notes that explain why nothing more happened. */
+export function formatExplanation(e: Explanation): string {
+  const rows = e.clusters.map((c) => ({
+    cluster: c.cluster,
+    eligible: c.eligible ? 'yes' : 'no',
+    priority: c.priority === undefined ? '-' : String(c.priority),
+    score: c.score === undefined ? '-' : String(Math.round(c.score * 100) / 100),
+    signal: [
+      c.signal.status,
+      c.signal.atCapacityCeiling ? 'at ceiling' : '',
+      c.signal.wantsScaleIn ? 'wants scale-in' : '',
+    ]
+      .filter(Boolean)
+      .join(', '),
+    state: `${c.stateBefore ?? '-'} -> ${c.state ?? '-'}`,
+    why: [
+      c.excludedBy,
+      ...(c.taints ?? []).map((t) => `taint ${t}`),
+      c.signal.why,
+      ...c.transitions.map((t) => `${t.id}: ${t.reason}`),
+      ...c.notes,
+    ]
+      .filter(Boolean)
+      .join('; '),
+  }));
+  const header = {
+    cluster: 'CLUSTER',
+    eligible: 'ELIGIBLE',
+    priority: 'PRIORITY',
+    score: 'SCORE',
+    signal: 'SIGNAL',
+    state: 'STATE',
+    why: 'WHY',
+  };
+  const table = [header, ...rows];
+  const keys = Object.keys(header) as (keyof typeof header)[];
+  const width = (k: keyof typeof header) => Math.max(...table.map((r) => r[k].length));
+  const lines = table.map((r) =>
+    keys
+      .map((k, i) => (i === keys.length - 1 ? r[k] : r[k].padEnd(width(k))))
+      .join('  ')
+      .trimEnd(),
+  );
+  const condition = (name: string, c: Explanation['valid']) =>
+    c ? `${name}: ${c.status} (${c.reason})${c.message ? `: ${c.message}` : ''}` : `${name}: -`;
+  const requeue = e.decision.requeueAfterSeconds;
+  return `${[
+    `placement ${e.placement} at ${e.now}`,
+    condition('Valid', e.valid),
+    condition('Satisfied', e.satisfied),
+    ...e.notes.map((n) => `note: ${n}`),
+    `next evaluation: ${requeue === null ? 'on the next change' : `in ${requeue}s at the latest`}`,
+    '',
+    ...lines,
+  ].join('\n')}\n`;
+}

@@ -1,0 +1,191 @@
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { silentLogger } from '@mco/runtime';
+import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadKubeConfig } from '../src/cli.js';
+import { main } from '../src/main.js';
+import { ensureLeaseNamespace } from '../src/preflight.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'mco-errors-'));
+function file(name: string, content: string): string {
+  const path = join(dir, name);
+  writeFileSync(path, content);
+  return path;
+}
+const tokenFile = file('token', 'a-token');
+
+async function mco(...argv: string[]) {
+  let stderr = '';
+  const code = await main(argv, { stdout: () => {}, stderr: (t) => void (stderr += t) });
+  return { code, stderr };
+}
+
+/** What a user sees: the exit code, and stderr as exactly one line (no stack trace). */
+function oneLine(result: { code: number; stderr: string }) {
+  return { code: result.code, lines: result.stderr.trimEnd().split('\n').length, stderr: result.stderr.trimEnd() };
+}
+
+describe('kubeconfig lookup, the same for every command', () => {
+  const home = mkdtempSync(join(tmpdir(), 'mco-home-'));
+  const noKubeconfig = { HOME: home };
+
+  it('names every place it looked at when there is no kubeconfig at all', () => {
+    expect(() => loadKubeConfig(undefined, undefined, noKubeconfig)).toThrow(
+      `no kubeconfig found: pass --kubeconfig <path>, set KUBECONFIG, or create ${home}/.kube/config (in a pod, the service account is used)`,
+    );
+  });
+
+  it('takes --kubeconfig over KUBECONFIG, and KUBECONFIG over ~/.kube/config', () => {
+    const config = (server: string) =>
+      `apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "${server}"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n`;
+    const flag = file('flag.kubeconfig', config('https://flag.example'));
+    const env = file('env.kubeconfig', config('https://env.example'));
+    const withHome = mkdtempSync(join(tmpdir(), 'mco-home-'));
+    mkdirSync(join(withHome, '.kube'));
+    writeFileSync(join(withHome, '.kube', 'config'), config('https://home.example'));
+    const server = (path: string | undefined, vars: NodeJS.ProcessEnv) =>
+      loadKubeConfig(path, undefined, vars).getCurrentCluster()?.server;
+    expect([
+      server(flag, { HOME: withHome, KUBECONFIG: env }),
+      server(undefined, { HOME: withHome, KUBECONFIG: env }),
+      server(undefined, { HOME: withHome }),
+    ]).toEqual(['https://flag.example', 'https://env.example', 'https://home.example']);
+  });
+
+  it.each([
+    ['controller', ['controller']],
+    ['argocd-plugin', ['argocd-plugin', '--token-file', tokenFile]],
+    ['clusters list', ['clusters', 'list']],
+    [
+      'inventory',
+      ['inventory', '--config', file('providers.yaml', 'providers: [{name: a, plugin: manual, config: {file: x}}]')],
+    ],
+  ])('mco %s without any kubeconfig exits 2 with one line', async (_name, argv) => {
+    vi.stubEnv('HOME', home);
+    vi.stubEnv('KUBECONFIG', '');
+    vi.stubEnv('KUBERNETES_SERVICE_HOST', '');
+    try {
+      const result = oneLine(await mco(...argv));
+      expect(result).toEqual({
+        code: 2,
+        lines: 1,
+        stderr: `mco ${argv[0]}: no kubeconfig found: pass --kubeconfig <path>, set KUBECONFIG, or create ${home}/.kube/config (in a pod, the service account is used)`,
+      });
+    } finally {
+      vi.unstubAllEnvs();
+    }
+  });
+
+  it('an unreachable API server is one line naming it, exit 2 at start-up', async () => {
+    const unreachable = file(
+      'unreachable.kubeconfig',
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const results = [
+      oneLine(await mco('controller', '--kubeconfig', unreachable)),
+      oneLine(await mco('argocd-plugin', '--token-file', tokenFile, '--kubeconfig', unreachable)),
+    ];
+    const why =
+      'cannot list multikubernetesclusterplacements.orchestra.multicluster.x-k8s.io: cannot reach the Kubernetes API at https://127.0.0.1:1 (ECONNREFUSED): check that the cluster runs and that the kubeconfig points at it';
+    expect(results).toEqual([
+      { code: 2, lines: 1, stderr: `mco controller: ${why}` },
+      { code: 2, lines: 1, stderr: `mco argocd-plugin: ${why}` },
+    ]);
+  });
+});
+
+describeWithControlPlane('start-up errors on a real kube-apiserver', { sharedCrds: true }, () => {
+  let cp: ControlPlane;
+  let admin: string;
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    const crds = sharedCrdsDir()!;
+    await cp.hub.installCrds([
+      join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
+      join(crds, 'multicluster.x-k8s.io_placementdecisions.yaml'),
+      new URL('../chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url)
+        .pathname,
+    ]);
+    admin = file('admin.kubeconfig', cp.hub.adminKubeConfig().exportConfig());
+  });
+  afterAll(async () => cp?.stop());
+
+  it('mco clusters apply into a missing namespace says which and how to create it', async () => {
+    const clusters = file('clusters.yaml', 'clusters:\n  - {name: eu-1, server: "https://eu-1.example:6443"}\n');
+    const result = oneLine(await mco('clusters', 'apply', '-f', clusters, '--kubeconfig', admin, '-n', 'no-such-ns'));
+    expect(result.lines).toBe(1);
+    expect(result.stderr).toContain(
+      'namespace "no-such-ns" not found: create it (kubectl create namespace no-such-ns) or choose another namespace',
+    );
+    expect(result.stderr).not.toMatch(/HTTP-Code|Unknown API Status Code|\n\s+at /);
+    expect(result.code).toBe(1); // a failed write, not a bad command line
+  });
+
+  it('missing RBAC is one line naming the permission, exit 2', async () => {
+    const denied = file('plugin.kubeconfig', cp.hub.kubeConfigFor('plugin').exportConfig());
+    expect(oneLine(await mco('argocd-plugin', '--token-file', tokenFile, '--kubeconfig', denied))).toEqual({
+      code: 2,
+      lines: 1,
+      stderr:
+        'mco argocd-plugin: cannot list multikubernetesclusterplacements.orchestra.multicluster.x-k8s.io: ' +
+        'multikubernetesclusterplacements.orchestra.multicluster.x-k8s.io is forbidden: User "plugin" cannot list resource ' +
+        '"multikubernetesclusterplacements" in API group "orchestra.multicluster.x-k8s.io" at the cluster scope: ' +
+        "grant this permission (the chart's RBAC lists what mco needs) or use another kubeconfig",
+    });
+  });
+
+  it.each([
+    ['argocd-plugin', '--listen', ['--token-file', tokenFile]],
+    ['argocd-plugin', '--http-address', ['--token-file', tokenFile]],
+    ['controller', '--listen', ['--leader-elect', 'false']],
+    ['controller', '--http-address', ['--leader-elect', 'false']],
+  ])(
+    'mco %s %s on a port in use is one line naming the address, exit 2, no stack trace',
+    async (command, flag, args) => {
+      const taken: Server = createServer();
+      await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+      const port = (taken.address() as { port: number }).port;
+      try {
+        expect(oneLine(await mco(command, ...args, '--kubeconfig', admin, flag, `127.0.0.1:${port}`))).toEqual({
+          code: 2,
+          lines: 1,
+          stderr: `mco ${command}: cannot listen on 127.0.0.1:${port}: the address is already in use; choose another address with --listen`,
+        });
+      } finally {
+        taken.close();
+      }
+    },
+  );
+
+  it('the leader Lease namespace is created when missing, or its absence is one clear start-up error', async () => {
+    await ensureLeaseNamespace(cp.hub.adminKubeConfig(), 'lease-created', 'mco-controller', silentLogger);
+    const created = await cp.hub.adminKubeConfig().makeApiClient(CoreV1Api).readNamespace({ name: 'lease-created' });
+    // A user that may write Leases but not create namespaces (like the chart's ServiceAccount).
+    const rbac = cp.hub.adminKubeConfig().makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createClusterRole({
+      body: {
+        metadata: { name: 'leases-only' },
+        rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] }],
+      },
+    });
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: 'leases-only' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'leases-only' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'provider' }],
+      },
+    });
+    await expect(
+      ensureLeaseNamespace(cp.hub.kubeConfigFor('provider'), 'lease-missing', 'mco-controller', silentLogger),
+    ).rejects.toThrow(
+      'the leader Lease namespace "lease-missing" does not exist and cannot be created (namespaces is forbidden: User "provider" cannot create resource "namespaces" in API group "" at the cluster scope: ' +
+        "grant this permission (the chart's RBAC lists what mco needs) or use another kubeconfig): " +
+        'create it (kubectl create namespace lease-missing), or choose one with --leader-election-namespace',
+    );
+    expect(created.metadata?.name).toBe('lease-created');
+  });
+});
