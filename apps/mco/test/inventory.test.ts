@@ -22,11 +22,13 @@ async function mco(...argv: string[]) {
   return { code, stderr };
 }
 
+// Never contacted: configuration errors are found before any request.
+const kubeconfig = file(
+  'kubeconfig',
+  'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+);
+
 describe('mco inventory configuration errors', () => {
-  const kubeconfig = file(
-    'kubeconfig',
-    'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
-  );
   it.each([
     [
       'an unknown plugin',
@@ -155,7 +157,13 @@ describe('mco inventory provider modules (module: a package name or a path)', ()
       /providers\[0\]\.config\.managerName: required/,
     ],
   ])('exits 2 for %s, naming the field', async (_name, entries, message) => {
-    const { code, stderr } = await mco('inventory', '--config', providersFile(`providers: [${entries}]`));
+    const { code, stderr } = await mco(
+      'inventory',
+      '--config',
+      providersFile(`providers: [${entries}]`),
+      '--kubeconfig',
+      kubeconfig,
+    );
     expect(stderr).toMatch(message);
     expect(code).toBe(2);
   });
