@@ -12,7 +12,7 @@ async function mco(...argv: string[]) {
 }
 
 describe('mco demo and mco simulate', () => {
-  it('the demo prints the stockout timeline and writes the report it names', async () => {
+  it('the demo prints the stockout and fail-back timeline, cost and non-preferred hours, and writes the report it names', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mco-demo-test-'));
     const report = join(dir, 'report.html');
     const { code, stdout, stderr } = await mco('demo', '--report', report);
@@ -21,6 +21,9 @@ describe('mco demo and mco simulate', () => {
     expect(stdout).toMatch(/P1 +fleet\/us-central1 .*added the highest-priority eligible cluster/);
     expect(stdout).toMatch(/stockout: no new nodes can be provisioned/);
     expect(stdout).toMatch(/P1 +fleet\/us-east4 /);
+    expect(stdout).toMatch(/P2 +fleet\/us-east4 +ACTIVE -> SCALING_IN: fail-back: higher-priority fleet\/us-central1/);
+    expect(stdout).toMatch(/^GPU cost \(node-hours × gpuHourCost\) +[\d.]+ +[\d.]+ +[\d.]+$/m);
+    expect(stdout).toMatch(/^hours on non-preferred clusters +[\d.]+ +[\d.]+ +[\d.]+$/m);
     expect(stdout).toContain(`Report: ${report}`);
     expect(readFileSync(report, 'utf8')).toMatch(/^<!doctype html>/i);
   });

@@ -15,7 +15,15 @@ import { createClusterAccess } from '@mco/cluster-access';
 import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import type { PlacementStatus } from '@mco/core';
 import { createLogger } from '@mco/runtime';
-import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import {
+  RELEASE_NAMESPACE,
+  describeWithControlPlane,
+  renderChart,
+  serviceAccountKubeConfig,
+  sharedCrdsDir,
+  startControlPlane,
+  type ControlPlane,
+} from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   APPLICATION_SETS,
@@ -25,7 +33,6 @@ import {
   type ArgoCdDeliveryOptions,
   type PluginParameters,
 } from '../src/index.js';
-import { RELEASE_NAMESPACE, renderChart, serviceAccountKubeConfig } from './chart.js';
 import { GoClient, argoBody } from './go-client.js';
 
 // Each step waits for the API server and the caches: allow for a loaded CI machine.

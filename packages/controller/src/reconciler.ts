@@ -29,11 +29,17 @@ import {
   type Logger,
   type SignalError,
 } from '@mco/runtime';
-import { jsonEqual, objectKey, type Informer, type InformerEvent, type KubeObject } from '@mco/kube-runtime';
+import {
+  jsonEqual,
+  objectKey,
+  WriteOverlay,
+  type Informer,
+  type InformerEvent,
+  type KubeObject,
+} from '@mco/kube-runtime';
 import type { EventRecorder, EventType } from './events.js';
 import type { HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
-import { WriteOverlay } from './overlay.js';
 
 /** Marks the PlacementDecisions this controller owns (the informer selects on it). */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';

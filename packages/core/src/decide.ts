@@ -16,6 +16,7 @@ import { formatTaint } from './selection/taints.js';
 import { err, ok, type Result, type SpecError } from './result.js';
 import { resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
 import { nextDrainStepAt, startDraining, stepDraining } from './scaling/draining.js';
+import { checkFailBack, chooseFailBack, nextBelowCeilingSince } from './scaling/fail-back.js';
 import { assessSignal, indexSignals, type SignalAssessment } from './scaling/signals.js';
 import { createInventory, type Inventory, type InventoryCluster } from './selection/inventory.js';
 import { compileSelection, selectClusters, type Selection, type SelectionResult } from './selection/select.js';
@@ -50,6 +51,8 @@ interface Entry {
   message: string | undefined;
   draining: Draining | undefined;
   scaleInCandidateSince: string | undefined;
+  /** behavior.failBack: since when this ACTIVE cluster has been below its ceiling (fresh signal). */
+  belowCeilingSince: string | undefined;
   readonly signal: SignalAssessment;
   /** Entered SCALING_IN or EVICTING in this evaluation. */
   enteredDrain: boolean;
@@ -172,6 +175,8 @@ function compileSpecUncached(raw: unknown): CompiledSpec {
     const field = ['spec', ...issue.path.map(String)].join('.').replace(/\.(\d+)(?=\.|$)/g, '[$1]');
     return err({ reason: 'InvalidSpec', field, message: issue.message });
   }
+  const behavior = checkFailBack(parsed.data);
+  if (!behavior.ok) return behavior;
   const selection = compileSelection(parsed.data);
   return selection.ok ? ok({ spec: parsed.data, selection: selection.value }) : selection;
 }
@@ -260,6 +265,7 @@ class Evaluation {
         message: c.message,
         draining: c.draining,
         scaleInCandidateSince: c.scaleInCandidateSince,
+        belowCeilingSince: c.belowCeilingSince,
         signal: assess(key),
         enteredDrain: false,
         reactivated: false,
@@ -281,7 +287,10 @@ class Evaluation {
     }
     if (to === 'SCALING_IN' || to === 'EVICTING') entry.enteredDrain = true;
     else entry.draining = undefined;
-    if (to !== 'ACTIVE') entry.scaleInCandidateSince = undefined;
+    if (to !== 'ACTIVE') {
+      entry.scaleInCandidateSince = undefined;
+      entry.belowCeilingSince = undefined;
+    }
     entry.state = to;
     entry.lastTransitionTime = this.now;
     entry.reason = reason;
@@ -299,6 +308,7 @@ class Evaluation {
       message,
       draining: undefined,
       scaleInCandidateSince: undefined,
+      belowCeilingSince: undefined,
       signal: this.assess(cluster.key),
       enteredDrain: false,
       reactivated: false,
@@ -469,6 +479,9 @@ class Evaluation {
     for (const entry of this.live()) {
       if (entry.state === 'ACTIVE' && entry.signal.wantsScaleIn) entry.scaleInCandidateSince ??= this.now;
       else entry.scaleInCandidateSince = undefined;
+      entry.belowCeilingSince = b.failBackEnabled
+        ? nextBelowCeilingSince(entry.state, entry.signal, entry.belowCeilingSince, this.now)
+        : undefined;
     }
 
     const isHeadroom = (e: Entry) => e.state === 'ACTIVE' && !e.signal.atCapacityCeiling;
@@ -518,7 +531,7 @@ class Evaluation {
     }
 
     this.noteNotAdded(min, max, headroom);
-    if (!scaledOut) this.scaleIn(min, headroom);
+    if (!scaledOut && !this.scaleIn(min, headroom) && b.failBackEnabled) this.failBack(min, headroom);
     this.drain(config.useDraining === true);
     this.satisfied = this.satisfaction(min, max, headroom, stabilizing);
   }
@@ -530,7 +543,8 @@ class Evaluation {
     return since ?? this.nowMs;
   }
 
-  private scaleIn(min: number, headroom: number): void {
+  /** Section 4 step 3; true when it moved a cluster to SCALING_IN. */
+  private scaleIn(min: number, headroom: number): boolean {
     const b = this.behavior;
     const active = this.live().filter((e) => e.state === 'ACTIVE');
     const waiting: Entry[] = [];
@@ -546,7 +560,7 @@ class Evaluation {
         );
       }
     }
-    if (waiting.length === 0) return;
+    if (waiting.length === 0) return false;
     const waitingNote = (why: string) => {
       for (const entry of waiting) this.note(entry.key, `wants scale-in, but ${why}`);
     };
@@ -554,19 +568,19 @@ class Evaluation {
     const unknown = active.filter((e) => !e.signal.fresh);
     if (unknown.length > 0) {
       waitingNote(`no fresh signal from ${unknown.map((e) => e.key).join(', ')}`);
-      return;
+      return false;
     }
     const lastAddition = parseTime(this.lastAdditionTime);
     if (lastAddition !== undefined && this.nowMs - lastAddition < b.scaleInCooldownSeconds * SECOND) {
       this.timer(lastAddition, b.scaleInCooldownSeconds);
       waitingNote(`the scale-in cooldown runs until ${this.timeAfter(lastAddition, b.scaleInCooldownSeconds)}`);
-      return;
+      return false;
     }
     const candidate = this.byPriority(waiting).at(-1)!;
     const without = headroom - (candidate.signal.atCapacityCeiling ? 0 : 1);
     if (without < min) {
       this.note(candidate.key, `wants scale-in, but headroom without it would be ${without} < min ${min}`);
-      return;
+      return false;
     }
     const wanted = Math.round(this.elapsedSeconds(candidate.scaleInCandidateSince));
     this.move(
@@ -576,6 +590,32 @@ class Evaluation {
       'ScaleIn',
       `wanted scale-in for ${wanted}s, the lowest-priority such cluster; headroom stays ${without} >= min ${min} without it`,
     );
+    return true;
+  }
+
+  /** Section 10.3: the preferred clusters take the workload back (module scaling/fail-back). */
+  private failBack(min: number, headroom: number): void {
+    const b = this.behavior;
+    const verdict = chooseFailBack({
+      clusters: this.byPriority(this.live()).map((e) => ({
+        key: e.key,
+        state: e.state,
+        eligible: this.selected.rankOf(e.key) !== undefined,
+        signal: e.signal,
+        belowCeilingSince: e.belowCeilingSince,
+        reason: e.reason,
+        lastTransitionTime: e.lastTransitionTime,
+      })),
+      nowMs: this.nowMs,
+      min,
+      headroom,
+      stabilizationSeconds: b.failBackStabilizationSeconds,
+      cooldownSeconds: b.scaleInCooldownSeconds,
+      lastAdditionTime: this.lastAdditionTime,
+    });
+    if (verdict.kind === 'wait') this.timers.push(verdict.untilMs);
+    if (verdict.kind === 'move')
+      this.move(this.byKey.get(verdict.cluster)!, 'P2', 'SCALING_IN', 'FailBack', verdict.message);
   }
 
   private drain(useDraining: boolean): void {
@@ -696,6 +736,7 @@ class Evaluation {
       if (e.reason !== undefined) cluster.reason = e.reason;
       if (e.message !== undefined) cluster.message = e.message;
       if (e.scaleInCandidateSince !== undefined) cluster.scaleInCandidateSince = e.scaleInCandidateSince;
+      if (e.belowCeilingSince !== undefined) cluster.belowCeilingSince = e.belowCeilingSince;
       return cluster;
     });
   }

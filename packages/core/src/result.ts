@@ -13,7 +13,8 @@ export interface SpecError {
     | 'InvalidRuleArgument'
     | 'InvalidSelector'
     | 'InvalidAffinity'
-    | 'InvalidToleration';
+    | 'InvalidToleration'
+    | 'InvalidBehavior';
   /** Path of the offending field, e.g. `spec.clusterSelectorRules[1].arguments.regex`. */
   readonly field: string;
   readonly message: string;

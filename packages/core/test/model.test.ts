@@ -19,36 +19,44 @@ const MIN = 2;
 const MAX = 4;
 const WINDOW = 120;
 const COOLDOWN = 60;
-const spec = anAutoscalingSpec(
-  MIN,
-  {
-    maxClusters: MAX,
-    useDraining: true,
-    behavior: {
-      scaleIn: { stabilizationWindowSeconds: WINDOW, cooldownSeconds: COOLDOWN },
-      drain: { stepIntervalSeconds: 30, stepPercent: 50 },
-      evictionTimeoutSeconds: 600,
-      unhealthyTimeoutSeconds: 300,
-    },
-  },
-  {
-    affinity: {
-      clusterAffinity: {
-        requiredDuringSchedulingRequiredDuringExecution: {
-          clusterSelectorTerms: [
-            { matchExpressions: [{ labelSelector: { key: 'gpu', operator: 'In', values: ['yes'] } }] },
-          ],
-        },
-        preferredDuringSchedulingIgnoredDuringExecution: [
-          { weight: 100, propertySorter: { name: 'cost', sortOrder: 'Ascending' } },
-        ],
+const FAIL_BACK_WINDOW = 180;
+let failBacksSeen = 0;
+const specOf = (failBack: boolean) =>
+  anAutoscalingSpec(
+    MIN,
+    {
+      maxClusters: MAX,
+      useDraining: true,
+      behavior: {
+        scaleIn: { stabilizationWindowSeconds: WINDOW, cooldownSeconds: COOLDOWN },
+        drain: { stepIntervalSeconds: 30, stepPercent: 50 },
+        evictionTimeoutSeconds: 600,
+        unhealthyTimeoutSeconds: 300,
+        ...(failBack ? { failBack: { enabled: true, stabilizationWindowSeconds: FAIL_BACK_WINDOW } } : {}),
       },
     },
-  },
-);
+    {
+      affinity: {
+        clusterAffinity: {
+          requiredDuringSchedulingRequiredDuringExecution: {
+            clusterSelectorTerms: [
+              { matchExpressions: [{ labelSelector: { key: 'gpu', operator: 'In', values: ['yes'] } }] },
+            ],
+          },
+          preferredDuringSchedulingIgnoredDuringExecution: [
+            { weight: 100, propertySorter: { name: 'cost', sortOrder: 'Ascending' } },
+          ],
+        },
+      },
+    },
+  );
 
 interface World {
+  readonly failBack: boolean;
   now: number;
+  /** The model's own record of since when each ACTIVE cluster has been seen fresh and below its ceiling. */
+  belowSince: Map<Key, number>;
+  lastReactivation: number | undefined;
   fleet: Map<
     Key,
     {
@@ -109,7 +117,7 @@ function evaluate(w: World): void {
   const signals = [...w.fleet].flatMap(([key, c]) => signalOf(key, c.observation, iso(w.now - 5)) ?? []);
   const d = decide({
     now: new Date(Date.UTC(2026, 0, 1) + w.now * 1000),
-    placement: aPlacement('default/m', spec, w.status),
+    placement: aPlacement('default/m', specOf(w.failBack), w.status),
     clusterProfiles: profiles,
     signals,
   });
@@ -163,8 +171,31 @@ function evaluate(w: World): void {
   const headroom = [...next.values()].filter((c) => c.state === 'ACTIVE' && c.atCapacityCeiling !== true).length;
   const p2 = d.transitions.filter((t) => t.id === 'P2');
   expect(p2.length).toBeLessThanOrEqual(1);
+  const nowMs = Date.UTC(2026, 0, 1) + w.now * 1000;
   for (const t of p2) {
     expect(headroom).toBeGreaterThanOrEqual(MIN);
+    if (t.reason.startsWith('fail-back:')) {
+      // 3b. Fail-back (section 10.3): only when enabled, from the lowest-priority ACTIVE
+      // cluster, after every higher-priority ACTIVE cluster had room for the window.
+      expect(w.failBack).toBe(true);
+      failBacksSeen++;
+      // Every ACTIVE cluster is eligible (RDE) and ranked above the one failed back from
+      // (`ranked` is the status order: priority, i.e. taints, then cost).
+      const higher = KEYS.filter((k) => next.get(k)?.state === 'ACTIVE');
+      expect(higher.every((k) => ranked.indexOf(k) < ranked.indexOf(t.cluster))).toBe(true);
+      expect(higher.length).toBeGreaterThan(0);
+      for (const key of higher) {
+        const since = w.belowSince.get(key);
+        expect(since).toBeDefined();
+        expect(w.now - since!).toBeGreaterThanOrEqual(FAIL_BACK_WINDOW);
+      }
+      const lastChange = Math.max(
+        w.status?.lastAdditionTime ? Date.parse(w.status.lastAdditionTime) : -Infinity,
+        w.lastReactivation !== undefined ? Date.UTC(2026, 0, 1) + w.lastReactivation * 1000 : -Infinity,
+      );
+      expect(nowMs - lastChange).toBeGreaterThanOrEqual(COOLDOWN * 1000);
+      continue;
+    }
     const since = Date.parse(previous.get(t.cluster)!.scaleInCandidateSince!);
     expect(Date.UTC(2026, 0, 1) + w.now * 1000 - since).toBeGreaterThanOrEqual(WINDOW * 1000);
     if (w.status?.lastAdditionTime) {
@@ -179,6 +210,14 @@ function evaluate(w: World): void {
   expect(satisfied?.status).toBe(headroom >= MIN ? 'True' : 'False');
   if (d.requeueAfterSeconds !== null) expect(d.requeueAfterSeconds).toBeGreaterThanOrEqual(1);
 
+  for (const key of KEYS) {
+    const observation = w.fleet.get(key)!.observation;
+    const below = ['scale-in', 'steady', 'drained'].includes(observation);
+    if (next.get(key)?.state === 'ACTIVE' && below) {
+      if (!w.belowSince.has(key)) w.belowSince.set(key, w.now);
+    } else w.belowSince.delete(key);
+  }
+  if (d.transitions.some((t) => t.id === 'P3')) w.lastReactivation = w.now;
   w.status = d.status;
   w.evaluations++;
 }
@@ -281,11 +320,29 @@ const commands = [
   fc.tuple(arbKey, fc.option(fc.constantFrom(...COSTS), { nil: undefined })).map(([k, c]) => new SetCost(k, c)),
 ];
 
+const sequences = fc.commands(commands, { maxCommands: 60 });
+// Fail-back needs a ceiling (a stockout), a scale-out, then room for a whole window (recovery and
+// time): longer sequences with more of those, or the random events hardly ever reach it.
+const failBackSequences = fc.commands(
+  [
+    ...commands,
+    fc.integer({ min: 60, max: 400 }).map((s) => new Advance(s)),
+    fc.tuple(arbKey, fc.constantFrom<Observation>('ceiling', 'steady')).map(([k, o]) => new Observe(k, o)),
+  ],
+  { maxCommands: 60, size: 'max' },
+);
+
 describe('model-based state machine test', () => {
-  it('keeps every invariant over random sequences of fleet events', () => {
+  it.each([
+    ['without fail-back', false],
+    ['with fail-back (section 10.3)', true],
+  ])('keeps every invariant over random sequences of fleet events, %s', (_name, failBack) => {
     fc.assert(
-      fc.property(fc.commands(commands, { maxCommands: 60 }), (cmds) => {
+      fc.property(failBack ? failBackSequences : sequences, (cmds) => {
         const world: World = {
+          failBack,
+          belowSince: new Map(),
+          lastReactivation: undefined,
           now: 0,
           fleet: new Map(
             KEYS.map((k) => [
@@ -309,5 +366,6 @@ describe('model-based state machine test', () => {
       }),
       { numRuns: 200 },
     );
+    if (failBack) expect(failBacksSeen).toBeGreaterThan(0); // the random events do reach fail-back
   });
 });

@@ -184,6 +184,12 @@ describe('properties of the engine', () => {
       }),
       (spec) => ({ ...spec, scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 0 } } }),
       (spec) => ({ ...spec, rules: [], clusterSelectorRules: [] }),
+      (spec) => ({
+        ...spec,
+        scaling: {
+          autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1, behavior: { failBack: { enabled: true } } },
+        },
+      }),
     );
     fc.assert(
       fc.property(arbScenario, breakSpec, (s, mutate) => {

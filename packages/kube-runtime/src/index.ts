@@ -20,9 +20,23 @@ export {
   CLUSTER_PROFILES,
   PLACEMENTS,
   PLACEMENT_DECISIONS,
+  SECRETS,
   createListWatch,
   requestOptions,
   type RequestOptions,
   type Resource,
 } from './kube.js';
 export { jsonEqual } from './equal.js';
+export { WriteOverlay } from './overlay.js';
+export {
+  APPLIED_DIGEST_ANNOTATION,
+  contains,
+  createObjectWriter,
+  digestOf,
+  planOwnedObjects,
+  type DesiredObject,
+  type ObjectWriter,
+  type ObjectWriterOptions,
+  type OwnedObjectsInput,
+  type OwnedObjectsPlan,
+} from './owned.js';

@@ -10,6 +10,10 @@ export interface KubeObject {
     name?: string;
     namespace?: string;
     resourceVersion?: string;
+    uid?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    deletionTimestamp?: string;
     managedFields?: unknown;
     [key: string]: unknown;
   };

@@ -1,4 +1,4 @@
-import { CustomObjectsApi, Watch, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import https from 'node:https';
 import { PLACEMENT_GROUP } from '@mco/core';
 import type { KubeObject, ListPage, ListWatch, WatchEventType } from './informer.js';
@@ -20,6 +20,8 @@ export const PLACEMENTS: Resource = {
   version: 'v1alpha1',
   plural: 'multikubernetesclusterplacements',
 };
+/** Core Secrets (`createListWatch` and `createObjectWriter` take them in one namespace). */
+export const SECRETS: Resource = { group: '', version: 'v1', plural: 'secrets' };
 export const PLACEMENT_DECISIONS: Resource = {
   group: 'multicluster.x-k8s.io',
   version: 'v1alpha1',
@@ -63,33 +65,54 @@ export function requestOptions(kubeConfig: KubeConfig, timeoutMs: number, conten
   return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as RequestOptions;
 }
 
-/** List and watch one custom resource in all namespaces over client-node. */
+/**
+ * List and watch one resource over client-node: a custom resource (in all
+ * namespaces, or in `namespace`), or core Secrets in `namespace`
+ * (`SECRETS`), which adapters keep beside their custom resources.
+ */
 export function createListWatch<T extends KubeObject>(
   kubeConfig: KubeConfig,
   resource: Resource,
-  options: { labelSelector?: string; requestTimeoutMs?: number } = {},
+  options: { labelSelector?: string; requestTimeoutMs?: number; namespace?: string } = {},
 ): ListWatch<T> {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
   const watcher = new Watch(kubeConfig);
-  const path = `/apis/${resource.group}/${resource.version}/${resource.plural}`;
+  const { namespace, labelSelector } = options;
+  const core = resource.group === '';
+  if (core && (resource.plural !== 'secrets' || !namespace)) {
+    throw new Error('createListWatch: of the core group only Secrets in one namespace are supported');
+  }
+  const prefix = core ? `/api/${resource.version}` : `/apis/${resource.group}/${resource.version}`;
+  const path = `${prefix}${namespace ? `/namespaces/${namespace}` : ''}/${resource.plural}`;
   const requestTimeoutMs = options.requestTimeoutMs ?? 60_000;
+  const listPage = core
+    ? (() => {
+        const api = kubeConfig.makeApiClient(CoreV1Api);
+        return (page: { limit: number; _continue?: string }) =>
+          api.listNamespacedSecret(
+            { namespace: namespace ?? '', ...page, ...(labelSelector ? { labelSelector } : {}) },
+            requestOptions(kubeConfig, requestTimeoutMs),
+          );
+      })()
+    : (() => {
+        const api = kubeConfig.makeApiClient(CustomObjectsApi);
+        return (page: { limit: number; _continue?: string }) => {
+          const query = { ...resource, ...page, ...(labelSelector ? { labelSelector } : {}) };
+          return namespace
+            ? api.listNamespacedCustomObject({ ...query, namespace }, requestOptions(kubeConfig, requestTimeoutMs))
+            : api.listClusterCustomObject(query, requestOptions(kubeConfig, requestTimeoutMs));
+        };
+      })();
   return {
     async list({ limit, continue: next }): Promise<ListPage<T>> {
-      const result = (await api.listClusterCustomObject(
-        {
-          group: resource.group,
-          version: resource.version,
-          plural: resource.plural,
-          limit,
-          ...(next ? { _continue: next } : {}),
-          ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
-        },
-        requestOptions(kubeConfig, requestTimeoutMs),
-      )) as { items?: T[]; metadata?: { resourceVersion?: string; continue?: string } };
+      const result = (await listPage({ limit, ...(next ? { _continue: next } : {}) })) as {
+        items?: T[];
+        metadata?: { resourceVersion?: string; continue?: string; _continue?: string };
+      };
       return {
         items: result.items ?? [],
         resourceVersion: result.metadata?.resourceVersion ?? '',
-        continue: result.metadata?.continue,
+        // client-node's typed lists name it `_continue`.
+        continue: result.metadata?.continue ?? result.metadata?._continue,
       };
     },
     async watch(resourceVersion, timeoutSeconds, onEvent, onDone) {
@@ -99,7 +122,7 @@ export function createListWatch<T extends KubeObject>(
           resourceVersion,
           allowWatchBookmarks: true,
           ...(timeoutSeconds > 0 ? { timeoutSeconds } : {}),
-          ...(options.labelSelector ? { labelSelector: options.labelSelector } : {}),
+          ...(labelSelector ? { labelSelector } : {}),
         },
         (type: string, object: T) => onEvent(type as WatchEventType, object),
         onDone,

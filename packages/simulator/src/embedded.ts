@@ -3,12 +3,16 @@
 // byte for byte (a test keeps the two in step).
 export const GPU_STOCKOUT_SCENARIO = `# mco simulate examples/scenarios/gpu-stockout.yaml   (also: mco demo)
 #
-# A GPU inference service runs in us-central1, the cheapest region. In the
-# morning its traffic ramps up five-fold, but us-central1 has run out of L4
-# GPUs: the cluster-autoscaler cannot add nodes (FailedScaleUp) and pods stay
-# Pending. mco sees the cluster at its capacity ceiling and places the
-# workload in the next cluster by priority (us-east4). GPUs come back at
-# 06:00; in the evening traffic falls, and mco drains us-east4 again.
+# A GPU inference service runs in us-central1, the cheapest region: the
+# placement ranks the L4 clusters by the price of a GPU hour (the ClusterProfile
+# property gpu-hour-cost). In the morning its traffic ramps up five-fold, but
+# us-central1 has run out of L4 GPUs: the cluster-autoscaler cannot add nodes
+# (FailedScaleUp) and pods stay Pending. mco sees the cluster at its capacity
+# ceiling and places the workload in the next cheapest cluster (us-east4).
+# GPUs come back at 06:00. With fail-back, once us-central1 has had room for
+# an hour, mco drains us-east4 slowly (10% every 10 minutes, slower than new
+# GPU nodes come up) and the workload returns to the cheaper region; without
+# it, us-east4 would stay until traffic falls in the evening.
 name: gpu-stockout
 description: Regional GPU stockout during a morning ramp, and recovery.
 seed: 7
@@ -27,16 +31,20 @@ fleet:
   clusters:
     - name: us-central1
       region: us-central1
-      labels: { accelerator: nvidia-l4, cost: low, geo: us }
+      labels: { accelerator: nvidia-l4, geo: us }
+      gpuHourCost: 0.71 # on-demand price of one L4 node-hour (illustrative)
     - name: us-east4
       region: us-east4
       labels: { accelerator: nvidia-l4, geo: us }
+      gpuHourCost: 0.76
     - name: europe-west4
       region: europe-west4
       labels: { accelerator: nvidia-l4, geo: eu }
+      gpuHourCost: 0.8
     - name: asia-east1
       region: asia-east1
       labels: { accelerator: nvidia-t4, geo: asia }
+      gpuHourCost: 0.35
 placement:
   apiVersion: orchestra.multicluster.x-k8s.io/v1alpha1
   kind: MultiKubernetesClusterPlacement
@@ -49,10 +57,8 @@ placement:
             - matchExpressions:
                 - labelSelector: { key: accelerator, operator: In, values: [nvidia-l4] }
         preferredDuringSchedulingIgnoredDuringExecution:
-          - weight: 50
-            preference:
-              matchExpressions:
-                - labelSelector: { key: cost, operator: In, values: [low] }
+          - weight: 100 # the cheapest GPU hour first
+            propertySorter: { name: gpu-hour-cost, sortOrder: Ascending }
           - weight: 20
             preference:
               matchExpressions:
@@ -63,6 +69,9 @@ placement:
         maxClusters: 3
         useDraining: true
         workloadDetails: { namespace: inference, deploymentName: gemma-server, hpaName: gemma-server }
+        behavior:
+          failBack: { enabled: true, stabilizationWindowSeconds: 3600 }
+          drain: { stepIntervalSeconds: 600, stepPercent: 10 }
 demand: # requests/s
   piecewise:
     - { at: 0h, value: 30 }

@@ -27,8 +27,21 @@ export function summaryRows(result: SimulationResult): { label: string; values: 
     row('idle cluster-hours (above need)', (s) => fixed(1)(s.clusterHoursAboveNeed)),
     row('idle replica-hours (above need)', (s) => fixed(1)(s.replicaHoursAboveNeed)),
     row('GPU node-hours', (s) => fixed(1)(s.nodeHours)),
+    ...(summaries.some((s) => s.cost !== null)
+      ? [row('GPU cost (node-hours × gpuHourCost)', (s) => (s.cost === null ? '—' : fixed(1)(s.cost)))]
+      : []),
+    row('hours on non-preferred clusters', (s) => fixed(1)(s.nonPreferredClusterHours)),
     row('transitions', (s) => String(s.transitions)),
   ];
+  if (summaries.some((s) => s.failBack !== null)) {
+    const hours = result.scenario.duration / 3600;
+    rows.push(
+      row('fail-backs', (s) => (s.failBack ? String(s.failBack.failBacks) : '—')),
+      row('fail-back/reactivation cycles per hour (most in one window)', (s) =>
+        s.failBack ? `${fixed(2)(s.failBack.cycles / hours)} (${s.failBack.maxCyclesPerWindow})` : '—',
+      ),
+    );
+  }
   const stockouts = summaries[0]?.stockouts ?? [];
   stockouts.forEach((stockout, i) => {
     const label = `stockout at ${formatElapsed(stockout.at)} (${stockout.scope}): time to restored headroom`;

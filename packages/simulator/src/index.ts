@@ -17,6 +17,8 @@ export {
 } from './scenario.js';
 export {
   simulate,
+  defaultPolicies,
+  GPU_HOUR_COST_PROPERTY,
   POLICIES,
   POLICY_LABELS,
   type PolicyName,
@@ -25,6 +27,7 @@ export {
   type SimulateOptions,
   type Evaluation,
   type Summary,
+  type FailBackOutcome,
   type StockoutOutcome,
   type TickSample,
   type ClusterSample,

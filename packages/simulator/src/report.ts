@@ -3,7 +3,12 @@ import { summaryRows } from './format.js';
 import { POLICY_LABELS, type PolicyRun, type SimulationResult, type TimelineEntry } from './simulate.js';
 import { escapeHtml, laneChart, lineChart, type Marker } from './svg.js';
 
-const POLICY_COLORS = { mco: '#1565c0', 'mco-as-documented': '#ef6c00', 'always-on': '#6d4c41' } as const;
+const POLICY_COLORS = {
+  mco: '#1565c0',
+  'mco-fail-back': '#00838f',
+  'mco-as-documented': '#ef6c00',
+  'always-on': '#6d4c41',
+} as const;
 const CLUSTER_COLORS = ['#1565c0', '#2e7d32', '#c62828', '#6a1b9a', '#ef6c00', '#00838f', '#ad1457', '#5d4037'];
 const STATE_COLORS = {
   ACTIVE: '#43a047',
@@ -176,9 +181,12 @@ ${scenario.description ? `<p>${escapeHtml(scenario.description)}</p>` : ''}
 <section id="summary"><h2>Summary</h2>
 ${summaryTable(result)}
 <p class="note"><b>mco</b>: the placement as written, run by the real @mco/core engine.
-<b>MCO as documented</b>: the same placement with no stabilization window and no cooldown (a cluster is scaled in as soon as its HPA wants fewer replicas than its minimum), and no health checking.
+<b>mco with fail-back</b> (when the placement does not enable it itself): the same with <code>behavior.failBack.enabled</code>.
+<b>MCO as documented</b>: the same placement with no stabilization window, no cooldown (a cluster is scaled in as soon as its HPA wants fewer replicas than its minimum) and no fail-back, and no health checking.
 <b>All eligible clusters always on</b>: every eligible cluster runs the workload all the time.
 Unserved demand counts pods that could not be scheduled; idle capacity counts cluster-hours beyond the fewest eligible clusters that could hold the replicas needed, and scheduled replica-hours beyond the replicas needed at the HPA target.
+Hours on non-preferred clusters count cluster-hours with the workload on a cluster outside the highest-priority eligible clusters that could hold the replicas needed at that moment.
+GPU cost is node-hours times each cluster's gpuHourCost.
 Time to restored headroom runs from the first FailedScaleUp of a stockout until the fleet is back within its HPA target band.</p>
 </section>
 <section id="demand-chart"><h2>Demand vs served capacity</h2>

@@ -59,6 +59,14 @@ const ClusterSchema = z.strictObject({
   labels: z.record(z.string(), z.string()).default({}),
   nodePool: NodePoolPatchSchema.optional(),
   hpa: HpaPatchSchema.optional().describe('Per-cluster overrides of workload.hpa (e.g. a smaller maxReplicas).'),
+  gpuHourCost: z
+    .number()
+    .min(0)
+    .max(1e6)
+    .optional()
+    .describe(
+      "Price of one node-hour of the cluster's node pool (e.g. the region's GPU-hour price), published as the ClusterProfile property gpu-hour-cost.",
+    ),
 });
 
 const WorkloadSchema = z.strictObject({
@@ -182,6 +190,7 @@ export interface ClusterSpec {
   readonly labels: Readonly<Record<string, string>>;
   readonly nodePool: NodePool;
   readonly hpa: Hpa;
+  readonly gpuHourCost: number | undefined;
 }
 
 /** A checked scenario with every default applied. */
@@ -237,7 +246,7 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
     const hpa: Hpa = { ...DEFAULT_HPA, ...s.workload.hpa, ...c.hpa };
     if (nodePool.minNodes > nodePool.maxNodes) issue(`fleet.clusters[${i}].nodePool.minNodes`, 'exceeds maxNodes');
     if (hpa.minReplicas > hpa.maxReplicas) issue(`fleet.clusters[${i}].hpa.minReplicas`, 'exceeds maxReplicas');
-    clusters.push({ name: c.name, region: c.region, labels: c.labels, nodePool, hpa });
+    clusters.push({ name: c.name, region: c.region, labels: c.labels, nodePool, hpa, gpuHourCost: c.gpuHourCost });
   });
   const regions = new Set(clusters.map((c) => c.region));
 

@@ -6,6 +6,7 @@ import {
   compileSelection,
   createInventory,
   decide,
+  resolveBehavior,
   selectClusters,
   type ClusterProfile,
   type ClusterState,
@@ -23,14 +24,26 @@ import { hashRandom } from './random.js';
 import type { ClusterSpec, Scenario } from './scenario.js';
 
 /** The policies one run compares. */
-export const POLICIES = ['mco', 'mco-as-documented', 'always-on'] as const;
+export const POLICIES = ['mco', 'mco-fail-back', 'mco-as-documented', 'always-on'] as const;
 export type PolicyName = (typeof POLICIES)[number];
 
 export const POLICY_LABELS: Readonly<Record<PolicyName, string>> = {
   mco: 'mco',
+  'mco-fail-back': 'mco with fail-back',
   'mco-as-documented': 'MCO as documented',
   'always-on': 'all eligible clusters always on',
 };
+
+/**
+ * The policies a scenario runs by default: all of them, except "mco with
+ * fail-back" when it would be the same as "mco" (the placement enables
+ * fail-back itself) or means nothing (no autoscaling).
+ */
+export function defaultPolicies(scenario: Scenario): readonly PolicyName[] {
+  const autoscale = scenario.placement.spec?.scaling?.autoscaleForCapacity;
+  const redundant = !autoscale || autoscale.behavior?.failBack?.enabled === true;
+  return POLICIES.filter((p) => p !== 'mco-fail-back' || !redundant);
+}
 
 /** Where a cluster stands in one tick: its state in the placement, or what delivery is doing. */
 export type LaneState = ClusterState | 'REMOVING' | 'OFF';
@@ -61,6 +74,11 @@ export interface ClusterSample {
   readonly nodes: number;
   readonly stockedOut: boolean;
   readonly reachable: boolean;
+  /**
+   * Among the highest-priority eligible, reachable clusters that together could
+   * hold the replicas needed now: where the user wants the workload.
+   */
+  readonly preferred: boolean;
 }
 
 export interface TickSample {
@@ -100,10 +118,29 @@ export interface Summary {
   readonly clusterHoursAboveNeed: number;
   /** Scheduled replica-hours beyond the replicas needed at the target utilisation. */
   readonly replicaHoursAboveNeed: number;
-  /** Node-hours of the workload's node pools (GPU cost). */
+  /** Node-hours of the workload's node pools. */
   readonly nodeHours: number;
+  /** Node-hours times each cluster's `gpuHourCost`; null when no cluster has a price. */
+  readonly cost: number | null;
+  /** Cluster-hours with the workload deployed on a cluster that is not `preferred` (see ClusterSample). */
+  readonly nonPreferredClusterHours: number;
   readonly transitions: number;
+  /** Fail-back (section 10.3), or null when the policy does not fail back. */
+  readonly failBack: FailBackOutcome | null;
   readonly stockouts: readonly StockoutOutcome[];
+}
+
+export interface FailBackOutcome {
+  readonly windowSeconds: number;
+  /** P2 transitions made by fail-back. */
+  readonly failBacks: number;
+  /**
+   * Fail-backs undone because the preferred clusters hit their ceiling again:
+   * the same cluster reactivated (P3) or, once removed, added again (P1).
+   */
+  readonly cycles: number;
+  /** The most cycles whose fail-back falls within one stabilization window. */
+  readonly maxCyclesPerWindow: number;
 }
 
 export interface PolicyRun {
@@ -126,7 +163,7 @@ export interface SimulationResult {
 export interface SimulateOptions {
   /** Overrides the scenario's seed. */
   readonly seed?: number;
-  /** Policies to run, in order (default: all three, mco first). */
+  /** Policies to run, in order (default: `defaultPolicies(scenario)`, mco first). */
   readonly policies?: readonly PolicyName[];
   /**
    * Called after every evaluation with the engine's exact input and output:
@@ -153,7 +190,7 @@ export function simulate(scenario: Scenario, options: SimulateOptions = {}): Sim
   const seed = options.seed ?? scenario.seed;
   const ticks = Math.floor(scenario.duration / scenario.tick);
   const demand = demandSeries(scenario.demand, ticks, scenario.tick, seed);
-  const policies = options.policies ?? POLICIES;
+  const policies = options.policies ?? defaultPolicies(scenario);
   return {
     scenario,
     seed,
@@ -171,25 +208,35 @@ function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
   }
   const autoscale = spec.scaling?.autoscaleForCapacity;
   if (!autoscale) return spec;
-  // MCO as documented: scale-in as soon as the HPA wants below its minimum, no windows, no cooldown.
-  return {
+  const { failBack, ...behavior } = autoscale.behavior ?? {};
+  const withAutoscale = (next: typeof autoscale): PlacementSpec => ({
     ...spec,
-    scaling: {
-      ...spec.scaling,
-      autoscaleForCapacity: {
-        ...autoscale,
-        behavior: {
-          ...autoscale.behavior,
-          scaleOut: { stabilizationWindowSeconds: 0 },
-          scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
-        },
-      },
+    scaling: { ...spec.scaling, autoscaleForCapacity: next },
+  });
+  if (policy === 'mco-fail-back') {
+    // Fail-back needs draining (semantics.md section 10.3); the placement's window, if any, is kept.
+    return withAutoscale({
+      ...autoscale,
+      useDraining: true,
+      behavior: { ...behavior, failBack: { ...failBack, enabled: true } },
+    });
+  }
+  // MCO as documented: scale-in as soon as the HPA wants below its minimum, no windows, no cooldown, no fail-back.
+  return withAutoscale({
+    ...autoscale,
+    behavior: {
+      ...behavior,
+      scaleOut: { stabilizationWindowSeconds: 0 },
+      scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
     },
-  };
+  });
 }
 
 /** The baselines know nothing of health: ControlPlaneHealthy and workloadHealthy are stripped. */
-const usesHealth = (policy: PolicyName) => policy === 'mco';
+const usesHealth = (policy: PolicyName) => policy === 'mco' || policy === 'mco-fail-back';
+
+/** The ClusterProfile property that carries a cluster's `gpuHourCost`, for property sorters. */
+export const GPU_HOUR_COST_PROPERTY = 'gpu-hour-cost';
 
 class SimCluster {
   readonly key: string;
@@ -403,7 +450,12 @@ class Run {
       },
       spec: { displayName: c.spec.name, clusterManager: { name: 'simulator' } },
       status: {
-        properties: [{ name: 'region', value: c.spec.region }],
+        properties: [
+          { name: 'region', value: c.spec.region },
+          ...(c.spec.gpuHourCost !== undefined
+            ? [{ name: GPU_HOUR_COST_PROPERTY, value: String(c.spec.gpuHourCost) }]
+            : []),
+        ],
         ...(usesHealth(this.policy)
           ? {
               conditions: [
@@ -471,13 +523,14 @@ class Run {
     const demand = this.demand[k]!;
     const perPod = (workload.capacityPerReplica * workload.hpa.targetUtilization) / 100;
     const need = Math.ceil(demand / perPod - 1e-9);
+    const { clustersNeeded, preferred } = this.oracle(need);
     this.samples.push({
       t,
       demand,
       capacity: endpoints.reduce((a, b) => a + b, 0) * workload.capacityPerReplica,
       served: shares.reduce((a, s) => a + s.served, 0),
       need,
-      clustersNeeded: this.clustersNeeded(need),
+      clustersNeeded,
       clusters: this.clusters.map((c) => ({
         lane: c.state ?? (c.deployed ? 'REMOVING' : 'OFF'),
         deployed: c.deployed,
@@ -487,36 +540,43 @@ class Run {
         nodes: c.pool.nodes,
         stockedOut: c.conditions.stockedOut,
         reachable: c.conditions.reachable,
+        preferred: preferred.has(c.key),
       })),
     });
   }
 
   /**
-   * An oracle's count: the fewest eligible, reachable clusters whose room
-   * (HPA max, and nodes that can be had: all of maxNodes, or only the
-   * running ones while stocked out) holds the replicas needed; at least 1.
+   * What an oracle would choose, from each eligible, reachable cluster's room
+   * (HPA max, and nodes that can be had: all of maxNodes, or only the running
+   * ones while stocked out):
+   * - `clustersNeeded`: the fewest clusters whose room holds the replicas needed; at least 1;
+   * - `preferred`: the highest-priority clusters whose room holds them (at least the first).
    */
-  private clustersNeeded(need: number): number {
-    if (!this.selection.ok) return 1;
-    const eligible = new Set(
-      selectClusters(this.selection.value, createInventory(this.profiles())).eligible.map((c) => c.key),
-    );
-    const rooms = this.clusters
-      .filter((c) => eligible.has(c.key) && c.conditions.reachable)
+  private oracle(need: number): { clustersNeeded: number; preferred: ReadonlySet<string> } {
+    if (!this.selection.ok) return { clustersNeeded: 1, preferred: new Set() };
+    const byKey = new Map(this.clusters.map((c) => [c.key, c]));
+    const rooms = selectClusters(this.selection.value, createInventory(this.profiles()))
+      .eligible.map((e) => byKey.get(e.key)!)
+      .filter((c) => c.conditions.reachable)
       .map((c) => {
         const pool = c.spec.nodePool;
         const nodes = c.conditions.stockedOut ? c.pool.nodes : pool.maxNodes;
-        return Math.min(c.spec.hpa.maxReplicas, nodes * pool.podsPerNode);
-      })
-      .sort((a, b) => b - a);
-    let sum = 0;
-    let n = 0;
-    for (const room of rooms) {
-      if (sum >= need) break;
-      sum += room;
-      n++;
-    }
-    return Math.max(1, n);
+        return { key: c.key, room: Math.min(c.spec.hpa.maxReplicas, nodes * pool.podsPerNode) };
+      });
+    const fill = (ordered: readonly { key: string; room: number }[]) => {
+      const taken: string[] = [];
+      let sum = 0;
+      for (const { key, room } of ordered) {
+        if (taken.length > 0 && sum >= need) break;
+        sum += room;
+        taken.push(key);
+      }
+      return taken;
+    };
+    return {
+      clustersNeeded: Math.max(1, fill([...rooms].sort((a, b) => b.room - a.room)).length),
+      preferred: new Set(fill(rooms)),
+    };
   }
 
   private summarize(): Summary {
@@ -528,6 +588,9 @@ class Run {
     let clusterTicksAboveNeed = 0;
     let replicaTicksAboveNeed = 0;
     let nodeTicks = 0;
+    let costTicks = 0;
+    let nonPreferredTicks = 0;
+    const prices = this.clusters.map((c) => c.spec.gpuHourCost);
     for (const s of this.samples) {
       // What an unreachable cluster holds is neither capacity nor a known cost: it is not counted.
       const reachable = s.clusters.filter((c) => c.reachable);
@@ -540,6 +603,11 @@ class Run {
       const scheduled = reachable.reduce((a, c) => a + c.replicas - c.pending, 0);
       replicaTicksAboveNeed += Math.max(0, scheduled - s.need);
       nodeTicks += reachable.reduce((a, c) => a + c.nodes, 0);
+      s.clusters.forEach((c, i) => {
+        if (!c.reachable) return;
+        costTicks += c.nodes * (prices[i] ?? 0);
+        if (c.deployed && !c.preferred) nonPreferredTicks++;
+      });
     }
     const hours = tick / 3600;
     const band = (workload.hpa.targetUtilization / 100) * (1 + workload.hpa.tolerance);
@@ -568,9 +636,44 @@ class Run {
       clusterHoursAboveNeed: clusterTicksAboveNeed * hours,
       replicaHoursAboveNeed: replicaTicksAboveNeed * hours,
       nodeHours: nodeTicks * hours,
+      cost: prices.some((p) => p !== undefined) ? costTicks * hours : null,
+      nonPreferredClusterHours: nonPreferredTicks * hours,
       transitions: this.timeline.filter((e) => e.kind === 'transition').length,
+      failBack: this.failBackOutcome(),
       stockouts,
     };
+  }
+
+  /** Fail-backs and the reactivations that undid them (flapping), when the policy fails back. */
+  private failBackOutcome(): FailBackOutcome | null {
+    const behavior = resolveBehavior(this.spec.scaling?.autoscaleForCapacity?.behavior);
+    if (!this.spec.scaling?.autoscaleForCapacity || !behavior.failBackEnabled) return null;
+    const lastFailBack = new Map<string, number>();
+    const cycleStarts: number[] = [];
+    let failBacks = 0;
+    for (const e of this.timeline) {
+      if (e.kind !== 'transition') continue;
+      if (e.id === 'P2' && e.reason.startsWith('fail-back:')) {
+        failBacks++;
+        lastFailBack.set(e.cluster, e.t);
+        continue;
+      }
+      // Brought back after a fail-back: reactivated while draining (P3), or added again (P1) once removed.
+      const since = lastFailBack.get(e.cluster);
+      if (since !== undefined && (e.id === 'P3' || e.id === 'P1')) {
+        cycleStarts.push(since);
+        lastFailBack.delete(e.cluster);
+      }
+    }
+    // Cycles are found in the order they were undone; the window count needs them by start.
+    cycleStarts.sort((a, b) => a - b);
+    const window = behavior.failBackStabilizationSeconds;
+    let maxCyclesPerWindow = 0;
+    cycleStarts.forEach((t, i) => {
+      const within = cycleStarts.slice(i).filter((u) => u < t + Math.max(window, 1)).length;
+      maxCyclesPerWindow = Math.max(maxCyclesPerWindow, within);
+    });
+    return { windowSeconds: window, failBacks, cycles: cycleStarts.length, maxCyclesPerWindow };
   }
 
   private startMs(): number {

@@ -126,6 +126,11 @@ describe('parseScenario', () => {
       issues: [{ field: 'fleet.clusters[1].name', message: 'duplicate cluster name a' }],
     },
     {
+      name: 'a negative GPU-hour price is named with its cluster',
+      change: (d) => (d.fleet.clusters[0].gpuHourCost = -1),
+      issues: [{ field: 'fleet.clusters[0].gpuHourCost', message: 'Too small: expected number to be >=0' }],
+    },
+    {
       name: 'an unknown field is named with its parent',
       change: (d) => (d.workload.replicas = 3),
       issues: [{ field: 'workload', message: 'Unrecognized key: "replicas"' }],

@@ -1,5 +1,12 @@
 import { readFileSync, readdirSync } from 'node:fs';
-import { ClusterProfileSchema, CONTROL_PLANE_HEALTHY, decide, SignalSchema, type ClusterProfile } from '@mco/core';
+import {
+  ClusterProfileSchema,
+  CONTROL_PLANE_HEALTHY,
+  decide,
+  SignalSchema,
+  type AutoscaleForCapacity,
+  type ClusterProfile,
+} from '@mco/core';
 import { describe, expect, it } from 'vitest';
 import {
   formatConsole,
@@ -8,6 +15,7 @@ import {
   parseScenarioText,
   renderReport,
   simulate,
+  defaultPolicies,
   type Evaluation,
   type PolicyName,
   type PolicyRun,
@@ -92,7 +100,10 @@ describe('the engine sees what a real fleet would show', () => {
   });
 
   it('shows an HPA status like a real one: ScalingLimited TooFewReplicas at the minimum before scale-in', () => {
-    const p2 = evaluations.find((e) => e.policy === 'mco' && e.decision.transitions.some((t) => t.id === 'P2'))!;
+    // mco fails back before the HPA gets there; MCO as documented scales in on it.
+    const p2 = evaluations.find(
+      (e) => e.policy === 'mco-as-documented' && e.decision.transitions.some((t) => t.id === 'P2'),
+    )!;
     const signal = p2.input.signals!.find((s) => s.cluster === 'fleet/us-east4')!;
     expect(signal.hpa).toEqual({
       currentReplicas: 2,
@@ -103,10 +114,11 @@ describe('the engine sees what a real fleet would show', () => {
     });
   });
 
-  it('gives MCO as documented no stabilization, no cooldown and no health; always-on no scaling', () => {
+  it('gives MCO as documented no stabilization, no cooldown, no fail-back and no health; always-on no scaling', () => {
     const documented = evaluations.find((e) => e.policy === 'mco-as-documented' && e.t > 3600)!;
     const spec = documented.input.placement.spec as { scaling: { autoscaleForCapacity: { behavior: unknown } } };
     expect(spec.scaling.autoscaleForCapacity.behavior).toEqual({
+      drain: { stepIntervalSeconds: 600, stepPercent: 10 },
       scaleOut: { stabilizationWindowSeconds: 0 },
       scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
     });
@@ -125,9 +137,10 @@ describe('the engine sees what a real fleet would show', () => {
 });
 
 describe('shipped scenarios', () => {
-  it('are the five documented ones', () => {
+  it('are the six documented ones', () => {
     expect(readdirSync(SCENARIOS).sort()).toEqual([
       'diurnal.yaml',
+      'fail-back-flapping.yaml',
       'gpu-stockout.yaml',
       'lose-eligibility.yaml',
       'noisy-signals.yaml',
@@ -135,16 +148,31 @@ describe('shipped scenarios', () => {
     ]);
   });
 
-  it('gpu-stockout: mco scales out on the first FailedScaleUp, serves the ramp, and drains the extra cluster at night', () => {
+  it('gpu-stockout: mco scales out on the first FailedScaleUp, serves the ramp, and fails back to the cheaper region', () => {
     const result = simulate(loadScenario('gpu-stockout'));
     const mco = run(result, 'mco');
+    const documented = run(result, 'mco-as-documented');
     const alwaysOn = run(result, 'always-on');
+    expect(result.runs.map((r) => r.policy)).toEqual(['mco', 'mco-as-documented', 'always-on']);
     expect(moves(mco)).toEqual([
       [0, 'P1', 'fleet/us-central1'],
       [4560, 'P1', 'fleet/us-east4'],
-      [36090, 'P2', 'fleet/us-east4'],
-      [36210, 'R1', 'fleet/us-east4'],
+      [25_620, 'P2', 'fleet/us-east4'],
+      [32_880, 'R1', 'fleet/us-east4'],
     ]);
+    expect(transitions(mco)[2]!.reason).toMatch(
+      /^fail-back: higher-priority fleet\/us-central1 below capacity ceiling/,
+    );
+    // Without fail-back, us-east4 stays until load falls in the evening.
+    expect(moves(documented).slice(2)).toEqual([
+      [35_790, 'P2', 'fleet/us-east4'],
+      [36_450, 'R1', 'fleet/us-east4'],
+    ]);
+    // Ahead on cost and hours on the pricier region, with no more unserved demand.
+    expect(mco.summary.cost!).toBeLessThan(documented.summary.cost!);
+    expect(mco.summary.nonPreferredClusterHours).toBeLessThan(documented.summary.nonPreferredClusterHours - 0.5);
+    expect(mco.summary.pendingPodMinutes).toBeLessThanOrEqual(documented.summary.pendingPodMinutes);
+    expect(mco.summary.unservedPercent).toBeLessThanOrEqual(documented.summary.unservedPercent);
     expect(mco.timeline.filter((e) => e.kind !== 'transition' && e.t === 4560).map((e) => e.kind)).toEqual(['fleet']);
     expect(listed(mco)).toEqual(['fleet/us-central1:ACTIVE']);
     expect(mco.summary.stockouts).toEqual([
@@ -223,6 +251,93 @@ describe('shipped scenarios', () => {
   });
 });
 
+describe('fail-back (semantics.md section 10.3)', () => {
+  /** A shipped scenario whose placement gets another `behavior`. */
+  const withBehavior = (name: string, behavior: AutoscaleForCapacity['behavior']): Scenario => {
+    const scenario = loadScenario(name);
+    const autoscale = scenario.placement.spec!.scaling!.autoscaleForCapacity!;
+    return {
+      ...scenario,
+      placement: {
+        ...scenario.placement,
+        spec: { ...scenario.placement.spec, scaling: { autoscaleForCapacity: { ...autoscale, behavior } } },
+      },
+    };
+  };
+  /** gpu-stockout as it was before the demo turned fail-back on: the default drain, no failBack. */
+  const withoutFailBack = () => withBehavior('gpu-stockout', undefined);
+
+  it("publishes each cluster's gpuHourCost as the ClusterProfile property gpu-hour-cost", () => {
+    const evaluations: Evaluation[] = [];
+    simulate(loadScenario('gpu-stockout'), { policies: ['mco'], onEvaluation: (e) => evaluations.push(e) });
+    const profiles = evaluations[0]!.input.clusterProfiles as readonly ClusterProfile[];
+    const property = (p: ClusterProfile, name: string) => p.status?.properties?.find((x) => x.name === name)?.value;
+    expect(profiles.map((p) => [p.metadata.name, property(p, 'region'), property(p, 'gpu-hour-cost')])).toEqual([
+      ['us-central1', 'us-central1', '0.71'],
+      ['us-east4', 'us-east4', '0.76'],
+      ['europe-west4', 'europe-west4', '0.8'],
+      ['asia-east1', 'asia-east1', '0.35'],
+    ]);
+  });
+
+  it('adds "mco with fail-back" to a placement that does not enable it: fails back at 06:17, at the price of pending pods', () => {
+    const result = simulate(withoutFailBack());
+    expect(result.runs.map((r) => r.policy)).toEqual(['mco', 'mco-fail-back', 'mco-as-documented', 'always-on']);
+    const mco = run(result, 'mco');
+    const failBack = run(result, 'mco-fail-back');
+    expect(moves(mco).slice(2)).toEqual([
+      [36_090, 'P2', 'fleet/us-east4'],
+      [36_210, 'R1', 'fleet/us-east4'],
+    ]);
+    expect(
+      moves(failBack)
+        .slice(2)
+        .map(([, id, cluster]) => `${id} ${cluster}`),
+    ).toEqual(['P2 fleet/us-east4', 'R1 fleet/us-east4']);
+    // us-central1 leaves its ceiling at 06:07, once its pending pods have nodes and no FailedScaleUp
+    // is within the signal window; the default 600 s window later, us-east4 fails back.
+    expect(transitions(failBack)[2]!.t).toBe(6 * 3600 + 7 * 60 + 600);
+    expect(mco.summary.failBack).toBeNull();
+    expect(failBack.summary.failBack).toEqual({ windowSeconds: 600, failBacks: 1, cycles: 0, maxCyclesPerWindow: 0 });
+    expect(failBack.summary.cost!).toBeLessThan(mco.summary.cost!);
+    expect(failBack.summary.nonPreferredClusterHours).toBeLessThan(mco.summary.nonPreferredClusterHours / 4);
+    // The honest price of draining at the peak with the default 25% a minute: replicas wait for new nodes.
+    expect(failBack.summary.pendingPodMinutes).toBeGreaterThan(mco.summary.pendingPodMinutes);
+  });
+
+  it('runs "mco with fail-back" by default only when the placement autoscales and does not enable fail-back itself', () => {
+    expect(defaultPolicies(loadScenario('gpu-stockout'))).toEqual(['mco', 'mco-as-documented', 'always-on']);
+    const scenario = loadScenario('lose-eligibility');
+    expect(defaultPolicies(scenario)).toEqual(['mco', 'mco-fail-back', 'mco-as-documented', 'always-on']);
+    const noScaling: Scenario = {
+      ...scenario,
+      placement: { ...scenario.placement, spec: { ...scenario.placement.spec, scaling: undefined } },
+    };
+    expect(defaultPolicies(noScaling)).toEqual(['mco', 'mco-as-documented', 'always-on']);
+  });
+
+  it.each([
+    [0, 4],
+    [600, 2],
+    [1800, 1.1],
+  ])(
+    'fail-back-flapping with a %is window: at most one fail-back/reactivation cycle starts within any window, and fewer per hour as it grows',
+    (window, maxPerHour) => {
+      const scenario = withBehavior('fail-back-flapping', {
+        failBack: { enabled: true, stabilizationWindowSeconds: window },
+      });
+      const result = simulate(scenario, { policies: ['mco'] });
+      const outcome = run(result, 'mco').summary.failBack!;
+      const hours = scenario.duration / 3600;
+      expect(outcome.windowSeconds).toBe(window);
+      expect(outcome.cycles).toBeGreaterThan(0);
+      expect(outcome.maxCyclesPerWindow).toBe(1);
+      expect(outcome.cycles / hours).toBeLessThanOrEqual(maxPerHour);
+      if (window > 0) expect(outcome.cycles / hours).toBeLessThanOrEqual(3600 / window);
+    },
+  );
+});
+
 describe('output', () => {
   const result = simulate(loadScenario('gpu-stockout'));
 
@@ -257,7 +372,11 @@ describe('output', () => {
       'idle cluster-hours (above need)',
       'idle replica-hours (above need)',
       'GPU node-hours',
+      'GPU cost (node-hours × gpuHourCost)',
+      'hours on non-preferred clusters',
       'transitions',
+      'fail-backs',
+      'fail-back/reactivation cycles per hour (most in one window)',
       'stockout at 01:15:00 (region us-central1): time to restored headroom',
     ]);
     expect(lines.slice(1, 4)).toEqual([

@@ -10,6 +10,7 @@ export {
   type ControlPlaneOptions,
   type StopOptions,
 } from './control-plane.js';
+export { RELEASE_NAMESPACE, renderChart, serviceAccountKubeConfig } from './chart.js';
 export { apiErrorOf, type ApiErrorInfo, type RawRequestOptions, type RawResponse } from './http.js';
 export {
   applyObjects,

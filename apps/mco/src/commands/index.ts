@@ -5,6 +5,7 @@ import { controllerCommand } from './controller.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
 import { explainCommand } from './explain.js';
+import { fluxCommand } from './flux.js';
 import { inventoryCommand } from './inventory.js';
 import { simulateCommand } from './simulate.js';
 
@@ -18,4 +19,5 @@ export const commands: readonly Command[] = [
   simulateCommand,
   demoCommand,
   argocdPluginCommand,
+  fluxCommand,
 ];

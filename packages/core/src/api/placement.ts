@@ -161,6 +161,20 @@ export const BehaviorSchema = z
           .describe('Share of desiredMaxReplicas removed per step, at least 1 replica (default 25).'),
       })
       .optional(),
+    failBack: z
+      .object({
+        enabled: z
+          .boolean()
+          .optional()
+          .describe(
+            'Move the workload back to higher-priority clusters once they have room again (default false; needs useDraining).',
+          ),
+        stabilizationWindowSeconds: seconds(
+          'How long every higher-priority ACTIVE cluster must be below its capacity ceiling before fail-back (default 600).',
+        ),
+      })
+      .optional()
+      .describe('mco extension: fail-back to preferred clusters after a stockout.'),
     evictionTimeoutSeconds: seconds('An EVICTING cluster is removed after this time at the latest (default 1800).'),
     unhealthyTimeoutSeconds: seconds('An UNHEALTHY cluster is removed after this time (default 900).'),
     signalStaleAfterSeconds: z
@@ -251,6 +265,9 @@ export const PlacementClusterSchema = z.object({
   message: z.string().max(1024).optional().describe('Human-readable explanation of the last transition.'),
   scaleInCandidateSince: TimestampSchema.optional().describe(
     'Since when this ACTIVE cluster has continuously wanted scale-in.',
+  ),
+  belowCeilingSince: TimestampSchema.optional().describe(
+    'With behavior.failBack: since when this ACTIVE cluster has continuously had a fresh signal below its capacity ceiling.',
   ),
 });
 export type PlacementCluster = z.infer<typeof PlacementClusterSchema>;

@@ -10,6 +10,8 @@ export interface ResolvedBehavior {
   readonly evictionTimeoutSeconds: number;
   readonly unhealthyTimeoutSeconds: number;
   readonly signalStaleAfterSeconds: number;
+  readonly failBackEnabled: boolean;
+  readonly failBackStabilizationSeconds: number;
 }
 
 export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
@@ -21,6 +23,8 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   evictionTimeoutSeconds: 1800,
   unhealthyTimeoutSeconds: 900,
   signalStaleAfterSeconds: 180,
+  failBackEnabled: false,
+  failBackStabilizationSeconds: 600,
 });
 
 export function resolveBehavior(behavior: Behavior | undefined): ResolvedBehavior {
@@ -34,5 +38,7 @@ export function resolveBehavior(behavior: Behavior | undefined): ResolvedBehavio
     evictionTimeoutSeconds: behavior?.evictionTimeoutSeconds ?? d.evictionTimeoutSeconds,
     unhealthyTimeoutSeconds: behavior?.unhealthyTimeoutSeconds ?? d.unhealthyTimeoutSeconds,
     signalStaleAfterSeconds: behavior?.signalStaleAfterSeconds ?? d.signalStaleAfterSeconds,
+    failBackEnabled: behavior?.failBack?.enabled ?? d.failBackEnabled,
+    failBackStabilizationSeconds: behavior?.failBack?.stabilizationWindowSeconds ?? d.failBackStabilizationSeconds,
   };
 }

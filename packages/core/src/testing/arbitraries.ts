@@ -125,10 +125,11 @@ export const arbPlacementSpec: fc.Arbitrary<PlacementSpec> = fc.record(
           scaleInWindow: fc.integer({ min: 0, max: 600 }),
           cooldown: fc.integer({ min: 0, max: 600 }),
           scaleOutWindow: fc.integer({ min: 0, max: 120 }),
+          failBackWindow: fc.integer({ min: 0, max: 600 }),
         },
         { requiredKeys: ['min'] },
       )
-      .map(({ min, maxClusters, useDraining, scaleInWindow, cooldown, scaleOutWindow }) => ({
+      .map(({ min, maxClusters, useDraining, scaleInWindow, cooldown, scaleOutWindow, failBackWindow }) => ({
         autoscaleForCapacity: {
           minClustersBelowCapacityCeiling: min,
           ...(maxClusters !== undefined ? { maxClusters } : {}),
@@ -139,6 +140,10 @@ export const arbPlacementSpec: fc.Arbitrary<PlacementSpec> = fc.record(
               ...(scaleInWindow !== undefined ? { stabilizationWindowSeconds: scaleInWindow } : {}),
               ...(cooldown !== undefined ? { cooldownSeconds: cooldown } : {}),
             },
+            // Fail-back is valid only with draining.
+            ...(failBackWindow !== undefined && useDraining
+              ? { failBack: { enabled: true, stabilizationWindowSeconds: failBackWindow } }
+              : {}),
           },
         },
       })),

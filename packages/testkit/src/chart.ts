@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import { loadYamlObjects, requireTool, type ClusterHandle } from '@mco/testkit';
+import type { ClusterHandle } from './control-plane.js';
+import { loadYamlObjects } from './objects.js';
+import { requireTool } from './tools.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+/** The namespace `renderChart` renders the release into. */
 export const RELEASE_NAMESPACE = 'mco-system';
 
 /** `helm template mco apps/mco/chart` with `--set` values; helm was prepared before the tests (tools/helm). */
@@ -18,7 +21,7 @@ export function renderChart(values: Readonly<Record<string, string>>): Kubernete
     ['template', 'mco', join(REPO, 'apps', 'mco', 'chart'), '--namespace', RELEASE_NAMESPACE, ...sets],
     { encoding: 'utf8' },
   );
-  const dir = mkdtempSync(join(tmpdir(), 'mco-argocd-chart-'));
+  const dir = mkdtempSync(join(tmpdir(), 'mco-chart-'));
   try {
     writeFileSync(join(dir, 'rendered.yaml'), out);
     return loadYamlObjects(join(dir, 'rendered.yaml'));

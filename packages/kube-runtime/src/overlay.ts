@@ -1,9 +1,10 @@
-import type { KubeObject } from '@mco/kube-runtime';
+import type { KubeObject } from './informer.js';
 
 /**
- * What this controller wrote but its informer has not delivered yet. Without
+ * What a controller wrote but its informer has not delivered yet. Without
  * it, a reconcile right after a write would start from the stale cached copy
- * and its next write would fail with 409 against our own change.
+ * and its next write would fail with 409 against our own change (or, for a
+ * server-side apply, be repeated for nothing).
  */
 export class WriteOverlay<T extends KubeObject> {
   private readonly entries = new Map<string, { baseResourceVersion: string | undefined; object: T | null }>();
@@ -26,6 +27,11 @@ export class WriteOverlay<T extends KubeObject> {
   observe(key: string, cached: T | undefined): void {
     const entry = this.entries.get(key);
     if (entry && cached?.metadata?.resourceVersion !== entry.baseResourceVersion) this.entries.delete(key);
+  }
+
+  /** Keys with an entry (objects written or deleted that the cache may not show yet). */
+  keys(): string[] {
+    return [...this.entries.keys()];
   }
 
   get size(): number {

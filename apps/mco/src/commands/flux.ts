@@ -1,0 +1,116 @@
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
+import { FluxTemplatesFileSchema, startFluxDelivery } from '@mco/flux';
+import { createLogger, type LogLevel } from '@mco/runtime';
+import { KUBECONFIG_HELP, loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+export const fluxCommand: Command = {
+  name: 'flux',
+  summary:
+    'Keep Flux input providers or rendered Kustomizations/HelmReleases, and kubeconfig Secrets, per placed cluster',
+  usage: `Usage: mco flux --provider-file <path> (--input-providers | --templates <path>) [options]
+
+Delivers what mco's placements decide through Flux (see docs/flux.md). In the
+Flux namespace, keeps a kubeconfig Secret per placed cluster and either one
+ResourceSetInputProvider per (placement, placed cluster) for a Flux Operator
+ResourceSet (--input-providers), or one Kustomization/HelmRelease per placed
+cluster rendered from a template (--templates), or both. Objects go only when a
+cluster's removal from a placement's status was observed; a kubeconfig Secret
+goes only once no Flux object uses it.
+
+Options:
+  --provider-file <path>   Cluster Inventory access-provider config (credential plugins; required)
+  --input-providers        write ResourceSetInputProviders (Flux Operator mode)
+  --templates <path>       YAML file {templates: [{placement: {namespace, name}, kustomization?, helmRelease?}]}
+  --flux-namespace <ns>    Flux's namespace (default flux-system)
+  --no-helm-releases       do not watch HelmReleases (only where helm-controller is not installed)
+  --manager <value>        managed-by label value and field manager (default mco-flux)
+  --kubeconfig <path>      ${KUBECONFIG_HELP}
+  --log-level <level>      debug, info, warn or error (default info)
+  -h, --help               show this help
+
+Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
+  async run(argv, io) {
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        'provider-file': { type: 'string' },
+        'input-providers': { type: 'boolean', default: false },
+        templates: { type: 'string' },
+        'flux-namespace': { type: 'string', default: 'flux-system' },
+        'no-helm-releases': { type: 'boolean', default: false },
+        manager: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        'log-level': { type: 'string', default: 'info' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    });
+    if (values.help) {
+      io.stdout(`${this.usage}\n`);
+      return 0;
+    }
+    const level = values['log-level'] as LogLevel;
+    if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    if (!values['provider-file']) {
+      throw new UsageError('missing --provider-file <path>: the kubeconfig Secrets need credentials');
+    }
+    if (!values['input-providers'] && !values.templates) {
+      throw new UsageError('give --input-providers, --templates <path>, or both: otherwise there is nothing to write');
+    }
+    let text: string;
+    try {
+      text = await readFile(values['provider-file'], 'utf8');
+    } catch (error) {
+      throw new UsageError(`cannot read ${values['provider-file']}: ${(error as Error).message}`);
+    }
+    let providers;
+    try {
+      providers = parseProviderFile(text, values['provider-file']);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    const templates = values.templates
+      ? parseOrThrow(FluxTemplatesFileSchema, await readDocument(values.templates), values.templates).templates
+      : [];
+
+    if (values['no-helm-releases'] && templates.some((t) => t.helmRelease)) {
+      throw new UsageError(
+        '--no-helm-releases: the templates file has a helmRelease, which needs HelmReleases watched',
+      );
+    }
+
+    const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-flux' });
+    const kubeConfig = loadKubeConfig(values.kubeconfig);
+    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const refreshBeforeMs = 5 * 60_000;
+    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
+    const delivery = startFluxDelivery({
+      kubeConfig,
+      namespace: values['flux-namespace'],
+      inputProviders: values['input-providers'],
+      templates,
+      helmReleases: !values['no-helm-releases'],
+      resolveAccess: (profile) => access.accessFor(profile),
+      refreshBeforeMs,
+      ...(values.manager ? { manager: values.manager } : {}),
+      logger,
+    });
+    logger.info('flux delivery started', {
+      namespace: values['flux-namespace'],
+      inputProviders: values['input-providers'],
+      templates: templates.length,
+    });
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    logger.info('stopping');
+    await delivery.stop();
+    return 0;
+  },
+};

@@ -1,0 +1,81 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../src/main.js';
+
+function file(name: string, content: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'mco-flux-cli-')), name);
+  writeFileSync(path, content);
+  return path;
+}
+
+async function mco(...argv: string[]) {
+  let stderr = '';
+  const code = await main(argv, { stdout: () => {}, stderr: (t) => void (stderr += t) });
+  return { code, stderr };
+}
+
+describe('mco flux configuration errors', () => {
+  const providers = file(
+    'providers.yaml',
+    'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}}]',
+  );
+
+  it('exits 2 without --provider-file', async () => {
+    const { code, stderr } = await mco('flux', '--input-providers');
+    expect(stderr).toMatch(/missing --provider-file <path>/);
+    expect(code).toBe(2);
+  });
+
+  it('exits 2 with nothing to write', async () => {
+    const { code, stderr } = await mco('flux', '--provider-file', providers);
+    expect(stderr).toMatch(/give --input-providers, --templates <path>, or both/);
+    expect(code).toBe(2);
+  });
+
+  it('exits 2 for a helmRelease template with --no-helm-releases', async () => {
+    const templates = file(
+      'templates.yaml',
+      'templates: [{placement: {namespace: apps, name: web}, helmRelease: {metadata: {name: web}, spec: {}}}]',
+    );
+    const { code, stderr } = await mco(
+      'flux',
+      '--provider-file',
+      providers,
+      '--templates',
+      templates,
+      '--no-helm-releases',
+    );
+    expect(stderr).toMatch(/--no-helm-releases: the templates file has a helmRelease/);
+    expect(code).toBe(2);
+  });
+
+  it.each([
+    [
+      'a name that is no DNS label',
+      'templates: [{placement: {namespace: apps, name: web}, kustomization: {metadata: {name: Web}, spec: {}}}]',
+      /templates\[0\]\.kustomization\.metadata\.name: must be a DNS label/,
+    ],
+    [
+      'a template that sets kubeConfig',
+      'templates: [{placement: {namespace: apps, name: web}, kustomization: {metadata: {name: web}, spec: {kubeConfig: {}}}}]',
+      /spec\.kubeConfig is set by mco per cluster/,
+    ],
+    [
+      'a template without objects',
+      'templates: [{placement: {namespace: apps, name: web}}]',
+      /templates\[0\]: give a kustomization, a helmRelease or both/,
+    ],
+  ])('exits 2 for %s, naming the field', async (_name, content, message) => {
+    const { code, stderr } = await mco(
+      'flux',
+      '--provider-file',
+      providers,
+      '--templates',
+      file('templates.yaml', content),
+    );
+    expect(stderr).toMatch(message);
+    expect(code).toBe(2);
+  });
+});

@@ -1,0 +1,244 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  aClusterProfile,
+  anAtCeilingSignal,
+  anAutoscalingSpec,
+  aScaleInSignal,
+  aSignal,
+  aSteadySignal,
+} from '@mco/core/testing';
+import { decide, type Decision, type PlacementSpec, type PlacementStatus, type Signal } from '@mco/core';
+
+// Properties of fail-back (semantics.md section 10.3) over random timelines:
+// a fleet of four clusters (priority c0 > c1 > c2 > c3), random observations
+// and random time steps, each evaluation fed the previous status, as the
+// controller does.
+
+const KEYS = ['fleet/c0', 'fleet/c1', 'fleet/c2', 'fleet/c3'] as const;
+const PROFILES = KEYS.map((k) => aClusterProfile(k));
+type Observation = 'ceiling' | 'steady' | 'scale-in' | 'drained' | 'missing' | 'stale';
+const OBSERVATIONS: Observation[] = ['ceiling', 'steady', 'scale-in', 'drained', 'missing', 'stale'];
+const T0 = Date.UTC(2026, 0, 1);
+const iso = (s: number) => new Date(T0 + s * 1000).toISOString().replace('.000Z', 'Z');
+
+interface Step {
+  readonly advance: number;
+  readonly observations: readonly Observation[];
+}
+interface Timeline {
+  readonly min: number;
+  readonly maxClusters: number;
+  readonly window: number;
+  readonly cooldown: number;
+  readonly scaleInWindow: number;
+  readonly steps: readonly Step[];
+}
+
+const timelines = (maxSteps: number): fc.Arbitrary<Timeline> =>
+  fc.record({
+    min: fc.integer({ min: 1, max: 2 }),
+    maxClusters: fc.integer({ min: 0, max: 4 }),
+    window: fc.constantFrom(0, 60, 300, 600),
+    cooldown: fc.constantFrom(0, 120, 300),
+    scaleInWindow: fc.constantFrom(0, 300),
+    steps: fc.array(
+      fc.record({
+        advance: fc.integer({ min: 1, max: 400 }),
+        // Mostly "steady": fail-back needs stretches of room in the preferred clusters.
+        observations: fc.tuple(
+          ...KEYS.map(() =>
+            fc.oneof({ weight: 4, arbitrary: fc.constant<Observation>('steady') }, fc.constantFrom(...OBSERVATIONS)),
+          ),
+        ),
+      }),
+      { minLength: 1, maxLength: maxSteps, size: 'max' },
+    ),
+  });
+const arbTimeline = timelines(30);
+
+function signalOf(key: string, o: Observation, now: number): Signal | undefined {
+  const at = iso(now - 5);
+  switch (o) {
+    case 'ceiling':
+      return anAtCeilingSignal(key, at, 8);
+    case 'steady':
+      return aSteadySignal(key, at, 4);
+    case 'scale-in':
+      return aScaleInSignal(key, at, 2);
+    case 'drained':
+      return aSignal(key, at, { hpa: { currentReplicas: 1, minReplicas: 1, maxReplicas: 8 }, workloadHealthy: true });
+    case 'stale':
+      return aSteadySignal(key, iso(now - 1000), 4);
+    case 'missing':
+      return undefined;
+  }
+}
+
+type FailBack = { enabled: boolean } | undefined;
+const specOf = (t: Timeline, failBack: FailBack): PlacementSpec =>
+  anAutoscalingSpec(t.min, {
+    maxClusters: t.maxClusters,
+    useDraining: true,
+    behavior: {
+      scaleIn: { stabilizationWindowSeconds: t.scaleInWindow, cooldownSeconds: t.cooldown },
+      drain: { stepIntervalSeconds: 30, stepPercent: 50 },
+      ...(failBack ? { failBack: { ...failBack, stabilizationWindowSeconds: t.window } } : {}),
+    },
+  });
+
+interface Evaluated {
+  readonly now: number;
+  readonly observations: readonly Observation[];
+  readonly before: PlacementStatus | undefined;
+  readonly decision: Decision;
+}
+
+/** Runs a timeline: a first evaluation at 0 with every cluster steady, then the steps. */
+function runTimeline(t: Timeline, failBack: FailBack): Evaluated[] {
+  const spec = specOf(t, failBack);
+  const out: Evaluated[] = [];
+  let status: PlacementStatus | undefined;
+  let now = 0;
+  const steps: Step[] = [{ advance: 0, observations: KEYS.map(() => 'steady') }, ...t.steps];
+  for (const step of steps) {
+    now += step.advance;
+    const signals = KEYS.flatMap((k, i) => signalOf(k, step.observations[i]!, now) ?? []);
+    const decision = decide({
+      now: new Date(T0 + now * 1000),
+      placement: { metadata: { name: 'p', namespace: 'default', generation: 1 }, spec, status },
+      clusterProfiles: PROFILES,
+      signals,
+    });
+    out.push({ now, observations: step.observations, before: status, decision });
+    status = decision.status;
+  }
+  return out;
+}
+
+const isFailBack = (tr: Decision['transitions'][number]) => tr.id === 'P2' && tr.reason.startsWith('fail-back:');
+const withoutBelowSince = (s: PlacementStatus): PlacementStatus => ({
+  ...s,
+  ...(s.clusters ? { clusters: s.clusters.map(({ belowCeilingSince: _b, ...c }) => c) } : {}),
+});
+const RUNS = { numRuns: 200 };
+
+describe('fail-back properties over random timelines', () => {
+  it('off by default: without failBack, or with enabled: false, every decision is the same, and no belowCeilingSince is written', () => {
+    fc.assert(
+      fc.property(arbTimeline, (t) => {
+        const absent = runTimeline(t, undefined);
+        const disabled = runTimeline(t, { enabled: false });
+        expect(disabled.map((e) => e.decision)).toEqual(absent.map((e) => e.decision));
+        for (const e of absent) {
+          expect(e.decision.status.clusters?.some((c) => c.belowCeilingSince !== undefined) ?? false).toBe(false);
+          expect(e.decision.transitions.some(isFailBack)).toBe(false);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it("turning fail-back on changes nothing but adding fail-back P2s: until the first one, every decision equals today's", () => {
+    let sawFailBack = 0;
+    fc.assert(
+      fc.property(arbTimeline, (t) => {
+        const off = runTimeline(t, undefined);
+        const on = runTimeline(t, { enabled: true });
+        for (let i = 0; i < on.length; i++) {
+          const a = on[i]!.decision;
+          const b = off[i]!.decision;
+          const failBacks = a.transitions.filter(isFailBack);
+          if (failBacks.length > 0) {
+            sawFailBack++;
+            // The evaluation that fails back did everything else exactly as today.
+            expect(a.transitions.filter((tr) => !isFailBack(tr))).toEqual(b.transitions);
+            return;
+          }
+          expect(a.transitions).toEqual(b.transitions);
+          expect(withoutBelowSince(a.status)).toEqual(b.status);
+          // Fail-back only adds timers.
+          if (b.requeueAfterSeconds !== null) expect(a.requeueAfterSeconds).not.toBeNull();
+          if (a.requeueAfterSeconds !== null && b.requeueAfterSeconds !== null)
+            expect(a.requeueAfterSeconds).toBeLessThanOrEqual(b.requeueAfterSeconds);
+        }
+      }),
+      RUNS,
+    );
+    expect(sawFailBack).toBeGreaterThan(10); // the generator does reach fail-back
+  });
+
+  it('never leaves headroom below min, makes at most one P2 per evaluation, and never with a scale-out', () => {
+    fc.assert(
+      fc.property(arbTimeline, (t) => {
+        for (const e of runTimeline(t, { enabled: true })) {
+          const d = e.decision;
+          const p2 = d.transitions.filter((tr) => tr.id === 'P2');
+          expect(p2.length).toBeLessThanOrEqual(1);
+          if (!p2.some(isFailBack)) continue;
+          expect(d.transitions.some((tr) => tr.id === 'P1' || tr.id === 'P3')).toBe(false);
+          const headroom = d.status.clusters!.filter((c) => c.state === 'ACTIVE' && c.atCapacityCeiling !== true);
+          expect(headroom.length).toBeGreaterThanOrEqual(t.min);
+        }
+      }),
+      RUNS,
+    );
+  });
+
+  it('bounds flapping: once a fail-back is undone (the cluster reactivated or added back), that cluster fails back again no sooner than max(window, cooldown) later', () => {
+    let cycles = 0;
+    fc.assert(
+      // Long timelines: a cycle needs a window of room, a ceiling, then room again.
+      fc.property(timelines(120), (t) => {
+        const failedBack = new Set<string>();
+        const undoneAt = new Map<string, number>();
+        for (const e of runTimeline(t, { enabled: true })) {
+          for (const tr of e.decision.transitions) {
+            if (isFailBack(tr)) {
+              const undone = undoneAt.get(tr.cluster);
+              if (undone !== undefined) expect(e.now - undone).toBeGreaterThanOrEqual(Math.max(t.window, t.cooldown));
+              failedBack.add(tr.cluster);
+            } else if ((tr.id === 'P3' || tr.id === 'P1') && failedBack.delete(tr.cluster)) {
+              undoneAt.set(tr.cluster, e.now);
+              cycles++;
+            }
+          }
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(cycles).toBeGreaterThan(10); // the generator does reach fail-back cycles
+  });
+
+  it('never fails back while a higher-priority ACTIVE cluster has a missing, stale or at-ceiling signal within the window', () => {
+    fc.assert(
+      fc.property(arbTimeline, (t) => {
+        const timeline = runTimeline(t, { enabled: true });
+        timeline.forEach((e, i) => {
+          const moved = e.decision.transitions.find(isFailBack);
+          if (!moved) return;
+          const rank = KEYS.indexOf(moved.cluster as (typeof KEYS)[number]);
+          // The moved cluster was the lowest-priority ACTIVE one.
+          const activeBefore = (e.before?.clusters ?? []).filter((c) => c.state === 'ACTIVE');
+          expect(`${activeBefore.at(-1)!.namespace}/${activeBefore.at(-1)!.name}`).toBe(moved.cluster);
+          const higher = e.decision.status
+            .clusters!.filter((c) => c.state === 'ACTIVE')
+            .map((c) => KEYS.indexOf(`${c.namespace}/${c.name}` as (typeof KEYS)[number]))
+            .filter((k) => k < rank);
+          expect(higher.length).toBeGreaterThan(0);
+          for (const k of higher) {
+            // Every evaluation of the window, and the last one at or before its start,
+            // saw the cluster with a fresh signal below its ceiling.
+            let j = i;
+            for (; j >= 0; j--) {
+              expect(['steady', 'scale-in', 'drained']).toContain(timeline[j]!.observations[k]);
+              if (timeline[j]!.now <= e.now - t.window) break;
+            }
+            expect(j).toBeGreaterThanOrEqual(0);
+          }
+        });
+      }),
+      RUNS,
+    );
+  });
+});

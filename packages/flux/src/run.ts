@@ -1,0 +1,120 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { ClusterProfile, Placement } from '@mco/core';
+import {
+  CLUSTER_PROFILES,
+  Informer,
+  PLACEMENTS,
+  SECRETS,
+  createListWatch,
+  createObjectWriter,
+  type KubeObject,
+  type Resource,
+} from '@mco/kube-runtime';
+import { McoError, silentLogger, type Logger } from '@mco/runtime';
+import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
+import { DEFAULT_MANAGER, MANAGED_BY_LABEL } from './names.js';
+import { createFluxSync, type FluxSync, type FluxSyncOptions, type OwnedKind } from './sync.js';
+import type { FluxTemplate } from './templates.js';
+
+export interface FluxDeliveryOptions {
+  readonly kubeConfig: KubeConfig;
+  /** The Flux namespace (flux-system): input providers, rendered objects and kubeconfig Secrets live there. */
+  readonly namespace: string;
+  /** Write a ResourceSetInputProvider per (placement, placed cluster) (Flux Operator mode). */
+  readonly inputProviders: boolean;
+  /** Kustomization/HelmRelease templates per placement (rendering mode, without the operator). */
+  readonly templates?: readonly FluxTemplate[];
+  /**
+   * Watch HelmReleases too (default true): needed when a template or a
+   * ResourceSet makes HelmReleases that use mco's kubeconfig Secrets. Turn it
+   * off only where helm-controller (its CRD) is not installed.
+   */
+  readonly helmReleases?: boolean;
+  readonly resolveAccess: FluxSyncOptions['resolveAccess'];
+  /** managed-by label value and field manager (default `mco-flux`). */
+  readonly manager?: string;
+  readonly refreshBeforeMs?: number;
+  readonly resyncMs?: number;
+  readonly logger?: Logger;
+  /** Informer tuning (tests shorten these). */
+  readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
+}
+
+export interface FluxDelivery {
+  readonly sync: FluxSync;
+  /** True once every cache has synced. */
+  ready(): boolean;
+  stop(): Promise<void>;
+}
+
+/**
+ * Runs what `mco flux` runs: informers on placements and ClusterProfiles (all
+ * namespaces) and on the Flux namespace's input providers, Kustomizations,
+ * HelmReleases and mco's Secrets, and the sync that keeps mco's objects there
+ * in step with the placements.
+ */
+export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
+  const logger = options.logger ?? silentLogger;
+  const withHelmRelease = (options.templates ?? []).find((t) => t.helmRelease);
+  if (options.helmReleases === false && withHelmRelease) {
+    const { namespace, name } = withHelmRelease.placement;
+    throw new McoError(
+      'Invalid',
+      `the template of placement ${namespace}/${name} has a helmRelease, but HelmReleases are not watched (helmReleases: false)`,
+      false,
+    );
+  }
+  const manager = options.manager ?? DEFAULT_MANAGER;
+  const { kubeConfig, namespace } = options;
+  const informers: Informer<KubeObject>[] = [];
+  const informer = <T extends KubeObject>(
+    resource: Resource,
+    scope: { namespace?: string; labelSelector?: string },
+  ): Informer<T> => {
+    const created = new Informer<T>({
+      name: resource.plural,
+      listWatch: createListWatch<T>(kubeConfig, resource, scope),
+      logger,
+      ...(options.informers?.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.informers.idleTimeoutMs } : {}),
+      ...(options.informers?.watchTimeoutSeconds !== undefined
+        ? { watchTimeoutSeconds: options.informers.watchTimeoutSeconds }
+        : {}),
+    });
+    informers.push(created as unknown as Informer<KubeObject>);
+    return created;
+  };
+  const ownedOnly = `${MANAGED_BY_LABEL}=${manager}`;
+  const kind = (resource: Resource, labelSelector?: string): OwnedKind => ({
+    cache: informer(resource, { namespace, ...(labelSelector ? { labelSelector } : {}) }),
+    writer: createObjectWriter(kubeConfig, resource, { fieldManager: manager }),
+  });
+
+  const placements = informer<Placement>(PLACEMENTS, {});
+  const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, {});
+  const sync = createFluxSync({
+    placements,
+    clusterProfiles,
+    ...(options.inputProviders ? { inputProviders: kind(INPUT_PROVIDERS, ownedOnly) } : {}),
+    // All of them, not only mco's: a Secret stays while any Flux object uses it.
+    kustomizations: kind(KUSTOMIZATIONS),
+    ...(options.helmReleases !== false ? { helmReleases: kind(HELM_RELEASES) } : {}),
+    secrets: kind(SECRETS, ownedOnly),
+    resolveAccess: options.resolveAccess,
+    namespace,
+    manager,
+    templates: options.templates ?? [],
+    ...(options.refreshBeforeMs !== undefined ? { refreshBeforeMs: options.refreshBeforeMs } : {}),
+    ...(options.resyncMs !== undefined ? { resyncMs: options.resyncMs } : {}),
+    logger,
+  });
+  sync.start();
+  for (const i of informers) i.start();
+  return {
+    sync,
+    ready: () => informers.every((i) => i.hasSynced()),
+    async stop() {
+      await sync.stop();
+      await Promise.all(informers.map((i) => i.stop()));
+    },
+  };
+}

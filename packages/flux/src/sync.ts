@@ -1,0 +1,381 @@
+import type { ClusterAccess } from '@mco/cluster-access';
+import type { ClusterProfile, Placement } from '@mco/core';
+import {
+  WorkQueue,
+  WriteOverlay,
+  planOwnedObjects,
+  type DesiredObject,
+  type KubeObject,
+  type ObjectWriter,
+} from '@mco/kube-runtime';
+import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { desiredState, isRemovalObserved, type DesiredState } from './desired.js';
+import { buildKubeconfigSecret } from './kubeconfig.js';
+import { CLUSTER_PROFILE_ANNOTATION, MANAGED_BY_LABEL, kubeconfigSecretName } from './names.js';
+import type { FluxTemplate } from './templates.js';
+
+/** The part of an informer the sync reads (`Informer` of @mco/kube-runtime fits it). */
+export interface ObjectCache<T> {
+  get(key: string): T | undefined;
+  list(): T[];
+  hasSynced(): boolean;
+  addHandler(handler: (event: 'add' | 'update' | 'delete', object: T, previous: T | undefined) => void): void;
+}
+
+/** One kind of object mco writes: its cache (in the Flux namespace) and its writer. */
+export interface OwnedKind {
+  /**
+   * Every object of the kind in the Flux namespace (for Kustomizations and
+   * HelmReleases: all of them, so a Secret a Flux object still uses is kept),
+   * or only mco's (input providers, Secrets: a label selector).
+   */
+  readonly cache: ObjectCache<KubeObject>;
+  readonly writer: ObjectWriter;
+}
+
+export interface FluxSyncOptions {
+  readonly placements: ObjectCache<Placement>;
+  readonly clusterProfiles: ObjectCache<ClusterProfile>;
+  /** Present in Flux Operator mode. */
+  readonly inputProviders?: OwnedKind;
+  readonly kustomizations: OwnedKind;
+  /** Absent when helm-controller (its CRD) is not installed: no HelmRelease templates then. */
+  readonly helmReleases?: OwnedKind;
+  readonly secrets: OwnedKind;
+  /** Access to a ClusterProfile's cluster (`createClusterAccess(...).accessFor`); rejects when there is none. */
+  readonly resolveAccess: (
+    profile: ClusterProfile,
+  ) => Promise<
+    Pick<ClusterAccess, 'server' | 'caData' | 'tlsServerName' | 'proxyUrl' | 'insecureSkipTlsVerify' | 'getCredential'>
+  >;
+  /** The Flux namespace. */
+  readonly namespace: string;
+  readonly manager: string;
+  readonly templates: readonly FluxTemplate[];
+  /** Rewrite a kubeconfig Secret this long before its credential expires (default 5 min, at most half the lifetime). */
+  readonly refreshBeforeMs?: number;
+  /** A full pass this often even when nothing changed (default 10 min). */
+  readonly resyncMs?: number;
+  /** Concurrent writes of a pass (default 8). */
+  readonly concurrency?: number;
+  readonly now?: () => number;
+  readonly logger?: Logger;
+}
+
+/** What one pass did. */
+export interface PassResult {
+  readonly applied: number;
+  readonly pruned: number;
+  /** Owned objects not desired and kept, because their removal was not observed. */
+  readonly kept: number;
+  /** Clusters whose kubeconfig Secret could not be built this pass (kept as it is, retried). */
+  readonly credentialFailures: number;
+  readonly writeFailures: number;
+}
+
+export interface FluxSync {
+  start(): void;
+  stop(): Promise<void>;
+  /** Runs one pass now, on a sync that was not started (tests, benchmarks). Caches must be synced. */
+  pass(): Promise<PassResult>;
+  /** The last pass's result. */
+  readonly last: PassResult | undefined;
+}
+
+const KEY = 'flux';
+
+/**
+ * Keeps mco's Flux objects in step with the placements: one level-triggered
+ * pass over the whole fleet (cheap: it compares against the caches and
+ * writes only differences) whenever a placement, a ClusterProfile or one of
+ * mco's objects changes, when a credential nears expiry, and every
+ * `resyncMs`. Passes wait until every cache has synced; nothing is ever
+ * deleted on doubt (see `isRemovalObserved` and `secretMayGo`).
+ */
+export function createFluxSync(options: FluxSyncOptions): FluxSync {
+  const logger = (options.logger ?? silentLogger).child({ component: 'flux-sync' });
+  const now = options.now ?? Date.now;
+  const refreshBeforeMs = options.refreshBeforeMs ?? 5 * 60_000;
+  const queue = new WorkQueue({ backoff: { baseMs: 1000, maxMs: 5 * 60_000, jitter: 0.1 } });
+  const kinds = [options.inputProviders, options.kustomizations, options.helmReleases, options.secrets].filter(
+    (k): k is OwnedKind => k !== undefined,
+  );
+  const overlays = new Map(kinds.map((k) => [k, new WriteOverlay<KubeObject>()]));
+  let running: Promise<void> | undefined;
+  let last: PassResult | undefined;
+  let resyncTimer: NodeJS.Timeout | undefined;
+
+  const synced = () =>
+    options.placements.hasSynced() && options.clusterProfiles.hasSynced() && kinds.every((k) => k.cache.hasSynced());
+
+  /** The cache seen through what this process wrote and the cache has not delivered yet. */
+  function observed(kind: OwnedKind, owned: boolean): KubeObject[] {
+    const overlay = overlays.get(kind);
+    const byKey = new Map(kind.cache.list().map((o) => [keyOf(o), o]));
+    const keys = new Set([...byKey.keys(), ...(overlay?.keys() ?? [])]);
+    const out: KubeObject[] = [];
+    for (const key of keys) {
+      const object = overlay ? overlay.resolve(key, byKey.get(key)) : byKey.get(key);
+      if (object && (!owned || object.metadata?.labels?.[MANAGED_BY_LABEL] === options.manager)) out.push(object);
+    }
+    return out;
+  }
+
+  async function pass(): Promise<PassResult> {
+    const placements = options.placements.list();
+    const placementsByKey = new Map(placements.map((p) => [`${p.metadata.namespace ?? ''}/${p.metadata.name}`, p]));
+    const profiles = options.clusterProfiles;
+    const accessErrors = new Map<string, string>();
+    const endpoints = new Map<string, Awaited<ReturnType<FluxSyncOptions['resolveAccess']>>>();
+    // The server of every listed cluster comes from its access provider; resolve each once per pass.
+    const clusterKeys = new Set<string>();
+    for (const p of placements) {
+      const clusters = (p.status as { clusters?: unknown } | undefined)?.clusters;
+      if (Array.isArray(clusters)) {
+        for (const c of clusters as { namespace?: string; name?: string }[]) {
+          if (c?.namespace && c.name) clusterKeys.add(`${c.namespace}/${c.name}`);
+        }
+      }
+    }
+    await Promise.all(
+      [...clusterKeys].map(async (key) => {
+        const profile = profiles.get(key);
+        if (!profile || profile.metadata.deletionTimestamp) return;
+        try {
+          endpoints.set(key, await options.resolveAccess(profile));
+        } catch (error) {
+          accessErrors.set(key, toMcoError(error).message);
+        }
+      }),
+    );
+    const desired = desiredState(
+      {
+        placements,
+        clusterProfile: (namespace, name) => profiles.get(`${namespace}/${name}`),
+        serverOf: (profile) => endpoints.get(`${profile.metadata.namespace}/${profile.metadata.name}`)?.server,
+      },
+      {
+        namespace: options.namespace,
+        manager: options.manager,
+        inputProviders: options.inputProviders !== undefined,
+        templates: options.templates,
+      },
+    );
+    for (const problem of desired.problems) logger.debug('not writing', { reason: problem });
+
+    const mayPrune = (o: KubeObject) => isRemovalObserved(o, placementsByKey, desired.trusted);
+    const plans: { kind: OwnedKind; apply: readonly DesiredObject[]; prune: readonly KubeObject[]; kept: number }[] =
+      [];
+    const planFor = (kind: OwnedKind | undefined, wanted: readonly DesiredObject[]) => {
+      if (!kind) return;
+      const plan = planOwnedObjects({ desired: wanted, existing: observed(kind, true), mayPrune });
+      plans.push({ kind, apply: plan.apply, prune: plan.prune, kept: plan.kept.length });
+    };
+    planFor(options.inputProviders, desired.inputProviders);
+    planFor(
+      options.kustomizations,
+      desired.rendered.filter((o) => o.kind === 'Kustomization'),
+    );
+    planFor(
+      options.helmReleases,
+      desired.rendered.filter((o) => o.kind === 'HelmRelease'),
+    );
+
+    // Kubeconfig Secrets: one per listed cluster whose credential can be had.
+    const secrets: DesiredObject[] = [];
+    let nextRefresh = Infinity;
+    let credentialFailures = 0;
+    for (const key of [...desired.clusters].sort()) {
+      const endpoint = endpoints.get(key);
+      const [namespace = '', name = ''] = key.split('/', 2);
+      if (!endpoint) {
+        credentialFailures++;
+        logger.warn('no access to a placed cluster; its kubeconfig Secret is kept as it is', {
+          cluster: key,
+          reason: accessErrors.get(key) ?? 'ClusterProfile not found',
+        });
+        continue;
+      }
+      try {
+        const credential = await endpoint.getCredential();
+        secrets.push(
+          buildKubeconfigSecret(namespace, name, endpoint, credential, {
+            namespace: options.namespace,
+            manager: options.manager,
+          }),
+        );
+        if (credential.expiresAt) {
+          const lifetime = credential.expiresAt.getTime() - now();
+          nextRefresh = Math.min(nextRefresh, Math.max(1000, lifetime - Math.min(refreshBeforeMs, lifetime / 2)));
+        }
+      } catch (error) {
+        credentialFailures++;
+        logger.warn('cannot get a credential for a placed cluster; its kubeconfig Secret is kept as it is', {
+          cluster: key,
+          error: toMcoError(error),
+        });
+      }
+    }
+    const referenced = secretReferences(options, desired);
+    const secretPlan = planOwnedObjects({
+      desired: secrets,
+      existing: observed(options.secrets, true),
+      mayPrune: (o) => secretMayGo(o, desired, referenced),
+    });
+    plans.push({
+      kind: options.secrets,
+      apply: secretPlan.apply,
+      prune: secretPlan.prune,
+      kept: secretPlan.kept.length,
+    });
+
+    // Secrets first, so a new input provider or rendered object finds its kubeconfig.
+    plans.unshift(plans.pop()!);
+    let applied = 0;
+    let pruned = 0;
+    let writeFailures = 0;
+    for (const plan of plans) {
+      const overlay = overlays.get(plan.kind)!;
+      await forEachLimited(plan.apply, options.concurrency ?? 8, async (object) => {
+        const key = keyOf(object);
+        const base = plan.kind.cache.get(key)?.metadata?.resourceVersion;
+        try {
+          overlay.set(key, base, await plan.kind.writer.apply(object));
+          applied++;
+        } catch (error) {
+          writeFailures++;
+          logger.warn('write failed; retrying', { object: `${object.kind} ${key}`, error: toMcoError(error) });
+        }
+      });
+      await forEachLimited(plan.prune, options.concurrency ?? 8, async (object) => {
+        const key = keyOf(object);
+        try {
+          await plan.kind.writer.delete(object);
+          overlay.set(key, object.metadata?.resourceVersion, null);
+          pruned++;
+          logger.info('deleted', { object: key, reason: 'removal observed' });
+        } catch (error) {
+          writeFailures++;
+          logger.warn('delete failed; retrying', { object: key, error: toMcoError(error) });
+        }
+      });
+    }
+    if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
+    const kept = plans.reduce((n, p) => n + p.kept, 0);
+    return { applied, pruned, kept, credentialFailures, writeFailures };
+  }
+
+  async function worker(): Promise<void> {
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      try {
+        if (!synced()) {
+          // An informer whose initial list is empty reports no event once it
+          // syncs: look again shortly rather than wait for the resync.
+          queue.addAfter(KEY, 250);
+          continue;
+        }
+        last = await pass();
+        if (last.applied || last.pruned) logger.info('flux pass', { ...last });
+        if (last.credentialFailures || last.writeFailures) queue.addRateLimited(KEY);
+        else queue.forget(KEY);
+      } catch (error) {
+        logger.warn('flux pass failed; retrying', { error: toMcoError(error) });
+        queue.addRateLimited(KEY);
+      } finally {
+        queue.done(key);
+      }
+    }
+  }
+
+  const trigger = () => queue.add(KEY);
+  let started = false;
+  return {
+    start() {
+      if (started) return;
+      started = true;
+      options.placements.addHandler(trigger);
+      options.clusterProfiles.addHandler(trigger);
+      for (const kind of kinds) {
+        const overlay = overlays.get(kind)!;
+        kind.cache.addHandler((_e, object) => {
+          overlay.observe(keyOf(object), kind.cache.get(keyOf(object)));
+          trigger();
+        });
+      }
+      running = worker();
+      const resync = () => {
+        resyncTimer = setTimeout(
+          () => {
+            trigger();
+            resync();
+          },
+          options.resyncMs ?? 10 * 60_000,
+        );
+        resyncTimer.unref();
+      };
+      resync();
+      trigger();
+    },
+    async stop() {
+      clearTimeout(resyncTimer);
+      queue.shutDown();
+      await running;
+    },
+    pass: async () => (last = await pass()),
+    get last() {
+      return last;
+    },
+  };
+}
+
+/**
+ * Names of kubeconfig Secrets something still uses: desired objects, and every
+ * input provider, Kustomization and HelmRelease the caches hold — whoever made
+ * it (a ResourceSet's included) and even while it is being deleted or pruned
+ * in this very pass: Flux needs the kubeconfig to delete what it applied to the
+ * member cluster, so a Secret goes at the earliest in the pass after the last
+ * object using it was seen gone.
+ */
+function secretReferences(options: FluxSyncOptions, desired: DesiredState): Set<string> {
+  const names = new Set<string>();
+  for (const o of [...desired.inputProviders, ...desired.rendered]) addReference(names, o);
+  for (const kind of [options.inputProviders, options.kustomizations, options.helmReleases]) {
+    for (const o of kind?.cache.list() ?? []) addReference(names, o);
+  }
+  return names;
+}
+
+function addReference(names: Set<string>, object: KubeObject): void {
+  const spec = (object as { spec?: Record<string, unknown> }).spec;
+  const ref = (spec?.kubeConfig as { secretRef?: { name?: unknown } } | undefined)?.secretRef?.name;
+  if (typeof ref === 'string') names.add(ref);
+  const input = (spec?.defaultValues as { kubeconfigSecretName?: unknown } | undefined)?.kubeconfigSecretName;
+  if (typeof input === 'string') names.add(input);
+}
+
+/**
+ * A kubeconfig Secret goes only when no trusted placement lists its cluster
+ * and nothing uses it any more — in particular no Flux object, which needs it
+ * to delete the workload from the member cluster.
+ */
+function secretMayGo(secret: KubeObject, desired: DesiredState, referenced: ReadonlySet<string>): boolean {
+  const cluster = secret.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION];
+  if (!cluster || desired.clusters.has(cluster)) return false;
+  const [namespace = '', name = ''] = cluster.split('/', 2);
+  if (secret.metadata?.name !== kubeconfigSecretName(namespace, name)) return false;
+  return !referenced.has(secret.metadata.name);
+}
+
+function keyOf(object: KubeObject): string {
+  return `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
+}
+
+async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  });
+  await Promise.all(lanes);
+}

@@ -1,0 +1,337 @@
+import type { ClusterProfile, Placement } from '@mco/core';
+import type { DesiredObject, KubeObject, ObjectWriter } from '@mco/kube-runtime';
+import { describe, expect, it } from 'vitest';
+import {
+  FluxTemplatesFileSchema,
+  NOT_DRAINING,
+  buildKubeconfigSecret,
+  clusterSlug,
+  createFluxSync,
+  desiredState,
+  inputProviderName,
+  isRemovalObserved,
+  kubeconfigSecretName,
+  placementLabelValue,
+  readPlacement,
+  substituteVariables,
+  type ObjectCache,
+  type OwnedKind,
+} from '../src/index.js';
+
+const T = '2026-01-01T00:00:00Z';
+const placement = (name: string, clusters: unknown[] | undefined, extra: Record<string, unknown> = {}): Placement =>
+  ({
+    metadata: { name, namespace: 'apps', ...extra },
+    ...(clusters ? { status: { clusters } } : {}),
+  }) as Placement;
+const listed = (name: string, extra: Record<string, unknown> = {}) => ({
+  name,
+  namespace: 'fleet',
+  state: 'ACTIVE',
+  lastTransitionTime: T,
+  ...extra,
+});
+const profile = (name: string): ClusterProfile =>
+  ({ metadata: { name, namespace: 'fleet' }, spec: { clusterManager: { name: 'x' } } }) as ClusterProfile;
+const fleet = (placements: Placement[], profiles = ['east', 'west']) => ({
+  placements,
+  clusterProfile: (namespace: string, name: string) =>
+    namespace === 'fleet' && profiles.includes(name) ? profile(name) : undefined,
+  serverOf: (p: ClusterProfile) => `https://${p.metadata.name}.example:6443`,
+});
+const OPTIONS = { namespace: 'flux-system', manager: 'mco-flux', inputProviders: true, templates: [] };
+
+describe('names', () => {
+  it('slugs are stable DNS labels that keep distinct inputs apart', () => {
+    expect(clusterSlug('fleet', 'east')).toBe(clusterSlug('fleet', 'east'));
+    expect(clusterSlug('a-b', 'c')).not.toBe(clusterSlug('a', 'b-c'));
+    const long = clusterSlug('fleet', 'x'.repeat(300));
+    expect(long.length).toBeLessThanOrEqual(63);
+    expect(long).toMatch(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/);
+    expect(kubeconfigSecretName('fleet', 'east').length).toBeLessThanOrEqual(253);
+    expect(inputProviderName('apps', 'y'.repeat(200), clusterSlug('fleet', 'east')).length).toBeLessThanOrEqual(104);
+  });
+
+  it('a placement name that is no valid label value is labelled by its slug', () => {
+    expect(placementLabelValue('web')).toBe('web');
+    expect(placementLabelValue('w'.repeat(80))).toMatch(/^w+-[0-9a-f]{8}$/);
+  });
+});
+
+describe('readPlacement', () => {
+  it('trusts a parsed status and nothing else', () => {
+    expect(readPlacement(placement('web', [listed('east')]))).toMatchObject({ ok: true });
+    expect(readPlacement(placement('web', undefined))).toEqual({
+      ok: false,
+      reason: 'placement apps/web has no status yet',
+    });
+    expect(readPlacement(placement('web', [{ name: 'east', state: 'ACTIVE', lastTransitionTime: T }]))).toEqual({
+      ok: false,
+      reason: 'placement apps/web: status.clusters[0] has no namespace',
+    });
+    const bad = readPlacement(placement('web', [listed('east', { state: 'GONE' })]));
+    expect(bad.ok).toBe(false);
+    expect(!bad.ok && bad.reason).toContain('status.clusters.0.state');
+  });
+});
+
+describe('desiredState', () => {
+  it('one input provider per (placement, listed cluster) with every input, draining included', () => {
+    const state = desiredState(
+      fleet([
+        placement('web', [
+          listed('east'),
+          listed('west', { state: 'EVICTING', draining: { desiredMaxReplicas: 0, lastReplicaCountDecrease: T } }),
+        ]),
+      ]),
+      OPTIONS,
+    );
+    expect(state.inputProviders.map((o) => o.spec)).toEqual([
+      {
+        type: 'Static',
+        defaultValues: expect.objectContaining({
+          clusterName: 'fleet.east',
+          draining: 'false',
+          desiredMaxReplicas: NOT_DRAINING,
+        }),
+      },
+      {
+        type: 'Static',
+        defaultValues: expect.objectContaining({
+          clusterName: 'fleet.west',
+          state: 'EVICTING',
+          draining: 'true',
+          desiredMaxReplicas: '0',
+        }),
+      },
+    ]);
+    expect([...state.clusters].sort()).toEqual(['fleet/east', 'fleet/west']);
+  });
+
+  it('writes nothing for an untrusted placement or an unknown profile, and says why', () => {
+    const state = desiredState(fleet([placement('web', undefined), placement('api', [listed('gone')])]), OPTIONS);
+    expect(state.inputProviders).toEqual([]);
+    expect(state.problems).toEqual([
+      'placement apps/api lists fleet/gone, whose ClusterProfile or server is unknown',
+      'placement apps/web has no status yet',
+    ]);
+    // The unknown profile's cluster still needs its Secret kept.
+    expect([...state.clusters]).toEqual(['fleet/gone']);
+  });
+
+  it('renders templates per cluster with kubeConfig, substitutions and Helm values, user labels kept', () => {
+    const { templates } = FluxTemplatesFileSchema.parse({
+      templates: [
+        {
+          placement: { namespace: 'apps', name: 'web' },
+          kustomization: {
+            metadata: { name: 'web', labels: { team: 'a' } },
+            spec: { path: './deploy', postBuild: { substitute: { TEAM: 'a' } } },
+          },
+          helmRelease: { metadata: { name: 'web' }, spec: { values: { replicas: 2 } } },
+        },
+      ],
+    });
+    const state = desiredState(fleet([placement('web', [listed('east')])]), {
+      ...OPTIONS,
+      inputProviders: false,
+      templates,
+    });
+    const [k, h] = state.rendered;
+    expect(k!.metadata.labels).toMatchObject({ team: 'a', 'app.kubernetes.io/managed-by': 'mco-flux' });
+    expect(k!.spec).toMatchObject({
+      kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } },
+      postBuild: { substitute: { TEAM: 'a', MCO_CLUSTER_NAME: 'fleet.east', MCO_DESIRED_MAX_REPLICAS: '' } },
+    });
+    expect(h!.spec).toMatchObject({ values: { replicas: 2, mco: { clusterProfileName: 'east' } } });
+  });
+
+  it('substitution variables are upper snake case', () => {
+    expect(Object.keys(substituteVariables({ clusterName: 'a', desiredMaxReplicas: '' } as never))).toEqual([
+      'MCO_CLUSTER_NAME',
+      'MCO_DESIRED_MAX_REPLICAS',
+    ]);
+  });
+});
+
+describe('templates file', () => {
+  it('names the offending field', () => {
+    const result = FluxTemplatesFileSchema.safeParse({
+      templates: [
+        { placement: { namespace: 'apps', name: 'web' }, kustomization: { metadata: { name: 'Web' }, spec: {} } },
+      ],
+    });
+    expect(result.success).toBe(false);
+    expect(result.error!.issues[0]!.path).toEqual(['templates', 0, 'kustomization', 'metadata', 'name']);
+    const withKubeConfig = FluxTemplatesFileSchema.safeParse({
+      templates: [
+        {
+          placement: { namespace: 'apps', name: 'web' },
+          kustomization: { metadata: { name: 'web' }, spec: { kubeConfig: {} } },
+        },
+      ],
+    });
+    expect(withKubeConfig.error!.issues[0]!.message).toContain('spec.kubeConfig is set by mco');
+  });
+});
+
+describe('isRemovalObserved', () => {
+  const owned = (cluster: string) =>
+    ({
+      metadata: {
+        annotations: {
+          'orchestra.multicluster.x-k8s.io/placement-key': 'apps/web',
+          'orchestra.multicluster.x-k8s.io/cluster-profile': cluster,
+        },
+      },
+    }) as KubeObject;
+  const web = placement('web', [listed('east')]);
+  it('only a trusted status without the cluster, or a gone placement, is a removal', () => {
+    const trusted = new Map([['apps/web', new Set(['fleet/east'])]]);
+    expect(isRemovalObserved(owned('fleet/west'), new Map([['apps/web', web]]), trusted)).toBe(true);
+    expect(isRemovalObserved(owned('fleet/east'), new Map([['apps/web', web]]), trusted)).toBe(false);
+    expect(isRemovalObserved(owned('fleet/west'), new Map([['apps/web', web]]), new Map())).toBe(false);
+    expect(isRemovalObserved(owned('fleet/west'), new Map(), new Map())).toBe(true);
+    expect(isRemovalObserved({ metadata: {} }, new Map(), new Map())).toBe(false);
+  });
+});
+
+describe('buildKubeconfigSecret', () => {
+  it('is a self-contained kubeconfig under "value", labelled for Flux', () => {
+    const secret = buildKubeconfigSecret(
+      'fleet',
+      'east',
+      { server: 'https://east:6443', caData: 'Q0E=', insecureSkipTlsVerify: false },
+      { clientCertificateData: 'CERT', clientKeyData: 'KEY', expiresAt: new Date(T) },
+      { namespace: 'flux-system', manager: 'mco-flux' },
+    );
+    expect(secret.metadata.labels).toMatchObject({ 'reconcile.fluxcd.io/watch': 'Enabled' });
+    expect(secret.metadata.annotations).toMatchObject({
+      'orchestra.multicluster.x-k8s.io/credential-expires-at': T.replace('Z', '.000Z'),
+    });
+    const config = JSON.parse(
+      Buffer.from((secret as unknown as { data: { value: string } }).data.value, 'base64').toString(),
+    );
+    expect(config.users[0].user).toEqual({
+      'client-certificate-data': Buffer.from('CERT').toString('base64'),
+      'client-key-data': Buffer.from('KEY').toString('base64'),
+    });
+    expect(config.clusters[0].cluster).toEqual({ server: 'https://east:6443', 'certificate-authority-data': 'Q0E=' });
+  });
+});
+
+/** An in-memory cache and writer of one kind, recording writes. */
+function fakeKind(initial: KubeObject[] = [], synced = true) {
+  const objects = new Map(initial.map((o) => [`${o.metadata!.namespace}/${o.metadata!.name}`, o]));
+  const writes: string[] = [];
+  const state = { synced };
+  const cache: ObjectCache<KubeObject> = {
+    get: (key) => objects.get(key),
+    list: () => [...objects.values()],
+    hasSynced: () => state.synced,
+    addHandler: () => undefined,
+  };
+  const writer: ObjectWriter = {
+    apply: async (o: DesiredObject) => {
+      writes.push(`apply ${o.metadata.name}`);
+      const stored = { ...o, metadata: { ...o.metadata, resourceVersion: String(writes.length) } };
+      objects.set(`${o.metadata.namespace}/${o.metadata.name}`, stored);
+      return stored;
+    },
+    delete: async (o: KubeObject) => {
+      writes.push(`delete ${o.metadata!.name}`);
+      objects.delete(`${o.metadata!.namespace}/${o.metadata!.name}`);
+    },
+  };
+  return { kind: { cache, writer } as OwnedKind, writes, state };
+}
+
+function fakeSync(
+  placements: Placement[],
+  options: { credential?: () => Promise<{ token: string }>; synced?: boolean } = {},
+) {
+  const placementCache: ObjectCache<Placement> = {
+    get: (key) => placements.find((p) => `${p.metadata.namespace}/${p.metadata.name}` === key),
+    list: () => placements,
+    hasSynced: () => true,
+    addHandler: () => undefined,
+  };
+  const profiles: ObjectCache<ClusterProfile> = {
+    get: (key) => (key.startsWith('fleet/') ? profile(key.slice(6)) : undefined),
+    list: () => [],
+    hasSynced: () => true,
+    addHandler: () => undefined,
+  };
+  const inputProviders = fakeKind([], options.synced ?? true);
+  const kustomizations = fakeKind();
+  const secrets = fakeKind();
+  const sync = createFluxSync({
+    placements: placementCache,
+    clusterProfiles: profiles,
+    inputProviders: inputProviders.kind,
+    kustomizations: kustomizations.kind,
+    secrets: secrets.kind,
+    resolveAccess: async (p) => ({
+      server: `https://${p.metadata.name}:6443`,
+      insecureSkipTlsVerify: false,
+      getCredential: options.credential ?? (async () => ({ token: 't' })),
+    }),
+    namespace: 'flux-system',
+    manager: 'mco-flux',
+    templates: [],
+  });
+  return { sync, inputProviders, secrets };
+}
+
+describe('createFluxSync', () => {
+  it('a second pass over an unchanged fleet writes nothing', async () => {
+    const { sync, inputProviders, secrets } = fakeSync([placement('web', [listed('east'), listed('west')])]);
+    expect(await sync.pass()).toMatchObject({ applied: 4, pruned: 0 });
+    expect(await sync.pass()).toMatchObject({ applied: 0, pruned: 0 });
+    expect(inputProviders.writes).toHaveLength(2);
+    expect(secrets.writes).toHaveLength(2);
+  });
+
+  it('a missing credential keeps the Secret and the input provider, and is retried', async () => {
+    let fail = false;
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders, secrets } = fakeSync(placements, {
+      credential: async () => {
+        if (fail) throw new Error('no credential');
+        return { token: 't' };
+      },
+    });
+    await sync.pass();
+    fail = true;
+    expect(await sync.pass()).toMatchObject({ credentialFailures: 1, pruned: 0 });
+    expect(secrets.writes.filter((w) => w.startsWith('delete'))).toEqual([]);
+    expect(inputProviders.writes.filter((w) => w.startsWith('delete'))).toEqual([]);
+  });
+
+  it('an invalid placement status deletes nothing; a valid one without the cluster does', async () => {
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders, secrets } = fakeSync(placements);
+    await sync.pass();
+    placements[0] = placement('web', [{ name: 'east', state: 'ACTIVE', lastTransitionTime: T }]);
+    expect(await sync.pass()).toMatchObject({ pruned: 0, kept: 2 });
+    placements[0] = placement('web', []);
+    // The input provider goes first; its Secret once nothing refers to it any more.
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+    expect(inputProviders.writes.at(-1)).toBe(
+      `delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`,
+    );
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+    expect(secrets.writes.at(-1)).toBe(`delete ${kubeconfigSecretName('fleet', 'east')}`);
+  });
+
+  it('does not run before every cache has synced', async () => {
+    const { sync, inputProviders } = fakeSync([placement('web', [])], { synced: false });
+    sync.start();
+    // The worker looks again every 250 ms until synced; let it look a few times.
+    await new Promise((resolve) => setTimeout(resolve, 800));
+    expect(sync.last).toBeUndefined();
+    inputProviders.state.synced = true;
+    await expect.poll(() => sync.last, { timeout: 5_000 }).toBeDefined();
+    await sync.stop();
+  });
+});
