@@ -97,6 +97,7 @@ describeWithControlPlane(
     it('the template provider, as shipped, writes its configured clusters', async () => {
       const config = template.configSchema.parse({
         namespace: 'template',
+        managerName: 'template',
         clusters: [{ name: 'copied', server: 'https://copied:6443' }],
       });
       expect(
