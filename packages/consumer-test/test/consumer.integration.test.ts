@@ -361,7 +361,7 @@ describeWithControlPlane(
     const byName = (items: Profile[]) =>
       Object.fromEntries(items.map((p) => [p.metadata.name, p.spec?.clusterManager?.name]));
 
-    function startMco(clusters: Record<(typeof PROVIDERS)[number], string[]>): void {
+    function startMco(clusters: Record<(typeof PROVIDERS)[number], string[]>, allowMassPrune = false): void {
       const file = join(dir, 'providers.yaml');
       const entry = (id: (typeof PROVIDERS)[number]) => ({
         name: id,
@@ -370,6 +370,7 @@ describeWithControlPlane(
           managerName: id,
           namespace: 'fleet',
           pollSeconds: 1,
+          allowMassPrune,
           clusters: clusters[id].map((name) => ({ name, server: `https://${name}.example:6443` })),
         },
       });
@@ -416,10 +417,11 @@ describeWithControlPlane(
       }
       expect(await stopMco()).toBe(0);
 
-      // alpha's source is now empty and complete: it prunes its own profiles;
+      // alpha's source is now empty and complete: a decommission, so allowed explicitly (the
+      // mass-prune guard refuses an empty source otherwise); it prunes its own profiles;
       // beta (pruning too, with one more cluster) keeps b-1 as it was.
       const b1 = first.find((p) => p.metadata.name === 'b-1')!.metadata.resourceVersion;
-      startMco({ alpha: [], beta: ['b-1', 'b-2'] });
+      startMco({ alpha: [], beta: ['b-1', 'b-2'] }, true);
       const second = await eventually(
         () => `alpha's profiles gone and b-2 added (mco log: ${mcoLog})`,
         profiles,

@@ -34,6 +34,12 @@ export const configSchema = z.strictObject({
     .max(63)
     .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be a valid label value'),
   pollSeconds: z.number().positive().default(60),
+  /**
+   * Let one pass prune more than half of this provider's profiles. Off, an empty
+   * or near-empty listing is refused as a broken source; turn it on for a real
+   * decommission, then off again.
+   */
+  allowMassPrune: z.boolean().default(false),
   /** Replace with your source's settings (URL, credentials file, ...). */
   clusters: z
     .array(
@@ -87,6 +93,7 @@ export function create(config: Config, deps: PluginDeps): InventoryProvider {
         manager: config.managerName,
         desired: toClusterProfiles(listing, config),
         prune: listing.complete, // never prune from a partial view
+        allowMassPrune: config.allowMassPrune,
         namespaces: [config.namespace],
         now: deps.now,
         logger,
