@@ -20,6 +20,32 @@ Run "mco <command> --help" for the options of a command.
 `;
 }
 
+/**
+ * The last line of defence of a long-running mco process: a promise rejection
+ * nobody handled, or an exception nobody caught, leaves the process in an
+ * unknown state, so it is logged (one line, the error's message and stack) and
+ * the process exits with 1; Kubernetes restarts it with clean caches.
+ */
+export function fatalHandler(
+  io: Pick<Io, 'stderr'>,
+  exit: (code: number) => void,
+): (what: 'unhandledRejection' | 'uncaughtException', error: unknown) => void {
+  return (what, error) => {
+    const detail = error instanceof Error ? (error.stack ?? error.message) : String(error);
+    io.stderr(
+      `${JSON.stringify({ time: new Date().toISOString(), level: 'error', msg: `mco: ${what}; exiting`, error: detail })}\n`,
+    );
+    exit(1);
+  };
+}
+
+/** Installs `fatalHandler` on the process (bin/mco.js does, before `main`). */
+export function installProcessHandlers(io: Io = defaultIo): void {
+  const fatal = fatalHandler(io, (code) => process.exit(code));
+  process.on('unhandledRejection', (reason) => fatal('unhandledRejection', reason));
+  process.on('uncaughtException', (error) => fatal('uncaughtException', error));
+}
+
 /** Runs the `mco` command line; returns the exit code. */
 export async function main(argv: string[], io: Io = defaultIo): Promise<number> {
   const [name, ...rest] = argv;

@@ -1,3 +1,6 @@
+import { createRequire } from 'node:module';
+import { isAbsolute, join, resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { gkeFleetProvider } from '@mco/provider-gke';
 import { manualProvider } from '@mco/provider-manual';
 import type { InventoryProviderModule, PluginDeps, PluginKind, PluginModule, SignalSourceModule } from '@mco/runtime';
@@ -8,9 +11,10 @@ import { prometheusSignalsModule } from '@mco/signals-prometheus';
 // (its source lives in examples/ so that it is built and type-checked with the app).
 import * as cmdbHttpProvider from '../../../examples/providers/cmdb-http/src/index.js';
 
-// The one place where the mco app registers plugins: capacity-signal sources
-// and inventory providers. A third-party provider package is added here the
-// same way (docs/writing-a-provider.md).
+// The plugins built into the mco app: capacity-signal sources and inventory
+// providers. Inventory providers written outside this repository are loaded at
+// run time by `importPluginModule` (the providers file's `module:` key), so a
+// released mco runs them without being rebuilt (docs/writing-a-provider.md).
 
 // `unknown`: each module parses its own config with its configSchema before create().
 export const signalSources: readonly SignalSourceModule<unknown>[] = [kubernetesSignalsModule, prometheusSignalsModule];
@@ -60,4 +64,67 @@ export function createPlugins<K extends PluginKind, I>(
     created.set(entry.name, module.create(config.data, deps(entry)));
   }
   return created;
+}
+
+const PLUGIN_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;
+
+/**
+ * Imports the plugin module `specifier` names: a package name, resolved from
+ * `baseDir` upwards (node_modules folders, then NODE_PATH) and then from mco's
+ * own installation, or a path to the module's file (relative to `baseDir`).
+ * Resolution follows the package's `exports` with the "default" condition, as
+ * `require.resolve` does; the module itself is imported as ESM. Every failure
+ * is a UsageError starting with `at`.
+ */
+export async function importPluginModule<K extends PluginKind>(
+  kind: K,
+  specifier: string,
+  baseDir: string,
+  at: string,
+): Promise<PluginModule<K, unknown, unknown>> {
+  const isPath = specifier.startsWith('.') || isAbsolute(specifier);
+  const bases = isPath ? [baseDir] : [baseDir, new URL('.', import.meta.url).pathname];
+  let file: string | undefined;
+  for (const base of bases) {
+    try {
+      file = createRequire(join(base, 'providers.js')).resolve(isPath ? resolve(baseDir, specifier) : specifier);
+      break;
+    } catch (error) {
+      const code = (error as { code?: string }).code;
+      if (code === 'ERR_PACKAGE_PATH_NOT_EXPORTED') {
+        throw new UsageError(
+          `${at}: package "${specifier}" exports no entry for the "default" condition (its package.json "exports" needs "default")`,
+        );
+      }
+      if (code !== 'MODULE_NOT_FOUND') throw new UsageError(`${at}: cannot resolve "${specifier}": ${String(error)}`);
+    }
+  }
+  if (!file) {
+    const where = isPath ? resolve(baseDir, specifier) : `node_modules of ${baseDir}, NODE_PATH or mco's installation`;
+    throw new UsageError(`${at}: cannot find module "${specifier}" (looked in ${where})`);
+  }
+  let module: Record<string, unknown>;
+  try {
+    module = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
+  } catch (error) {
+    throw new UsageError(
+      `${at}: importing "${specifier}" failed: ${error instanceof Error ? error.message : String(error)}`,
+    );
+  }
+  const problem =
+    module.kind !== kind
+      ? `its kind export is ${JSON.stringify(module.kind)}, not "${kind}"`
+      : typeof module.name !== 'string' || !PLUGIN_NAME.test(module.name)
+        ? 'its name export is not lower-case words and dashes'
+        : typeof (module.configSchema as { safeParse?: unknown } | undefined)?.safeParse !== 'function'
+          ? 'its configSchema export is not a zod schema'
+          : typeof module.create !== 'function'
+            ? 'its create export is not a function'
+            : undefined;
+  if (problem) {
+    throw new UsageError(
+      `${at}: "${specifier}" is not a plugin of kind "${kind}": ${problem} (a plugin exports kind, name, configSchema and create; docs/writing-a-provider.md)`,
+    );
+  }
+  return module as unknown as PluginModule<K, unknown, unknown>;
 }

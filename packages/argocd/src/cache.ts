@@ -29,26 +29,25 @@ export interface CachedViewOptions {
   readonly now?: () => number;
 }
 
+/** Synced, and (with `maxSilenceMs`) heard from the API server within that time. */
+export function isFresh(
+  cache: ObjectCache<unknown>,
+  maxSilenceMs: number | undefined,
+  now: () => number = Date.now,
+): boolean {
+  if (!cache.hasSynced()) return false;
+  if (maxSilenceMs === undefined || !cache.health) return true;
+  const last = cache.health().lastActivityAt;
+  return last !== undefined && now() - last <= maxSilenceMs;
+}
+
 /** A PlacementView over two informer caches: synced only when both are synced (and not silent for too long). */
 export function createCachedPlacementView(options: CachedViewOptions): PlacementView {
   const now = options.now ?? Date.now;
-  const fresh = (cache: ObjectCache<unknown>): boolean => {
-    if (!cache.hasSynced()) return false;
-    if (options.maxSilenceMs === undefined || !cache.health) return true;
-    const last = cache.health().lastActivityAt;
-    return last !== undefined && now() - last <= options.maxSilenceMs;
-  };
-  // Informer caches hold objects as the API server sent them; a status written
-  // by someone else may not have the expected shape. Each object is validated
-  // once (informers replace objects on change, so identity is a good key).
-  const checked = new WeakMap<Placement, Placement | McoError>();
+  const fresh = (cache: ObjectCache<unknown>) => isFresh(cache, options.maxSilenceMs, now);
+  const check = createPlacementCheck();
   const validated = (raw: Placement): Placement => {
-    let result = checked.get(raw);
-    if (!result) {
-      const parsed = PlacementSchema.safeParse(raw);
-      result = parsed.success ? raw : invalid(raw, parsed.error.issues[0]);
-      checked.set(raw, result);
-    }
+    const result = check(raw);
     if (result instanceof McoError) throw result;
     return result;
   };
@@ -59,6 +58,25 @@ export function createCachedPlacementView(options: CachedViewOptions): Placement
       return raw && validated(raw);
     },
     clusterProfile: (namespace, name) => options.clusterProfiles.get(`${namespace}/${name}`),
+  };
+}
+
+/**
+ * Validates cached placements: informer caches hold objects as the API server
+ * sent them, and a status written by someone else may not have the expected
+ * shape. Each object is validated once (informers replace objects on change,
+ * so identity is a good key); an invalid one yields McoError(Invalid).
+ */
+export function createPlacementCheck(): (raw: Placement) => Placement | McoError {
+  const checked = new WeakMap<Placement, Placement | McoError>();
+  return (raw) => {
+    let result = checked.get(raw);
+    if (!result) {
+      const parsed = PlacementSchema.safeParse(raw);
+      result = parsed.success ? raw : invalid(raw, parsed.error.issues[0]);
+      checked.set(raw, result);
+    }
+    return result;
   };
 }
 

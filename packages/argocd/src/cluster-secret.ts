@@ -7,6 +7,12 @@ export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
 export const DEFAULT_MANAGER = 'mco-argocd-cluster-sync';
 export const CLUSTER_PROFILE_ANNOTATION = 'orchestra.multicluster.x-k8s.io/cluster-profile';
 export const CREDENTIAL_EXPIRES_ANNOTATION = 'orchestra.multicluster.x-k8s.io/credential-expires-at';
+/**
+ * When no placement listed the cluster of a vanished ClusterProfile any more:
+ * the Secret is kept for a grace period after it, so Argo CD can still use it
+ * to delete the workload (cascade delete of the Applications it generated).
+ */
+export const RELEASED_AT_ANNOTATION = 'orchestra.multicluster.x-k8s.io/released-at';
 
 /**
  * How mco reaches a member cluster. The shape of @mco/cluster-access's

@@ -27,6 +27,7 @@ export { createCachedPlacementView, type CacheEvent, type CachedViewOptions, typ
 export {
   CLUSTER_PROFILE_ANNOTATION,
   CREDENTIAL_EXPIRES_ANNOTATION,
+  RELEASED_AT_ANNOTATION,
   DEFAULT_MANAGER,
   MANAGED_BY_LABEL,
   SECRET_TYPE_LABEL,

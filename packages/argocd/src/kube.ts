@@ -105,6 +105,20 @@ export function createSecretClient(kubeConfig: KubeConfig, options: SecretClient
         requestOptions(kubeConfig, timeoutMs),
       );
     },
+    async setAnnotation(secret, key, value) {
+      const annotations = { ...secret.metadata?.annotations };
+      if (value === undefined) delete annotations[key];
+      else annotations[key] = value;
+      // An update with the read resourceVersion (RBAC `update`, as for replace): a concurrent change fails with 409.
+      await api.replaceNamespacedSecret(
+        {
+          namespace,
+          name: secret.metadata?.name ?? '',
+          body: { ...secret, metadata: { ...secret.metadata, annotations } } as V1Secret,
+        },
+        requestOptions(kubeConfig, timeoutMs),
+      );
+    },
     async delete(name, uid, resourceVersion) {
       try {
         await api.deleteNamespacedSecret(

@@ -1,8 +1,8 @@
 import type { ClusterProfile, Placement } from '@mco/core';
-import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { selectAccessProvider } from './access.js';
 import { placementsOf, type ApplicationSetLike } from './applicationsets.js';
-import type { ObjectCache } from './cache.js';
+import { createPlacementCheck, type ObjectCache } from './cache.js';
 import { placementParameters, type ProfileLookup } from './parameters.js';
 
 /** What the refresher needs from the API server (`createApplicationSetClient` implements it). */
@@ -49,6 +49,7 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
     clusterProfile: (namespace, name) => options.clusterProfiles.get(`${namespace}/${name}`),
     serverOf: (profile) => selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null,
   };
+  const checkPlacement = createPlacementCheck();
   /** The last answer seen per placement key, as JSON; absent until the caches synced. */
   const answers = new Map<string, string>();
   const dirty = new Set<string>();
@@ -66,14 +67,30 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
     if (!started || timer || running) return;
     timer = setTimeout(() => {
       timer = undefined;
-      running = flush().finally(() => {
-        running = undefined;
-        if (dirty.size > 0 || allDirty || pending.size > 0) schedule(pending.size > 0 ? retryMs : debounceMs);
-      });
+      // flush() handles API errors itself; anything else is a bug, logged and retried, never an unhandled rejection.
+      let failed = false;
+      running = flush()
+        .catch((error: unknown) => {
+          failed = true;
+          allDirty = true;
+          logger.error('refreshing ApplicationSets failed unexpectedly; retrying', {
+            error: toMcoError(error),
+            retryInMs: retryMs,
+          });
+        })
+        .finally(() => {
+          running = undefined;
+          const delay = failed || pending.size > 0 ? retryMs : debounceMs;
+          if (failed) retryMs = Math.min(retryMs * 2, 60_000);
+          if (dirty.size > 0 || allDirty || pending.size > 0) schedule(delay);
+        });
     }, delayMs);
   };
 
+  /** The plugin's answer for a cached placement; undefined for one it would refuse or cannot read. */
   const answerOf = (placement: Placement): string | undefined => {
+    // One odd object is skipped (the plugin refuses it too), never a crash.
+    if (checkPlacement(placement) instanceof McoError) return undefined;
     const result = placementParameters(placement, lookup);
     return result.ok ? JSON.stringify(result.value) : undefined;
   };

@@ -3,7 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
 import { CLUSTER_PROFILES, Informer, PLACEMENTS, createListWatch } from '@mco/kube-runtime';
 import { silentLogger, type Logger } from '@mco/runtime';
-import { createCachedPlacementView } from './cache.js';
+import { createCachedPlacementView, isFresh } from './cache.js';
 import { createApplicationSetClient, createSecretClient } from './kube.js';
 import { createApplicationSetRefresher, type Refresher } from './refresher.js';
 import { createSecretSyncer, type AccessResolver, type SecretSyncer } from './secret-syncer.js';
@@ -37,6 +37,7 @@ export interface ArgoCdDeliveryOptions {
     readonly forgetAccess?: (key: string) => void;
     readonly refreshBeforeMs?: number;
     readonly resyncMs?: number;
+    readonly releaseGraceMs?: number;
   };
   /** Informer tuning (tests shorten these). */
   readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
@@ -79,11 +80,8 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
     listWatch: createListWatch<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES),
     ...informerOptions,
   });
-  const view = createCachedPlacementView({
-    placements,
-    clusterProfiles,
-    maxSilenceMs: options.plugin?.maxSilenceMs ?? 10 * 60_000,
-  });
+  const maxSilenceMs = options.plugin?.maxSilenceMs ?? 10 * 60_000;
+  const view = createCachedPlacementView({ placements, clusterProfiles, maxSilenceMs });
 
   const refresher = options.refresh
     ? createApplicationSetRefresher({
@@ -112,8 +110,13 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         ...(sync.manager ? { manager: sync.manager } : {}),
         ...(sync.refreshBeforeMs !== undefined ? { refreshBeforeMs: sync.refreshBeforeMs } : {}),
         ...(sync.resyncMs !== undefined ? { resyncMs: sync.resyncMs } : {}),
+        ...(sync.releaseGraceMs !== undefined ? { releaseGraceMs: sync.releaseGraceMs } : {}),
+        // Unknown (never "not in use") while the placement cache is unsynced or silent:
+        // an empty or stale cache must not delete a Secret Argo CD still needs.
         isClusterInUse: (namespace, name) =>
-          placements.list().some((p) => clustersOf(p).some((c) => c.namespace === namespace && c.name === name)),
+          isFresh(placements, maxSilenceMs)
+            ? placements.list().some((p) => clustersOf(p).some((c) => c.namespace === namespace && c.name === name))
+            : undefined,
         logger,
       })
     : undefined;

@@ -4,6 +4,7 @@ import type { ObjectCache } from './cache.js';
 import {
   CLUSTER_PROFILE_ANNOTATION,
   DEFAULT_MANAGER,
+  RELEASED_AT_ANNOTATION,
   MANAGED_BY_LABEL,
   SECRET_TYPE_LABEL,
   buildClusterSecret,
@@ -35,6 +36,8 @@ export interface SecretClient {
   create(secret: ClusterSecret): Promise<void>;
   /** PUT with `metadata.resourceVersion`: a concurrent change makes it fail with 409. */
   replace(secret: ClusterSecret): Promise<void>;
+  /** Sets (or, with undefined, removes) one annotation, with the Secret's resourceVersion. */
+  setAnnotation(secret: ExistingSecret, key: string, value: string | undefined): Promise<void>;
   /** Deletes with uid and resourceVersion preconditions; resolves quietly if it is gone. */
   delete(name: string, uid: string | undefined, resourceVersion: string | undefined): Promise<void>;
 }
@@ -59,9 +62,18 @@ export interface SecretSyncerOptions {
   /**
    * True while a placement still lists the cluster: the Secret of a deleted
    * profile is kept until then, so Argo CD can still remove the workload
-   * from an evicted cluster.
+   * from an evicted cluster. Undefined when it cannot tell (the placement
+   * cache is not synced or has gone silent): the Secret is kept and the key
+   * retried, never deleted on a guess. Without it, no placement is consulted.
    */
-  readonly isClusterInUse?: (namespace: string, name: string) => boolean;
+  readonly isClusterInUse?: (namespace: string, name: string) => boolean | undefined;
+  /**
+   * How long the Secret of a vanished profile outlives the last placement that
+   * listed its cluster, recorded on it as RELEASED_AT_ANNOTATION (default 15 min):
+   * Argo CD deletes the Applications of a released cluster after the placement
+   * drops it, and its cascade delete needs the Secret.
+   */
+  readonly releaseGraceMs?: number;
   /** Rewrite a Secret this long before its credential expires (default 5 min, at most half the lifetime). */
   readonly refreshBeforeMs?: number;
   /** Full reconcile of every profile and owned Secret this often (default 10 min). */
@@ -96,6 +108,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
   const now = options.now ?? Date.now;
   const refreshBeforeMs = options.refreshBeforeMs ?? 5 * 60_000;
   const baseRetryMs = options.retryMs ?? 1000;
+  const releaseGraceMs = options.releaseGraceMs ?? 15 * 60_000;
   const queue = new Set<string>();
   const timers = new Map<string, NodeJS.Timeout>();
   const failures = new Map<string, number>();
@@ -168,14 +181,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     if (!profile || profile.metadata.deletionTimestamp) {
       options.forgetAccess?.(key);
       if (!existing) return;
-      if (options.isClusterInUse?.(namespace, name)) {
-        logger.info('ClusterProfile is gone but a placement still lists the cluster; keeping its Secret', {
-          cluster: key,
-        });
-        return;
-      }
-      await options.secrets.delete(secretName, existing.metadata?.uid, existing.metadata?.resourceVersion);
-      logger.info('deleted the cluster Secret of a removed ClusterProfile', { cluster: key, secret: secretName });
+      await releaseSecret(key, namespace, name, existing);
       return;
     }
     // Fail static: when access or the credential cannot be had, the existing
@@ -188,7 +194,8 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       const margin = Math.min(refreshBeforeMs, lifetime / 2);
       later(key, Math.max(1000, lifetime - margin));
     }
-    if (existing && isUpToDate(existing, desired)) return;
+    // A released Secret whose profile returned is in use again: the rewrite drops the release time.
+    if (existing && isUpToDate(existing, desired) && !existing.metadata?.annotations?.[RELEASED_AT_ANNOTATION]) return;
     if (existing) {
       desired.metadata.resourceVersion = existing.metadata?.resourceVersion ?? '';
       await options.secrets.replace(desired);
@@ -197,6 +204,47 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       await options.secrets.create(desired);
       logger.info('created cluster Secret', { cluster: key, secret: secretName });
     }
+  }
+
+  /** The Secret of a vanished profile: kept while in use or unknown, deleted a grace period after release. */
+  async function releaseSecret(key: string, namespace: string, name: string, existing: ExistingSecret): Promise<void> {
+    const secretName = existing.metadata?.name ?? '';
+    const inUse = options.isClusterInUse ? options.isClusterInUse(namespace, name) : false;
+    const releasedAt = existing.metadata?.annotations?.[RELEASED_AT_ANNOTATION];
+    if (inUse === undefined) {
+      logger.info('ClusterProfile is gone and the placements are not known yet; keeping its Secret', { cluster: key });
+      later(key, Math.max(baseRetryMs, 5000));
+      return;
+    }
+    if (inUse) {
+      logger.info('ClusterProfile is gone but a placement still lists the cluster; keeping its Secret', {
+        cluster: key,
+      });
+      // Listed again after a release: the next release starts a new grace period.
+      if (releasedAt !== undefined) await options.secrets.setAnnotation(existing, RELEASED_AT_ANNOTATION, undefined);
+      return;
+    }
+    const since = releasedAt === undefined ? NaN : Date.parse(releasedAt);
+    if (Number.isNaN(since)) {
+      await options.secrets.setAnnotation(existing, RELEASED_AT_ANNOTATION, new Date(now()).toISOString());
+      logger.info(
+        'no placement lists the cluster of a removed ClusterProfile; keeping its Secret for the grace period',
+        {
+          cluster: key,
+          secret: secretName,
+          releaseGraceMs,
+        },
+      );
+      later(key, releaseGraceMs);
+      return;
+    }
+    const left = since + releaseGraceMs - now();
+    if (left > 0) {
+      later(key, left);
+      return;
+    }
+    await options.secrets.delete(secretName, existing.metadata?.uid, existing.metadata?.resourceVersion);
+    logger.info('deleted the cluster Secret of a removed ClusterProfile', { cluster: key, secret: secretName });
   }
 
   function isOwned(secret: ExistingSecret): boolean {

@@ -275,6 +275,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         resolveAccess: (p) => access.accessFor(p),
         forgetAccess: (key) => access.forget(key),
         refreshBeforeMs: 3_000,
+        releaseGraceMs: 3_000,
       },
     };
     delivery = await startArgoCdDelivery(deliveryOptions);
@@ -482,6 +483,87 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       () => secretOf('fleet.west').then((s) => s ?? null),
       (s) => s === null,
     );
+  });
+
+  it('after a restart with the placements list failing, keeps the Secret of a deleted profile a placement lists, and releases it only once the placements are known', async () => {
+    const east = (await custom.getNamespacedCustomObject({
+      ...CLUSTER_PROFILES,
+      namespace: 'fleet',
+      name: 'east',
+    })) as { status: unknown };
+    await plane.hub.apply([
+      {
+        apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+        kind: 'ClusterProfile',
+        metadata: { name: 'south', namespace: 'fleet' },
+        spec: { displayName: 'south', clusterManager: { name: 'test' } },
+      } as KubernetesObject,
+    ]);
+    await setStatus(CLUSTER_PROFILES, 'fleet', 'south', east.status);
+    await eventually(
+      'south Secret',
+      () => secretOf('fleet.south').then((s) => s ?? null),
+      (s) => s !== null,
+    );
+    await setPlacement({ clusters: [active('east'), { ...active('south'), state: 'EVICTING' }] });
+    await eventually('south listed', answer, answered(['fleet.east', 'fleet.south']));
+
+    await delivery!.stop();
+    plugin.close();
+    await custom.deleteNamespacedCustomObject({ ...CLUSTER_PROFILES, namespace: 'fleet', name: 'south' });
+    // The plugin's ServiceAccount may no longer list placements: after the restart
+    // the ClusterProfile cache syncs (south is gone) but the placement cache cannot.
+    const role = chart.find((o) => o.kind === 'ClusterRole')! as KubernetesObject & {
+      rules: { resources: string[] }[];
+    };
+    const withoutPlacements: KubernetesObject = {
+      ...role,
+      rules: role.rules.filter((r) => !r.resources.includes('multikubernetesclusterplacements')),
+    } as KubernetesObject;
+    await plane.hub.apply([withoutPlacements]);
+    const lines: string[] = [];
+    delivery = await startArgoCdDelivery({
+      ...deliveryOptions,
+      logger: createLogger({ level: 'debug', write: (line) => lines.push(line) }),
+    });
+    plugin = new GoClient(delivery.pluginAddress!.port);
+    await eventually(
+      'the syncer declining to guess whether south is in use',
+      async () => lines.filter((l) => l.includes('"cluster":"fleet/south"')).join(''),
+      (l) => l.includes('the placements are not known yet; keeping its Secret'),
+    );
+    const whileUnknown = await secretOf('fleet.south');
+
+    await plane.hub.apply([role]);
+    await eventually(
+      'placements known',
+      async () => delivery!.ready(),
+      (ready) => ready,
+      45_000,
+    );
+    await eventually(
+      'the syncer seeing south in use',
+      async () => lines.filter((l) => l.includes('"cluster":"fleet/south"')).join(''),
+      (l) => l.includes('a placement still lists the cluster; keeping its Secret'),
+    );
+    const whileListed = await secretOf('fleet.south');
+
+    await setPlacement({ clusters: [active('east')] });
+    const released = await eventually(
+      'south released',
+      () => secretOf('fleet.south').then((s) => s ?? null),
+      (s) => s === null || s.metadata?.annotations?.['orchestra.multicluster.x-k8s.io/released-at'] !== undefined,
+    );
+    await eventually(
+      'south Secret removed after the grace period',
+      () => secretOf('fleet.south').then((s) => s ?? null),
+      (s) => s === null,
+    );
+    expect({
+      whileUnknown: whileUnknown?.metadata?.annotations?.['orchestra.multicluster.x-k8s.io/released-at'] ?? 'kept',
+      whileListed: whileListed?.metadata?.annotations?.['orchestra.multicluster.x-k8s.io/released-at'] ?? 'kept',
+      releasedFirst: released?.metadata?.annotations?.['orchestra.multicluster.x-k8s.io/released-at'] !== undefined,
+    }).toEqual({ whileUnknown: 'kept', whileListed: 'kept', releasedFirst: true });
   });
 
   it('removes the Secret of a profile deleted while mco was down, after a restart', async () => {

@@ -1,11 +1,13 @@
 import type { ClusterProfile, Placement, PlacementStatus } from '@mco/core';
 import { aClusterProfile, aPlacement } from '@mco/core/testing';
 import { describe, expect, it } from 'vitest';
+import { createLogger } from '@mco/runtime';
 import {
   buildClusterSecret,
   createApplicationSetRefresher,
   createCachedPlacementView,
   createSecretSyncer,
+  RELEASED_AT_ANNOTATION,
   type ApplicationSetLike,
   type ClusterAccessLike,
   type ClusterSecret,
@@ -105,6 +107,12 @@ describe('the ApplicationSet refresher', () => {
       [],
     ],
     [
+      'a placement whose status someone else wrote in an odd shape is skipped, never a crash',
+      (s) =>
+        s.placements.set({ ...aPlacement('apps/web'), status: { clusters: 'not a list' } } as unknown as Placement),
+      [],
+    ],
+    [
       'an answer the plugin would refuse (ACTIVE cluster without profile) refreshes nothing',
       (s) => s.placements.set(aPlacement('apps/web', {}, listed('a', 'unknown'))),
       [],
@@ -145,6 +153,51 @@ describe('the ApplicationSet refresher', () => {
     while (refreshed.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
     refresher.stop();
     expect({ refreshed, failuresLeft: failures }).toEqual({ refreshed: ['argocd/web-set'], failuresLeft: -1 });
+  });
+});
+
+describe('the ApplicationSet refresher on an unexpected error', () => {
+  it('logs it and retries: no unhandled rejection, and the next change is still refreshed', async () => {
+    const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
+    const profiles = new FakeCache<ClusterProfile>([aClusterProfile('fleet/a'), aClusterProfile('fleet/b')]);
+    let bugs = 1;
+    const get = placements.get.bind(placements);
+    placements.get = (key: string) => {
+      if (bugs > 0 && key === 'apps/web' && get(key)?.status?.clusters?.length === 2) {
+        bugs--;
+        throw new TypeError("Cannot read properties of undefined (reading 'x')");
+      }
+      return get(key);
+    };
+    const lines: string[] = [];
+    const refreshed: string[] = [];
+    const refresher = createApplicationSetRefresher({
+      placements,
+      clusterProfiles: profiles,
+      applicationSets: {
+        list: async () => [appSet('web-set', 'web')],
+        refresh: async (namespace, name) => void refreshed.push(`${namespace}/${name}`),
+      },
+      debounceMs: 5,
+      retryMs: 5,
+      logger: createLogger({ level: 'error', write: (line) => lines.push(line) }),
+    });
+    refresher.start();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await refresher.idle();
+    placements.set(aPlacement('apps/web', {}, listed('a', 'b')));
+    const deadline = Date.now() + 2000;
+    while (refreshed.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 10));
+    refresher.stop();
+    expect({
+      refreshed,
+      bugsLeft: bugs,
+      logged: lines.map((l) => (JSON.parse(l) as { msg: string }).msg),
+    }).toEqual({
+      refreshed: ['argocd/web-set'],
+      bugsLeft: 0,
+      logged: ['refreshing ApplicationSets failed unexpectedly; retrying'],
+    });
   });
 });
 
@@ -209,6 +262,14 @@ describe('the cluster Secret syncer', () => {
         ...secret,
         metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
       });
+    }
+    async setAnnotation(secret: ExistingSecret, key: string, value: string | undefined) {
+      const name = secret.metadata!.name!;
+      this.writes.push(`annotate ${name} ${key}=${value ?? '-'}`);
+      const annotations = { ...secret.metadata?.annotations };
+      if (value === undefined) delete annotations[key];
+      else annotations[key] = value;
+      this.store.set(name, { ...secret, metadata: { ...secret.metadata, annotations } });
     }
     async delete(name: string) {
       this.writes.push(`delete ${name}`);
@@ -304,5 +365,100 @@ describe('the cluster Secret syncer', () => {
     await syncer.idle();
     syncer.stop();
     expect({ before, after: secrets.writes }).toEqual({ before: [], after: [] });
+  });
+
+  describe('the Secret of a vanished ClusterProfile', () => {
+    const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
+    const GRACE = 15 * 60_000;
+    const T0 = Date.parse(T);
+    const released = (ms: number) => `annotate fleet.a ${RELEASED_AT_ANNOTATION}=${new Date(T0 + ms).toISOString()}`;
+    async function setUp(inUse: () => boolean | undefined) {
+      const secrets = new FakeSecrets();
+      await secrets.create(
+        buildClusterSecret(
+          profile,
+          access(async () => ({})),
+          { token: 't' },
+          { namespace: 'argocd' },
+        ),
+      );
+      secrets.writes.length = 0;
+      const clock = { now: T0 };
+      const profiles = new FakeCache<ClusterProfile>(); // the profile is gone
+      const syncer = createSecretSyncer({
+        clusterProfiles: profiles,
+        secrets,
+        namespace: 'argocd',
+        resolveAccess: async () => access(async () => ({ token: 't' })),
+        isClusterInUse: inUse,
+        now: () => clock.now,
+      });
+      await syncer.start();
+      await syncer.idle();
+      /** Re-evaluates the profile's key at `ms` after T0, as the syncer's own timer would. */
+      const at = async (ms: number) => {
+        clock.now = T0 + ms;
+        syncer.enqueue('fleet/a');
+        await syncer.idle();
+      };
+      return { secrets, syncer, profiles, at };
+    }
+
+    it('is never deleted while the placements are not known (cache unsynced or failing), however long that lasts', async () => {
+      let inUse: boolean | undefined = undefined;
+      const { secrets, syncer, at } = await setUp(() => inUse);
+      await at(GRACE * 10);
+      const whileUnknown = [...secrets.writes];
+      inUse = false;
+      await at(GRACE * 10 + 1000);
+      syncer.stop();
+      expect({ whileUnknown, afterSync: secrets.writes, kept: secrets.store.has('fleet.a') }).toEqual({
+        whileUnknown: [],
+        afterSync: [released(GRACE * 10 + 1000)],
+        kept: true,
+      });
+    });
+
+    it('outlives the last placement that listed its cluster by the grace period recorded on it, then goes', async () => {
+      const { secrets, syncer, at } = await setUp(() => false);
+      const first = [...secrets.writes];
+      await at(GRACE - 1000);
+      const withinGrace = secrets.writes.slice(first.length);
+      await at(GRACE);
+      syncer.stop();
+      expect({ first, withinGrace, all: secrets.writes, kept: secrets.store.has('fleet.a') }).toEqual({
+        first: [released(0)],
+        withinGrace: [],
+        all: [released(0), 'delete fleet.a'],
+        kept: false,
+      });
+    });
+
+    it('loses its release time when a placement lists the cluster again, so a later release starts a new grace', async () => {
+      let inUse = false;
+      const { secrets, syncer, at } = await setUp(() => inUse);
+      inUse = true;
+      await at(60_000);
+      inUse = false;
+      await at(GRACE + 1000);
+      await at(GRACE + 2000);
+      syncer.stop();
+      expect(secrets.writes).toEqual([
+        released(0),
+        `annotate fleet.a ${RELEASED_AT_ANNOTATION}=-`,
+        released(GRACE + 1000),
+      ]);
+    });
+
+    it('is rewritten without the release time when the ClusterProfile returns', async () => {
+      const { secrets, syncer, profiles } = await setUp(() => false);
+      profiles.set(profile);
+      await syncer.idle();
+      syncer.stop();
+      expect({
+        writes: secrets.writes,
+        annotation: secrets.store.get('fleet.a')!.metadata!.annotations![RELEASED_AT_ANNOTATION],
+      }).toEqual({ writes: [released(0), 'replace fleet.a'], annotation: undefined });
+    });
   });
 });

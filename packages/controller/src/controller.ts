@@ -15,6 +15,7 @@ import {
   type ListWatch,
 } from '@mco/kube-runtime';
 import { EventRecorder } from './events.js';
+import { InventoryLossGuard, type InventoryLossGuardOptions } from './inventory-guard.js';
 import { createHubClient, type HubClient } from './kube.js';
 import { createMetrics, type ControllerMetrics } from './metrics.js';
 import { affectsDecisions, DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
@@ -45,6 +46,8 @@ export interface ControllerOptions {
   readonly defaultSignalSource?: string | undefined;
   readonly signalPollIntervalMs?: number;
   readonly signalTimeoutMs?: number;
+  /** The inventory-loss guard (semantics.md section 10.5; defaults 30%, at least 3, within 5 min). */
+  readonly inventoryLoss?: InventoryLossGuardOptions;
   /** Informers relist when no event or bookmark arrived for this long. */
   readonly watchIdleTimeoutMs?: number;
   /** Server-side watch timeout (randomised up to twice this). */
@@ -129,12 +132,14 @@ export function createController(options: ControllerOptions): Controller {
   let leading = false;
   const isLeader = () => (elector ? elector.isLeader() : leading);
 
+  const inventoryLossGuard = new InventoryLossGuard(options.inventoryLoss);
   const metrics = createMetrics(
     {
       queueDepth: () => queue.length,
       queueDelayed: () => queue.delayedCount,
       isLeader,
       informers: () => informers.map((i) => i.health()),
+      inventoryLossGuardEngaged: () => inventoryLossGuard.engaged,
     },
     { ...(options.registry ? { registry: options.registry } : {}), defaultMetrics: options.defaultMetrics ?? false },
   );
@@ -152,6 +157,7 @@ export function createController(options: ControllerOptions): Controller {
     defaultSignalSource: options.defaultSignalSource,
     signalPollIntervalMs: options.signalPollIntervalMs,
     signalTimeoutMs: options.signalTimeoutMs,
+    inventoryLossGuard,
     events,
     metrics,
     logger,

@@ -18,6 +18,11 @@ export {
   type ReconcilerOptions,
 } from './reconciler.js';
 export { EventRecorder, type EventType } from './events.js';
+export {
+  INVENTORY_LOSS_CONFIRMED_ANNOTATION,
+  InventoryLossGuard,
+  type InventoryLossGuardOptions,
+} from './inventory-guard.js';
 export { createMetrics, type ControllerMetrics } from './metrics.js';
 export { startHealthServer, type HealthServer, type HealthServerOptions } from './server.js';
 export { createHubClient, type HubClient } from './kube.js';

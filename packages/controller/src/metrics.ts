@@ -18,6 +18,8 @@ export interface MetricsSources {
   queueDelayed(): number;
   isLeader(): boolean;
   informers(): readonly InformerHealth[];
+  /** Whether the inventory-loss guard holds removals caused by missing ClusterProfiles. */
+  inventoryLossGuardEngaged(): boolean;
 }
 
 /**
@@ -53,6 +55,14 @@ export function createMetrics(
     registers,
     collect() {
       this.set(sources.isLeader() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'mco_controller_inventory_loss_guard_engaged',
+    help: '1 while a sudden loss of ClusterProfiles holds removals caused by missing profiles (InventoryShrunk).',
+    registers,
+    collect() {
+      this.set(sources.inventoryLossGuardEngaged() ? 1 : 0);
     },
   });
   const informerGauge = (name: string, help: string, value: (h: InformerHealth) => number | undefined) =>

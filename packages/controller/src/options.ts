@@ -120,6 +120,18 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: 'longest wait for one observe() of a signal source',
   },
   {
+    flag: 'inventory-loss-threshold',
+    env: 'MCO_INVENTORY_LOSS_THRESHOLD',
+    default: '30',
+    help: 'percent of the ClusterProfiles (and at least 3) whose sudden loss holds removals caused by missing profiles until the count recovers or `mco clusters confirm-removal`',
+  },
+  {
+    flag: 'inventory-loss-window',
+    env: 'MCO_INVENTORY_LOSS_WINDOW',
+    default: '5m',
+    help: 'a loss of ClusterProfiles within this long counts as sudden',
+  },
+  {
     flag: 'watch-idle-timeout',
     env: 'MCO_WATCH_IDLE_TIMEOUT',
     default: '3m',
@@ -169,6 +181,8 @@ const RawSchema = z.object({
   'signal-sources': z.string().min(1).optional(),
   'signal-poll-interval': duration(1000, 86_400_000),
   'signal-timeout': duration(100, 600_000),
+  'inventory-loss-threshold': int(1, 100),
+  'inventory-loss-window': duration(1000, 86_400_000),
   'watch-idle-timeout': duration(1000, 86_400_000),
   'request-timeout': duration(100, 600_000),
   events: bool,
@@ -194,6 +208,8 @@ export interface ControllerConfig {
   readonly signalSourcesFile: string | undefined;
   readonly signalPollIntervalMs: number;
   readonly signalTimeoutMs: number;
+  /** The inventory-loss guard (semantics.md section 10.5). */
+  readonly inventoryLoss: { readonly threshold: number; readonly windowMs: number };
   readonly watchIdleTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly events: boolean;
@@ -254,6 +270,7 @@ export function parseControllerConfig(
       signalSourcesFile: v['signal-sources'],
       signalPollIntervalMs: v['signal-poll-interval'],
       signalTimeoutMs: v['signal-timeout'],
+      inventoryLoss: { threshold: v['inventory-loss-threshold'] / 100, windowMs: v['inventory-loss-window'] },
       watchIdleTimeoutMs: v['watch-idle-timeout'],
       requestTimeoutMs: v['request-timeout'],
       events: v.events,

@@ -40,6 +40,7 @@ import {
 import type { EventRecorder, EventType } from './events.js';
 import type { HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
+import { confirmedAt, type InventoryLossGuard } from './inventory-guard.js';
 
 /** Marks the PlacementDecisions this controller owns (the informer selects on it). */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -62,6 +63,8 @@ export interface ReconcilerOptions {
   /** The source for autoscaling placements that name none. */
   readonly defaultSignalSource?: string | undefined;
   readonly signalTimeoutMs?: number;
+  /** Holds removals caused by missing ClusterProfiles after a sudden loss of many (semantics.md section 10.5). */
+  readonly inventoryLossGuard?: InventoryLossGuard;
   /** Autoscaling placements are re-evaluated at least this often, to read fresh signals. */
   readonly signalPollIntervalMs?: number;
   /** A placement's repeated "could not observe" warning is logged at most this often, with a count (default 10 min). */
@@ -120,7 +123,10 @@ export class Reconciler {
     this.now = options.now ?? (() => new Date());
     this.sources = options.signalSources ?? new Map();
     this.signalWarnings = new RepeatLimiter(options.repeatedWarningIntervalMs ?? 600_000, () => this.now().getTime());
-    options.clusterProfiles.addHandler(() => (this.inventory = undefined));
+    options.clusterProfiles.addHandler(() => {
+      this.inventory = undefined;
+      this.watchInventoryLoss();
+    });
     options.placements.addHandler((_event, object) => {
       const key = objectKey(object);
       this.placementOverlay.observe(key, options.placements.get(key));
@@ -158,9 +164,42 @@ export class Reconciler {
     return name ? `${decision.metadata?.namespace}/${name}` : undefined;
   }
 
+  /** Feeds the ClusterProfile count (once the cache is whole) to the inventory-loss guard and reports changes. */
+  private watchInventoryLoss(): void {
+    const guard = this.options.inventoryLossGuard;
+    if (!guard || !this.options.clusterProfiles.hasSynced()) return;
+    const count = this.options.clusterProfiles.size;
+    const change = guard.observe(count, this.now().getTime());
+    if (change === 'engaged')
+      this.logger.warn(
+        'ClusterProfiles vanished suddenly; removals of their clusters are held until the count recovers or the removal is confirmed (mco clusters confirm-removal)',
+        { before: guard.baseline, now: count },
+      );
+    else if (change === 'released')
+      this.logger.info('the ClusterProfile count recovered; held removals resume', { now: count });
+  }
+
+  /** Whether the inventory-loss guard holds removals, after taking the placement's confirmation into account. */
+  private holdsProfileLossRemovals(placement: KubeObject, now: Date): boolean {
+    const guard = this.options.inventoryLossGuard;
+    if (!guard?.engaged) return false;
+    const annotations = placement.metadata?.annotations as Record<string, string> | undefined;
+    const count = this.options.clusterProfiles.size;
+    if (!guard.confirm(confirmedAt(annotations), count, now.getTime())) return true;
+    this.logger.info('the loss of ClusterProfiles was confirmed; held removals resume', {
+      placement: objectKey(placement),
+      profiles: count,
+    });
+    return false;
+  }
+
   /** The fleet snapshot, built once per ClusterProfile change and shared by every placement. */
   currentInventory(): Inventory {
-    this.inventory ??= createInventory(this.options.clusterProfiles.list() as unknown as ClusterProfile[]);
+    if (!this.inventory) {
+      this.inventory = createInventory(this.options.clusterProfiles.list() as unknown as ClusterProfile[]);
+      // The first reconcile records the count the initial listing brought (its events came before the sync).
+      this.watchInventoryLoss();
+    }
     return this.inventory;
   }
 
@@ -237,6 +276,7 @@ export class Reconciler {
       placement: { metadata, spec: placement.spec, status: previous },
       clusterProfiles: inventory,
       signals,
+      holdProfileLossRemovals: this.holdsProfileLossRemovals(placement, now),
     });
     const status = missingSource
       ? withoutSignalSource(decision.status, previous, missingSource, now)
@@ -267,24 +307,41 @@ export class Reconciler {
       const cluster = inventory.byKey.get(clusterKey(c.namespace, c.name));
       if (cluster) clusters.push({ key: cluster.key, profile: cluster.profile });
     }
-    const timeout = AbortSignal.timeout(this.options.signalTimeoutMs ?? 10_000);
+    const timeoutMs = this.options.signalTimeoutMs ?? 10_000;
+    const timeout = AbortSignal.timeout(timeoutMs);
     const signal = abort ? AbortSignal.any([abort, timeout]) : timeout;
     let observation: Awaited<ReturnType<CapacitySignalSource['observe']>>;
     try {
-      observation = await source.observe(
-        {
-          placement: {
-            namespace: String(placement.metadata?.namespace),
-            name: String(placement.metadata?.name),
-            spec,
+      observation = await answerByDeadline(
+        source.observe(
+          {
+            placement: {
+              namespace: String(placement.metadata?.namespace),
+              name: String(placement.metadata?.name),
+              spec,
+            },
+            clusters,
           },
-          clusters,
-        },
-        signal,
+          signal,
+        ),
+        timeout,
+        DEADLINE_GRACE_MS,
       );
     } catch (error) {
-      this.options.metrics?.signalErrors.inc({ source: name });
-      throw toMcoError(error, `signal source "${name}"`);
+      if (!timeout.aborted || abort?.aborted) {
+        this.options.metrics?.signalErrors.inc({ source: name });
+        throw toMcoError(error, `signal source "${name}"`);
+      }
+      // A source that rejects or hangs at the deadline (instead of answering with what it has,
+      // as the contract asks) costs its signals, never the placement's evaluation.
+      observation = {
+        signals: [],
+        errors: clusters.map((c) => ({
+          cluster: c.key,
+          code: 'Timeout' as const,
+          message: `signal source "${name}" gave no answer within the signal timeout (${timeoutMs / 1000} s); signal left missing`,
+        })),
+      };
     }
     const errors = sortSignalErrors(observation.errors);
     const placementKey = `${placement.metadata?.namespace}/${placement.metadata?.name}`;
@@ -365,7 +422,7 @@ export class Reconciler {
       if (after.status === 'True' && !before) continue; // the normal start needs no event
       this.options.events?.record(
         placement,
-        after.status === 'False' ? 'Warning' : 'Normal',
+        after.status === 'False' || after.reason === 'InventoryShrunk' ? 'Warning' : 'Normal',
         after.reason ?? type,
         `${type}=${after.status}: ${after.message ?? ''}`,
       );
@@ -583,3 +640,23 @@ function withSignalCondition(
 }
 
 export { McoError };
+
+/** How long past the signal deadline a source may take to hand back what it has. */
+const DEADLINE_GRACE_MS = 1000;
+
+/** `answer`, or a rejection when it has not settled `graceMs` after `deadline` fired. */
+function answerByDeadline<T>(answer: Promise<T>, deadline: AbortSignal, graceMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let arm: (() => void) | undefined;
+  const late = new Promise<never>((_resolve, reject) => {
+    arm = () => {
+      timer = setTimeout(() => reject(new Error('no answer after the deadline')), graceMs);
+    };
+    if (deadline.aborted) arm();
+    else deadline.addEventListener('abort', arm, { once: true });
+  });
+  return Promise.race([answer, late]).finally(() => {
+    if (arm) deadline.removeEventListener('abort', arm);
+    clearTimeout(timer);
+  });
+}

@@ -252,7 +252,11 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     await env.fleet.namespace('fleet-inv');
     const controller = start(testController(env.hub.controllerKubeConfig()));
     await env.fleet.createProfile('fleet-inv', 'x', { tier: 'gold' });
-    await env.fleet.createPlacement('inv', 'api', rde('tier', ['gold']));
+    // A deleted profile's cluster is EVICTING for profileLossGraceSeconds before it goes (semantics.md 10.5).
+    await env.fleet.createPlacement('inv', 'api', {
+      ...rde('tier', ['gold']),
+      scaling: { behavior: { profileLossGraceSeconds: 1 } },
+    });
     const expectDecided = async (what: string, states: string[], decisions: string[]) => {
       await waitFor(what, async () => JSON.stringify(await env.fleet.states('inv', 'api')) === JSON.stringify(states));
       await waitFor(

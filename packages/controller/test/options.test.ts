@@ -35,6 +35,7 @@ describe('parseControllerConfig', () => {
       signalSourcesFile: undefined,
       signalPollIntervalMs: 30_000,
       signalTimeoutMs: 10_000,
+      inventoryLoss: { threshold: 0.3, windowMs: 300_000 },
       watchIdleTimeoutMs: 180_000,
       requestTimeoutMs: 30_000,
       events: true,

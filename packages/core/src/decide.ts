@@ -38,6 +38,12 @@ export interface DecideInput {
   /** The fleet: ClusterProfiles, or an Inventory built once with `createInventory` and shared across placements. */
   readonly clusterProfiles: readonly ClusterProfile[] | Inventory;
   readonly signals?: readonly Signal[];
+  /**
+   * Set by the controller's inventory-loss guard (semantics.md section 10.5):
+   * the fleet shrank suddenly, so no cluster is removed because its ClusterProfile
+   * is missing; such clusters stay listed and `Satisfied` is Unknown.
+   */
+  readonly holdProfileLossRemovals?: boolean;
 }
 
 /** A listed cluster while the evaluation works on it. */
@@ -112,11 +118,12 @@ export function evaluatePlacement(
   const listedKeys = new Set((previous.clusters ?? []).map((c) => clusterKey(c.namespace, c.name)));
   const selected = selectClusters(selection, inventory, listedKeys, nowMs);
   const autoscale = spec.scaling?.autoscaleForCapacity;
-  const behavior = resolveBehavior(autoscale?.behavior);
+  const behavior = resolveBehavior(autoscale?.behavior, spec.scaling?.behavior);
   const signals = indexSignals(input.signals ?? []);
   const assess = (key: string) => assessSignal(signals.get(key), nowMs, behavior.signalStaleAfterSeconds);
 
   const run = new Evaluation(nowMs, now, previous, selected, inventory, behavior, assess, notes);
+  run.holdProfileLossRemovals = input.holdProfileLossRemovals === true;
   if (autoscale) run.autoscale(autoscale);
   else run.placeEveryEligible();
 
@@ -138,7 +145,7 @@ export function evaluatePlacement(
     },
     now,
   );
-  conditions = setCondition(conditions, { ...run.satisfied, observedGeneration: generation }, now);
+  conditions = setCondition(conditions, { ...run.satisfiedOrHeld(), observedGeneration: generation }, now);
   status.conditions = conditions;
   if (status.clusters!.length === 0 && previous.clusters === undefined) delete status.clusters;
   return {
@@ -239,6 +246,9 @@ class Evaluation {
   lastAdditionTime: string | undefined;
   lastClusterRemovalTime: string | undefined;
   satisfied: Omit<Condition, 'lastTransitionTime'> = { type: CONDITION_SATISFIED, status: 'True' };
+  holdProfileLossRemovals = false;
+  /** Listed clusters kept only because the inventory-loss guard holds removals. */
+  private readonly held: string[] = [];
 
   constructor(
     private readonly nowMs: number,
@@ -324,6 +334,22 @@ class Evaluation {
     return this.entries.filter((e) => !e.removed);
   }
 
+  /** Absent from the inventory, and not because it is being deleted. */
+  private isProfileMissing(key: string): boolean {
+    return !this.inventory.byKey.has(key) && !this.inventory.deleting.has(key);
+  }
+
+  /** `satisfied`, or Unknown while the inventory-loss guard keeps clusters this evaluation would remove. */
+  satisfiedOrHeld(): Omit<Condition, 'lastTransitionTime'> {
+    if (this.held.length === 0) return this.satisfied;
+    return {
+      type: CONDITION_SATISFIED,
+      status: 'Unknown',
+      reason: 'InventoryShrunk',
+      message: `the fleet's ClusterProfile count dropped suddenly; ${this.held.length} cluster(s) whose ClusterProfile is missing stay listed until it recovers or the removal is confirmed: ${this.held.join(', ')}`,
+    };
+  }
+
   /** Why a cluster is unhealthy, or undefined (unknown is not unhealthy). */
   private unhealthyBecause(key: string, signal: SignalAssessment): string | undefined {
     if (this.inventory.byKey.get(key)?.controlPlaneHealthy === false) return 'ControlPlaneUnhealthy';
@@ -362,17 +388,42 @@ class Evaluation {
       const eligible = this.selected.isStillEligible(entry.key);
       const unhealthy = this.unhealthyBecause(entry.key, entry.signal);
       const replicas = entry.signal.currentReplicas;
+      // A missing profile may be a transient (a provider, a file, the CRD), not an
+      // intent: it evicts, but is never removed in the same evaluation (section 10.5).
+      const profileMissing = this.isProfileMissing(entry.key);
       if (!eligible && (entry.state === 'ACTIVE' || entry.state === 'SCALING_IN')) {
         const why = `no longer eligible: ${this.selected.ineligibleBecause(entry.key)}`;
-        const reason = this.selected.taintsOf(entry.key).noSelect ? 'Tainted' : 'NoLongerEligible';
+        const reason = profileMissing
+          ? 'ClusterProfileMissing'
+          : this.selected.taintsOf(entry.key).noSelect
+            ? 'Tainted'
+            : 'NoLongerEligible';
         this.move(entry, entry.state === 'ACTIVE' ? 'E1' : 'E3', 'EVICTING', reason, why);
-        if (removeIneligibleAtOnce)
+        if (profileMissing) {
+          if (this.holdProfileLossRemovals) this.held.push(entry.key);
+          else if (removeIneligibleAtOnce) this.timer(this.nowMs, b.profileLossGraceSeconds);
+        } else if (removeIneligibleAtOnce) {
           this.move(entry, 'R3', null, 'Removed', 'nothing to drain without autoscaleForCapacity');
+        }
         continue;
       }
       if (entry.state === 'EVICTING') {
         if (eligible) {
           this.move(entry, 'E2', 'ACTIVE', 'EligibleAgain', 'eligible again');
+        } else if (profileMissing && this.holdProfileLossRemovals) {
+          this.held.push(entry.key);
+        } else if (removeIneligibleAtOnce && profileMissing) {
+          if (this.elapsedSeconds(entry.lastTransitionTime) >= b.profileLossGraceSeconds) {
+            this.move(
+              entry,
+              'R3',
+              null,
+              'Removed',
+              `ClusterProfile missing for profileLossGraceSeconds (${b.profileLossGraceSeconds}s)`,
+            );
+          } else {
+            this.timer(parseTime(entry.lastTransitionTime), b.profileLossGraceSeconds);
+          }
         } else if (removeIneligibleAtOnce) {
           this.move(entry, 'R3', null, 'Removed', 'nothing to drain without autoscaleForCapacity');
         } else if (replicas !== undefined && replicas <= 1) {

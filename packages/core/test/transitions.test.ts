@@ -306,7 +306,7 @@ const rows: Row[] = [
     },
     states: ['fleet/b ACTIVE', 'fleet/a EVICTING'],
     moves: ['E1 fleet/a ACTIVE->EVICTING'],
-    reasons: [/no longer eligible: its ClusterProfile was deleted/],
+    reasons: [/no longer eligible: its ClusterProfile is missing/],
     requeue: 170,
   },
   {

@@ -48,6 +48,8 @@ export const gkeFleetConfigSchema = z.strictObject({
   filter: z.string().max(1024).optional(),
   pageSize: z.number().int().min(1).max(1000).optional(),
   copyLabels: z.boolean().default(true),
+  /** Let one sync prune more than half of the owned profiles (a real decommission; set it back afterwards). */
+  allowMassPrune: z.boolean().default(false),
   pollSeconds: z.number().positive().default(60),
   requestTimeoutSeconds: z.number().positive().default(30),
   backoff: z
@@ -131,6 +133,7 @@ export function createFleetSync(
         desired: plan.desired,
         retain: plan.retain,
         prune: true,
+        allowMassPrune: config.allowMassPrune,
         namespaces: [config.namespace],
         now: deps.now,
         logger,

@@ -161,7 +161,16 @@ describeWithControlPlane(
     it('deletes a profile only once its membership is absent from a complete listing, never a foreign one', async () => {
       hub.memberships = [aMembership('east', 'us-east1')];
       const foreignBefore = (await resourceVersions(cp.hub))['fleet/by-hand'];
-      expect(await syncOnce()).toEqual({ ok: true });
+      // Two of three go: more than half, so the mass-prune guard refuses until it is allowed.
+      const refused = await syncOnce();
+      const unchanged = Object.keys(await resourceVersions(cp.hub));
+      expect({ refused: refused.ok, unchanged }).toEqual({
+        refused: false,
+        unchanged: ['fleet/by-hand', 'fleet/east-us-east1', 'fleet/west-us-west4', 'fleet/world-global'],
+      });
+      expect(await createFleetSync(config({ allowMassPrune: true }), deps())(new AbortController().signal)).toEqual({
+        ok: true,
+      });
       const after = await resourceVersions(cp.hub);
       expect({ names: Object.keys(after), foreignUntouched: after['fleet/by-hand'] === foreignBefore }).toEqual({
         names: ['fleet/by-hand', 'fleet/east-us-east1'],
@@ -173,7 +182,8 @@ describeWithControlPlane(
       hub.memberships = [aMembership('east', 'us-east1'), aMembership('back', 'europe-west1')];
       hub.failNext = { count: 2, status: 500, message: 'internal' };
       const abort = new AbortController();
-      const running = create(config(), deps()).run(abort.signal);
+      // west and world go (two of three): a decommission, allowed.
+      const running = create(config({ allowMassPrune: true }), deps()).run(abort.signal);
       // The metrics are set once the pass that wrote the profiles has returned.
       const text = await eventually(
         () => metrics.metrics(),

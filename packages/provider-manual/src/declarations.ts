@@ -131,9 +131,13 @@ export const ClusterDeclarationSchema = z
   });
 export type ClusterDeclaration = z.input<typeof ClusterDeclarationSchema>;
 
-/** A clusters file: `clusters: [...]`. */
+/**
+ * A clusters file: `clusters: [...]`. The list is required: an empty document
+ * (a truncated write, a comments-only file, `{}`) would otherwise declare zero
+ * clusters and prune every profile; an explicit `clusters: []` declares none.
+ */
 export const ClustersFileSchema = z
-  .strictObject({ clusters: z.array(ClusterDeclarationSchema).max(10_000).default([]) })
+  .strictObject({ clusters: z.array(ClusterDeclarationSchema).max(10_000) })
   .superRefine((file, ctx) => {
     const seen = new Map<string, number>();
     file.clusters.forEach((c, i) => {
@@ -154,9 +158,15 @@ export function formatIssuePath(path: readonly PropertyKey[]): string {
   );
 }
 
-/** Parses a clusters file or throws McoError(Invalid) naming the offending fields. */
+/** Parses a clusters file or throws McoError(Invalid) naming the file and the offending fields. */
 export function parseClustersFile(value: unknown, source = 'clusters file'): z.output<typeof ClustersFileSchema> {
-  const result = ClustersFileSchema.safeParse(value ?? {});
+  if (value === null || value === undefined)
+    throw new McoError(
+      'Invalid',
+      `invalid ${source}: the file is empty (declare no cluster with "clusters: []")`,
+      false,
+    );
+  const result = ClustersFileSchema.safeParse(value);
   if (result.success) return result.data;
   const issues = result.error.issues
     .slice(0, 5)

@@ -1,5 +1,6 @@
-import { watch } from 'node:fs';
+import { watch, type Stats } from 'node:fs';
 import { readFile, stat } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
 import { basename, dirname } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
@@ -38,6 +39,8 @@ export const manualProviderConfigSchema = z.strictObject({
   managerName: ManagerName.default(MANUAL_MANAGER),
   /** Delete owned profiles that are no longer declared. */
   prune: z.boolean().default(true),
+  /** Let one sync prune more than half of the owned profiles (a real decommission; set it back afterwards). */
+  allowMassPrune: z.boolean().default(false),
   /** Restrict listing and pruning to these namespaces (a namespaced Role then suffices). */
   namespaces: z.array(Namespace).min(1).optional(),
   resyncSeconds: z.number().positive().default(300),
@@ -56,6 +59,8 @@ export interface ApplyClustersFileOptions {
   readonly namespace: string;
   readonly manager: string;
   readonly prune: boolean;
+  /** See SyncOptions.allowMassPrune. */
+  readonly allowMassPrune?: boolean;
   readonly namespaces?: readonly string[];
   readonly dryRun?: boolean;
   readonly now: () => Date;
@@ -78,6 +83,7 @@ export async function applyClustersFile(options: ApplyClustersFileOptions): Prom
     manager: options.manager,
     desired,
     prune: options.prune,
+    allowMassPrune: options.allowMassPrune,
     namespaces: options.namespaces,
     dryRun: options.dryRun,
     now: options.now,
@@ -86,15 +92,37 @@ export async function applyClustersFile(options: ApplyClustersFileOptions): Prom
   });
 }
 
-/** Reads a YAML or JSON file of at most 10 MiB. */
-export async function readClustersFile(path: string): Promise<unknown> {
-  let text: string;
-  try {
-    const info = await stat(path);
-    if (info.size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
-    text = await readFile(path, 'utf8');
-  } catch (error) {
-    throw new McoError('Invalid', `cannot read ${path}: ${(error as Error).message}`, false, { cause: error });
+/**
+ * Reads a YAML or JSON file of at most 10 MiB, only once it is stable: a file
+ * caught mid-write (size or mtime changing across the read, or fewer bytes
+ * read than it has) is read again, so a truncated file never becomes the
+ * desired set. `settle` is the pause between the read and the second look
+ * (100 ms). Still changing after `attempts` reads: a retryable
+ * McoError(Unavailable) naming the file.
+ */
+export async function readClustersFile(
+  path: string,
+  {
+    settle = () => delay(100),
+    attempts = 10,
+  }: { readonly settle?: () => Promise<unknown>; readonly attempts?: number } = {},
+): Promise<unknown> {
+  let text: string | undefined;
+  for (let attempt = 1; text === undefined; attempt++) {
+    let before: Stats, after: Stats, read: string;
+    try {
+      before = await stat(path);
+      if (before.size > MAX_FILE_BYTES) throw new Error(`larger than ${MAX_FILE_BYTES} bytes`);
+      read = await readFile(path, 'utf8');
+      await settle();
+      after = await stat(path);
+    } catch (error) {
+      throw new McoError('Invalid', `cannot read ${path}: ${(error as Error).message}`, false, { cause: error });
+    }
+    if (before.size === after.size && before.mtimeMs === after.mtimeMs && Buffer.byteLength(read) === after.size)
+      text = read;
+    else if (attempt >= attempts)
+      throw new McoError('Unavailable', `${path} kept changing while being read (${attempts} attempts)`, true);
   }
   try {
     return parseYaml(text);
@@ -132,6 +160,7 @@ export function create(config: ManualProviderConfig, deps: PluginDeps): Inventor
               namespace: config.namespace,
               manager: config.managerName,
               prune: config.prune,
+              allowMassPrune: config.allowMassPrune,
               namespaces: config.namespaces,
               now: deps.now,
               logger,

@@ -55,6 +55,12 @@ export interface SyncOptions {
   readonly desired: readonly DesiredClusterProfile[];
   /** Delete owned profiles that are not desired. Only pass true for a complete view of the source. */
   readonly prune: boolean;
+  /**
+   * Let a prune delete more than half of the owned profiles (at least two), which
+   * is otherwise refused: an empty or near-empty desired set is far more often a
+   * broken source (empty file, empty API answer) than a real decommission.
+   */
+  readonly allowMassPrune?: boolean;
   /** Owned profiles to leave exactly as they are: neither written nor pruned. */
   readonly retain?: readonly ClusterKey[];
   /** List and prune only in these namespaces (then a namespaced Role suffices); all namespaces otherwise. */
@@ -114,6 +120,8 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
   }
 
   const existing = await listProfiles(api, manager, options.namespaces);
+  const retained = new Set(options.retain ?? []);
+  if (options.prune && !options.allowMassPrune) refuseMassPrune(existing, options.desired, retained, manager);
   const report: MutableReport = {
     created: [],
     updated: [],
@@ -124,7 +132,6 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
     failed: [],
     writes: 0,
   };
-  const retained = new Set(options.retain ?? []);
 
   await forEachLimited(sortByKey(options.desired), WRITE_CONCURRENCY, async (desired) => {
     options.abort?.throwIfAborted();
@@ -192,11 +199,8 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
   });
 
   if (options.prune) {
-    const wanted = new Set(options.desired.map((d) => clusterKey(d.namespace, d.name)));
-    for (const [key, profile] of [...existing].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    for (const [key, profile] of pruneCandidates(existing, options.desired, retained, manager)) {
       options.abort?.throwIfAborted();
-      if (wanted.has(key) || retained.has(key) || !isOwnedBy(profile, manager)) continue;
-      if (profile.metadata.deletionTimestamp) continue;
       try {
         await api.deleteNamespacedCustomObject({
           group: GROUP,
@@ -224,6 +228,44 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
   report.skipped.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   report.failed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return report;
+}
+
+/** Owned, live profiles that are neither desired nor retained, by key. */
+function pruneCandidates(
+  existing: ReadonlyMap<ClusterKey, ClusterProfile>,
+  desired: readonly DesiredClusterProfile[],
+  retained: ReadonlySet<ClusterKey>,
+  manager: string,
+): [ClusterKey, ClusterProfile][] {
+  const wanted = new Set(desired.map((d) => clusterKey(d.namespace, d.name)));
+  return [...existing]
+    .filter(
+      ([key, p]) => !wanted.has(key) && !retained.has(key) && isOwnedBy(p, manager) && !p.metadata.deletionTimestamp,
+    )
+    .sort(([a], [b]) => (a < b ? -1 : 1));
+}
+
+/**
+ * The mass-prune guard: throws McoError(Invalid), before anything is written,
+ * when pruning would delete at least two and more than half of the manager's
+ * live profiles.
+ */
+function refuseMassPrune(
+  existing: ReadonlyMap<ClusterKey, ClusterProfile>,
+  desired: readonly DesiredClusterProfile[],
+  retained: ReadonlySet<ClusterKey>,
+  manager: string,
+): void {
+  const doomed = pruneCandidates(existing, desired, retained, manager).length;
+  const owned = [...existing.values()].filter((p) => isOwnedBy(p, manager) && !p.metadata.deletionTimestamp).length;
+  if (doomed < 2 || doomed * 2 <= owned) return;
+  throw new McoError(
+    'Invalid',
+    `refusing to prune ${doomed} of the ${owned} ClusterProfiles of cluster manager "${manager}" ` +
+      `(the source declares ${desired.length}): an empty or near-empty source is more likely broken than a decommission; ` +
+      `for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)`,
+    false,
+  );
 }
 
 type MutableReport = { -readonly [K in keyof SyncReport]: SyncReport[K] };

@@ -70,8 +70,15 @@ describe('parseClustersFile', () => {
     expect(() => parseClustersFile(input, 'clusters.yaml')).toThrow(`invalid clusters.yaml: ${message}`);
   });
 
-  it('an empty document declares no cluster', () => {
-    expect(parseClustersFile(null)).toEqual({ clusters: [] });
+  it.each([
+    ['an empty or comments-only document', null, 'the file is empty'],
+    ['{}', {}, 'clusters: Invalid input: expected array, received undefined'],
+  ])('%s is an error naming the file, never zero clusters', (_name, input, message) => {
+    expect(() => parseClustersFile(input, 'clusters.yaml')).toThrow(`invalid clusters.yaml: ${message}`);
+  });
+
+  it('an explicit empty list declares no cluster', () => {
+    expect(parseClustersFile({ clusters: [] })).toEqual({ clusters: [] });
   });
 });
 

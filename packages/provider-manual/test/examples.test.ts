@@ -97,6 +97,7 @@ describeWithControlPlane(
     it('the template provider, as shipped, writes its configured clusters', async () => {
       const config = template.configSchema.parse({
         namespace: 'template',
+        managerName: 'template',
         clusters: [{ name: 'copied', server: 'https://copied:6443' }],
       });
       expect(
@@ -225,12 +226,19 @@ describeWithControlPlane(
         });
       });
 
-      it('apply --prune deletes only what the file no longer declares; a bad file is a usage error naming the field', async () => {
+      it('apply --prune needs --manager and --allow-mass-prune to empty a manager; it deletes only what the file no longer declares; a bad file is a usage error naming the field', async () => {
         writeFileSync(join(dir, 'empty.yaml'), 'clusters: []\n');
         writeFileSync(join(dir, 'bad.yaml'), 'clusters:\n  - name: ok\n    lables: {}\n');
-        const pruned = await run('apply', '-f', join(dir, 'empty.yaml'), '--manager', 'cli', '--prune');
+        const empty = join(dir, 'empty.yaml');
+        const noManager = await run('apply', '-f', empty, '--prune');
+        const refused = await run('apply', '-f', empty, '--manager', 'cli', '--prune');
+        const pruned = await run('apply', '-f', empty, '--manager', 'cli', '--prune', '--allow-mass-prune');
         const bad = await run('apply', '-f', join(dir, 'bad.yaml'), '--manager', 'cli');
-        expect({ pruned: pruned.stdout, bad: bad.code }).toEqual({
+        expect({ noManager: noManager.code, refused: refused.code, pruned: pruned.stdout, bad: bad.code }).toEqual({
+          noManager: 'throws: apply --prune needs --manager <name>: the manager whose profiles may be deleted',
+          refused:
+            'throws: refusing to prune 2 of the 2 ClusterProfiles of cluster manager "cli" (the source declares 0): ' +
+            'an empty or near-empty source is more likely broken than a decommission; for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)',
           pruned:
             'deleted    fleet/cli-1\ndeleted    fleet/member-ctx\n0 created, 0 updated, 2 deleted, 0 unchanged, 0 skipped, 0 failed (2 writes)\n',
           bad: `throws: invalid ${join(dir, 'bad.yaml')}: clusters[0]: Unrecognized key: "lables"`,

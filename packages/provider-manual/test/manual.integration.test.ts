@@ -42,13 +42,17 @@ describeWithControlPlane('manual provider against a real kube-apiserver', { shar
     writeFileSync(path, stringify(content));
     return path;
   }
-  const apply = (file: string, extra: { prune?: boolean; dryRun?: boolean; manager?: string } = {}) =>
+  const apply = (
+    file: string,
+    extra: { prune?: boolean; dryRun?: boolean; manager?: string; allowMassPrune?: boolean } = {},
+  ) =>
     applyClustersFile({
       kubeConfig: provider,
       file,
       namespace: 'fleet',
       manager: extra.manager ?? 'mco-manual',
       prune: extra.prune ?? true,
+      allowMassPrune: extra.allowMassPrune,
       dryRun: extra.dryRun,
       now,
     });
@@ -187,7 +191,10 @@ describeWithControlPlane('manual provider against a real kube-apiserver', { shar
       } as never,
     ]);
     const before = await resourceVersions(cp.hub);
-    const report = await apply(writeFile('pruned.yaml', { clusters: [{ name: 'taken', server: 'https://taken' }] }));
+    // Both owned profiles go: a mass prune, allowed here to show that only owned ones are deleted.
+    const report = await apply(writeFile('pruned.yaml', { clusters: [{ name: 'taken', server: 'https://taken' }] }), {
+      allowMassPrune: true,
+    });
     const after = await resourceVersions(cp.hub);
     expect({
       deleted: report.deleted,
@@ -222,6 +229,77 @@ describeWithControlPlane('manual provider against a real kube-apiserver', { shar
       'clusters[1].name: must be a lower-case DNS subdomain',
     );
     expect(await resourceVersions(cp.hub)).toEqual(before);
+  });
+
+  it('an empty, comments-only or {} file is an error naming the file, and prunes nothing', async () => {
+    await apply(writeFile('empty-guard.yaml', { clusters: [{ name: 'e-1' }, { name: 'e-2' }, { name: 'e-3' }] }), {
+      manager: 'empty-guard',
+    });
+    const before = await resourceVersions(cp.hub);
+    const errors: string[] = [];
+    for (const [name, content] of [
+      ['empty.yaml', ''],
+      ['comments.yaml', '# all clusters moved to another file\n'],
+      ['braces.json', '{}'],
+    ]) {
+      const path = join(dir, name!);
+      writeFileSync(path, content!);
+      errors.push(
+        await apply(path, { manager: 'empty-guard' }).then(
+          () => 'applied',
+          (e: McoError) => `${e.code}: ${e.message.replace(dir, '<dir>')}`,
+        ),
+      );
+    }
+    expect({ errors, unchanged: await resourceVersions(cp.hub) }).toEqual({
+      errors: [
+        'Invalid: invalid <dir>/empty.yaml: the file is empty (declare no cluster with "clusters: []")',
+        'Invalid: invalid <dir>/comments.yaml: the file is empty (declare no cluster with "clusters: []")',
+        'Invalid: invalid <dir>/braces.json: clusters: Invalid input: expected array, received undefined',
+      ],
+      unchanged: before,
+    });
+  });
+
+  it('refuses to prune more than half of the owned profiles before any write; allowMassPrune is a real decommission', async () => {
+    const five = { clusters: ['m-1', 'm-2', 'm-3', 'm-4', 'm-5'].map((name) => ({ name })) };
+    await apply(writeFile('mass.yaml', five), { manager: 'mass' });
+    const mass = () => readProfiles(cp.hub).then((m) => [...m.keys()].filter((k) => k.startsWith('fleet/m-')).sort());
+    const before = await resourceVersions(cp.hub);
+    const refused: string[] = [];
+    // A near-empty file (one new cluster, one kept) and an explicit empty list.
+    for (const content of [{ clusters: [{ name: 'm-1' }, { name: 'm-new' }] }, { clusters: [] }])
+      refused.push(
+        await apply(writeFile('mass.yaml', content), { manager: 'mass' }).then(
+          () => 'applied',
+          (e: McoError) => `${e.code}: ${e.message}`,
+        ),
+      );
+    const afterRefusal = await resourceVersions(cp.hub);
+    // Two of five may go without the override.
+    const scaledIn = await apply(writeFile('mass.yaml', { clusters: five.clusters.slice(0, 3) }), { manager: 'mass' });
+    const decommissioned = await apply(writeFile('mass.yaml', { clusters: [] }), {
+      manager: 'mass',
+      allowMassPrune: true,
+    });
+    expect({
+      refused,
+      unchanged: afterRefusal,
+      scaledIn: scaledIn.deleted,
+      decommissioned: decommissioned.deleted,
+      left: await mass(),
+    }).toEqual({
+      refused: [
+        'Invalid: refusing to prune 4 of the 5 ClusterProfiles of cluster manager "mass" (the source declares 2): ' +
+          'an empty or near-empty source is more likely broken than a decommission; for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)',
+        'Invalid: refusing to prune 5 of the 5 ClusterProfiles of cluster manager "mass" (the source declares 0): ' +
+          'an empty or near-empty source is more likely broken than a decommission; for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)',
+      ],
+      unchanged: before,
+      scaledIn: ['fleet/m-4', 'fleet/m-5'],
+      decommissioned: ['fleet/m-1', 'fleet/m-2', 'fleet/m-3'],
+      left: [],
+    });
   });
 
   it('a namespaced Role suffices when the provider is restricted to its namespaces', async () => {

@@ -24,6 +24,7 @@ export type {
 } from './plugin.js';
 export {
   observeEachCluster,
+  isDeadline,
   observeWorkloadOnEachCluster,
   type ClusterObservation,
   type ObserveEachClusterOptions,

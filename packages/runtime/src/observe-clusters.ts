@@ -17,17 +17,39 @@ export interface ObserveEachClusterOptions {
   /** Each cluster's budget; past it the cluster's signal is missing (code Timeout). */
   readonly timeoutMs: number;
   readonly metrics: SignalMetrics;
+  /**
+   * Clusters that ran out of time lately, owned by the source across calls and
+   * kept up to date here: they are observed after the others, so a few
+   * blackholed members cannot use up the overall deadline before the reachable
+   * ones are asked.
+   */
+  readonly outOfTime?: Set<string>;
+  /** Shutdown, or the caller's overall deadline when it fires with a `TimeoutError` (see isDeadline). */
   readonly abort?: AbortSignal;
 }
 
+/**
+ * True when an abort is the caller's overall deadline (`AbortSignal.timeout`
+ * aborts with a `TimeoutError`), not a shutdown: then a source answers with what
+ * it has rather than rejecting (CapacitySignalSource.observe).
+ */
+export function isDeadline(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && (signal.reason as { name?: unknown } | undefined)?.name === 'TimeoutError';
+}
+
 type RequestedCluster = SignalRequest['clusters'][number];
+
+const NOT_OBSERVED_IN_TIME: ClusterObservation = {
+  errors: [{ code: 'Timeout', message: 'not observed before the overall signal deadline; signal left missing' }],
+};
 
 /**
  * Runs `observe` for every requested cluster with bounded concurrency and a
  * per-cluster timeout, so that a slow or unreachable member leaves only its own
  * signal missing. A throw becomes that cluster's error; results are counted in
- * the signal metrics and returned in request order. Rejects only when `abort`
- * fires.
+ * the signal metrics and returned in request order. When `abort` is the overall
+ * deadline, resolves at once with what was observed and a `Timeout` error for
+ * every other cluster; rejects only on any other abort.
  */
 export async function observeEachCluster(
   request: SignalRequest,
@@ -35,14 +57,26 @@ export async function observeEachCluster(
   observe: (cluster: RequestedCluster, signal: AbortSignal) => Promise<ClusterObservation>,
 ): Promise<SignalObservation> {
   const results: ClusterObservation[] = new Array(request.clusters.length);
+  const begun = performance.now();
+  const late = options.outOfTime;
+  // Request order, except that clusters which ran out of time lately go last (a stable sort).
+  const order = request.clusters
+    .map((_, i) => i)
+    .sort((a, b) => Number(late?.has(request.clusters[a]!.key)) - Number(late?.has(request.clusters[b]!.key)));
   let next = 0;
   const worker = async () => {
-    while (next < request.clusters.length) {
-      const index = next++;
+    while (next < order.length && !options.abort?.aborted) {
+      const index = order[next++]!;
       const cluster = request.clusters[index]!;
       const started = performance.now();
       const result = await observeOne(cluster, options, observe);
-      options.abort?.throwIfAborted();
+      if (options.abort?.aborted) {
+        if (!isDeadline(options.abort)) throw options.abort.reason;
+        late?.add(cluster.key); // cut off by the deadline: it counts as not observed in time
+        return;
+      }
+      if (!result.signal && result.errors.some((e) => e.code === 'Timeout')) late?.add(cluster.key);
+      else late?.delete(cluster.key);
       results[index] = result;
       const outcome = !result.signal ? 'failed' : result.errors.length ? 'partial' : 'ok';
       options.metrics.record(
@@ -54,13 +88,15 @@ export async function observeEachCluster(
       );
     }
   };
-  const workers = Math.max(1, Math.min(options.concurrency, request.clusters.length));
+  const workers = Math.max(1, Math.min(options.concurrency, order.length));
   await Promise.all(Array.from({ length: workers }, worker));
-  options.abort?.throwIfAborted();
+  if (options.abort?.aborted && !isDeadline(options.abort)) throw options.abort.reason;
   const signals: Signal[] = [];
   const errors: SignalError[] = [];
   request.clusters.forEach((cluster, i) => {
-    const result = results[i]!;
+    const result = results[i] ?? NOT_OBSERVED_IN_TIME;
+    if (!results[i])
+      options.metrics.record(options.source, cluster.key, 'failed', (performance.now() - begun) / 1000, ['Timeout']);
     if (result.signal) signals.push({ ...result.signal, cluster: cluster.key });
     for (const e of result.errors) errors.push({ cluster: cluster.key, code: e.code, message: e.message });
   });

@@ -70,8 +70,12 @@ export interface SignalObservation {
  * Observes the placed workload on clusters and reports semantics.md section 5
  * signals, each stamped with `observedAt`. Sources observe; they never decide.
  * A cluster it cannot observe is left out (a missing signal), never guessed,
- * and reported in `errors`. `observe` rejects only when `abort` fires or on a
- * broken invariant, never because a cluster failed.
+ * and reported in `errors`. `abort` fires on shutdown or at the caller's
+ * overall deadline; a deadline aborts with a `TimeoutError` (`isDeadline`), and
+ * then `observe` resolves promptly with what it has observed and a `Timeout`
+ * error for every other cluster (`observeEachCluster` does this), so one slow
+ * member never costs the placement its evaluation. `observe` rejects only on
+ * another abort or a broken invariant, never because a cluster failed.
  */
 export interface CapacitySignalSource {
   observe(request: SignalRequest, abort?: AbortSignal): Promise<SignalObservation>;

@@ -74,6 +74,73 @@ describe('observeEachCluster', () => {
     expect(peak).toBe(2);
   });
 
+  it('at the overall deadline answers with what it has and marks the rest Timeout, counting them', async () => {
+    const registry = new Registry();
+    const never = new Promise<never>(() => {});
+    const result = await observeEachCluster(
+      request(['ok-1', 'hung-1', 'hung-2', 'ok-2', 'queued']),
+      {
+        source: 'test',
+        concurrency: 2,
+        timeoutMs: 60_000,
+        metrics: signalMetrics(registry),
+        abort: AbortSignal.timeout(300),
+      },
+      async ({ key }) => {
+        if (key.startsWith('fleet/hung')) await never; // ignores its signal, as a blackholed member may
+        return { signal: { cluster: key, observedAt, pendingPods: 1 }, errors: [] };
+      },
+    );
+    const missing = 'not observed before the overall signal deadline; signal left missing';
+    expect(result).toEqual({
+      signals: [{ cluster: 'fleet/ok-1', observedAt, pendingPods: 1 }],
+      errors: ['hung-1', 'hung-2', 'ok-2', 'queued'].map((n) => ({
+        cluster: `fleet/${n}`,
+        code: 'Timeout',
+        message: missing,
+      })),
+    });
+    const counts = (await registry.getSingleMetric('mco_signal_observations_total')!.get()).values
+      .map((v) => `${v.labels.cluster} ${v.labels.result}`)
+      .sort();
+    expect(counts).toEqual([
+      'fleet/hung-1 failed',
+      'fleet/hung-2 failed',
+      'fleet/ok-1 ok',
+      'fleet/ok-2 failed',
+      'fleet/queued failed',
+    ]);
+  });
+
+  it('asks the clusters that ran out of time lately last, so blackholed members cannot starve the reachable ones', async () => {
+    const outOfTime = new Set<string>();
+    const names = ['dead-1', 'dead-2', 'live-1', 'live-2'];
+    const round = () =>
+      observeEachCluster(
+        request(names),
+        {
+          source: 'test',
+          concurrency: 2,
+          timeoutMs: 60_000,
+          metrics: signalMetrics(new Registry()),
+          outOfTime,
+          abort: AbortSignal.timeout(200),
+        },
+        async ({ key }) => {
+          if (key.includes('dead')) await new Promise<never>(() => {});
+          return { signal: { cluster: key, observedAt }, errors: [] };
+        },
+      ).then((r) => r.signals.map((s) => s.cluster));
+    const first = await round();
+    const late = [...outOfTime].sort();
+    const second = await round();
+    expect({ first, late, second }).toEqual({
+      first: [],
+      late: ['fleet/dead-1', 'fleet/dead-2'],
+      second: ['fleet/live-1', 'fleet/live-2'],
+    });
+  });
+
   it('rejects when the caller aborts', async () => {
     const abort = new AbortController();
     const pending = observeEachCluster(

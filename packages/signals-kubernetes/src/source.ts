@@ -48,6 +48,8 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
   const { access, config, now } = options;
   const logger = options.logger ?? silentLogger;
   const metrics = signalMetrics(options.metrics);
+  // Members that ran out of time lately are asked last (observeEachCluster).
+  const outOfTime = new Set<string>();
 
   return {
     async observe(request, abort) {
@@ -56,6 +58,7 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
         {
           source: SOURCE_NAME,
           concurrency: config.concurrency,
+          outOfTime,
           timeoutMs: config.timeoutSeconds * 1000,
           metrics,
           ...(abort ? { abort } : {}),

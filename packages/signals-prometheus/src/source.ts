@@ -77,6 +77,8 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
   const { config, auth, now } = options;
   const logger = options.logger ?? silentLogger;
   const metrics = signalMetrics(options.metrics);
+  // Members that ran out of time lately are asked last (observeEachCluster).
+  const outOfTime = new Set<string>();
   const queries = QUERY_NAMES.flatMap((name) => {
     const override = config.queries[name];
     const q = override === undefined ? DEFAULT_QUERIES[name] : override;
@@ -90,6 +92,7 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
         {
           source: SOURCE_NAME,
           concurrency: config.concurrency,
+          outOfTime,
           timeoutMs: config.timeoutSeconds * 1000,
           metrics,
           ...(abort ? { abort } : {}),

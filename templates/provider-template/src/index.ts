@@ -23,11 +23,33 @@ export const name = 'my-inventory';
 export const configSchema = z.strictObject({
   /** Namespace of the ClusterProfiles this provider writes. */
   namespace: z.string().min(1).default('fleet'),
-  /** `spec.clusterManager.name` and `x-k8s.io/cluster-manager` label of its profiles: it owns only those. */
-  managerName: z.string().min(1).max(63).default('my-inventory'),
+  /**
+   * `spec.clusterManager.name` and `x-k8s.io/cluster-manager` label of its
+   * profiles: it owns only those. Required, with no default: two instances (or
+   * two providers made from this template) with one manager name would prune
+   * each other's profiles.
+   */
+  managerName: z
+    .string()
+    .max(63)
+    .regex(/^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/, 'must be a valid label value'),
   pollSeconds: z.number().positive().default(60),
+  /**
+   * Let one pass prune more than half of this provider's profiles. Off, an empty
+   * or near-empty listing is refused as a broken source; turn it on for a real
+   * decommission, then off again.
+   */
+  allowMassPrune: z.boolean().default(false),
   /** Replace with your source's settings (URL, credentials file, ...). */
-  clusters: z.array(z.object({ name: z.string().min(1), server: z.url() })).default([]),
+  clusters: z
+    .array(
+      z.strictObject({
+        name: z.string().min(1),
+        server: z.url(),
+        labels: z.record(z.string(), z.string()).default({}),
+      }),
+    )
+    .default([]),
 });
 export type Config = z.output<typeof configSchema>;
 
@@ -35,6 +57,7 @@ export type Config = z.output<typeof configSchema>;
 export interface SourceCluster {
   readonly name: string;
   readonly server: string;
+  readonly labels: Readonly<Record<string, string>>;
 }
 
 /** The listing of one pass. `complete: false` means: update what you have, delete nothing. */
@@ -53,14 +76,15 @@ export function toClusterProfiles(listing: SourceListing, config: Config): Desir
   return listing.clusters.map((c) => ({
     namespace: config.namespace,
     name: c.name,
-    labels: { 'example.com/source': name },
+    labels: { ...c.labels },
     status: { accessProviders: [{ name: 'kubeconfig', cluster: { server: c.server } }] },
   }));
 }
 
 export function create(config: Config, deps: PluginDeps): InventoryProvider {
   const logger = deps.logger.child({ provider: name, manager: config.managerName });
-  const metrics = createSyncMetrics(deps.metrics, 'my_inventory', config.managerName);
+  // Metric names follow the provider's name; the manager label tells instances apart.
+  const metrics = createSyncMetrics(deps.metrics, name.replaceAll('-', '_'), config.managerName);
   const sync = async (abort: AbortSignal): Promise<SyncOutcome> => {
     try {
       const listing = await readSource(config, abort);
@@ -69,6 +93,7 @@ export function create(config: Config, deps: PluginDeps): InventoryProvider {
         manager: config.managerName,
         desired: toClusterProfiles(listing, config),
         prune: listing.complete, // never prune from a partial view
+        allowMassPrune: config.allowMassPrune,
         namespaces: [config.namespace],
         now: deps.now,
         logger,

@@ -1,9 +1,11 @@
 import { parseArgs } from 'node:util';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, KubeConfig, setHeaderOptions } from '@kubernetes/client-node';
+import { INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '@mco/controller';
 import {
   CLUSTER_MANAGER_LABEL,
   CONTROL_PLANE_HEALTHY,
   formatTaint,
+  PLACEMENT_GROUP,
   TAINTS_ANNOTATION,
   type ClusterProfile,
 } from '@mco/core';
@@ -16,7 +18,7 @@ import {
   syncClusterProfiles,
   type SyncReport,
 } from '@mco/provider-manual';
-import { McoError } from '@mco/runtime';
+import { McoError, toMcoError } from '@mco/runtime';
 import { stringify } from 'yaml';
 import {
   explainFailure,
@@ -38,11 +40,12 @@ import {
 } from './taint.js';
 
 const USAGE = `Usage:
-  mco clusters apply -f <clusters.yaml> [--prune] [--dry-run] [options]
+  mco clusters apply -f <clusters.yaml> [--prune --manager <name> [--allow-mass-prune]] [--dry-run] [options]
   mco clusters from-kubeconfig --context <name> [--name <profile>] [--label k=v]... [--print] [options]
   mco clusters list [--manager <name>] [-o json]
   mco clusters taint NAME KEY[=VALUE]:EFFECT|KEY[:EFFECT]-... [--overwrite] [options]
   mco clusters cordon|uncordon|drain NAME [options]
+  mco clusters confirm-removal [-n <namespace>]
 
 Declares member clusters as ClusterProfiles in the hub (docs/providers.md).
 Profiles are owned by a cluster manager (spec.clusterManager.name and label
@@ -50,7 +53,10 @@ ${CLUSTER_MANAGER_LABEL}); mco only ever changes or deletes its own.
 
 apply           creates or updates the profiles a clusters file declares
                 (status is written through /status); with --prune also deletes
-                this manager's profiles that the file no longer declares.
+                this manager's profiles that the file no longer declares
+                (--manager is then required, so a laptop never prunes a
+                controller's profiles under the default name; pruning more
+                than half of them needs --allow-mass-prune).
                 A second run over the same file writes nothing.
 from-kubeconfig creates or updates ONE profile from a kubeconfig context:
                 server, CA, TLS server name and proxy (never credentials).
@@ -66,10 +72,15 @@ drain           taints NAME ${formatTaint(DRAIN_TAINT)}: placements evict it (dr
 uncordon        removes the cordon and drain taints.
                 These write only the annotation, with their own field manager
                 (${TAINT_FIELD_MANAGER}), so a provider's sync leaves them alone.
+confirm-removal after a sudden loss of ClusterProfiles (Satisfied=Unknown,
+                reason InventoryShrunk), confirms that their clusters really
+                go: annotates the placements (all, or those in -n) with the
+                time; the controller then removes them as usual.
 
 Options:
   -f, --file <path>          clusters file, YAML or JSON (apply)
-      --prune                delete owned profiles not in the file (apply)
+      --prune                delete owned profiles not in the file (apply; needs --manager)
+      --allow-mass-prune     let --prune delete more than half of the owned profiles (a decommission)
       --dry-run              the server validates every write, nothing is stored
   -n, --namespace <ns>       namespace of clusters that name none (default fleet)
       --manager <name>       cluster manager name (default ${MANUAL_MANAGER})
@@ -102,6 +113,7 @@ export const clustersCommand: Command = {
       options: {
         file: { type: 'string', short: 'f' },
         prune: { type: 'boolean' },
+        'allow-mass-prune': { type: 'boolean' },
         'dry-run': { type: 'boolean' },
         namespace: { type: 'string', short: 'n' },
         manager: { type: 'string' },
@@ -142,12 +154,18 @@ export const clustersCommand: Command = {
       switch (verb) {
         case 'apply': {
           if (!values.file) throw new UsageError('apply needs -f <clusters file>');
+          // The default name is shared by every hand-run apply and the manual provider: pruning under it
+          // from a laptop would delete profiles another file declares.
+          if (values.prune && !values.manager)
+            throw new UsageError('apply --prune needs --manager <name>: the manager whose profiles may be deleted');
+          if (values['allow-mass-prune'] && !values.prune) throw new UsageError('--allow-mass-prune needs --prune');
           const report = await applyClustersFile({
             kubeConfig: hub(),
             file: values.file,
             namespace,
             manager,
             prune: values.prune ?? false,
+            allowMassPrune: values['allow-mass-prune'],
             dryRun: values['dry-run'],
             now: () => new Date(),
           });
@@ -187,9 +205,11 @@ export const clustersCommand: Command = {
         }
         case 'list':
           return await list(hub(), values.manager, values.output ?? 'table', io);
+        case 'confirm-removal':
+          return await confirmRemoval(hub(), values.namespace, io);
         default:
           throw new UsageError(
-            `unknown subcommand "${verb}" (apply, from-kubeconfig, list, taint, cordon, uncordon, drain)`,
+            `unknown subcommand "${verb}" (apply, from-kubeconfig, list, taint, cordon, uncordon, drain, confirm-removal)`,
           );
       }
     } catch (error) {
@@ -254,6 +274,47 @@ function printReport(report: SyncReport, io: Io, dryRun: boolean): number {
     io.stderr(`mco clusters: cannot write ${first.key}${more}: ${explainFailure(first.error)}\n`);
   }
   return report.failed.length > 0 || report.skipped.length > 0 ? 1 : 0;
+}
+
+/**
+ * Writes the confirmation annotation (the time now) on the placements: the
+ * controller's inventory-loss guard then stops holding their removals for the
+ * losses it saw before that time.
+ */
+async function confirmRemoval(kc: KubeConfig, namespace: string | undefined, io: Io): Promise<number> {
+  const api = kc.makeApiClient(CustomObjectsApi);
+  const [group, version, plural] = [PLACEMENT_GROUP, 'v1alpha1', 'multikubernetesclusterplacements'];
+  const page = (await (
+    namespace
+      ? api.listNamespacedCustomObject({ group, version, plural, namespace })
+      : api.listClusterCustomObject({ group, version, plural })
+  ).catch((error: unknown) => {
+    throw toMcoError(error, 'list placements');
+  })) as { items: { metadata: { name: string; namespace: string } }[] };
+  const targets = page.items
+    .map((p) => p.metadata)
+    .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+  const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  for (const { namespace: ns, name } of targets) {
+    await api
+      .patchNamespacedCustomObject(
+        {
+          group,
+          version,
+          plural,
+          namespace: ns,
+          name,
+          body: { metadata: { annotations: { [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: at } } },
+        },
+        setHeaderOptions('Content-Type', 'application/merge-patch+json'),
+      )
+      .catch((error: unknown) => {
+        throw toMcoError(error, `annotate placement ${ns}/${name}`);
+      });
+    io.stdout(`confirmed  ${ns}/${name}\n`);
+  }
+  io.stdout(`${targets.length} placement(s) confirmed at ${at}\n`);
+  return 0;
 }
 
 async function list(kc: KubeConfig, manager: string | undefined, output: string, io: Io): Promise<number> {

@@ -1,6 +1,7 @@
 import type { Command } from '../cli.js';
 import { argocdPluginCommand } from './argocd-plugin.js';
 import { clustersCommand } from './clusters.js';
+import { configsyncCommand } from './configsync.js';
 import { controllerCommand } from './controller.js';
 import { decideCommand } from './decide.js';
 import { demoCommand } from './demo.js';
@@ -20,4 +21,5 @@ export const commands: readonly Command[] = [
   demoCommand,
   argocdPluginCommand,
   fluxCommand,
+  configsyncCommand,
 ];

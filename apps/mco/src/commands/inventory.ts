@@ -1,7 +1,8 @@
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startHealthServer } from '@mco/controller';
-import { createLogger, type InventoryProvider, type Logger } from '@mco/runtime';
+import { createLogger, type InventoryProvider, type InventoryProviderModule, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
 import {
@@ -13,12 +14,25 @@ import {
   UsageError,
   type Command,
 } from '../cli.js';
-import { createPlugins, inventoryProviders } from '../plugins.js';
+import { assertUniqueOwnership } from '../ownership.js';
+import { createPlugins, importPluginModule, inventoryProviders, type PluginEntry } from '../plugins.js';
 
 export const InventoryFileSchema = z.strictObject({
   providers: z
     .array(
-      z.strictObject({ name: z.string().min(1).max(253), plugin: z.string().min(1), config: z.unknown().optional() }),
+      z
+        .strictObject({
+          name: z.string().min(1).max(253),
+          /** A built-in provider by name. */
+          plugin: z.string().min(1).optional(),
+          /** A provider package by name, or a path to its module file (relative to the providers file). */
+          module: z.string().min(1).optional(),
+          config: z.unknown().optional(),
+        })
+        .refine((entry) => (entry.plugin === undefined) !== (entry.module === undefined), {
+          message: 'set exactly one of plugin (a built-in provider) and module (a provider package or file)',
+          path: ['plugin'],
+        }),
     )
     .min(1)
     .max(64),
@@ -37,9 +51,27 @@ export async function loadInventoryProviders(
 ): Promise<Map<string, InventoryProvider>> {
   const { kubeConfig, logger, registry } = deps;
   const document = parseOrThrow(InventoryFileSchema, await readDocument(file), `inventory providers file ${file}`);
-  return createPlugins(
-    inventoryProviders,
-    document.providers,
+  const modules = [...inventoryProviders];
+  const entries: PluginEntry[] = [];
+  for (const [index, entry] of document.providers.entries()) {
+    if (entry.plugin !== undefined) {
+      entries.push({ name: entry.name, plugin: entry.plugin, config: entry.config });
+      continue;
+    }
+    const at = `${file}: providers[${index}].module`;
+    const module = await importPluginModule('inventory', entry.module!, dirname(resolve(file)), at);
+    const same = modules.find((m) => m.name === module.name);
+    if (same && same !== module) {
+      throw new UsageError(
+        `${at}: "${entry.module}" is named "${module.name}", the name of another inventory provider; rename one (its name export)`,
+      );
+    }
+    if (!same) modules.push(module as InventoryProviderModule<unknown>);
+    entries.push({ name: entry.name, plugin: module.name, config: entry.config });
+  }
+  const providers = createPlugins(
+    modules,
+    entries,
     (index) => `${file}: providers[${index}]`,
     (entry) => ({
       logger: logger.child({ provider: entry.name }),
@@ -48,6 +80,8 @@ export async function loadInventoryProviders(
       now: () => new Date(),
     }),
   );
+  assertUniqueOwnership(modules, entries, (index) => `${file}: providers[${index}]`);
+  return providers;
 }
 
 /** Runs providers until `abort` fires. One failing provider does not stop the others. */
@@ -80,6 +114,10 @@ Providers file:
     - name: lab                  # instance name (logs and metrics)
       plugin: manual             # one of: ${inventoryProviders.map((m) => m.name).join(', ')}
       config: {file: /etc/mco/clusters.yaml}   # the plugin's own configuration
+    - name: cmdb
+      module: mco-provider-cmdb  # or a provider package (resolved from this file's
+                                 # folder, NODE_PATH, then mco's) or ./path/to/index.js
+      config: {managerName: cmdb, ...}
 
 Options:
   --config <file>       the providers file (required)
@@ -90,7 +128,7 @@ Options:
   -h, --help            show this help
 
 Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.
-See docs/providers.md.`,
+See docs/providers.md and docs/writing-a-provider.md.`,
   async run(argv, io) {
     const { values } = parseArgs({
       args: argv,

@@ -220,6 +220,15 @@ export const AutoscaleForCapacitySchema = z.object({
 });
 export type AutoscaleForCapacity = z.infer<typeof AutoscaleForCapacitySchema>;
 
+export const ScalingBehaviorSchema = z
+  .object({
+    profileLossGraceSeconds: seconds(
+      'Without autoscaleForCapacity, a listed cluster whose ClusterProfile is missing stays EVICTING this long before it is removed (default 300).',
+    ),
+  })
+  .describe('mco extension: timing for placements without autoscaleForCapacity.');
+export type ScalingBehavior = z.infer<typeof ScalingBehaviorSchema>;
+
 export const PlacementSpecSchema = z.object({
   clusterSelectorRules: z
     .array(ClusterSelectorRuleSchema)
@@ -232,7 +241,10 @@ export const PlacementSpecSchema = z.object({
     .optional()
     .describe('v0.2 cluster affinity, applied to the output of the rules (or to every ClusterProfile).'),
   scaling: z
-    .object({ autoscaleForCapacity: AutoscaleForCapacitySchema.optional() })
+    .object({
+      autoscaleForCapacity: AutoscaleForCapacitySchema.optional(),
+      behavior: ScalingBehaviorSchema.optional(),
+    })
     .optional()
     .describe('Without autoscaleForCapacity every eligible cluster runs the workload.'),
   tolerations: z

@@ -1,4 +1,4 @@
-import type { Behavior } from '../api/placement.js';
+import type { Behavior, ScalingBehavior } from '../api/placement.js';
 
 /** Every timing knob of a placement, defaults applied (semantics.md section 6). */
 export interface ResolvedBehavior {
@@ -10,6 +10,8 @@ export interface ResolvedBehavior {
   readonly evictionTimeoutSeconds: number;
   readonly unhealthyTimeoutSeconds: number;
   readonly signalStaleAfterSeconds: number;
+  /** Without autoscaling: how long a cluster whose ClusterProfile is missing stays EVICTING (semantics.md 10.5). */
+  readonly profileLossGraceSeconds: number;
   readonly failBackEnabled: boolean;
   readonly failBackStabilizationSeconds: number;
 }
@@ -23,11 +25,15 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   evictionTimeoutSeconds: 1800,
   unhealthyTimeoutSeconds: 900,
   signalStaleAfterSeconds: 180,
+  profileLossGraceSeconds: 300,
   failBackEnabled: false,
   failBackStabilizationSeconds: 600,
 });
 
-export function resolveBehavior(behavior: Behavior | undefined): ResolvedBehavior {
+export function resolveBehavior(
+  behavior: Behavior | undefined,
+  scalingBehavior?: ScalingBehavior | undefined,
+): ResolvedBehavior {
   const d = DEFAULT_BEHAVIOR;
   return {
     scaleOutStabilizationSeconds: behavior?.scaleOut?.stabilizationWindowSeconds ?? d.scaleOutStabilizationSeconds,
@@ -38,6 +44,7 @@ export function resolveBehavior(behavior: Behavior | undefined): ResolvedBehavio
     evictionTimeoutSeconds: behavior?.evictionTimeoutSeconds ?? d.evictionTimeoutSeconds,
     unhealthyTimeoutSeconds: behavior?.unhealthyTimeoutSeconds ?? d.unhealthyTimeoutSeconds,
     signalStaleAfterSeconds: behavior?.signalStaleAfterSeconds ?? d.signalStaleAfterSeconds,
+    profileLossGraceSeconds: scalingBehavior?.profileLossGraceSeconds ?? d.profileLossGraceSeconds,
     failBackEnabled: behavior?.failBack?.enabled ?? d.failBackEnabled,
     failBackStabilizationSeconds: behavior?.failBack?.stabilizationWindowSeconds ?? d.failBackStabilizationSeconds,
   };

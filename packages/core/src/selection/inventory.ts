@@ -38,6 +38,11 @@ export class ClusterProperty {
 export interface Inventory {
   readonly clusters: readonly InventoryCluster[];
   readonly byKey: ReadonlyMap<ClusterKey, InventoryCluster>;
+  /**
+   * ClusterProfiles with a deletionTimestamp: an intent to remove the cluster,
+   * unlike a profile that is simply absent (semantics.md section 10.5).
+   */
+  readonly deleting: ReadonlySet<ClusterKey>;
 }
 
 const EMPTY_LABELS: Readonly<Record<string, string>> = Object.freeze({});
@@ -53,10 +58,14 @@ function propertiesOf(profile: ClusterProfile): ReadonlyMap<string, ClusterPrope
 
 export function createInventory(profiles: readonly ClusterProfile[]): Inventory {
   const byKey = new Map<ClusterKey, InventoryCluster>();
+  const deleting = new Set<ClusterKey>();
   for (const profile of profiles) {
     const { name, namespace = '', deletionTimestamp } = profile.metadata;
-    if (deletionTimestamp) continue;
     const key = clusterKey(namespace, name);
+    if (deletionTimestamp) {
+      deleting.add(key);
+      continue;
+    }
     if (byKey.has(key)) continue; // a snapshot never holds two objects with one identity; keep the first
     const condition = profile.status?.conditions?.find((c) => c.type === CONTROL_PLANE_HEALTHY);
     byKey.set(key, {
@@ -72,5 +81,5 @@ export function createInventory(profiles: readonly ClusterProfile[]): Inventory 
   }
   // Byte order of namespace/name; Kubernetes names are ASCII, where UTF-16 order is byte order.
   const clusters = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  return { clusters, byKey };
+  return { clusters, byKey, deleting };
 }

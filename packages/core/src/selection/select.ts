@@ -174,8 +174,9 @@ export function selectClusters(
     return r < 0 ? undefined : r;
   };
   const ineligibleBecause = (key: ClusterKey): string => {
+    if (inventory.deleting.has(key)) return 'its ClusterProfile is being deleted';
     const cluster = inventory.byKey.get(key);
-    if (!cluster) return 'its ClusterProfile was deleted';
+    if (!cluster) return 'its ClusterProfile is missing';
     // A NoSelect taint is an operator's explicit request to move away: it evicts
     // under IDE too, and it is named first so the reason says what to undo.
     const taint = verdictOf(cluster).noSelect;

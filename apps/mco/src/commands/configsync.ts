@@ -1,0 +1,111 @@
+import { readFile } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { parseArgs } from 'node:util';
+import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
+import { startConfigSyncDelivery } from '@mco/configsync';
+import { createLogger, type LogLevel } from '@mco/runtime';
+import { loadKubeConfig, UsageError, type Command } from '../cli.js';
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+export const configsyncCommand: Command = {
+  name: 'configsync',
+  summary: 'Deliver placements with Config Sync: a RepoSync or RootSync on every placed member cluster',
+  usage: `Usage: mco configsync [options]
+
+For every MultiKubernetesClusterPlacement annotated with a Config Sync template
+(configsync.mco.x-k8s.io/template), applies the RepoSync or RootSync (and the
+RoleBindings its reconciler needs) on each cluster the placement lists, through
+the cluster's ClusterProfile access; deletes it from clusters that leave and
+waits for Config Sync's finalizer; reports each member's sync status in the
+placement's ConfigSyncSynced condition and as Events. See docs/configsync.md.
+
+Options:
+  --kubeconfig <path>              hub kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)
+  --provider-file <path>           Cluster Inventory access-provider config (credential plugins); without
+                                   it only ClusterProfiles with a kubeconfig Secret can be reached
+  --workers <n>                    placements reconciled at once (default 4)
+  --member-timeout <seconds>       deadline of one member request (default 15)
+  --status-interval <seconds>      how often members' sync status is read again (default 60)
+  --leader-elect                   run only while holding a Lease (several replicas)
+  --leader-election-namespace <ns> namespace of the Lease (default mco-system)
+  --log-level <level>              debug, info, warn or error (default info)
+  -h, --help                       show this help
+
+Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
+  async run(argv, io) {
+    const { values } = parseArgs({
+      args: argv,
+      options: {
+        kubeconfig: { type: 'string' },
+        'provider-file': { type: 'string' },
+        workers: { type: 'string', default: '4' },
+        'member-timeout': { type: 'string', default: '15' },
+        'status-interval': { type: 'string', default: '60' },
+        'leader-elect': { type: 'boolean', default: false },
+        'leader-election-namespace': { type: 'string', default: 'mco-system' },
+        'log-level': { type: 'string', default: 'info' },
+        help: { type: 'boolean', short: 'h' },
+      },
+      strict: true,
+    });
+    if (values.help) {
+      io.stdout(`${this.usage}\n`);
+      return 0;
+    }
+    const level = values['log-level'] as LogLevel;
+    if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    const positive = (flag: 'workers' | 'member-timeout' | 'status-interval') => {
+      const n = Number(values[flag]);
+      if (!Number.isInteger(n) || n < 1)
+        throw new UsageError(`--${flag} must be a positive integer, got "${values[flag]}"`);
+      return n;
+    };
+    const workers = positive('workers');
+    const memberTimeoutMs = positive('member-timeout') * 1000;
+    const statusIntervalMs = positive('status-interval') * 1000;
+
+    let providers: ProviderFile = { providers: [] };
+    if (values['provider-file']) {
+      let text: string;
+      try {
+        text = await readFile(values['provider-file'], 'utf8');
+      } catch (error) {
+        throw new UsageError(`cannot read ${values['provider-file']}: ${(error as Error).message}`);
+      }
+      try {
+        providers = parseProviderFile(text, values['provider-file']);
+      } catch (error) {
+        throw new UsageError((error as Error).message);
+      }
+    }
+    const logger = createLogger({ level, write: io.stderr });
+    const kubeConfig = loadKubeConfig(values.kubeconfig);
+    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, logger });
+    const delivery = startConfigSyncDelivery({
+      kubeConfig,
+      access,
+      logger,
+      workers,
+      memberTimeoutMs,
+      statusIntervalMs,
+      ...(values['leader-elect']
+        ? {
+            leaderElection: {
+              namespace: values['leader-election-namespace'],
+              name: 'mco-configsync',
+              identity: `${hostname()}-${process.pid}`,
+            },
+          }
+        : {}),
+    });
+    logger.info('config sync delivery started', { workers, leaderElect: values['leader-elect'] });
+    await new Promise<void>((resolve) => {
+      process.once('SIGTERM', resolve);
+      process.once('SIGINT', resolve);
+    });
+    logger.info('stopping');
+    await delivery.stop();
+    return 0;
+  },
+};

@@ -1,0 +1,154 @@
+import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
+import type { MemberClusterClient } from '@mco/cluster-access';
+import { PLACEMENT_API_VERSION, PLACEMENT_KIND, type Condition, type Placement } from '@mco/core';
+import { PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { httpStatusOf } from '@mco/runtime';
+import { CONFIG_SYNC_GROUP, MANAGED_BY, type MemberObject, type MemberObjectRef } from './template.js';
+
+/** An object as read from a member cluster. */
+export interface ExistingObject {
+  metadata?: {
+    uid?: string;
+    deletionTimestamp?: string;
+    finalizers?: string[];
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  status?: unknown;
+  [field: string]: unknown;
+}
+
+/** The calls mco makes on one member cluster (`memberObjects` implements it over client-node). */
+export interface MemberObjects {
+  get(ref: MemberObjectRef): Promise<ExistingObject | undefined>;
+  /** Server-side apply with mco's field manager. */
+  apply(object: MemberObject): Promise<ExistingObject>;
+  /** Deletes with a uid precondition, so a newer object of the same name is never deleted; quiet when gone. */
+  delete(ref: MemberObjectRef, uid: string | undefined): Promise<void>;
+}
+
+const RESOURCES = {
+  RepoSync: { group: CONFIG_SYNC_GROUP, version: 'v1beta1', plural: 'reposyncs' },
+  RootSync: { group: CONFIG_SYNC_GROUP, version: 'v1beta1', plural: 'rootsyncs' },
+  RoleBinding: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' },
+} as const;
+
+/**
+ * Member calls through @mco/cluster-access: the cluster's rate limiter, its
+ * credential (dropped on 401) and a deadline per request. Namespaced calls by
+ * name only, so a Role per target namespace is all mco needs there.
+ */
+export function memberObjects(client: MemberClusterClient, timeoutMs: number): MemberObjects {
+  const options = (contentType?: string) => requestOptions(client.kubeConfig, timeoutMs, contentType);
+  const api = () => client.api(CustomObjectsApi, AbortSignal.timeout(timeoutMs));
+  const path = (ref: MemberObjectRef) => ({ ...RESOURCES[ref.kind], namespace: ref.namespace, name: ref.name });
+  return {
+    async get(ref) {
+      try {
+        return (await api().getNamespacedCustomObject(path(ref), options())) as ExistingObject;
+      } catch (error) {
+        if (httpStatusOf(error) === 404) return undefined;
+        throw error;
+      }
+    },
+    async apply(object) {
+      const version = object.apiVersion.split('/')[1] ?? 'v1';
+      return (await api().patchNamespacedCustomObject(
+        {
+          ...path({ kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name }),
+          version,
+          body: object,
+          fieldManager: MANAGED_BY,
+          force: true,
+        },
+        options(PatchStrategy.ServerSideApply),
+      )) as ExistingObject;
+    },
+    async delete(ref, uid) {
+      try {
+        await api().deleteNamespacedCustomObject(
+          { ...path(ref), ...(uid ? { body: { preconditions: { uid } } } : {}) },
+          options(),
+        );
+      } catch (error) {
+        if (httpStatusOf(error) !== 404) throw error;
+      }
+    },
+  };
+}
+
+/** The hub writes of the adapter (`createHubWriter` implements it). */
+export interface HubWriter {
+  /** Applies mco's annotations and finalizer on the placement (server-side apply, field manager mco-configsync): absent keys are removed. */
+  applyPlacementMetadata(
+    placement: Placement,
+    annotations: Record<string, string>,
+    finalizers: readonly string[],
+  ): Promise<void>;
+  /** Applies the adapter's one condition to the placement's status; the engine's conditions are not touched. */
+  applyCondition(placement: Placement, condition: Condition): Promise<void>;
+  createEvent(placement: Placement, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
+}
+
+export function createHubWriter(kubeConfig: KubeConfig, options: { requestTimeoutMs?: number } = {}): HubWriter {
+  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+  const core = kubeConfig.makeApiClient(CoreV1Api);
+  const timeout = options.requestTimeoutMs ?? 30_000;
+  const apply = requestOptions(kubeConfig, timeout, PatchStrategy.ServerSideApply);
+  const id = (p: Placement) => ({ name: p.metadata.name, namespace: p.metadata.namespace ?? '' });
+  const head = { apiVersion: PLACEMENT_API_VERSION, kind: PLACEMENT_KIND };
+  return {
+    async applyPlacementMetadata(placement, annotations, finalizers) {
+      await custom.patchNamespacedCustomObject(
+        {
+          ...PLACEMENTS,
+          ...id(placement),
+          body: { ...head, metadata: { ...id(placement), annotations, finalizers } },
+          fieldManager: MANAGED_BY,
+          force: true,
+        },
+        apply,
+      );
+    },
+    async applyCondition(placement, condition) {
+      await custom.patchNamespacedCustomObjectStatus(
+        {
+          ...PLACEMENTS,
+          ...id(placement),
+          body: { ...head, metadata: id(placement), status: { conditions: [condition] } },
+          fieldManager: MANAGED_BY,
+          force: true,
+        },
+        apply,
+      );
+    },
+    async createEvent(placement, type, reason, message) {
+      const now = new Date();
+      const { name, namespace } = id(placement);
+      await core.createNamespacedEvent(
+        {
+          namespace,
+          body: {
+            metadata: { generateName: `${name}.`, namespace },
+            involvedObject: {
+              apiVersion: PLACEMENT_API_VERSION,
+              kind: PLACEMENT_KIND,
+              name,
+              namespace,
+              ...(placement.metadata.uid ? { uid: placement.metadata.uid } : {}),
+            },
+            type,
+            reason,
+            message: message.slice(0, 1024),
+            source: { component: MANAGED_BY },
+            reportingComponent: MANAGED_BY,
+            firstTimestamp: now,
+            lastTimestamp: now,
+            count: 1,
+          },
+        },
+        requestOptions(kubeConfig, timeout),
+      );
+    },
+  };
+}

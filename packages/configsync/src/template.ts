@@ -1,0 +1,232 @@
+import { createHash } from 'node:crypto';
+import { parseAllDocuments } from 'yaml';
+import { z } from 'zod';
+import type { Placement, PlacementCluster } from '@mco/core';
+
+/** The placement annotation holding the user's Config Sync template (YAML or JSON documents). */
+export const TEMPLATE_ANNOTATION = 'configsync.mco.x-k8s.io/template';
+/** Config Sync deletes what a sync object applied before its own deletion completes (its finalizer). */
+export const DELETION_PROPAGATION_ANNOTATION = 'configsync.gke.io/deletion-propagation-policy';
+/** On every object mco applies on a member: which placement and cluster it is for. */
+export const PLACEMENT_ANNOTATION = 'configsync.mco.x-k8s.io/placement';
+export const CLUSTER_ANNOTATION = 'configsync.mco.x-k8s.io/cluster';
+/** Hash of what mco applied, so a resync that would change nothing writes nothing. */
+export const APPLIED_HASH_ANNOTATION = 'configsync.mco.x-k8s.io/applied-hash';
+export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
+export const MANAGED_BY = 'mco-configsync';
+/** Config Sync requires RootSyncs in this namespace. */
+export const ROOT_SYNC_NAMESPACE = 'config-management-system';
+export const CONFIG_SYNC_GROUP = 'configsync.gke.io';
+
+export type SyncKind = 'RepoSync' | 'RootSync';
+export type DeliveredKind = SyncKind | 'RoleBinding';
+
+/** An object mco applies on a member, identified the way the record keeps it: `Kind/namespace/name`. */
+export interface MemberObjectRef {
+  readonly kind: DeliveredKind;
+  readonly namespace: string;
+  readonly name: string;
+}
+
+export interface MemberObject {
+  apiVersion: string;
+  kind: DeliveredKind;
+  metadata: { name: string; namespace: string; labels: Record<string, string>; annotations: Record<string, string> };
+  [field: string]: unknown;
+}
+
+/** A validated template: one sync object and the RoleBindings its reconciler needs. */
+export interface SyncTemplate {
+  readonly sync: MemberObject;
+  readonly roleBindings: readonly MemberObject[];
+}
+
+const NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const MetaSchema = z.object({
+  name: z.string().max(63).regex(NAME, 'must be a DNS label').optional(),
+  namespace: z.string().max(63).regex(NAME, 'must be a DNS label').optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+});
+const SyncSchema = z.looseObject({
+  apiVersion: z.enum([`${CONFIG_SYNC_GROUP}/v1beta1`, `${CONFIG_SYNC_GROUP}/v1alpha1`]),
+  kind: z.enum(['RepoSync', 'RootSync']),
+  metadata: MetaSchema.optional(),
+  spec: z.looseObject({
+    sourceType: z.enum(['git', 'oci', 'helm']).optional(),
+    helm: z.looseObject({ values: z.record(z.string(), z.unknown()).optional() }).optional(),
+  }),
+});
+const RoleBindingSchema = z.looseObject({
+  apiVersion: z.literal('rbac.authorization.k8s.io/v1'),
+  kind: z.literal('RoleBinding'),
+  metadata: MetaSchema.extend({ name: MetaSchema.shape.name.unwrap() }),
+  roleRef: z.object({ apiGroup: z.string(), kind: z.enum(['Role', 'ClusterRole']), name: z.string() }),
+  subjects: z.array(z.record(z.string(), z.unknown())).optional(),
+});
+
+export type TemplateResult = { ok: true; template: SyncTemplate } | { ok: false; error: string };
+
+/**
+ * Reads the template annotation of a placement: YAML (or JSON) documents, exactly
+ * one RepoSync or RootSync and any RoleBindings its reconciler needs (in the
+ * RepoSync's namespace). The sync object is named after the placement unless
+ * the template names it; a RootSync lives in `config-management-system`.
+ * Errors name the document and field.
+ */
+export function parseTemplate(placement: Placement): TemplateResult | undefined {
+  const text = placement.metadata.annotations?.[TEMPLATE_ANNOTATION];
+  if (text === undefined) return undefined;
+  const fail = (error: string): TemplateResult => ({ ok: false, error: `annotation ${TEMPLATE_ANNOTATION}: ${error}` });
+  const documents = parseAllDocuments(text);
+  const values: unknown[] = [];
+  for (const [i, doc] of (Array.isArray(documents) ? documents : [documents]).entries()) {
+    if (doc.errors.length > 0) return fail(`document ${i}: ${doc.errors[0]!.message}`);
+    const value: unknown = doc.toJSON();
+    if (value !== null && value !== undefined) values.push(value);
+  }
+  let sync: MemberObject | undefined;
+  const roleBindings: MemberObject[] = [];
+  for (const [i, value] of values.entries()) {
+    const kind = (value as { kind?: unknown } | null)?.kind;
+    const schema = kind === 'RoleBinding' ? RoleBindingSchema : SyncSchema;
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0]!;
+      const path = issue.path.map(String).join('.');
+      return fail(`document ${i}${path ? ` field ${path}` : ''}: ${issue.message}`);
+    }
+    if (kind === 'RoleBinding') {
+      roleBindings.push(member(parsed.data as MemberObject, parsed.data.metadata?.namespace ?? ''));
+      continue;
+    }
+    if (sync) return fail(`document ${i}: only one RepoSync or RootSync per placement`);
+    const data = parsed.data as z.infer<typeof SyncSchema>;
+    const namespace = data.kind === 'RootSync' ? ROOT_SYNC_NAMESPACE : data.metadata?.namespace;
+    if (data.kind === 'RootSync' && data.metadata?.namespace && data.metadata.namespace !== ROOT_SYNC_NAMESPACE) {
+      return fail(`document ${i} field metadata.namespace: a RootSync must be in ${ROOT_SYNC_NAMESPACE}`);
+    }
+    if (!namespace) return fail(`document ${i} field metadata.namespace: a RepoSync needs its target namespace`);
+    sync = member(
+      { ...data, metadata: { ...data.metadata, name: data.metadata?.name ?? placement.metadata.name } } as MemberObject,
+      namespace,
+    );
+  }
+  if (!sync) return fail('no RepoSync or RootSync');
+  for (const rb of roleBindings) {
+    if (!rb.metadata.namespace) rb.metadata.namespace = sync.metadata.namespace;
+    if (sync.kind === 'RepoSync' && rb.metadata.namespace !== sync.metadata.namespace) {
+      return fail(`RoleBinding ${rb.metadata.name}: must be in the RepoSync's namespace ${sync.metadata.namespace}`);
+    }
+  }
+  return { ok: true, template: { sync, roleBindings } };
+}
+
+function member(object: MemberObject, namespace: string): MemberObject {
+  const { status: _status, ...rest } = object as MemberObject & { status?: unknown };
+  return {
+    ...rest,
+    metadata: {
+      name: object.metadata.name,
+      namespace,
+      labels: { ...object.metadata.labels },
+      annotations: { ...object.metadata.annotations },
+    },
+  };
+}
+
+/** What the workload's Helm chart receives under `.Values.mco` (sourceType helm only). */
+export interface ClusterValues {
+  cluster: string;
+  clusterProfileName: string;
+  clusterProfileNamespace: string;
+  state: PlacementCluster['state'];
+  draining: boolean;
+  desiredMaxReplicas?: number;
+}
+
+export function clusterValues(cluster: PlacementCluster): ClusterValues {
+  const namespace = cluster.namespace ?? '';
+  return {
+    cluster: `${namespace}/${cluster.name}`,
+    clusterProfileName: cluster.name,
+    clusterProfileNamespace: namespace,
+    state: cluster.state,
+    draining: cluster.draining !== undefined,
+    ...(cluster.draining ? { desiredMaxReplicas: cluster.draining.desiredMaxReplicas } : {}),
+  };
+}
+
+/**
+ * The objects to apply on one placed cluster, in apply order (RoleBindings
+ * first, so the reconciler can act as soon as the sync object exists). Each is
+ * labelled and annotated as mco's, the sync object gets Config Sync's
+ * Foreground deletion propagation, and a Helm source gets the cluster's
+ * values (draining included) merged under `values.mco`.
+ */
+export function desiredObjects(
+  template: SyncTemplate,
+  placement: Placement,
+  cluster: PlacementCluster,
+): MemberObject[] {
+  const owner = `${placement.metadata.namespace}/${placement.metadata.name}`;
+  const key = `${cluster.namespace ?? ''}/${cluster.name}`;
+  const mark = (object: MemberObject, extra: Record<string, string>): MemberObject => {
+    const marked: MemberObject = {
+      ...structuredClone(object),
+      metadata: {
+        ...object.metadata,
+        labels: { ...object.metadata.labels, [MANAGED_BY_LABEL]: MANAGED_BY },
+        annotations: {
+          ...object.metadata.annotations,
+          ...extra,
+          [PLACEMENT_ANNOTATION]: owner,
+          [CLUSTER_ANNOTATION]: key,
+        },
+      },
+    };
+    marked.metadata.annotations[APPLIED_HASH_ANNOTATION] = contentHash(marked);
+    return marked;
+  };
+  const sync = structuredClone(template.sync);
+  const spec = sync.spec as { sourceType?: string; helm?: { values?: Record<string, unknown> } };
+  if (spec.sourceType === 'helm') {
+    spec.helm = { ...spec.helm, values: { ...spec.helm?.values, mco: clusterValues(cluster) } };
+  }
+  return [
+    ...template.roleBindings.map((rb) => mark(rb, {})),
+    mark(sync, { [DELETION_PROPAGATION_ANNOTATION]: 'Foreground' }),
+  ];
+}
+
+/** A stable hash of an object's content (keys sorted), without the hash annotation itself. */
+function contentHash(object: MemberObject): string {
+  const { [APPLIED_HASH_ANNOTATION]: _ignored, ...annotations } = object.metadata.annotations;
+  const canonical = (value: unknown): unknown =>
+    Array.isArray(value)
+      ? value.map(canonical)
+      : value && typeof value === 'object'
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
+          )
+        : value;
+  const text = JSON.stringify(canonical({ ...object, metadata: { ...object.metadata, annotations } }));
+  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+}
+
+export function refOf(object: { kind: DeliveredKind; metadata: { namespace: string; name: string } }): MemberObjectRef {
+  return { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name };
+}
+
+export function formatRef(ref: MemberObjectRef): string {
+  return `${ref.kind}/${ref.namespace}/${ref.name}`;
+}
+
+export function parseRef(text: string): MemberObjectRef | undefined {
+  const [kind, namespace, name, ...rest] = text.split('/');
+  if (rest.length > 0 || !namespace || !name) return undefined;
+  if (kind !== 'RepoSync' && kind !== 'RootSync' && kind !== 'RoleBinding') return undefined;
+  return { kind, namespace, name };
+}

@@ -1,0 +1,37 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+
+export interface Manifest {
+  readonly name: string;
+  readonly version: string;
+  readonly private?: boolean;
+  readonly repository?: { readonly type?: string; readonly url?: string; readonly directory?: string };
+  readonly scripts?: Readonly<Record<string, string>>;
+  readonly files?: readonly string[];
+  readonly exports?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly dependencies?: Readonly<Record<string, string>>;
+  readonly peerDependencies?: Readonly<Record<string, string>>;
+  readonly peerDependenciesMeta?: Readonly<Record<string, { readonly optional?: boolean }>>;
+  readonly devDependencies?: Readonly<Record<string, string>>;
+}
+
+/**
+ * Every publishable workspace (package.json without `"private": true`) of the
+ * root's `workspaces` globs, as tools/npm-packages/build.sh finds them: a new
+ * package is covered without editing any list.
+ */
+export function publishableWorkspaces(): { dir: string; manifest: Manifest }[] {
+  const root = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { workspaces: string[] };
+  return root.workspaces.flatMap((glob) => {
+    const parent = glob.replace(/\/\*$/, '');
+    return readdirSync(join(REPO, parent))
+      .sort()
+      .map((name) => join(parent, name))
+      .filter((dir) => existsSync(join(REPO, dir, 'package.json')))
+      .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(REPO, dir, 'package.json'), 'utf8')) as Manifest }))
+      .filter(({ manifest }) => manifest.private !== true);
+  });
+}
