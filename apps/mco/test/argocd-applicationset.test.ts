@@ -34,7 +34,7 @@ const BEHAVIOR = {
 };
 
 async function until<T>(what: string, probe: () => Promise<T>, accept: (v: T) => boolean, logs: () => string) {
-  const deadline = Date.now() + 120_000;
+  const deadline = Date.now() + 240_000; // a loaded machine (load average 30) needed over 2 min
   let last: T | undefined;
   for (;;) {
     last = await probe().catch(() => undefined);
@@ -73,17 +73,23 @@ describeWithControlPlane(
       Object.fromEntries(
         ((await stack.applicationSet()).status?.conditions ?? []).map((c) => [c.type, `${c.status}: ${c.message}`]),
       );
-    const setRefresh = (value: string | null) =>
-      stack.custom.patchNamespacedCustomObject({
+    const setRefresh = async (value: string | null) => {
+      const annotations = (await stack.applicationSet()).metadata?.annotations;
+      const key = `/metadata/annotations/${REFRESH.replace('/', '~1')}`;
+      // A JSON patch cannot add a key to a missing map: add the map then.
+      const op =
+        value === null
+          ? { op: 'remove', path: key }
+          : annotations
+            ? { op: 'add', path: key, value }
+            : { op: 'add', path: '/metadata/annotations', value: { [REFRESH]: value } };
+      await stack.custom.patchNamespacedCustomObject({
         ...APPLICATION_SETS,
         namespace: ARGOCD,
         name: 'hello-world-applicationset',
-        body: [
-          value === null
-            ? { op: 'remove', path: `/metadata/annotations/${REFRESH.replace('/', '~1')}` }
-            : { op: 'add', path: `/metadata/annotations/${REFRESH.replace('/', '~1')}`, value },
-        ],
+        body: [op],
       });
+    };
     /**
      * Makes Argo CD reconcile now, as a user would: it reacts to the refresh
      * annotation being added, so an annotation left over from a failed
@@ -213,8 +219,8 @@ describeWithControlPlane(
       await failedWith(/connection refused|connect/i);
       await unchanged('plugin killed');
 
-      // 2. The plugin answers 503: its caches never sync (a hub user without RBAC).
-      stack.startPlugin({ refresh: true, kubeconfig: stack.kubeconfigFor('plugin') });
+      // 2. The plugin answers 503: its caches never sync (the hub answers its start-up checks, then hangs).
+      stack.startPlugin({ refresh: true, kubeconfig: await stack.stalledHubKubeconfig() });
       await wait(
         'the plugin to answer 503',
         () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),

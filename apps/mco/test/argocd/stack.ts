@@ -8,6 +8,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   AutoscalingV2Api,
@@ -136,6 +139,7 @@ export class ArgoStack {
   private readonly reaper: ProcessReaper;
   private readonly kubeconfigs = new Map<Role, string>();
   private pluginCommand: string[] = [];
+  private stalledHub?: HttpServer;
 
   private constructor(
     readonly plane: ControlPlane,
@@ -233,10 +237,18 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     }
     write('applicationset-controller', plane.hub.adminKubeConfig());
 
-    // What an Argo CD installation brings: its settings objects and the default AppProject.
+    // What an Argo CD installation brings: its settings objects and the default
+    // AppProject. argocd-server writes `server.secretkey` on its first start;
+    // without it the applicationset controller refuses every destination
+    // ("server.secretkey is missing"), and argocd-server does not run here.
     await plane.hub.apply([
       { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: ARGOCD, labels: partOfArgo } },
-      { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'argocd-secret', namespace: ARGOCD, labels: partOfArgo } },
+      {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'argocd-secret', namespace: ARGOCD, labels: partOfArgo },
+        stringData: { 'server.secretkey': randomBytes(32).toString('base64') },
+      } as KubernetesObject,
       {
         apiVersion: 'argoproj.io/v1alpha1',
         kind: 'AppProject',
@@ -403,10 +415,42 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     this.processes.delete(role);
   }
 
-  /** A kubeconfig file for a hub token user (e.g. `plugin`, which has no RBAC at all). */
-  kubeconfigFor(user: string): string {
-    const file = join(this.dir, `${user}-user.kubeconfig`);
-    writeFileSync(file, this.plane.hub.kubeConfigFor(user).exportConfig(), { mode: 0o600 });
+  /**
+   * The plugin's kubeconfig pointed at a plain-HTTP proxy of the hub that
+   * answers the start-up checks (`limit=1` lists) and never answers anything
+   * else (a hub that hangs): the plugin starts, its caches never sync, and it
+   * answers 503.
+   */
+  async stalledHubKubeconfig(): Promise<string> {
+    if (!this.stalledHub) {
+      const hub = new URL(this.plane.hub.server);
+      const ca = Buffer.from(this.plane.hub.caData, 'base64');
+      const server = createHttpServer((req, res) => {
+        if (new URL(req.url!, 'http://proxy').searchParams.get('limit') !== '1') return; // held until stop()
+        const upstream = httpsRequest(
+          { host: hub.hostname, port: hub.port, path: req.url, method: req.method, headers: req.headers, ca },
+          (answer) => {
+            res.writeHead(answer.statusCode!, answer.headers);
+            answer.pipe(res);
+          },
+        );
+        upstream.on('error', () => res.destroy());
+        req.pipe(upstream);
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      this.stalledHub = server;
+    }
+    const { port } = this.stalledHub.address() as AddressInfo;
+    // exportConfig() writes JSON.
+    const config = JSON.parse(readFileSync(this.kubeconfigs.get('plugin')!, 'utf8')) as {
+      clusters: { cluster: Record<string, unknown> }[];
+    };
+    // client-node speaks plain HTTP only with TLS verification off.
+    for (const entry of config.clusters) {
+      entry.cluster = { server: `http://127.0.0.1:${port}`, 'insecure-skip-tls-verify': true };
+    }
+    const file = join(this.dir, 'stalled-hub.kubeconfig');
+    writeFileSync(file, JSON.stringify(config), { mode: 0o600 });
     return file;
   }
 
@@ -490,6 +534,10 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   async stop(): Promise<void> {
     for (const role of [...this.processes.keys()]) await this.stopProcess(role, { kill: true });
     this.reaper.dispose();
+    if (this.stalledHub) {
+      this.stalledHub.closeAllConnections();
+      await new Promise((resolve) => this.stalledHub!.close(resolve));
+    }
     rmSync(this.bundle.dir, { recursive: true, force: true });
     await this.plane.stop();
     rmSync(this.dir, { recursive: true, force: true });
