@@ -30,6 +30,9 @@ const CHANGES = Number(process.env.BENCH_CHANGES ?? 20);
 const WEST = 'mco-cluster-west';
 const WEST_APP = applicationOf('west');
 
+/** Set before the stack stops, when the watches end on purpose. */
+let stopping = false;
+
 type Waiter = { match: (type: string, obj: unknown) => boolean; resolve: (t: number) => void };
 
 /** Watches a collection and resolves waiters with the arrival time of the first matching event. */
@@ -48,7 +51,7 @@ async function watchTimes(kc: KubeConfig, path: string): Promise<(match: Waiter[
       }
     },
     (error) => {
-      if (error) console.error(`watch ${path} ended: ${String(error)}`);
+      if (error && !stopping) console.error(`watch ${path} ended: ${String(error)}`);
     },
   );
   return (match) =>
@@ -77,9 +80,32 @@ function row(label: string, samples: number[]): string {
   return `| ${label} | ${samples.length} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 99))} | ${ms(sorted[0]!)} | ${ms(sorted.at(-1)!)} |`;
 }
 
+/** Polls until `accept` holds (4 min: a loaded machine), naming what it waited for. */
+async function until<T>(what: string, probe: () => Promise<T>, accept: (v: T) => boolean): Promise<void> {
+  const deadline = Date.now() + 240_000;
+  while (!accept(await probe().catch(() => undefined as T))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
 async function measure(stack: ArgoStack, refresh: boolean): Promise<string[]> {
   await stack.stopProcess('plugin');
   stack.startPlugin({ refresh });
+  await until(
+    'the plugin to be ready',
+    () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),
+    (s) => s === 200,
+  );
+  // The starting point of every change: east alone, with its Application.
+  await until(
+    'the placement to list east alone, with its Application',
+    async () => [await stack.placement(), await stack.applications()] as const,
+    (v) =>
+      v !== undefined &&
+      (v[0].status?.clusters ?? []).map((c) => c.name).join() === 'mco-cluster-east' &&
+      v[1].map((a) => a.metadata!.name).join() === applicationOf('east'),
+  );
   const admin = stack.plane.hub.adminKubeConfig();
   const placementEvent = await watchTimes(
     admin,
@@ -125,7 +151,13 @@ const stack = await ArgoStack.start({
   behavior: { scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 } },
 });
 try {
-  const rows = [...(await measure(stack, true)), ...(await measure(stack, false))];
+  let rows: string[];
+  try {
+    rows = [...(await measure(stack, true)), ...(await measure(stack, false))];
+  } catch (error) {
+    console.error(stack.logs());
+    throw error;
+  }
   console.log(
     `\nload average ${loadavg()
       .map((l) => l.toFixed(1))
@@ -135,6 +167,7 @@ try {
   console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
   for (const line of rows) console.log(line);
 } finally {
+  stopping = true;
   await stack.stop();
 }
 process.exit(0);

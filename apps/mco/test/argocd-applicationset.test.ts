@@ -303,6 +303,6 @@ describeWithControlPlane(
         (a) => a.get(applicationOf('west'))?.metadata?.deletionTimestamp !== undefined,
       );
       expect((await versions())[applicationOf('east')]).toBe(before[applicationOf('east')]);
-    });
+    }, 1_200_000); // five faults, each waiting on Argo CD: longer than the others on a loaded machine
   },
 );
