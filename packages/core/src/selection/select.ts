@@ -104,6 +104,9 @@ export interface SelectionResult {
   readonly unknownClusters: readonly string[];
 }
 
+/** Up to this many tracked clusters, each is looked up in the eligible list when its rank is asked. */
+const FEW_TRACKED = 16;
+
 const NO_TAINTS: TaintVerdict = Object.freeze({
   noSelect: undefined,
   noSelectIfNew: undefined,
@@ -154,20 +157,27 @@ export function selectClusters(
     eligible = first.concat(last);
   }
 
+  // Ranks of many clusters (every eligible one, or a placement listing most of
+  // the fleet) come from one map of the list. An autoscaling placement lists a
+  // handful: finding each in the list when asked (a native scan) is cheaper
+  // than a hash lookup per eligible cluster. Untracked keys (clusters added in
+  // this evaluation) are found the same way. Either way a rank is remembered.
   const rank = new Map<ClusterKey, number>();
-  for (let i = 0; i < eligible.length; i++) {
-    const key = eligible[i]!.key;
-    if (!tracked || tracked.has(key)) rank.set(key, i);
+  const mapped = !tracked || tracked.size > FEW_TRACKED;
+  if (mapped) {
+    for (let i = 0; i < eligible.length; i++) {
+      const key = eligible[i]!.key;
+      if (!tracked || tracked.has(key)) rank.set(key, i);
+    }
   }
   const rankOf = (key: ClusterKey): number | undefined => {
-    if (!tracked || tracked.has(key)) return rank.get(key);
-    // An untracked key (a cluster added in this evaluation): scan once, then remember.
-    if (!rank.has(key))
-      rank.set(
-        key,
-        eligible.findIndex((c) => c.key === key),
-      );
-    const r = rank.get(key)!;
+    if (mapped && (!tracked || tracked.has(key))) return rank.get(key);
+    let r = rank.get(key);
+    if (r === undefined) {
+      const cluster = inventory.byKey.get(key);
+      r = cluster ? eligible.indexOf(cluster) : -1;
+      rank.set(key, r);
+    }
     return r < 0 ? undefined : r;
   };
   const ineligibleBecause = (key: ClusterKey): string => {
