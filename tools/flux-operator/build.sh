@@ -24,7 +24,8 @@
 #   - the module zip lacks the web UI assets that web/embed.go embeds
 #     (`//go:embed dist/*`): the module is copied out of the module cache, gets
 #     a placeholder web/dist/index.html, and the wrapper go.mod points to it.
-# Cold build: about 6 minutes on 2 cores plus downloads (docs/testing.md).
+# Cold build: 5.5 min on a quiet 2-core machine, 44 min at load average 20-33
+# (docs/testing.md); 87 MB.
 set -euo pipefail
 
 log() { printf 'flux-operator-build: %s\n' "$*" >&2; }
