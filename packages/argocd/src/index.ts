@@ -53,6 +53,7 @@ export {
 } from './refresher.js';
 export {
   createSecretSyncer,
+  refreshDelay,
   type AccessResolver,
   type ExistingSecret,
   type SecretClient,

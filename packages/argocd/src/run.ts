@@ -38,6 +38,8 @@ export interface ArgoCdDeliveryOptions {
     readonly refreshBeforeMs?: number;
     readonly resyncMs?: number;
     readonly releaseGraceMs?: number;
+    /** Profiles reconciled (credential plugins run) at once (default 16). */
+    readonly concurrency?: number;
   };
   /** Informer tuning (tests shorten these). */
   readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
@@ -111,6 +113,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         ...(sync.refreshBeforeMs !== undefined ? { refreshBeforeMs: sync.refreshBeforeMs } : {}),
         ...(sync.resyncMs !== undefined ? { resyncMs: sync.resyncMs } : {}),
         ...(sync.releaseGraceMs !== undefined ? { releaseGraceMs: sync.releaseGraceMs } : {}),
+        ...(sync.concurrency !== undefined ? { concurrency: sync.concurrency } : {}),
         // Unknown (never "not in use") while the placement cache is unsynced or silent:
         // an empty or stale cache must not delete a Secret Argo CD still needs.
         isClusterInUse: (namespace, name) =>
