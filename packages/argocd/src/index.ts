@@ -60,10 +60,5 @@ export {
   type SecretSyncer,
   type SecretSyncerOptions,
 } from './secret-syncer.js';
-export {
-  holdManagerName,
-  managerLeaseName,
-  type ManagerLease,
-  type ManagerLeaseOptions,
-} from './manager-lease.js';
+export { holdManagerName, managerLeaseName, type ManagerLease, type ManagerLeaseOptions } from './manager-lease.js';
 export { startArgoCdDelivery, type ArgoCdDelivery, type ArgoCdDeliveryOptions } from './run.js';
