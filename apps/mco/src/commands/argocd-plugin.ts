@@ -35,6 +35,7 @@ Options:
   --provider-file <path>           Cluster Inventory access-provider config (credential plugins);
                                    required with --sync-cluster-secrets
   --secret-manager <value>         managed-by label value of mco's Secrets (default mco-argocd-cluster-sync)
+  --secret-sync-concurrency <n>    cluster Secrets refreshed (credential plugins run) at once (default 16)
   --log-level <level>              debug, info, warn or error (default info)
   -h, --help                       show this help
 
@@ -55,6 +56,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'argocd-namespace': { type: 'string', default: 'argocd' },
         'provider-file': { type: 'string' },
         'secret-manager': { type: 'string' },
+        'secret-sync-concurrency': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -71,6 +73,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const maxBodyBytes = values['max-body-bytes'] === undefined ? undefined : Number(values['max-body-bytes']);
     if (maxBodyBytes !== undefined && !(Number.isInteger(maxBodyBytes) && maxBodyBytes >= 1024)) {
       throw new UsageError('--max-body-bytes must be an integer of at least 1024');
+    }
+    const syncConcurrency =
+      values['secret-sync-concurrency'] === undefined ? undefined : Number(values['secret-sync-concurrency']);
+    if (syncConcurrency !== undefined && !(Number.isInteger(syncConcurrency) && syncConcurrency >= 1)) {
+      throw new UsageError('--secret-sync-concurrency must be an integer of at least 1');
     }
     if (values['sync-cluster-secrets'] && !values['provider-file']) {
       throw new UsageError('--sync-cluster-secrets needs --provider-file <path> (how to obtain credentials)');
@@ -108,6 +115,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
           forgetAccess: (key) => access.forget(key),
           refreshBeforeMs,
           ...(values['secret-manager'] ? { manager: values['secret-manager'] } : {}),
+          ...(syncConcurrency !== undefined ? { concurrency: syncConcurrency } : {}),
         };
       }
     }
