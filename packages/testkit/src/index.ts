@@ -23,4 +23,5 @@ export {
   type InstalledCrd,
   type RequestTarget,
 } from './objects.js';
+export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
 export { controlPlaneSkipReason, describeWithControlPlane, sharedCrdsDir, type RequirementOptions } from './vitest.js';

@@ -28,13 +28,19 @@ export interface ServerProcess {
 
 /**
  * Starts a server binary in its own process group with output appended to a
- * log file (no pipes, so it never blocks on, or dies with, our streams).
+ * log file (no pipes, so it never blocks on, or dies with, our streams);
+ * `env` is added to this process's environment.
  */
-export function startServer(binary: string, args: readonly string[], logFile: string): ServerProcess {
+export function startServer(
+  binary: string,
+  args: readonly string[],
+  logFile: string,
+  env: Readonly<Record<string, string>> = {},
+): ServerProcess {
   const fd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd] });
+    child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
   } finally {
     closeSync(fd);
   }
