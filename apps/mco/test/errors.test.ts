@@ -59,6 +59,7 @@ describe('kubeconfig lookup, the same for every command', () => {
   it.each([
     ['controller', ['controller']],
     ['argocd-plugin', ['argocd-plugin', '--token-file', tokenFile]],
+    ['argocd-sync', ['argocd-sync', '--refresh-applicationsets']],
     ['clusters list', ['clusters', 'list']],
     [
       'inventory',
@@ -78,6 +79,28 @@ describe('kubeconfig lookup, the same for every command', () => {
     } finally {
       vi.unstubAllEnvs();
     }
+  });
+
+  it.each([
+    [['argocd-sync'], 'nothing to do: give --refresh-applicationsets and/or --sync-cluster-secrets'],
+    [
+      ['argocd-sync', '--sync-cluster-secrets'],
+      '--sync-cluster-secrets needs --provider-file <path> (how to obtain credentials)',
+    ],
+    [
+      ['argocd-sync', '--refresh-applicationsets', '--applicationset-namespace=a', '--all-applicationset-namespaces'],
+      '--applicationset-namespace and --all-applicationset-namespaces exclude each other',
+    ],
+    [
+      ['argocd-plugin', '--token-file', tokenFile, '--sync-cluster-secrets'],
+      '--sync-cluster-secrets moved to `mco argocd-sync`: the plugin serves HTTP and only reads',
+    ],
+    [
+      ['argocd-plugin', '--token-file', tokenFile, '--applicationset-namespace=argocd'],
+      '--applicationset-namespace moved to `mco argocd-sync`: the plugin serves HTTP and only reads',
+    ],
+  ])('mco %j is a usage error in one line, before any API call', async (argv, why) => {
+    expect(oneLine(await mco(...argv))).toEqual({ code: 2, lines: 1, stderr: `mco ${argv[0]}: ${why}` });
   });
 
   it('an unreachable API server is one line naming it, exit 2 at start-up', async () => {
