@@ -54,14 +54,17 @@ describeWithControlPlane(
         project: 'my-project',
         hubEndpoint: hub.url,
         connectGatewayEndpoint: 'http://gateway.test',
-        requestTimeoutSeconds: 0.3,
+        // Generous: under load a short timeout turns a hub's 500 into a Timeout
+        // (the answer arrives after the client gave up). The slow-answer case sets its own.
+        requestTimeoutSeconds: 10,
         pollSeconds: 600,
         backoff: { initialSeconds: 0.02, maxSeconds: 0.1 },
         auth: { type: 'metadata', baseUrl: hub.url },
         ...extra,
       });
     const deps = () => ({ kubeConfig: provider, logger: silentLogger, metrics, now: () => new Date() });
-    const syncOnce = () => createFleetSync(config(), deps())(new AbortController().signal);
+    const syncOnce = (extra: Record<string, unknown> = {}) =>
+      createFleetSync(config(extra), deps())(new AbortController().signal);
     const ours = async () =>
       Object.fromEntries(Object.entries(await resourceVersions(cp.hub)).filter(([k]) => k !== 'fleet/by-hand'));
     const errors = async () =>
@@ -117,24 +120,33 @@ describeWithControlPlane(
         'unreachable locations',
         (h: GkeHubServer) => (h.unreachable = { page: 0, locations: ['asia-east1'] }),
         'UnreachableLocations',
+        {},
       ],
-      ['a 503', (h: GkeHubServer) => (h.failNext = { count: 1, status: 503, message: 'unavailable' }), 'Unavailable'],
-      ['a slow answer', (h: GkeHubServer) => (h.delayMs = 600), 'Timeout'],
-    ])('%s on a listing without a membership changes nothing and prunes nothing', async (_name, setup, reason) => {
-      const before = await ours();
-      hub.memberships = [aMembership('east', 'us-east1')]; // west and world vanished... or did they?
-      setup(hub);
-      const outcome = await syncOnce();
-      expect({
-        outcome: outcome.ok ? 'ok' : outcome.reason,
-        after: await ours(),
-        errors: await errors(),
-      }).toEqual({
-        outcome: reason,
-        after: before,
-        errors: [`mco_gke_fleet_sync_errors_total{reason="${reason}"} 1`],
-      });
-    });
+      [
+        'a 503',
+        (h: GkeHubServer) => (h.failNext = { count: 1, status: 503, message: 'unavailable' }),
+        'Unavailable',
+        {},
+      ],
+      ['a slow answer', (h: GkeHubServer) => (h.delayMs = 600), 'Timeout', { requestTimeoutSeconds: 0.3 }],
+    ])(
+      '%s on a listing without a membership changes nothing and prunes nothing',
+      async (_name, setup, reason, extra) => {
+        const before = await ours();
+        hub.memberships = [aMembership('east', 'us-east1')]; // west and world vanished... or did they?
+        setup(hub);
+        const outcome = await syncOnce(extra);
+        expect({
+          outcome: outcome.ok ? 'ok' : outcome.reason,
+          after: await ours(),
+          errors: await errors(),
+        }).toEqual({
+          outcome: reason,
+          after: before,
+          errors: [`mco_gke_fleet_sync_errors_total{reason="${reason}"} 1`],
+        });
+      },
+    );
 
     it('marks a missing cluster and a deleting membership not Joined and unhealthy, keeps a CREATING one as is', async () => {
       hub.memberships = [
