@@ -10,6 +10,7 @@ export type { Result, SpecError } from './result.js';
 export {
   decide,
   compilePlacementSpec,
+  crossNamespaceWorkload,
   CONDITION_SATISFIED,
   CONDITION_VALID,
   type CompiledSpec,
