@@ -36,6 +36,7 @@ import {
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { clusterSlug, kubeconfigSecretName, startFluxDelivery, type FluxDelivery } from '../src/index.js';
+import { eventually } from './support.js';
 
 // Real processes start here (three kube-apiservers, kustomize-controller) on
 // two shared cores: generous timeouts, every step waits on a condition.
@@ -80,22 +81,6 @@ spec:
         name: cpu
         target: {type: Utilization, averageUtilization: 70}
 `;
-
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T>,
-  accept: (value: T) => boolean,
-  timeoutMs = 120_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe().catch(() => undefined as T);
-    if (last !== undefined && accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
 
 const toolDir = preparedTool('flux');
 
