@@ -165,8 +165,12 @@ export class Reconciler {
 
   /** The placement key a PlacementDecision belongs to (its namespace and placement-key label). */
   static placementKeyOf(decision: KubeObject): string | undefined {
+    // The owner names the placement in full; the label holds a hashed form of a long name.
+    const owners = decision.metadata?.ownerReferences as
+      { kind?: string; name?: string; controller?: boolean }[] | undefined;
+    const owner = owners?.find((o) => o.kind === PLACEMENT_KIND && o.controller)?.name;
     const labels = decision.metadata?.labels as Record<string, string> | undefined;
-    const name = labels?.[PLACEMENT_KEY_LABEL];
+    const name = owner ?? labels?.[PLACEMENT_KEY_LABEL];
     return name ? `${decision.metadata?.namespace}/${name}` : undefined;
   }
 

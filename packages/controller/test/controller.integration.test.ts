@@ -248,6 +248,27 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     await env.fleet.deletePlacement('timer', 'cron');
   });
 
+  it('a placement name over 63 characters gets PlacementDecisions with a hashed placement-key label, kept in line and deleted with it', async () => {
+    await env.fleet.namespace('longname');
+    await env.fleet.namespace('fleet-longname');
+    const controller = start(testController(env.hub.controllerKubeConfig()));
+    await env.fleet.createProfile('fleet-longname', 'x', { longname: 'yes' });
+    const name = `${'inference-'.repeat(9)}server`; // 96 characters
+    await env.fleet.createPlacement('longname', name, rde('longname', ['yes']));
+    await waitFor('decided', async () => (await env.fleet.decisionSummary('longname')).length === 1);
+    await settled(controller);
+    const [decision] = await env.fleet.decisions('longname');
+    const label = (decision!.metadata!.labels as Record<string, string>)['multicluster.x-k8s.io/placement-key']!;
+    const errors = await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' });
+    await env.fleet.deletePlacement('longname', name);
+    await waitFor('decisions deleted', async () => (await env.fleet.decisions('longname')).length === 0);
+    expect({
+      summary: `${decision!.metadata!.name}`,
+      label: { length: label.length, prefix: label.slice(0, 52) === name.slice(0, 52) },
+      errors,
+    }).toEqual({ summary: `${name}-0`, label: { length: 63, prefix: true }, errors: 0 });
+  });
+
   it('follows ClusterProfiles added, relabelled and deleted, and deletes the PlacementDecisions with the placement', async () => {
     await env.fleet.namespace('inv');
     await env.fleet.namespace('fleet-inv');

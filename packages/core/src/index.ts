@@ -28,4 +28,9 @@ export { DEFAULT_BEHAVIOR, resolveBehavior, type ResolvedBehavior } from './scal
 export { isAtCapacityCeiling, wantsScaleIn, assessSignal, type SignalAssessment } from './scaling/signals.js';
 export { drainStepSize } from './scaling/draining.js';
 export { setCondition } from './conditions.js';
-export { buildPlacementDecisions, placementDecisionName, SCHEDULER_NAME } from './placement-decisions.js';
+export {
+  buildPlacementDecisions,
+  placementDecisionName,
+  placementLabelValue,
+  SCHEDULER_NAME,
+} from './placement-decisions.js';
