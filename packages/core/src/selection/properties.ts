@@ -84,19 +84,22 @@ export function compilePropertySorter(
  * valued cluster has the same value, each of them is the best and gets `weight`.
  */
 export function scoreBySorter(sorter: CompiledSorter, clusters: readonly InventoryCluster[]): Float64Array {
-  const scores = new Float64Array(clusters.length);
-  const values: (Quantity | undefined)[] = clusters.map((c) => c.properties.get(sorter.name)?.quantity);
+  const n = clusters.length;
+  const scores = new Float64Array(n);
+  const values = new Array<Quantity | undefined>(n);
   let best: Quantity | undefined;
   let worst: Quantity | undefined;
   const better = sorter.ascending ? -1 : 1;
-  for (const q of values) {
+  for (let i = 0; i < n; i++) {
+    const q = clusters[i]!.properties.get(sorter.name)?.quantity;
+    values[i] = q;
     if (!q) continue;
     if (!best || compareQuantities(q, best) === better) best = q;
     if (!worst || compareQuantities(q, worst) === -better) worst = q;
   }
   if (!best || !worst) return scores;
   const span = best.approximate - worst.approximate;
-  for (let i = 0; i < values.length; i++) {
+  for (let i = 0; i < n; i++) {
     const q = values[i];
     if (!q) continue;
     if (compareQuantities(q, best) === 0) scores[i] = sorter.weight;

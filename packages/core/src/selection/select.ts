@@ -104,6 +104,9 @@ export interface SelectionResult {
   readonly unknownClusters: readonly string[];
 }
 
+/** Up to this many tracked clusters, each is looked up in the eligible list when its rank is asked. */
+const FEW_TRACKED = 16;
+
 const NO_TAINTS: TaintVerdict = Object.freeze({
   noSelect: undefined,
   noSelectIfNew: undefined,
@@ -124,18 +127,15 @@ export function selectClusters(
   tracked?: ReadonlySet<ClusterKey>,
   nowMs?: number,
 ): SelectionResult {
-  // Most clusters carry no taints: only tainted ones are judged, once each.
-  const verdicts = new Map<ClusterKey, TaintVerdict>();
+  // Most clusters carry no taints: only tainted ones are judged (memoised by
+  // the tolerations unless a time limit makes the verdict depend on nowMs).
   let tolerationExpiresAt: number | undefined;
   const verdictOf = (cluster: InventoryCluster | undefined): TaintVerdict => {
-    if (!cluster || cluster.taints.taints.length === 0) return NO_TAINTS;
-    let verdict = verdicts.get(cluster.key);
-    if (!verdict) {
-      verdict = selection.tolerations.judge(cluster.taints.taints, nowMs);
-      verdicts.set(cluster.key, verdict);
-      const at = verdict.expiresAt;
-      if (at !== undefined && (tolerationExpiresAt === undefined || at < tolerationExpiresAt)) tolerationExpiresAt = at;
-    }
+    const taints = cluster?.taints.taints;
+    if (!taints || taints.length === 0) return NO_TAINTS;
+    const verdict = selection.tolerations.judge(taints, nowMs);
+    const at = verdict.expiresAt;
+    if (at !== undefined && (tolerationExpiresAt === undefined || at < tolerationExpiresAt)) tolerationExpiresAt = at;
     return verdict;
   };
   const report = { unknownClusters: [] as string[] };
@@ -151,26 +151,33 @@ export function selectClusters(
     eligible = sortByPreference(eligible, selection);
   // PreferNoSelect: after every cluster without such an untolerated taint, after preferences and sorters.
   if (eligible.some((c) => verdictOf(c).preferNoSelect)) {
-    eligible = [
-      ...eligible.filter((c) => !verdictOf(c).preferNoSelect),
-      ...eligible.filter((c) => verdictOf(c).preferNoSelect),
-    ];
+    const first: InventoryCluster[] = [];
+    const last: InventoryCluster[] = [];
+    for (const c of eligible) (verdictOf(c).preferNoSelect ? last : first).push(c);
+    eligible = first.concat(last);
   }
 
+  // Ranks of many clusters (every eligible one, or a placement listing most of
+  // the fleet) come from one map of the list. An autoscaling placement lists a
+  // handful: finding each in the list when asked (a native scan) is cheaper
+  // than a hash lookup per eligible cluster. Untracked keys (clusters added in
+  // this evaluation) are found the same way. Either way a rank is remembered.
   const rank = new Map<ClusterKey, number>();
-  for (let i = 0; i < eligible.length; i++) {
-    const key = eligible[i]!.key;
-    if (!tracked || tracked.has(key)) rank.set(key, i);
+  const mapped = !tracked || tracked.size > FEW_TRACKED;
+  if (mapped) {
+    for (let i = 0; i < eligible.length; i++) {
+      const key = eligible[i]!.key;
+      if (!tracked || tracked.has(key)) rank.set(key, i);
+    }
   }
   const rankOf = (key: ClusterKey): number | undefined => {
-    if (!tracked || tracked.has(key)) return rank.get(key);
-    // An untracked key (a cluster added in this evaluation): scan once, then remember.
-    if (!rank.has(key))
-      rank.set(
-        key,
-        eligible.findIndex((c) => c.key === key),
-      );
-    const r = rank.get(key)!;
+    if (mapped && (!tracked || tracked.has(key))) return rank.get(key);
+    let r = rank.get(key);
+    if (r === undefined) {
+      const cluster = inventory.byKey.get(key);
+      r = cluster ? eligible.indexOf(cluster) : -1;
+      rank.set(key, r);
+    }
     return r < 0 ? undefined : r;
   };
   const ineligibleBecause = (key: ClusterKey): string => {
@@ -216,17 +223,38 @@ export function preferenceScores(clusters: readonly InventoryCluster[], selectio
   return scores;
 }
 
-/** Stable re-sort by preference score, highest first: buckets per score, then the distinct scores sorted. */
+/**
+ * Stable re-sort by preference score, highest first, as a counting sort: the
+ * distinct scores are sorted natively (no comparator calls), each cluster
+ * finds its score's bucket by binary search, and the buckets are laid out in
+ * one array. With a property sorter nearly every score is distinct, where a
+ * comparator sort or a Map of float keys cost several times more.
+ */
 function sortByPreference(clusters: readonly InventoryCluster[], selection: Selection): readonly InventoryCluster[] {
+  const n = clusters.length;
   const scores = preferenceScores(clusters, selection);
-  const buckets = new Map<number, InventoryCluster[]>();
-  for (let i = 0; i < clusters.length; i++) {
-    const cluster = clusters[i]!;
+  const distinct = new Float64Array(scores).sort();
+  let d = 0;
+  for (let i = 0; i < n; i++) if (i === 0 || distinct[i] !== distinct[d - 1]) distinct[d++] = distinct[i]!;
+  if (d <= 1) return clusters;
+  // bucket[i]: how many distinct scores are higher than cluster i's; start[b + 1] counts bucket b first.
+  const bucket = new Uint32Array(n);
+  const start = new Uint32Array(d + 1);
+  for (let i = 0; i < n; i++) {
     const score = scores[i]!;
-    const bucket = buckets.get(score);
-    if (bucket) bucket.push(cluster);
-    else buckets.set(score, [cluster]);
+    let lo = 0;
+    let hi = d - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (distinct[mid]! < score) lo = mid + 1;
+      else hi = mid;
+    }
+    const b = d - 1 - lo;
+    bucket[i] = b;
+    start[b + 1]!++;
   }
-  if (buckets.size <= 1) return clusters;
-  return [...buckets.keys()].sort((a, b) => b - a).flatMap((score) => buckets.get(score)!);
+  for (let b = 1; b < d; b++) start[b]! += start[b - 1]!;
+  const sorted = new Array<InventoryCluster>(n);
+  for (let i = 0; i < n; i++) sorted[start[bucket[i]!]!++] = clusters[i]!;
+  return sorted;
 }

@@ -4,7 +4,6 @@ import {
   TaintListSchema,
   TOLERATION_OPERATORS,
   type Taint,
-  type TaintEffect,
   type Toleration,
 } from '../api/taint.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
@@ -89,9 +88,10 @@ export function compileTolerations(
   list: readonly Toleration[] | undefined,
   path: string,
 ): Result<Tolerations, SpecError> {
+  if (!list || list.length === 0) return ok(NO_TOLERATIONS);
   const compiled: CompiledToleration[] = [];
-  for (let i = 0; i < (list?.length ?? 0); i++) {
-    const t = list![i]!;
+  for (let i = 0; i < list.length; i++) {
+    const t = list[i]!;
     const at = `${path}[${i}]`;
     const operator = t.operator || 'Equal';
     if (!(TOLERATION_OPERATORS as readonly string[]).includes(operator)) {
@@ -115,8 +115,33 @@ export function compileTolerations(
       seconds: t.tolerationSeconds,
     });
   }
-  return ok({ judge: (taints, nowMs) => (taints.length === 0 ? CLEAN : judge(compiled, taints, nowMs)) });
+  return ok(tolerationsOf(compiled));
 }
+
+/**
+ * Judging is memoised per taint list (one per ClusterProfile and snapshot:
+ * the inventory parses the annotation once) unless a toleration is
+ * time-limited, when the verdict depends on the time. Every evaluation asks
+ * again for the same tainted clusters, so this saves a verdict per cluster
+ * per evaluation.
+ */
+function tolerationsOf(compiled: readonly CompiledToleration[]): Tolerations {
+  if (compiled.some((t) => t.seconds !== undefined)) {
+    return { judge: (taints, nowMs) => (taints.length === 0 ? CLEAN : judge(compiled, taints, nowMs)) };
+  }
+  const verdicts = new WeakMap<readonly ParsedTaint[], TaintVerdict>();
+  return {
+    judge: (taints) => {
+      if (taints.length === 0) return CLEAN;
+      let verdict = verdicts.get(taints);
+      if (!verdict) verdicts.set(taints, (verdict = judge(compiled, taints, undefined)));
+      return verdict;
+    },
+  };
+}
+
+// Most placements tolerate nothing: they share one memo of verdicts.
+const NO_TOLERATIONS = tolerationsOf([]);
 
 function matches(t: CompiledToleration, taint: ParsedTaint): boolean {
   if (t.effect !== '' && t.effect !== taint.effect) return false;
@@ -147,21 +172,18 @@ function judge(
   taints: readonly ParsedTaint[],
   nowMs: number | undefined,
 ): TaintVerdict {
-  const first: Partial<Record<TaintEffect, ParsedTaint>> = {};
+  let noSelect: ParsedTaint | undefined;
+  let noSelectIfNew: ParsedTaint | undefined;
+  let preferNoSelect: ParsedTaint | undefined;
   let expiresAt: number | undefined;
   for (const taint of taints) {
     const until = toleratedUntil(tolerations, taint);
     const tolerated = until !== undefined && (nowMs === undefined || nowMs < until);
     if (tolerated) {
       if (until !== Infinity && (expiresAt === undefined || until < expiresAt)) expiresAt = until;
-    } else {
-      first[taint.effect] ??= taint;
-    }
+    } else if (taint.effect === 'NoSelect') noSelect ??= taint;
+    else if (taint.effect === 'NoSelectIfNew') noSelectIfNew ??= taint;
+    else if (taint.effect === 'PreferNoSelect') preferNoSelect ??= taint;
   }
-  return {
-    noSelect: first.NoSelect,
-    noSelectIfNew: first.NoSelectIfNew,
-    preferNoSelect: first.PreferNoSelect,
-    expiresAt,
-  };
+  return { noSelect, noSelectIfNew, preferNoSelect, expiresAt };
 }
