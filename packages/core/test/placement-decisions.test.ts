@@ -81,7 +81,7 @@ describe('PlacementDecision slices (semantics.md section 8)', () => {
       length: value.length,
       validLabel: /^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/.test(value),
       sameForEverySlice: a.every((l) =>
-        Object.values(l)
+        Object.values(l ?? {})
           .filter((v) => v.length > 2)
           .every((v) => v === value),
       ),
