@@ -29,6 +29,16 @@ function oneLine(result: { code: number; stderr: string }) {
   return { code: result.code, lines: result.stderr.trimEnd().split('\n').length, stderr: result.stderr.trimEnd() };
 }
 
+describe('mco argocd-sync usage', () => {
+  it.each(['0', '2.5', 'many'])('--secret-sync-concurrency %s is one line, exit 2', async (value) => {
+    expect(oneLine(await mco('argocd-sync', '--sync-cluster-secrets', '--secret-sync-concurrency', value))).toEqual({
+      code: 2,
+      lines: 1,
+      stderr: 'mco argocd-sync: --secret-sync-concurrency must be an integer of at least 1',
+    });
+  });
+});
+
 describe('kubeconfig lookup, the same for every command', () => {
   const home = mkdtempSync(join(tmpdir(), 'mco-home-'));
   const noKubeconfig = { HOME: home };

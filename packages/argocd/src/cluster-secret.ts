@@ -33,6 +33,8 @@ export interface ClusterAccessLike {
     readonly clientKeyData?: string;
     readonly expiresAt?: Date;
   }>;
+  /** Drops the cached credential, so the next getCredential obtains a new one. */
+  invalidate?(): void;
 }
 
 /** Argo CD's cluster `config` (pkg/apis/application/v1alpha1 ClusterConfig), the fields mco writes. */

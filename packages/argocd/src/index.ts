@@ -53,10 +53,12 @@ export {
 } from './refresher.js';
 export {
   createSecretSyncer,
+  refreshDelay,
   type AccessResolver,
   type ExistingSecret,
   type SecretClient,
   type SecretSyncer,
   type SecretSyncerOptions,
 } from './secret-syncer.js';
+export { holdManagerName, managerLeaseName, type ManagerLease, type ManagerLeaseOptions } from './manager-lease.js';
 export { startArgoCdDelivery, type ArgoCdDelivery, type ArgoCdDeliveryOptions } from './run.js';

@@ -4,7 +4,9 @@ import type { ClusterProfile, Placement } from '@mco/core';
 import { CLUSTER_PROFILES, Informer, PLACEMENTS, createListWatch } from '@mco/kube-runtime';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
+import { DEFAULT_MANAGER } from './cluster-secret.js';
 import { createApplicationSetClient, createSecretClient } from './kube.js';
+import { holdManagerName, type ManagerLease, type ManagerLeaseOptions } from './manager-lease.js';
 import { createApplicationSetRefresher, type Refresher } from './refresher.js';
 import { createSecretSyncer, type AccessResolver, type SecretSyncer } from './secret-syncer.js';
 import { createPluginServer, type PluginServerLimits } from './server.js';
@@ -38,6 +40,10 @@ export interface ArgoCdDeliveryOptions {
     readonly refreshBeforeMs?: number;
     readonly resyncMs?: number;
     readonly releaseGraceMs?: number;
+    /** Profiles reconciled (credential plugins run) at once (default 16). */
+    readonly concurrency?: number;
+    /** Timing of the Lease that keeps the manager name unique among live syncers (tests shorten it). */
+    readonly lease?: Pick<ManagerLeaseOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'identity'>;
   };
   /** Informer tuning (tests shorten these). */
   readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
@@ -49,6 +55,8 @@ export interface ArgoCdDelivery {
   readonly pluginAddress: AddressInfo | undefined;
   readonly refresher: Refresher | undefined;
   readonly syncer: SecretSyncer | undefined;
+  /** The Lease of the syncer's manager name: it syncs only while it holds it. */
+  readonly managerLease: ManagerLease | undefined;
   /** True once the placement and ClusterProfile caches are synced. */
   ready(): boolean;
   stop(): Promise<void>;
@@ -111,6 +119,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         ...(sync.refreshBeforeMs !== undefined ? { refreshBeforeMs: sync.refreshBeforeMs } : {}),
         ...(sync.resyncMs !== undefined ? { resyncMs: sync.resyncMs } : {}),
         ...(sync.releaseGraceMs !== undefined ? { releaseGraceMs: sync.releaseGraceMs } : {}),
+        ...(sync.concurrency !== undefined ? { concurrency: sync.concurrency } : {}),
         // Unknown (never "not in use") while the placement cache is unsynced or silent:
         // an empty or stale cache must not delete a Secret Argo CD still needs.
         isClusterInUse: (namespace, name) =>
@@ -150,7 +159,20 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
   refresher?.start();
   placements.start();
   clusterProfiles.start();
-  const syncing = syncer?.start();
+  let syncing: Promise<void> | undefined;
+  // The syncer runs only while this process holds its manager name (unique among live syncers).
+  const managerLease =
+    sync && syncer
+      ? holdManagerName({
+          kubeConfig: options.kubeConfig,
+          namespace: sync.namespace,
+          manager: sync.manager ?? DEFAULT_MANAGER,
+          ...sync.lease,
+          logger,
+          onAcquired: () => (syncing = syncer.start()),
+          onLost: () => syncer.stop(),
+        })
+      : undefined;
   let pluginAddress: AddressInfo | undefined;
   try {
     pluginAddress =
@@ -158,6 +180,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
   } catch (error) {
     token?.close();
     syncer?.stop();
+    await managerLease?.stop();
     refresher?.stop();
     await Promise.all([placements.stop(), clusterProfiles.stop()]);
     throw error;
@@ -168,6 +191,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
     pluginAddress,
     refresher,
     syncer,
+    managerLease,
     ready: () => placements.hasSynced() && clusterProfiles.hasSynced(),
     async stop() {
       await server?.close();
@@ -175,6 +199,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
       refresher?.stop();
       syncer?.stop();
       await syncing;
+      await managerLease?.stop();
       await Promise.all([placements.stop(), clusterProfiles.stop()]);
     },
   };

@@ -76,12 +76,42 @@ export interface SecretSyncerOptions {
   readonly releaseGraceMs?: number;
   /** Rewrite a Secret this long before its credential expires (default 5 min, at most half the lifetime). */
   readonly refreshBeforeMs?: number;
+  /**
+   * Share of the time until that latest refresh point by which a refresh is
+   * randomly brought forward, 0..1 (default 0.2): credentials minted together
+   * drift apart instead of being refreshed together at every expiry.
+   */
+  readonly refreshJitter?: number;
+  /** Profiles reconciled at once, i.e. credential plugins run at once (default 16). */
+  readonly concurrency?: number;
+  /** For tests: 0 <= random() < 1 (default Math.random). */
+  readonly random?: () => number;
   /** Full reconcile of every profile and owned Secret this often (default 10 min). */
   readonly resyncMs?: number;
   /** First retry delay after an error, doubled up to 5 min (default 1 s). */
   readonly retryMs?: number;
   readonly now?: () => number;
   readonly logger?: Logger;
+}
+
+/** Longest delay setTimeout accepts; a later refresh is re-planned by the periodic resync anyway. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/**
+ * When to refresh a credential that expires `lifetimeMs` from now: at the
+ * latest `refreshBeforeMs` (at most half the lifetime) before expiry, brought
+ * forward by a random share of up to `jitter` of the time until then. At
+ * least 1 s, so an already expired credential is not retried in a tight loop.
+ */
+export function refreshDelay(
+  lifetimeMs: number,
+  refreshBeforeMs: number,
+  jitter: number,
+  random: () => number = Math.random,
+): number {
+  const latest = lifetimeMs - Math.min(refreshBeforeMs, lifetimeMs / 2);
+  const share = Math.min(Math.max(jitter, 0), 1) * random();
+  return Math.max(1000, Math.round(latest * (1 - share)));
 }
 
 export interface SecretSyncer {
@@ -109,10 +139,17 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
   const refreshBeforeMs = options.refreshBeforeMs ?? 5 * 60_000;
   const baseRetryMs = options.retryMs ?? 1000;
   const releaseGraceMs = options.releaseGraceMs ?? 15 * 60_000;
+  const refreshJitter = options.refreshJitter ?? 0.2;
+  const random = options.random ?? Math.random;
+  const concurrency = Math.max(1, Math.floor(options.concurrency ?? 16));
+  /** Keys waiting for a worker, in arrival order; a key is never reconciled twice at once. */
   const queue = new Set<string>();
+  const active = new Set<string>();
+  const idleWaiters: (() => void)[] = [];
   const timers = new Map<string, NodeJS.Timeout>();
   const failures = new Map<string, number>();
-  let running: Promise<void> | undefined;
+  /** Per profile: the expiry of the credential last written and when (jittered, drawn once) to refresh it. */
+  const refreshPlans = new Map<string, { readonly expiresAt: number; readonly refreshAt: number }>();
   let started = false;
   let resyncTimer: NodeJS.Timeout | undefined;
   let handlerAdded = false;
@@ -120,37 +157,63 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
   const enqueue = (key: string) => {
     if (!started) return;
     queue.add(key);
-    if (!running) running = drain().finally(() => (running = undefined));
+    pump();
   };
 
   const later = (key: string, delayMs: number) => {
     clearTimeout(timers.get(key));
-    const timer = setTimeout(() => {
-      timers.delete(key);
-      enqueue(key);
-    }, delayMs);
+    const timer = setTimeout(
+      () => {
+        timers.delete(key);
+        enqueue(key);
+      },
+      Math.min(delayMs, MAX_TIMER_MS),
+    );
     timer.unref();
     timers.set(key, timer);
   };
 
-  async function drain(): Promise<void> {
-    while (started && queue.size > 0) {
-      const key = queue.values().next().value as string;
-      queue.delete(key);
-      try {
-        await reconcile(key);
-        failures.delete(key);
-      } catch (error) {
-        const attempt = (failures.get(key) ?? 0) + 1;
-        failures.set(key, attempt);
-        const delay = Math.min(baseRetryMs * 2 ** (attempt - 1), 5 * 60_000);
-        logger.warn('cluster Secret sync failed; retrying', {
-          cluster: key,
-          error: toMcoError(error),
-          retryInMs: delay,
-        });
-        later(key, delay);
+  /**
+   * Starts queued keys while fewer than `concurrency` run: one slow credential
+   * plugin (up to its timeout) then delays only its own cluster, and a fleet
+   * whose credentials fall due together is refreshed `concurrency` at a time.
+   */
+  function pump(): void {
+    while (started && active.size < concurrency) {
+      let next: string | undefined;
+      for (const key of queue) {
+        if (!active.has(key)) {
+          next = key;
+          break;
+        }
       }
+      if (next === undefined) break;
+      const key = next;
+      queue.delete(key);
+      active.add(key);
+      void work(key).finally(() => {
+        active.delete(key);
+        pump();
+        if (active.size === 0 && (queue.size === 0 || !started)) for (const resolve of idleWaiters.splice(0)) resolve();
+      });
+    }
+  }
+
+  /** Reconciles one key; never rejects: a failure is logged and retried with backoff. */
+  async function work(key: string): Promise<void> {
+    try {
+      await reconcile(key);
+      failures.delete(key);
+    } catch (error) {
+      const attempt = (failures.get(key) ?? 0) + 1;
+      failures.set(key, attempt);
+      const delay = Math.min(baseRetryMs * 2 ** (attempt - 1), 5 * 60_000);
+      logger.warn('cluster Secret sync failed; retrying', {
+        cluster: key,
+        error: toMcoError(error),
+        retryInMs: delay,
+      });
+      later(key, delay);
     }
   }
 
@@ -180,6 +243,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     }
     if (!profile || profile.metadata.deletionTimestamp) {
       options.forgetAccess?.(key);
+      refreshPlans.delete(key);
       if (!existing) return;
       await releaseSecret(key, namespace, name, existing);
       return;
@@ -187,13 +251,23 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     // Fail static: when access or the credential cannot be had, the existing
     // Secret stays as it is and the key is retried with backoff.
     const clusterAccess = await options.resolveAccess(profile);
-    const credential = await clusterAccess.getCredential();
+    let credential = await clusterAccess.getCredential();
+    const plan = refreshPlans.get(key);
+    if (plan && now() >= plan.refreshAt && credential.expiresAt?.getTime() === plan.expiresAt) {
+      // Our (jittered) refresh time came before the credential cache's own: ask for a new one.
+      clusterAccess.invalidate?.();
+      credential = await clusterAccess.getCredential();
+    }
     const desired = buildClusterSecret(profile, clusterAccess, credential, { namespace: options.namespace, manager });
     if (credential.expiresAt) {
-      const lifetime = credential.expiresAt.getTime() - now();
-      const margin = Math.min(refreshBeforeMs, lifetime / 2);
-      later(key, Math.max(1000, lifetime - margin));
-    }
+      const expiresAt = credential.expiresAt.getTime();
+      let refreshAt = refreshPlans.get(key)?.expiresAt === expiresAt ? refreshPlans.get(key)!.refreshAt : undefined;
+      if (refreshAt === undefined || refreshAt <= now()) {
+        refreshAt = now() + refreshDelay(expiresAt - now(), refreshBeforeMs, refreshJitter, random);
+        refreshPlans.set(key, { expiresAt, refreshAt });
+      }
+      later(key, refreshAt - now());
+    } else refreshPlans.delete(key);
     // A released Secret whose profile returned is in use again: the rewrite drops the release time.
     if (existing && isUpToDate(existing, desired) && !existing.metadata?.annotations?.[RELEASED_AT_ANNOTATION]) return;
     if (existing) {
@@ -305,10 +379,13 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       clearTimeout(resyncTimer);
       for (const timer of timers.values()) clearTimeout(timer);
       timers.clear();
+      queue.clear();
+      if (active.size === 0) for (const resolve of idleWaiters.splice(0)) resolve();
     },
     enqueue,
-    async idle() {
-      while (running) await running;
+    idle() {
+      if (active.size === 0 && (queue.size === 0 || !started)) return Promise.resolve();
+      return new Promise((resolve) => idleWaiters.push(resolve));
     },
   };
 }

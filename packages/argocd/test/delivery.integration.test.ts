@@ -130,12 +130,13 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
     dir = mkdtempSync(join(tmpdir(), 'mco-argocd-e2e-'));
     writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
 
-    // A credential plugin that hands out the member's token, valid for 6 s.
+    // A credential plugin that hands out the member's token, valid for 12 s;
+    // refreshed 6 s before expiry, room for a plugin run and a Secret write on a loaded machine.
     const script = join(dir, 'credential-plugin.sh');
     writeFileSync(
       script,
       `#!/bin/sh
-exp=$(date -u -d "+6 seconds" +%Y-%m-%dT%H:%M:%SZ)
+exp=$(date -u -d "+12 seconds" +%Y-%m-%dT%H:%M:%SZ)
 printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s","expirationTimestamp":"%s"}}' "$1" "$exp"
 `,
     );
@@ -148,7 +149,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: script, args: [member.token('admin')] },
         },
       ],
-      refreshBeforeMs: 3_000,
+      refreshBeforeMs: 6_000,
     });
 
     await plane.hub.apply(
@@ -296,7 +297,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         namespace: 'argocd',
         resolveAccess: (p) => access.accessFor(p),
         forgetAccess: (key) => access.forget(key),
-        refreshBeforeMs: 3_000,
+        refreshBeforeMs: 6_000,
         releaseGraceMs: 3_000,
       },
     };
@@ -460,7 +461,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     const expiry = async () =>
       (await secretOf('fleet.east'))!.metadata!.annotations!['orchestra.multicluster.x-k8s.io/credential-expires-at']!;
     const before = await expiry();
-    const after = await eventually('a refreshed credential', expiry, (v) => v > before, 15_000);
+    const after = await eventually('a refreshed credential', expiry, (v) => v > before, 30_000);
     const rewrittenAt = Date.now();
     // The new credential was written while the previous one was still valid.
     expect({ later: Date.parse(after) > Date.parse(before), beforeExpiry: rewrittenAt < Date.parse(before) }).toEqual({

@@ -1,4 +1,4 @@
-import type { CacheEvent, ObjectCache } from '../src/index.js';
+import type { CacheEvent, ClusterSecret, ExistingSecret, ObjectCache, SecretClient } from '../src/index.js';
 
 /** An in-memory informer cache: objects keyed `namespace/name`, handlers called on change. */
 export class FakeCache<T extends { metadata: { name: string; namespace?: string } }> implements ObjectCache<T> {
@@ -42,5 +42,46 @@ export class FakeCache<T extends { metadata: { name: string; namespace?: string 
 
   private key(o: T): string {
     return `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+  }
+}
+
+/** The syncer's Secret calls on an in-memory store; `writes` records every write, in order. */
+export class FakeSecrets implements SecretClient {
+  readonly store = new Map<string, ExistingSecret>();
+  readonly writes: string[] = [];
+  private version = 0;
+  async listOwned() {
+    return [...this.store.values()].filter(
+      (s) => s.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'mco-argocd-cluster-sync',
+    );
+  }
+  async get(name: string) {
+    return this.store.get(name);
+  }
+  async create(secret: ClusterSecret) {
+    this.writes.push(`create ${secret.metadata.name}`);
+    this.store.set(secret.metadata.name, {
+      ...secret,
+      metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
+    });
+  }
+  async replace(secret: ClusterSecret) {
+    this.writes.push(`replace ${secret.metadata.name}`);
+    this.store.set(secret.metadata.name, {
+      ...secret,
+      metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
+    });
+  }
+  async setAnnotation(secret: ExistingSecret, key: string, value: string | undefined) {
+    const name = secret.metadata!.name!;
+    this.writes.push(`annotate ${name} ${key}=${value ?? '-'}`);
+    const annotations = { ...secret.metadata?.annotations };
+    if (value === undefined) delete annotations[key];
+    else annotations[key] = value;
+    this.store.set(name, { ...secret, metadata: { ...secret.metadata, annotations } });
+  }
+  async delete(name: string) {
+    this.writes.push(`delete ${name}`);
+    this.store.delete(name);
   }
 }

@@ -10,11 +10,8 @@ import {
   RELEASED_AT_ANNOTATION,
   type ApplicationSetLike,
   type ClusterAccessLike,
-  type ClusterSecret,
-  type ExistingSecret,
-  type SecretClient,
 } from '../src/index.js';
-import { FakeCache } from './fakes.js';
+import { FakeCache, FakeSecrets } from './fakes.js';
 
 const T = '2026-01-01T00:00:00Z';
 const listed = (...names: string[]): PlacementStatus => ({
@@ -237,45 +234,6 @@ describe('the cached placement view', () => {
 });
 
 describe('the cluster Secret syncer', () => {
-  class FakeSecrets implements SecretClient {
-    readonly store = new Map<string, ExistingSecret>();
-    readonly writes: string[] = [];
-    private version = 0;
-    async listOwned() {
-      return [...this.store.values()].filter(
-        (s) => s.metadata?.labels?.['app.kubernetes.io/managed-by'] === 'mco-argocd-cluster-sync',
-      );
-    }
-    async get(name: string) {
-      return this.store.get(name);
-    }
-    async create(secret: ClusterSecret) {
-      this.writes.push(`create ${secret.metadata.name}`);
-      this.store.set(secret.metadata.name, {
-        ...secret,
-        metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
-      });
-    }
-    async replace(secret: ClusterSecret) {
-      this.writes.push(`replace ${secret.metadata.name}`);
-      this.store.set(secret.metadata.name, {
-        ...secret,
-        metadata: { ...secret.metadata, resourceVersion: String(++this.version) },
-      });
-    }
-    async setAnnotation(secret: ExistingSecret, key: string, value: string | undefined) {
-      const name = secret.metadata!.name!;
-      this.writes.push(`annotate ${name} ${key}=${value ?? '-'}`);
-      const annotations = { ...secret.metadata?.annotations };
-      if (value === undefined) delete annotations[key];
-      else annotations[key] = value;
-      this.store.set(name, { ...secret, metadata: { ...secret.metadata, annotations } });
-    }
-    async delete(name: string) {
-      this.writes.push(`delete ${name}`);
-      this.store.delete(name);
-    }
-  }
   const access = (getCredential: ClusterAccessLike['getCredential']): ClusterAccessLike => ({
     server: 'https://a.example',
     insecureSkipTlsVerify: false,

@@ -1,5 +1,6 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { clusterKey, type ClusterProfile } from '@mco/core';
+import { requestOptions } from '@mco/kube-runtime';
 import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { accessOf, providerAccess, providerList, selectAccessProvider, type ClusterAccess } from './access.js';
 import { abortable } from './cached-credential.js';
@@ -18,6 +19,8 @@ export interface ClusterAccessOptions {
   readonly burst?: number;
   /** Credential plugin timeout (default 20 s). */
   readonly execTimeoutMs?: number;
+  /** Timeout of a hub request (a kubeconfig Secret read; default 30 s): a hung API server fails the read, not the caller. */
+  readonly requestTimeoutMs?: number;
   /** Refresh credentials this long before they expire (default 60 s). */
   readonly refreshBeforeMs?: number;
   /** A kubeconfig Secret is read again when its copy is older than this (default 60 s), so rotation is picked up. */
@@ -58,6 +61,9 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   const entries = new Map<string, Entry>();
   const limiters = new Map<string, RateLimiter>();
   const hubCore = options.hubKubeConfig?.makeApiClient(CoreV1Api);
+  const hubRequest = options.hubKubeConfig
+    ? requestOptions(options.hubKubeConfig, options.requestTimeoutMs ?? 30_000)
+    : undefined;
 
   const limiterFor = (key: string) => {
     let limiter = limiters.get(key);
@@ -93,7 +99,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     }
     let secret;
     try {
-      secret = await abortable(hubCore.readNamespacedSecret({ name: secretName, namespace }), signal);
+      secret = await abortable(hubCore.readNamespacedSecret({ name: secretName, namespace }, hubRequest), signal);
     } catch (error) {
       throw toMcoError(error, `ClusterProfile ${key}: reading kubeconfig Secret ${namespace}/${secretName}`);
     }

@@ -1,3 +1,5 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
 import type { McoError } from '@mco/runtime';
@@ -264,6 +266,34 @@ describe('createClusterAccess', () => {
     await expect(manager.accessFor(p)).rejects.toThrow(
       'ClusterProfile fleet/a: annotation orchestra.multicluster.x-k8s.io/kubeconfig-secret needs hub access, which this component was not given',
     );
+  });
+
+  it('gives up reading a kubeconfig Secret from a hub that never answers after the request timeout, naming the profile', async () => {
+    // A hub that accepts the connection and never answers: without a timeout the read would hang forever.
+    const sockets: Socket[] = [];
+    const hub = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => hub.listen(0, '127.0.0.1', resolve));
+    const { port } = hub.address() as AddressInfo;
+    const hubKubeConfig = new KubeConfig();
+    hubKubeConfig.loadFromOptions({
+      clusters: [{ name: 'hub', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
+      users: [{ name: 'u', token: 't' }],
+      contexts: [{ name: 'c', cluster: 'hub', user: 'u' }],
+      currentContext: 'c',
+    });
+    try {
+      const manager = createClusterAccess({ providers: [], hubKubeConfig, requestTimeoutMs: 300 });
+      const p = profile('a', {}, { 'orchestra.multicluster.x-k8s.io/kubeconfig-secret': 'a-kubeconfig' });
+      const started = Date.now();
+      const error = (await manager.accessFor(p).catch((e: unknown) => e)) as McoError;
+      expect({
+        message: error.message.startsWith('ClusterProfile fleet/a: reading kubeconfig Secret fleet/a-kubeconfig'),
+        within: Date.now() - started < 5000,
+      }).toEqual({ message: true, within: true });
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => hub.close(resolve));
+    }
   });
 });
 

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { digestOf } from '@mco/kube-runtime';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import type { Placement, PlacementCluster } from '@mco/core';
@@ -199,21 +199,10 @@ export function desiredObjects(
   ];
 }
 
-/** A stable hash of an object's content (keys sorted), without the hash annotation itself. */
+/** A stable digest of an object's content, without the hash annotation itself. */
 function contentHash(object: MemberObject): string {
   const { [APPLIED_HASH_ANNOTATION]: _ignored, ...annotations } = object.metadata.annotations;
-  const canonical = (value: unknown): unknown =>
-    Array.isArray(value)
-      ? value.map(canonical)
-      : value && typeof value === 'object'
-        ? Object.fromEntries(
-            Object.keys(value)
-              .sort()
-              .map((k) => [k, canonical((value as Record<string, unknown>)[k])]),
-          )
-        : value;
-  const text = JSON.stringify(canonical({ ...object, metadata: { ...object.metadata, annotations } }));
-  return createHash('sha256').update(text).digest('hex').slice(0, 16);
+  return digestOf({ ...object, metadata: { ...object.metadata, annotations } });
 }
 
 export function refOf(object: { kind: DeliveredKind; metadata: { namespace: string; name: string } }): MemberObjectRef {

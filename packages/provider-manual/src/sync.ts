@@ -1,4 +1,5 @@
-import { CustomObjectsApi, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { requestOptions, type RequestOptions } from '@mco/kube-runtime';
 import {
   CLUSTER_MANAGER_LABEL,
   CLUSTER_PROFILE_API_VERSION,
@@ -14,7 +15,9 @@ import { canonicalJson, projectOwnedFields } from './managed-fields.js';
 const GROUP = 'multicluster.x-k8s.io';
 const VERSION = 'v1alpha1';
 const PLURAL = 'clusterprofiles';
-const APPLY = setHeaderOptions('Content-Type', 'application/apply-patch+yaml');
+const APPLY_PATCH = 'application/apply-patch+yaml';
+/** Every hub call is bounded: a hung API server fails one sync (retried by the loop), never freezes the provider. */
+const REQUEST_TIMEOUT_MS = 30_000;
 const LIST_PAGE = 500;
 /** Profiles written at once: fast enough for fleets of thousands, gentle on the apiserver's priority levels. */
 const WRITE_CONCURRENCY = 4;
@@ -106,6 +109,8 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
   const { manager, logger = silentLogger } = options;
   const fieldManager = options.fieldManager ?? `mco-${manager}`;
   const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
+  const call = requestOptions(options.kubeConfig, REQUEST_TIMEOUT_MS);
+  const apply = requestOptions(options.kubeConfig, REQUEST_TIMEOUT_MS, APPLY_PATCH);
   const dryRun = options.dryRun ? 'All' : undefined;
   assertUniqueKeys(options.desired);
   if (options.namespaces) {
@@ -119,7 +124,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
       );
   }
 
-  const existing = await listProfiles(api, manager, options.namespaces);
+  const existing = await listProfiles(api, call, manager, options.namespaces);
   const retained = new Set(options.retain ?? []);
   if (options.prune && !options.allowMassPrune) refuseMassPrune(existing, options.desired, retained, manager);
   const report: MutableReport = {
@@ -158,7 +163,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
         // Create first with a plain POST: it fails if a profile of that name appeared since the
         // listing, where an apply would silently take over someone else's object. Only the fields
         // this manager never removes go in, under a separate field manager.
-        const created = await createProfile(api, desired, manager, `${fieldManager}-create`);
+        const created = await createProfile(api, call, desired, manager, `${fieldManager}-create`);
         if (!created) {
           report.skipped.push({
             key,
@@ -174,7 +179,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
       if (!current || !ownsSame(current, body, fieldManager, '')) {
         object = (await api.patchNamespacedCustomObject(
           { ...target(desired), body, fieldManager, force: true, dryRun },
-          APPLY,
+          apply,
         )) as ClusterProfile;
         report.writes++;
         (current ? report.updated : report.created).push(key);
@@ -185,7 +190,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
       if (!object || !ownsSame(object, statusBody, fieldManager, 'status')) {
         await api.patchNamespacedCustomObjectStatus(
           { ...target(desired), body: statusBody, fieldManager, force: true, dryRun },
-          APPLY,
+          apply,
         );
         report.writes++;
         report.statusUpdated.push(key);
@@ -202,16 +207,19 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
     for (const [key, profile] of pruneCandidates(existing, options.desired, retained, manager)) {
       options.abort?.throwIfAborted();
       try {
-        await api.deleteNamespacedCustomObject({
-          group: GROUP,
-          version: VERSION,
-          plural: PLURAL,
-          namespace: profile.metadata.namespace,
-          name: profile.metadata.name,
-          dryRun,
-          // Deletes exactly the object that was listed: if it changed since, the next sync decides again.
-          body: { preconditions: { uid: profile.metadata.uid, resourceVersion: profile.metadata.resourceVersion } },
-        });
+        await api.deleteNamespacedCustomObject(
+          {
+            group: GROUP,
+            version: VERSION,
+            plural: PLURAL,
+            namespace: profile.metadata.namespace,
+            name: profile.metadata.name,
+            dryRun,
+            // Deletes exactly the object that was listed: if it changed since, the next sync decides again.
+            body: { preconditions: { uid: profile.metadata.uid, resourceVersion: profile.metadata.resourceVersion } },
+          },
+          call,
+        );
         report.writes++;
         report.deleted.push(key);
       } catch (error) {
@@ -281,6 +289,7 @@ export function isOwnedBy(profile: ClusterProfile, manager: string): boolean {
  */
 async function listProfiles(
   api: CustomObjectsApi,
+  call: RequestOptions,
   manager: string,
   namespaces: readonly string[] | undefined,
 ): Promise<Map<ClusterKey, ClusterProfile>> {
@@ -291,21 +300,27 @@ async function listProfiles(
       let page: { items?: ClusterProfile[]; metadata?: { continue?: string } };
       try {
         page = namespace
-          ? await api.listNamespacedCustomObject({
-              group: GROUP,
-              version: VERSION,
-              plural: PLURAL,
-              namespace,
-              limit: LIST_PAGE,
-              _continue: cont,
-            })
-          : await api.listClusterCustomObject({
-              group: GROUP,
-              version: VERSION,
-              plural: PLURAL,
-              limit: LIST_PAGE,
-              _continue: cont,
-            });
+          ? await api.listNamespacedCustomObject(
+              {
+                group: GROUP,
+                version: VERSION,
+                plural: PLURAL,
+                namespace,
+                limit: LIST_PAGE,
+                _continue: cont,
+              },
+              call,
+            )
+          : await api.listClusterCustomObject(
+              {
+                group: GROUP,
+                version: VERSION,
+                plural: PLURAL,
+                limit: LIST_PAGE,
+                _continue: cont,
+              },
+              call,
+            );
       } catch (error) {
         throw toMcoError(error, `list ClusterProfiles${namespace ? ` in ${namespace}` : ''} (manager ${manager})`);
       }
@@ -323,24 +338,28 @@ function target(desired: DesiredClusterProfile) {
 /** POSTs a minimal profile; undefined when the name is taken (409). */
 async function createProfile(
   api: CustomObjectsApi,
+  call: RequestOptions,
   desired: DesiredClusterProfile,
   manager: string,
   fieldManager: string,
 ): Promise<ClusterProfile | undefined> {
   try {
-    return (await api.createNamespacedCustomObject({
-      group: GROUP,
-      version: VERSION,
-      plural: PLURAL,
-      namespace: desired.namespace,
-      fieldManager,
-      body: {
-        apiVersion: CLUSTER_PROFILE_API_VERSION,
-        kind: 'ClusterProfile',
-        metadata: { name: desired.name, namespace: desired.namespace, labels: { [CLUSTER_MANAGER_LABEL]: manager } },
-        spec: { clusterManager: { name: manager } },
+    return (await api.createNamespacedCustomObject(
+      {
+        group: GROUP,
+        version: VERSION,
+        plural: PLURAL,
+        namespace: desired.namespace,
+        fieldManager,
+        body: {
+          apiVersion: CLUSTER_PROFILE_API_VERSION,
+          kind: 'ClusterProfile',
+          metadata: { name: desired.name, namespace: desired.namespace, labels: { [CLUSTER_MANAGER_LABEL]: manager } },
+          spec: { clusterManager: { name: manager } },
+        },
       },
-    })) as ClusterProfile;
+      call,
+    )) as ClusterProfile;
   } catch (error) {
     if (toMcoError(error).code === 'Conflict') return undefined;
     throw error;

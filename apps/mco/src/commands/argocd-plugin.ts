@@ -12,6 +12,7 @@ const MOVED_FLAGS = [
   '--sync-cluster-secrets',
   '--argocd-namespace',
   '--secret-manager',
+  '--secret-sync-concurrency',
 ];
 
 export const argocdPluginCommand: Command = {

@@ -30,7 +30,9 @@ Options:
                                    required with --sync-cluster-secrets
   --access-providers <a,b>         access provider names, in order, as the plugin uses them
                                    (default: the provider file's order)
-  --secret-manager <value>         managed-by label value of mco's Secrets (default mco-argocd-cluster-sync)
+  --secret-manager <value>         managed-by label value of mco's Secrets (default mco-argocd-cluster-sync);
+                                   unique among live syncers (a Lease in the Argo CD namespace)
+  --secret-sync-concurrency <n>    cluster Secrets refreshed (credential plugins run) at once (default 16)
   --listen <host:port>             address of /healthz, /readyz and /metrics (default 0.0.0.0:8082)
   --kubeconfig <path>              ${KUBECONFIG_HELP}
   --log-level <level>              debug, info, warn or error (default info)
@@ -49,6 +51,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'provider-file': { type: 'string' },
         'access-providers': { type: 'string' },
         'secret-manager': { type: 'string' },
+        'secret-sync-concurrency': { type: 'string' },
         listen: { type: 'string' },
         kubeconfig: { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
@@ -66,6 +69,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       throw new UsageError('nothing to do: give --refresh-applicationsets and/or --sync-cluster-secrets');
     if (values['all-applicationset-namespaces'] && values['applicationset-namespace']) {
       throw new UsageError('--applicationset-namespace and --all-applicationset-namespaces exclude each other');
+    }
+    const syncConcurrency =
+      values['secret-sync-concurrency'] === undefined ? undefined : Number(values['secret-sync-concurrency']);
+    if (syncConcurrency !== undefined && !(Number.isInteger(syncConcurrency) && syncConcurrency >= 1)) {
+      throw new UsageError('--secret-sync-concurrency must be an integer of at least 1');
     }
     if (sync && !values['provider-file']) {
       throw new UsageError('--sync-cluster-secrets needs --provider-file <path> (how to obtain credentials)');
@@ -90,6 +98,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         forgetAccess: (key) => access.forget(key),
         refreshBeforeMs,
         ...(values['secret-manager'] ? { manager: values['secret-manager'] } : {}),
+        ...(syncConcurrency !== undefined ? { concurrency: syncConcurrency } : {}),
       };
     }
     const applicationSetNamespace = values['all-applicationset-namespaces']

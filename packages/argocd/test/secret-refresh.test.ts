@@ -1,0 +1,142 @@
+import { aClusterProfile } from '@mco/core/testing';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  CREDENTIAL_EXPIRES_ANNOTATION,
+  createSecretSyncer,
+  refreshDelay,
+  type ClusterAccessLike,
+} from '../src/index.js';
+import { FakeCache, FakeSecrets } from './fakes.js';
+
+const until = async (condition: () => boolean, timeoutMs = 5000) => {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+};
+
+describe('refreshDelay (when a credential is refreshed)', () => {
+  it('lies between the latest refresh point brought forward by the jitter share and that point, and at least 1 s', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 7 * 24 * 3600_000 }),
+        fc.integer({ min: 0, max: 3600_000 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 0.999999, noNaN: true }),
+        (lifetime, before, jitter, r) => {
+          const latest = lifetime - Math.min(before, lifetime / 2);
+          const delay = refreshDelay(lifetime, before, jitter, () => r);
+          expect(delay).toBeGreaterThanOrEqual(Math.max(1000, Math.floor(latest * (1 - jitter))));
+          expect(delay).toBeLessThanOrEqual(Math.max(1000, Math.ceil(latest)));
+        },
+      ),
+    );
+  });
+
+  it('spreads credentials that expire together over the jitter window', () => {
+    // 1000 one-hour tokens minted at once, 5 min margin, jitter 0.2: refreshes fall in [44 min, 55 min].
+    const delays = Array.from({ length: 1000 }, () => refreshDelay(3600_000, 300_000, 0.2));
+    const minutes = new Set(delays.map((d) => Math.floor(d / 60_000)));
+    expect({
+      min: Math.min(...delays) >= 44 * 60_000,
+      max: Math.max(...delays) <= 55 * 60_000,
+      distinctMinutes: minutes.size >= 10,
+    }).toEqual({ min: true, max: true, distinctMinutes: true });
+  });
+});
+
+describe('the cluster Secret syncer under load', () => {
+  it('runs at most `concurrency` reconciles (credential plugins) at once, and never one key twice at once', async () => {
+    const profiles = Array.from({ length: 40 }, (_, i) =>
+      aClusterProfile(`fleet/c${i}`, { server: `https://c${i}.example` }),
+    );
+    const cache = new FakeCache(profiles);
+    const secrets = new FakeSecrets();
+    let running = 0;
+    let peak = 0;
+    const runningKeys = new Set<string>();
+    let overlap = false;
+    const syncer = createSecretSyncer({
+      clusterProfiles: cache,
+      secrets,
+      namespace: 'argocd',
+      concurrency: 6,
+      resolveAccess: async (profile) => ({
+        server: `https://${profile.metadata.name}.example`,
+        insecureSkipTlsVerify: false,
+        async getCredential() {
+          const key = profile.metadata.name;
+          if (runningKeys.has(key)) overlap = true;
+          runningKeys.add(key);
+          peak = Math.max(peak, ++running);
+          await new Promise((resolve) => setTimeout(resolve, 20));
+          running--;
+          runningKeys.delete(key);
+          return { token: `t-${key}` };
+        },
+      }),
+    });
+    await syncer.start();
+    // Events for keys already queued or running must not start a second reconcile of them.
+    for (const p of profiles.slice(0, 10)) cache.set(p);
+    await until(() => secrets.store.size === 40);
+    await syncer.idle();
+    syncer.stop();
+    expect({ peak, overlap, secrets: secrets.store.size }).toEqual({ peak: 6, overlap: false, secrets: 40 });
+  });
+
+  it('refreshes a credential at its jittered time, before the credential cache would, and rewrites the Secret', async () => {
+    const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
+    const secrets = new FakeSecrets();
+    let minted = 0;
+    let cached: { token: string; expiresAt: Date } | undefined;
+    let invalidations = 0;
+    const access: ClusterAccessLike = {
+      server: 'https://a.example',
+      insecureSkipTlsVerify: false,
+      // A cache that would keep its credential until 500 ms before expiry.
+      async getCredential() {
+        if (!cached || cached.expiresAt.getTime() - Date.now() < 500) {
+          minted++;
+          cached = { token: `t${minted}`, expiresAt: new Date(Date.now() + 4000) };
+        }
+        return cached;
+      },
+      invalidate() {
+        invalidations++;
+        cached = undefined;
+      },
+    };
+    const syncer = createSecretSyncer({
+      clusterProfiles: new FakeCache([profile]),
+      secrets,
+      namespace: 'argocd',
+      refreshBeforeMs: 500,
+      refreshJitter: 0.5,
+      random: () => 0.999,
+      resolveAccess: async () => access,
+    });
+    const startedAt = Date.now();
+    await syncer.start();
+    await until(() => secrets.writes.length === 2);
+    const rewrittenAfterMs = Date.now() - startedAt;
+    syncer.stop();
+    const expires = secrets.store.get('fleet.a')!.metadata!.annotations![CREDENTIAL_EXPIRES_ANNOTATION]!;
+    // Latest refresh point 3.5 s after minting, brought forward by ~50%: about 1.75 s, well before the cache's 3.5 s.
+    expect({
+      writes: secrets.writes,
+      invalidations,
+      minted,
+      early: rewrittenAfterMs < 3000,
+      expiresAt: expires === cached!.expiresAt.toISOString(),
+    }).toEqual({
+      writes: ['create fleet.a', 'replace fleet.a'],
+      invalidations: 1,
+      minted: 2,
+      early: true,
+      expiresAt: true,
+    });
+  });
+});
