@@ -29,12 +29,12 @@ function oneLine(result: { code: number; stderr: string }) {
   return { code: result.code, lines: result.stderr.trimEnd().split('\n').length, stderr: result.stderr.trimEnd() };
 }
 
-describe('mco argocd-plugin usage', () => {
+describe('mco argocd-sync usage', () => {
   it.each(['0', '2.5', 'many'])('--secret-sync-concurrency %s is one line, exit 2', async (value) => {
-    expect(oneLine(await mco('argocd-plugin', '--token-file', tokenFile, '--secret-sync-concurrency', value))).toEqual({
+    expect(oneLine(await mco('argocd-sync', '--sync-cluster-secrets', '--secret-sync-concurrency', value))).toEqual({
       code: 2,
       lines: 1,
-      stderr: 'mco argocd-plugin: --secret-sync-concurrency must be an integer of at least 1',
+      stderr: 'mco argocd-sync: --secret-sync-concurrency must be an integer of at least 1',
     });
   });
 });
@@ -69,6 +69,7 @@ describe('kubeconfig lookup, the same for every command', () => {
   it.each([
     ['controller', ['controller']],
     ['argocd-plugin', ['argocd-plugin', '--token-file', tokenFile]],
+    ['argocd-sync', ['argocd-sync', '--refresh-applicationsets']],
     ['clusters list', ['clusters', 'list']],
     [
       'inventory',
@@ -88,6 +89,28 @@ describe('kubeconfig lookup, the same for every command', () => {
     } finally {
       vi.unstubAllEnvs();
     }
+  });
+
+  it.each([
+    [['argocd-sync'], 'nothing to do: give --refresh-applicationsets and/or --sync-cluster-secrets'],
+    [
+      ['argocd-sync', '--sync-cluster-secrets'],
+      '--sync-cluster-secrets needs --provider-file <path> (how to obtain credentials)',
+    ],
+    [
+      ['argocd-sync', '--refresh-applicationsets', '--applicationset-namespace=a', '--all-applicationset-namespaces'],
+      '--applicationset-namespace and --all-applicationset-namespaces exclude each other',
+    ],
+    [
+      ['argocd-plugin', '--token-file', tokenFile, '--sync-cluster-secrets'],
+      '--sync-cluster-secrets moved to `mco argocd-sync`: the plugin serves HTTP and only reads',
+    ],
+    [
+      ['argocd-plugin', '--token-file', tokenFile, '--applicationset-namespace=argocd'],
+      '--applicationset-namespace moved to `mco argocd-sync`: the plugin serves HTTP and only reads',
+    ],
+  ])('mco %j is a usage error in one line, before any API call', async (argv, why) => {
+    expect(oneLine(await mco(...argv))).toEqual({ code: 2, lines: 1, stderr: `mco ${argv[0]}: ${why}` });
   });
 
   it('an unreachable API server is one line naming it, exit 2 at start-up', async () => {

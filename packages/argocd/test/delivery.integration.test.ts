@@ -40,6 +40,7 @@ vi.setConfig({ testTimeout: 60_000 });
 
 const T = '2026-01-01T00:00:00Z';
 const TOKEN = 'plugin-token-e2e';
+const ARGOCD_COMPONENTS = ['argocd-plugin', 'argocd-applicationset-refresher', 'argocd-secret-syncer'];
 const active = (name: string) => ({ name, namespace: 'fleet', state: 'ACTIVE' as const, lastTransitionTime: T });
 
 async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000) {
@@ -64,6 +65,7 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
   let plugin: GoClient;
   let chart: KubernetesObject[];
   let pluginKubeConfig: KubeConfig;
+  let e2eKubeConfig: KubeConfig;
 
   const setStatus = (resource: typeof PLACEMENTS, namespace: string, name: string, status: unknown) =>
     custom.patchNamespacedCustomObjectStatus(
@@ -157,10 +159,13 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         metadata: { name },
       })),
     );
-    // The chart's objects for the plugin (ServiceAccount, RBAC, token Secrets,
-    // ConfigMap): mco runs below as that ServiceAccount, with exactly its RBAC.
+    // The chart's objects for the plugin, the ApplicationSet refresher and the
+    // Secret syncer (ServiceAccounts, RBAC, ConfigMap). The token Secret is the
+    // operator's (existingSecret); apps/mco/test/argocd-chart.integration.test.ts
+    // covers the generated one and checks each account's rights one by one.
     const rendered = renderChart({
       'argocd.plugin.enabled': 'true',
+      'argocd.plugin.existingSecret': 'mco-argocd-plugin-token',
       'argocd.clusterSecretSync.enabled': 'true',
       'argocd.clusterSecretSync.providers[0].name': 'test-exec',
       'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
@@ -168,14 +173,31 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     });
     chart = rendered.filter(
       (o) =>
-        o.metadata?.labels?.['app.kubernetes.io/component'] === 'argocd-plugin' &&
-        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'Secret', 'ConfigMap'].includes(
+        ARGOCD_COMPONENTS.includes(o.metadata?.labels?.['app.kubernetes.io/component'] ?? '') &&
+        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ConfigMap'].includes(
           o.kind ?? '',
         ),
     );
-    await plane.hub.apply(chart);
-    const account = chart.find((o) => o.kind === 'ServiceAccount')!.metadata!;
-    pluginKubeConfig = await serviceAccountKubeConfig(plane.hub, account.namespace!, account.name!);
+    // The test runs the plugin, the refresher and the syncer in one process
+    // (startArgoCdDelivery), so one account holds exactly the chart's roles of
+    // the three; the plugin's own account is checked on its own below.
+    const unionBindings = chart
+      .filter((o) => o.kind === 'ClusterRoleBinding' || o.kind === 'RoleBinding')
+      .map((o) => ({
+        ...o,
+        metadata: { ...o.metadata, name: `e2e-${o.metadata!.name}`, labels: {} },
+        subjects: [{ kind: 'ServiceAccount', name: 'mco-argocd-e2e', namespace: RELEASE_NAMESPACE }],
+      }));
+    await plane.hub.apply([
+      ...chart,
+      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'mco-argocd-e2e', namespace: RELEASE_NAMESPACE } },
+      ...unionBindings,
+    ]);
+    const pluginAccount = chart.find(
+      (o) => o.kind === 'ServiceAccount' && o.metadata!.labels!['app.kubernetes.io/component'] === 'argocd-plugin',
+    )!.metadata!;
+    pluginKubeConfig = await serviceAccountKubeConfig(plane.hub, pluginAccount.namespace!, pluginAccount.name!);
+    e2eKubeConfig = await serviceAccountKubeConfig(plane.hub, RELEASE_NAMESPACE, 'mco-argocd-e2e');
     const profile = (name: string, labels: Record<string, string>) => ({
       apiVersion: 'multicluster.x-k8s.io/v1alpha1',
       kind: 'ClusterProfile',
@@ -267,10 +289,10 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     await core.createNamespacedSecret({ namespace: 'argocd', body: secret('fleet.foreign', {}) });
 
     deliveryOptions = {
-      kubeConfig: pluginKubeConfig,
+      kubeConfig: e2eKubeConfig,
       ...(process.env.MCO_TEST_LOG ? { logger: createLogger({ level: 'debug' }) } : {}),
       plugin: { host: '127.0.0.1', port: 0, tokenFile: join(dir, 'token') },
-      refresh: { debounceMs: 50 },
+      refresh: { namespace: 'argocd', debounceMs: 50 },
       secretSync: {
         namespace: 'argocd',
         resolveAccess: (p) => access.accessFor(p),
@@ -312,38 +334,24 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     });
   });
 
-  it('the chart generates one token for Argo CD and the plugin, and the ConfigMap Argo CD reads points at both', async () => {
-    const tokenOf = async (namespace: string, name: string) => {
-      const secret = await core.readNamespacedSecret({ namespace, name });
-      return {
-        token: Buffer.from(secret.data!.token!, 'base64').toString(),
-        partOf: secret.metadata!.labels!['app.kubernetes.io/part-of'],
-      };
-    };
-    const forArgo = await tokenOf('argocd', 'mco-argocd-plugin-token');
-    const mounted = await tokenOf(RELEASE_NAMESPACE, 'mco-argocd-plugin-token');
-    const configMap = await core.readNamespacedConfigMap({ namespace: 'argocd', name: 'argocd-mco-placement' });
-    expect({
-      sameToken: forArgo.token === mounted.token,
-      length: forArgo.token.length,
-      partOf: forArgo.partOf,
-      configMap: configMap.data,
-    }).toEqual({
-      sameToken: true,
-      length: 48,
-      partOf: 'argocd',
-      configMap: {
-        baseUrl: `http://mco-argocd-plugin.${RELEASE_NAMESPACE}.svc:4355`,
-        token: '$mco-argocd-plugin-token:token',
-        requestTimeout: '30',
-      },
-    });
-  });
-
   it.each<[string, (kc: KubeConfig) => Promise<unknown>]>([
     [
       'read Secrets outside the Argo CD namespace',
       (kc) => kc.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: 'fleet' }),
+    ],
+    [
+      "read Argo CD's own Secrets",
+      (kc) => kc.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: 'argocd', name: 'fleet.foreign' }),
+    ],
+    [
+      'patch ApplicationSets',
+      (kc) =>
+        kc
+          .makeApiClient(CustomObjectsApi)
+          .patchNamespacedCustomObject(
+            { ...APPLICATION_SETS, namespace: 'argocd', name: 'web', body: { metadata: { labels: { x: 'y' } } } },
+            requestOptions(kc, 10_000, PatchStrategy.MergePatch),
+          ),
     ],
     [
       'write placement status',
@@ -514,14 +522,17 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     await custom.deleteNamespacedCustomObject({ ...CLUSTER_PROFILES, namespace: 'fleet', name: 'south' });
     // The plugin's ServiceAccount may no longer list placements: after the restart
     // the ClusterProfile cache syncs (south is gone) but the placement cache cannot.
-    const role = chart.find((o) => o.kind === 'ClusterRole')! as KubernetesObject & {
+    const roles = chart.filter((o) => o.kind === 'ClusterRole') as (KubernetesObject & {
       rules: { resources: string[] }[];
-    };
-    const withoutPlacements: KubernetesObject = {
-      ...role,
-      rules: role.rules.filter((r) => !r.resources.includes('multikubernetesclusterplacements')),
-    } as KubernetesObject;
-    await plane.hub.apply([withoutPlacements]);
+    })[];
+    const withoutPlacements = roles.map(
+      (role) =>
+        ({
+          ...role,
+          rules: role.rules.filter((r) => !r.resources.includes('multikubernetesclusterplacements')),
+        }) as KubernetesObject,
+    );
+    await plane.hub.apply(withoutPlacements);
     const lines: string[] = [];
     delivery = await startArgoCdDelivery({
       ...deliveryOptions,
@@ -535,7 +546,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     );
     const whileUnknown = await secretOf('fleet.south');
 
-    await plane.hub.apply([role]);
+    await plane.hub.apply(roles);
     await eventually(
       'placements known',
       async () => delivery!.ready(),
@@ -582,7 +593,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     await eventually('answer after restart', answer, answered(['fleet.east']));
   });
 
-  it('runs as `mco argocd-plugin`: listens, answers from the cluster, stops cleanly on SIGTERM', async () => {
+  it('runs as `mco argocd-plugin` with its read-only account: listens, answers from the cluster, stops cleanly on SIGTERM', async () => {
     const kubeconfigFile = join(dir, 'kubeconfig');
     writeFileSync(kubeconfigFile, pluginKubeConfig.exportConfig());
     const main = fileURLToPath(new URL('../../../apps/mco/src/main.ts', import.meta.url));
@@ -599,7 +610,6 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         `--kubeconfig=${kubeconfigFile}`,
         `--token-file=${join(dir, 'token')}`,
         '--listen=127.0.0.1:0',
-        '--refresh-applicationsets',
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );

@@ -111,6 +111,13 @@ export function providerAccess(
         cluster: info,
         ...(options.execTimeoutMs ? { timeoutMs: options.execTimeoutMs } : {}),
         ...(options.baseEnv ? { baseEnv: options.baseEnv } : {}),
+        onStderr: (stderr) =>
+          logger.warn('credential plugin failed', {
+            cluster: key,
+            provider: provider.name,
+            command: provider.execConfig.command,
+            stderr,
+          }),
       });
     },
     {

@@ -34,6 +34,12 @@ export interface ExecPluginOptions {
   /** The environment the plugin inherits before `execConfig.env`; like kubectl, mco passes its own. */
   readonly baseEnv?: Readonly<Record<string, string | undefined>>;
   readonly signal?: AbortSignal;
+  /**
+   * Hears the standard error of a plugin that failed (its last 1024 characters),
+   * for the log. It is never part of the error: errors reach status and Events,
+   * and a plugin may print anything there.
+   */
+  readonly onStderr?: (stderr: string) => void;
 }
 
 const MAX_STDOUT_BYTES = 1024 * 1024;
@@ -108,7 +114,8 @@ export function runExecPlugin(exec: ExecConfig, options: ExecPluginOptions): Pro
     child.on('close', (code, signal) => {
       if (code !== 0) {
         const how = code === null ? `was killed by ${signal}` : `exited with code ${code}`;
-        const detail = stderr.trim() ? `: ${stderr.trim()}` : '';
+        const detail = stderr.trim() ? "; its standard error is in mco's log" : '';
+        if (detail) options.onStderr?.(stderr.trim());
         return finish(new McoError('Unauthorized', `${what} ${how}${detail}`, true));
       }
       try {

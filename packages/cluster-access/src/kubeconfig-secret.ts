@@ -6,6 +6,15 @@ import type { Credential } from './exec-plugin.js';
 export const KUBECONFIG_SECRET_ANNOTATION = 'orchestra.multicluster.x-k8s.io/kubeconfig-secret';
 export const KUBECONFIG_SECRET_KEY = 'kubeconfig';
 
+/**
+ * Where a YAML error is, without the parser's message: that quotes the
+ * offending line, which in a kubeconfig is often the token itself.
+ */
+function yamlErrorPosition(error: unknown): string {
+  const position = (error as { linePos?: readonly { line: number; col: number }[] }).linePos?.[0];
+  return position ? ` at line ${position.line}, column ${position.col}` : '';
+}
+
 /** User fields that would make mco run a command or read a hub file on behalf of whoever can write the Secret. */
 const REFUSED_USER_FIELDS = [
   'exec',
@@ -33,7 +42,7 @@ export function parseStaticKubeconfig(text: string): StaticKubeconfig {
   try {
     doc = parseYaml(text) as Record<string, unknown>;
   } catch (error) {
-    throw new Error(`not valid YAML: ${(error as Error).message}`);
+    throw new Error(`not valid YAML${yamlErrorPosition(error)}`);
   }
   if (!doc || typeof doc !== 'object') throw new Error('not a kubeconfig');
   const contextName = doc['current-context'];

@@ -124,6 +124,21 @@ describe('selectAccessProvider', () => {
 });
 
 describe('parseStaticKubeconfig', () => {
+  it('reports where YAML is broken by line and column only, never the line itself (it may hold the token)', () => {
+    const token = 'eyJhbGciOiJSUzI1NiIsImtpZCI6IkXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX';
+    const text = `apiVersion: v1\nusers:\n- name: u\n  user:\n    token: "${token}\n    x: [\n`;
+    let message = '';
+    try {
+      parseStaticKubeconfig(text);
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect({ message: message.replace(/\d+/g, 'N'), leaks: message.includes(token.slice(8, 20)) }).toEqual({
+      message: 'not valid YAML at line N, column N',
+      leaks: false,
+    });
+  });
+
   const kubeconfig = (user: Record<string, unknown>, cluster: Record<string, unknown> = {}) =>
     JSON.stringify({
       'current-context': 'c',

@@ -54,11 +54,25 @@ describe('runExecPlugin', () => {
     });
   });
 
+  it("hands a failed plugin's standard error to onStderr (the log), not to the error", async () => {
+    const dir = pluginDir();
+    const command = dir.script('plugin.sh', 'echo "token=sk-live-123 expired" >&2; exit 1');
+    const heard: string[] = [];
+    const error = (await runExecPlugin(
+      { apiVersion: V1, command },
+      { provider: 'google', onStderr: (text) => heard.push(text) },
+    ).catch((e: unknown) => e)) as McoError;
+    expect({ heard, inError: error.message.includes('sk-live') }).toEqual({
+      heard: ['token=sk-live-123 expired'],
+      inError: false,
+    });
+  });
+
   it.each([
     {
-      name: 'a plugin that exits non-zero is reported with its exit code and standard error',
+      name: 'a plugin that exits non-zero is reported with its exit code; its standard error goes to the log only',
       body: 'echo "please run gcloud auth login" >&2; exit 3',
-      message: 'access provider "google": credential plugin "CMD" exited with code 3: please run gcloud auth login',
+      message: `access provider "google": credential plugin "CMD" exited with code 3; its standard error is in mco's log`,
       code: 'Unauthorized',
     },
     {

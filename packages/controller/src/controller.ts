@@ -44,6 +44,10 @@ export interface ControllerOptions {
   readonly resyncPeriodMs?: number;
   readonly signalSources?: ReadonlyMap<string, CapacitySignalSource>;
   readonly defaultSignalSource?: string | undefined;
+  /** Per source, the placement namespaces that may use it (its `placementNamespaces`); absent: every namespace. */
+  readonly signalSourceNamespaces?: ReadonlyMap<string, readonly string[]>;
+  /** A trusted single-tenant hub: placements may name workloads outside their namespace (default false). */
+  readonly allowCrossNamespaceWorkloads?: boolean;
   readonly signalPollIntervalMs?: number;
   readonly signalTimeoutMs?: number;
   /** The inventory-loss guard (semantics.md section 10.5; defaults 30%, at least 3, within 5 min). */
@@ -155,6 +159,8 @@ export function createController(options: ControllerOptions): Controller {
     client,
     signalSources: options.signalSources,
     defaultSignalSource: options.defaultSignalSource,
+    ...(options.signalSourceNamespaces ? { signalSourceNamespaces: options.signalSourceNamespaces } : {}),
+    ...(options.allowCrossNamespaceWorkloads ? { allowCrossNamespaceWorkloads: true } : {}),
     signalPollIntervalMs: options.signalPollIntervalMs,
     signalTimeoutMs: options.signalTimeoutMs,
     inventoryLossGuard,

@@ -14,6 +14,7 @@ export {
   MANAGED_BY_VALUE,
   REASON_NO_SIGNAL_SOURCE,
   REASON_UNKNOWN_SIGNAL_SOURCE,
+  REASON_SIGNAL_SOURCE_NOT_ALLOWED,
   type ReconcileResult,
   type ReconcilerOptions,
 } from './reconciler.js';

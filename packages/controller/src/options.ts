@@ -149,6 +149,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     default: 'true',
     help: 'true|false: record Kubernetes Events for cluster transitions',
   },
+  {
+    flag: 'allow-cross-namespace-workloads',
+    env: 'MCO_ALLOW_CROSS_NAMESPACE_WORKLOADS',
+    default: 'false',
+    help: 'true|false: let placements name workloads outside their own namespace (a trusted single-tenant hub only)',
+  },
   { flag: 'log-level', env: 'MCO_LOG_LEVEL', default: 'info', help: 'debug|info|warn|error' },
   {
     flag: 'shutdown-timeout',
@@ -186,6 +192,7 @@ const RawSchema = z.object({
   'watch-idle-timeout': duration(1000, 86_400_000),
   'request-timeout': duration(100, 600_000),
   events: bool,
+  'allow-cross-namespace-workloads': bool,
   'log-level': z.enum(['debug', 'info', 'warn', 'error']),
   'shutdown-timeout': duration(0, 600_000),
 });
@@ -213,6 +220,7 @@ export interface ControllerConfig {
   readonly watchIdleTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly events: boolean;
+  readonly allowCrossNamespaceWorkloads: boolean;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   readonly shutdownTimeoutMs: number;
 }
@@ -274,6 +282,7 @@ export function parseControllerConfig(
       watchIdleTimeoutMs: v['watch-idle-timeout'],
       requestTimeoutMs: v['request-timeout'],
       events: v.events,
+      allowCrossNamespaceWorkloads: v['allow-cross-namespace-workloads'],
       logLevel: v['log-level'],
       shutdownTimeoutMs: v['shutdown-timeout'],
     },
@@ -302,6 +311,11 @@ export const SignalSourcesFileSchema = z.object({
         /** The plugin's module name, e.g. "kubernetes" or "prometheus". */
         plugin: z.string().min(1),
         config: z.unknown().optional(),
+        /**
+         * Namespaces whose placements may use this source; absent: every
+         * namespace. On a shared hub, give each team's source its namespaces.
+         */
+        placementNamespaces: z.array(z.string().min(1).max(63)).max(1000).optional(),
       }),
     )
     .max(64)

@@ -2,6 +2,7 @@ import {
   buildPlacementDecisions,
   clusterKey,
   compilePlacementSpec,
+  crossNamespaceWorkload,
   CONDITION_SATISFIED,
   CONDITION_VALID,
   CONTROL_PLANE_HEALTHY,
@@ -53,6 +54,7 @@ const NEW_CLUSTER_OBSERVE_MS = 1_000;
 /** Satisfied=Unknown reasons when an autoscaling placement cannot get signals. */
 export const REASON_NO_SIGNAL_SOURCE = 'NoSignalSource';
 export const REASON_UNKNOWN_SIGNAL_SOURCE = 'UnknownSignalSource';
+export const REASON_SIGNAL_SOURCE_NOT_ALLOWED = 'SignalSourceNotAllowed';
 
 export interface ReconcilerOptions {
   readonly placements: Informer<KubeObject>;
@@ -62,6 +64,10 @@ export interface ReconcilerOptions {
   readonly signalSources?: ReadonlyMap<string, CapacitySignalSource>;
   /** The source for autoscaling placements that name none. */
   readonly defaultSignalSource?: string | undefined;
+  /** Per source, the placement namespaces that may use it; a source not in the map serves every namespace. */
+  readonly signalSourceNamespaces?: ReadonlyMap<string, readonly string[]>;
+  /** A trusted single-tenant hub: placements may name workloads in other namespaces. */
+  readonly allowCrossNamespaceWorkloads?: boolean;
   readonly signalTimeoutMs?: number;
   /** Holds removals caused by missing ClusterProfiles after a sudden loss of many (semantics.md section 10.5). */
   readonly inventoryLossGuard?: InventoryLossGuard;
@@ -159,8 +165,12 @@ export class Reconciler {
 
   /** The placement key a PlacementDecision belongs to (its namespace and placement-key label). */
   static placementKeyOf(decision: KubeObject): string | undefined {
+    // The owner names the placement in full; the label holds a hashed form of a long name.
+    const owners = decision.metadata?.ownerReferences as
+      { kind?: string; name?: string; controller?: boolean }[] | undefined;
+    const owner = owners?.find((o) => o.kind === PLACEMENT_KIND && o.controller)?.name;
     const labels = decision.metadata?.labels as Record<string, string> | undefined;
-    const name = labels?.[PLACEMENT_KEY_LABEL];
+    const name = owner ?? labels?.[PLACEMENT_KEY_LABEL];
     return name ? `${decision.metadata?.namespace}/${name}` : undefined;
   }
 
@@ -241,7 +251,12 @@ export class Reconciler {
   ): Promise<{ status: PlacementStatus; transitions: readonly Transition[]; requeueAfterMs: number | undefined }> {
     const metadata = placement.metadata as { name: string; namespace?: string; generation?: number };
     const compiled = compilePlacementSpec(placement.spec);
-    const autoscale = compiled.ok ? compiled.value.spec.scaling?.autoscaleForCapacity : undefined;
+    const isolated = this.options.allowCrossNamespaceWorkloads !== true;
+    // A workload in another namespace is never observed: the engine reports the spec invalid.
+    const autoscale =
+      compiled.ok && !(isolated && crossNamespaceWorkload(compiled.value.spec, metadata.namespace))
+        ? compiled.value.spec.scaling?.autoscaleForCapacity
+        : undefined;
     let signals: readonly Signal[] = [];
     let signalErrors: readonly SignalError[] | undefined;
     let pollMs: number | undefined;
@@ -249,7 +264,8 @@ export class Reconciler {
     // An invalid spec needs no signals: the engine reports it and changes no cluster.
     if (compiled.ok && autoscale) {
       const name = autoscale.signalSource ?? this.options.defaultSignalSource;
-      const source = name === undefined ? undefined : this.sources.get(name);
+      const usable = (n: string) => this.servesNamespace(n, metadata.namespace);
+      const source = name === undefined || !usable(name) ? undefined : this.sources.get(name);
       if (source) {
         const observed = await this.observe(name!, source, placement, previous, compiled.value.spec, inventory, abort);
         signals = observed.signals;
@@ -258,17 +274,23 @@ export class Reconciler {
       } else {
         // Decide with no signals: the engine's fail-static rule places up to
         // the minimum and never scales out or in on missing data.
-        const configured = [...this.sources.keys()].sort().join(', ') || 'none';
+        // Only the sources this namespace may use are named: other teams' stay unknown to it.
+        const configured = [...this.sources.keys()].filter(usable).sort().join(', ') || 'none';
         missingSource =
           name === undefined
             ? {
                 reason: REASON_NO_SIGNAL_SOURCE,
                 message: 'no capacity-signal source is configured (see --signal-sources)',
               }
-            : {
-                reason: REASON_UNKNOWN_SIGNAL_SOURCE,
-                message: `capacity-signal source "${name}" is not configured (configured: ${configured})`,
-              };
+            : this.sources.has(name) && !usable(name)
+              ? {
+                  reason: REASON_SIGNAL_SOURCE_NOT_ALLOWED,
+                  message: `capacity-signal source "${name}" does not serve namespace "${metadata.namespace ?? ''}" (its placementNamespaces; usable here: ${configured})`,
+                }
+              : {
+                  reason: REASON_UNKNOWN_SIGNAL_SOURCE,
+                  message: `capacity-signal source "${name}" is not configured (usable here: ${configured})`,
+                };
       }
     }
     const decision = decide({
@@ -277,6 +299,7 @@ export class Reconciler {
       clusterProfiles: inventory,
       signals,
       holdProfileLossRemovals: this.holdsProfileLossRemovals(placement, now),
+      requireWorkloadInPlacementNamespace: isolated,
     });
     const status = missingSource
       ? withoutSignalSource(decision.status, previous, missingSource, now)
@@ -290,6 +313,12 @@ export class Reconciler {
     const requeueAfterMs =
       engineMs === undefined ? pollMs : pollMs === undefined ? engineMs : Math.min(engineMs, pollMs);
     return { status, transitions: decision.transitions, requeueAfterMs };
+  }
+
+  /** Whether a placement in `namespace` may use the signal source `name` (its `placementNamespaces`). */
+  private servesNamespace(name: string, namespace: string | undefined): boolean {
+    const allowed = this.options.signalSourceNamespaces?.get(name);
+    return allowed === undefined || (namespace !== undefined && allowed.includes(namespace));
   }
 
   /** Asks the source about the listed clusters; invalid signals are dropped (a missing signal is safe). */
@@ -623,7 +652,9 @@ function withSignalCondition(
       ? 'every listed cluster was observed'
       : errors
           .slice(0, 5)
-          .map((e) => `${e.cluster}: ${e.code}: ${e.message}`)
+          // Codes only: a source's message may carry remote text (a member's error body,
+          // a credential file's line); it goes to the log, never to a tenant's status.
+          .map((e) => `${e.cluster}: ${e.code}`)
           .join('; ') + (errors.length > 5 ? `; and ${errors.length - 5} more` : '');
   const conditions = setCondition(
     status.conditions,

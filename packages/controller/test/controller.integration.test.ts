@@ -190,7 +190,8 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     });
     expect({ reason: failed.reason, message: failed.message, states: await env.fleet.states('sig', 'obs') }).toEqual({
       reason: 'ObserveFailed',
-      message: 'fleet-sig/s2: Unauthorized: the access provider returned no credentials',
+      // The code only: the source's message stays in the log, never in a tenant's status.
+      message: 'fleet-sig/s2: Unauthorized',
       states: ['fleet-sig/s1:ACTIVE', 'fleet-sig/s2:ACTIVE'],
     });
     // A source that fails as a whole: the reconcile fails and is retried; the status stays.
@@ -245,6 +246,27 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     );
     expect(Date.now() - unhealthyAt).toBeGreaterThanOrEqual(1_000);
     await env.fleet.deletePlacement('timer', 'cron');
+  });
+
+  it('a placement name over 63 characters gets PlacementDecisions with a hashed placement-key label, kept in line and deleted with it', async () => {
+    await env.fleet.namespace('longname');
+    await env.fleet.namespace('fleet-longname');
+    const controller = start(testController(env.hub.controllerKubeConfig()));
+    await env.fleet.createProfile('fleet-longname', 'x', { longname: 'yes' });
+    const name = `${'inference-'.repeat(9)}server`; // 96 characters
+    await env.fleet.createPlacement('longname', name, rde('longname', ['yes']));
+    await waitFor('decided', async () => (await env.fleet.decisionSummary('longname')).length === 1);
+    await settled(controller);
+    const [decision] = await env.fleet.decisions('longname');
+    const label = (decision!.metadata!.labels as Record<string, string>)['multicluster.x-k8s.io/placement-key']!;
+    const errors = await counterValue(controller, 'mco_controller_reconcile_total', { result: 'error' });
+    await env.fleet.deletePlacement('longname', name);
+    await waitFor('decisions deleted', async () => (await env.fleet.decisions('longname')).length === 0);
+    expect({
+      summary: `${decision!.metadata!.name}`,
+      label: { length: label.length, prefix: label.slice(0, 52) === name.slice(0, 52) },
+      errors,
+    }).toEqual({ summary: `${name}-0`, label: { length: 63, prefix: true }, errors: 0 });
   });
 
   it('follows ClusterProfiles added, relabelled and deleted, and deletes the PlacementDecisions with the placement', async () => {
@@ -479,7 +501,7 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
       plain: 'True/AllEligibleClustersPlaced: 3 cluster(s) listed',
       auto: `Unknown/NoSignalSource: ${placed}no capacity-signal source is configured (see --signal-sources)`,
       autoStates: ['fleet-nosrc/m:ACTIVE', 'fleet-nosrc/n:ACTIVE'],
-      named: `Unknown/UnknownSignalSource: ${placed}capacity-signal source "prometheus" is not configured (configured: none)`,
+      named: `Unknown/UnknownSignalSource: ${placed}capacity-signal source "prometheus" is not configured (usable here: none)`,
       namedStates: ['fleet-nosrc/m:ACTIVE', 'fleet-nosrc/n:ACTIVE'],
       wideStates: ['fleet-nosrc/m:ACTIVE', 'fleet-nosrc/n:ACTIVE', 'fleet-nosrc/o:ACTIVE'],
       valid: 'True',
@@ -541,9 +563,8 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     }).toEqual({
       writes: 0,
       message:
-        'fleet-flap/a: Unavailable: cannot reach fleet-flap/a; fleet-flap/b: Unavailable: cannot reach fleet-flap/b; ' +
-        'fleet-flap/c: Unavailable: cannot reach fleet-flap/c; fleet-flap/d: Unavailable: cannot reach fleet-flap/d; ' +
-        'fleet-flap/e: Unavailable: cannot reach fleet-flap/e; and 2 more',
+        'fleet-flap/a: Unavailable; fleet-flap/b: Unavailable; fleet-flap/c: Unavailable; ' +
+        'fleet-flap/d: Unavailable; fleet-flap/e: Unavailable; and 2 more',
     });
     expect(first.message).toMatch(/^fleet-flap\/a: /);
     // The same failure on every evaluation is logged once per interval (10 min by default) per placement.

@@ -39,6 +39,7 @@ describe('parseControllerConfig', () => {
       watchIdleTimeoutMs: 180_000,
       requestTimeoutMs: 30_000,
       events: true,
+      allowCrossNamespaceWorkloads: false,
       logLevel: 'info',
       shutdownTimeoutMs: 20_000,
     });

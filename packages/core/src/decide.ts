@@ -44,6 +44,13 @@ export interface DecideInput {
    * is missing; such clusters stay listed and `Satisfied` is Unknown.
    */
   readonly holdProfileLossRemovals?: boolean;
+  /**
+   * Tenant isolation, set by the controller of a shared hub: the workload
+   * (`autoscaleForCapacity.workloadDetails.namespace`) must be in the
+   * placement's own namespace, or the spec is invalid (reason
+   * CrossNamespaceWorkload) and no cluster changes.
+   */
+  readonly requireWorkloadInPlacementNamespace?: boolean;
 }
 
 /** A listed cluster while the evaluation works on it. */
@@ -111,6 +118,10 @@ export function evaluatePlacement(
   const compiled = compilePlacementSpec(input.placement.spec);
   if (!compiled.ok) return { decision: invalid(previous, compiled.error, now, generation), context: undefined };
   const { spec, selection } = compiled.value;
+  const crossNamespace = input.requireWorkloadInPlacementNamespace
+    ? crossNamespaceWorkload(spec, input.placement.metadata.namespace)
+    : undefined;
+  if (crossNamespace) return { decision: invalid(previous, crossNamespace, now, generation), context: undefined };
 
   const inventory = Array.isArray(input.clusterProfiles)
     ? createInventory(input.clusterProfiles as readonly ClusterProfile[])
@@ -182,6 +193,8 @@ function compileSpecUncached(raw: unknown): CompiledSpec {
     const field = ['spec', ...issue.path.map(String)].join('.').replace(/\.(\d+)(?=\.|$)/g, '[$1]');
     return err({ reason: 'InvalidSpec', field, message: issue.message });
   }
+  const workload = checkWorkloadNames(parsed.data);
+  if (!workload.ok) return workload;
   const behavior = checkFailBack(parsed.data);
   if (!behavior.ok) return behavior;
   const selection = compileSelection(parsed.data);
@@ -203,6 +216,63 @@ function inputWarnings(selected: SelectionResult, inventory: Inventory, listed: 
     if (error) warnings.push(`the ${TAINTS_ANNOTATION} annotation of ${key} is ignored: ${error}`);
   }
   return warnings;
+}
+
+// Kubernetes object names. They go into member-cluster API paths, so free text
+// (e.g. "..", which a URL parser folds into a cluster-wide list) is refused. A
+// semantic check, not a schema bound: the CRD stays as permissive as MCO's.
+const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** `workloadDetails` names must be Kubernetes names: a DNS-1123 label (namespace) or subdomain (the others). */
+function checkWorkloadNames(spec: PlacementSpec): Result<void, SpecError> {
+  const details = spec.scaling?.autoscaleForCapacity?.workloadDetails;
+  if (!details) return ok(undefined);
+  const fields: [string, string | undefined, RegExp, number, string][] = [
+    ['namespace', details.namespace, DNS1123_LABEL, 63, 'a DNS-1123 label (lowercase letters, digits and "-")'],
+    [
+      'deploymentName',
+      details.deploymentName,
+      DNS1123_SUBDOMAIN,
+      253,
+      'a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")',
+    ],
+    [
+      'hpaName',
+      details.hpaName,
+      DNS1123_SUBDOMAIN,
+      253,
+      'a DNS-1123 subdomain (lowercase letters, digits, "-" and ".")',
+    ],
+  ];
+  for (const [field, value, pattern, max, what] of fields) {
+    if (value === undefined || (value.length <= max && pattern.test(value))) continue;
+    return err({
+      reason: 'InvalidWorkloadName',
+      field: `spec.scaling.autoscaleForCapacity.workloadDetails.${field}`,
+      // The value is the tenant's own input; cut so a long one cannot flood the status.
+      message: `${JSON.stringify(value.slice(0, 80))}${value.length > 80 ? '…' : ''} must be ${what}, at most ${max} characters`,
+    });
+  }
+  return ok(undefined);
+}
+
+/**
+ * The error when a placement names a workload outside its own namespace: on a
+ * shared hub that would let a tenant observe (and, through signals, steer)
+ * another team's workload with mco's member identity.
+ */
+export function crossNamespaceWorkload(
+  spec: PlacementSpec,
+  placementNamespace: string | undefined,
+): SpecError | undefined {
+  const workload = spec.scaling?.autoscaleForCapacity?.workloadDetails?.namespace;
+  if (workload === undefined || workload === placementNamespace) return undefined;
+  return {
+    reason: 'CrossNamespaceWorkload',
+    field: 'spec.scaling.autoscaleForCapacity.workloadDetails.namespace',
+    message: `"${workload}" is not the placement's namespace "${placementNamespace ?? ''}"; a placement may only name a workload in its own namespace`,
+  };
 }
 
 /** An invalid spec changes nothing in `status.clusters`: the workload stays where it is. */

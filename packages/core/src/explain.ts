@@ -220,7 +220,9 @@ function describeExpression(expression: Expression, cluster: InventoryCluster): 
   const parts: string[] = [];
   const { labelSelector: l, fieldSelector: f, propertySelector: p } = expression;
   if (l)
-    parts.push(`label ${l.key} ${l.operator} ${(l.values ?? []).join(',')}; has ${cluster.labels[l.key] ?? 'none'}`);
+    parts.push(
+      `label ${l.key} ${l.operator} ${(l.values ?? []).join(',')}; has ${(Object.hasOwn(cluster.labels, l.key) ? cluster.labels[l.key] : undefined) ?? 'none'}`,
+    );
   if (f) parts.push(`field ${f.field} ${f.operator} ${(f.values ?? []).join(',')}`);
   if (p)
     parts.push(

@@ -10,6 +10,7 @@ export type { Result, SpecError } from './result.js';
 export {
   decide,
   compilePlacementSpec,
+  crossNamespaceWorkload,
   CONDITION_SATISFIED,
   CONDITION_VALID,
   type CompiledSpec,
@@ -27,4 +28,9 @@ export { DEFAULT_BEHAVIOR, resolveBehavior, type ResolvedBehavior } from './scal
 export { isAtCapacityCeiling, wantsScaleIn, assessSignal, type SignalAssessment } from './scaling/signals.js';
 export { drainStepSize } from './scaling/draining.js';
 export { setCondition } from './conditions.js';
-export { buildPlacementDecisions, placementDecisionName, SCHEDULER_NAME } from './placement-decisions.js';
+export {
+  buildPlacementDecisions,
+  placementDecisionName,
+  placementLabelValue,
+  SCHEDULER_NAME,
+} from './placement-decisions.js';

@@ -25,9 +25,10 @@ export function buildPlacementDecisions(
   const sliceCount = Math.max(1, Math.ceil(clusters.length / MAX_DECISIONS_PER_SLICE));
   const slices: PlacementDecision[] = [];
   for (let index = 0; index < sliceCount; index++) {
-    const labels: Record<string, string> = { [PLACEMENT_KEY_LABEL]: name };
+    const labelValue = placementLabelValue(name);
+    const labels: Record<string, string> = { [PLACEMENT_KEY_LABEL]: labelValue };
     if (sliceCount > 1) {
-      labels[DECISION_KEY_LABEL] = name;
+      labels[DECISION_KEY_LABEL] = labelValue;
       labels[DECISION_INDEX_LABEL] = String(index);
     }
     slices.push({
@@ -44,9 +45,33 @@ export function buildPlacementDecisions(
   return slices;
 }
 
-/** `<placement>-<index>`, shortened with a stable suffix when the placement name is long. */
+/** `<placement>-<index>`; a name too long for that is cut and made unique with a hash of the whole. */
 export function placementDecisionName(placementName: string, index: number): string {
   const suffix = `-${index}`;
   if (placementName.length + suffix.length <= 253) return placementName + suffix;
-  return placementName.slice(0, 253 - suffix.length) + suffix;
+  const hash = `-${shortHash(placementName)}`;
+  return placementName.slice(0, 253 - hash.length - suffix.length) + hash + suffix;
+}
+
+/**
+ * The placement-key label value: the placement's name, or, past a label's 63
+ * characters, its first 52 and a hash of the whole (the API server would refuse
+ * the longer value with 422 on every write). A name (DNS-1123 subdomain) is a
+ * valid label value otherwise.
+ */
+export function placementLabelValue(placementName: string): string {
+  if (placementName.length <= 63) return placementName;
+  return `${placementName.slice(0, 52)}-${shortHash(placementName)}`;
+}
+
+/** 10 hex digits of two FNV-1a hashes: stable across versions and processes (no crypto in @mco/core). */
+function shortHash(text: string): string {
+  let a = 0x811c9dc5;
+  let b = 0x050c5d1f;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 0x01000193) >>> 0;
+    b = Math.imul(b ^ c, 0x01000193) >>> 0;
+  }
+  return (a.toString(16).padStart(8, '0') + b.toString(16).padStart(8, '0')).slice(0, 10);
 }

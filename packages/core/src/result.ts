@@ -14,7 +14,9 @@ export interface SpecError {
     | 'InvalidSelector'
     | 'InvalidAffinity'
     | 'InvalidToleration'
-    | 'InvalidBehavior';
+    | 'InvalidBehavior'
+    | 'InvalidWorkloadName'
+    | 'CrossNamespaceWorkload';
   /** Path of the offending field, e.g. `spec.clusterSelectorRules[1].arguments.regex`. */
   readonly field: string;
   readonly message: string;

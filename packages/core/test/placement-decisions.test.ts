@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   buildPlacementDecisions,
   placementDecisionName,
+  placementLabelValue,
   PlacementDecisionSchema,
   type PlacementStatus,
 } from '@mco/core';
@@ -64,5 +65,36 @@ describe('PlacementDecision slices (semantics.md section 8)', () => {
   it('names slices within the 253-character limit of object names', () => {
     expect(placementDecisionName('p'.repeat(253), 12)).toHaveLength(253);
     expect(placementDecisionName('p'.repeat(253), 12).endsWith('-12')).toBe(true);
+    // Two long names that share their first 240 characters still get different slice names.
+    expect(placementDecisionName(`${'p'.repeat(245)}-a`, 0)).not.toBe(placementDecisionName(`${'p'.repeat(245)}-b`, 0));
+  });
+
+  it('keeps placement-key labels within 63 characters: a long name is cut and hashed, stably and distinctly', () => {
+    const long = (end: string) => `${'web-'.repeat(20)}${end}`;
+    const labels = (name: string, clusters: number) =>
+      buildPlacementDecisions({ metadata: { name, namespace: 'apps' } }, statusWith(clusters)).map(
+        (d) => d.metadata.labels,
+      );
+    const [a, b] = [labels(long('a'), 150), labels(long('b'), 1)];
+    const value = a[0]!['multicluster.x-k8s.io/placement-key']!;
+    expect({
+      length: value.length,
+      validLabel: /^[a-z0-9]([-a-z0-9_.]*[a-z0-9])?$/.test(value),
+      sameForEverySlice: a.every((l) =>
+        Object.values(l ?? {})
+          .filter((v) => v.length > 2)
+          .every((v) => v === value),
+      ),
+      stable: placementLabelValue(long('a')) === value,
+      distinct: b[0]!['multicluster.x-k8s.io/placement-key'] !== value,
+      shortUnchanged: placementLabelValue('web'),
+    }).toEqual({
+      length: 63,
+      validLabel: true,
+      sameForEverySlice: true,
+      stable: true,
+      distinct: true,
+      shortUnchanged: 'web',
+    });
   });
 });

@@ -35,6 +35,25 @@ const rde = (...terms: object[][]): PlacementSpec => ({
   },
 });
 
+describe('selectors read only what a cluster really has', () => {
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty'])(
+    'a label key "%s" matches no cluster through the object prototype',
+    (key) => {
+      expect({
+        exists: eligible(rde([label(key, 'Exists')])),
+        doesNotExist: eligible(rde([label(key, 'DoesNotExist')])).length,
+      }).toEqual({ exists: [], doesNotExist: 5 });
+    },
+  );
+
+  it('a field selector on "constructor" is refused as an unsupported field, not called', () => {
+    const selection = compileSelection(rde([field('constructor', 'In', ['x'])]));
+    expect(selection.ok ? 'ok' : `${selection.error.field}: ${selection.error.message}`).toBe(
+      'spec.affinity.clusterAffinity.requiredDuringSchedulingRequiredDuringExecution.clusterSelectorTerms[0].matchExpressions[0].fieldSelector.field: unsupported field "constructor"; use metadata.name or metadata.namespace',
+    );
+  });
+});
+
 describe('eligibility and priority order (semantics.md section 2)', () => {
   it.each<[string, PlacementSpec, string[]]>([
     [

@@ -1,3 +1,4 @@
+import { X509Certificate } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { isAbsolute, resolve } from 'node:path';
@@ -20,6 +21,7 @@ const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 const PEM_CERTIFICATE = '-----BEGIN CERTIFICATE-----';
+const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----[\s\S]*?-----END \1-----\r?\n?/g;
 
 const ResourceName = z
   .string()
@@ -309,8 +311,21 @@ async function readCaFile(path: string, read: (path: string) => Promise<Buffer>)
   } catch (error) {
     throw new Error(`cannot read ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
-  if (!content.toString('utf8').includes(PEM_CERTIFICATE)) throw new Error(`${path} holds no PEM certificate`);
-  return content.toString('base64');
+  // Only X.509 certificates are published (the CA goes into ClusterProfile status,
+  // readable by every tenant): a private key or anything else in the file is left
+  // out, and a certificate block that does not parse is an error.
+  const certificates: string[] = [];
+  for (const [block, type] of content.toString('utf8').matchAll(PEM_BLOCK)) {
+    if (type !== 'CERTIFICATE') continue;
+    try {
+      new X509Certificate(block);
+    } catch {
+      throw new Error(`${path} holds a CERTIFICATE block that is not an X.509 certificate`);
+    }
+    certificates.push(block);
+  }
+  if (certificates.length === 0) throw new Error(`${path} holds no PEM certificate`);
+  return Buffer.from(certificates.join('')).toString('base64');
 }
 
 function resolvePath(baseDir: string, path: string): string {

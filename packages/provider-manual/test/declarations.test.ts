@@ -1,4 +1,7 @@
-import { readFileSync } from 'node:fs';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
@@ -190,6 +193,32 @@ describe('resolveClusterDeclarations', () => {
   ])('%s', async (_name, declaration, message) => {
     const file = parseClustersFile({ clusters: [declaration] });
     await expect(resolveClusterDeclarations(file.clusters, resolveOptions)).rejects.toThrow(message);
+  });
+
+  it('publishes only the X.509 certificates of a CA file: a private key beside them never reaches the profile', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mco-ca-'));
+    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'prime256v1' });
+    const key = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+    writeFileSync(join(dir, 'bundle.pem'), `${key}${caPem.toString()}`);
+    writeFileSync(join(dir, 'fake.pem'), '-----BEGIN CERTIFICATE-----\nbm90IGEgY2VydA==\n-----END CERTIFICATE-----\n');
+    writeFileSync(join(dir, 'key-only.pem'), key);
+    const resolveCa = (file: string) =>
+      resolveClusterDeclarations(
+        parseClustersFile({ clusters: [{ name: 'a', server: 'https://a', certificateAuthorityFile: file }] }).clusters,
+        { namespace: 'fleet', baseDir: dir },
+      ).then(
+        ([p]) => p!.status!.accessProviders![0]!.cluster!['certificate-authority-data'],
+        (error: Error) => error.message,
+      );
+    expect({
+      bundle: await resolveCa('bundle.pem'),
+      fake: await resolveCa('fake.pem'),
+      keyOnly: await resolveCa('key-only.pem'),
+    }).toEqual({
+      bundle: caData,
+      fake: `clusters[0].certificateAuthorityFile: ${join(dir, 'fake.pem')} holds a CERTIFICATE block that is not an X.509 certificate`,
+      keyOnly: `clusters[0].certificateAuthorityFile: ${join(dir, 'key-only.pem')} holds no PEM certificate`,
+    });
   });
 
   it('the same name in the default namespace and named explicitly is a repeat', async () => {

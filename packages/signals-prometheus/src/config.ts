@@ -7,6 +7,8 @@ export const GCE_METADATA_TOKEN_URL =
 
 /** The GKE fleet annotation holding a Prometheus-compatible query API of Google Cloud Monitoring. */
 export const GKE_METRICS_ENDPOINT_ANNOTATION = 'fleet.gke.io/metricsEndpoint';
+/** Google Cloud Managed Service for Prometheus: where GKE's metricsEndpoint annotation points. */
+const GOOGLE_MONITORING_PREFIX = 'https://monitoring.googleapis.com/';
 
 /** Variables a query may use; `${cluster}` is the cluster matchers with a trailing comma, or nothing. */
 export const QUERY_VARIABLES = ['cluster', 'namespace', 'deployment', 'hpa', 'window', 'healthWindow'] as const;
@@ -97,6 +99,24 @@ export const PrometheusSignalsConfigSchema = z
       .describe(
         `Read each cluster's query API URL from this ClusterProfile annotation (GKE: ${GKE_METRICS_ENDPOINT_ANNOTATION}).`,
       ),
+    allowedEndpointPrefixes: z
+      .array(
+        z
+          .url()
+          .refine((u) => u.endsWith('/'), 'must end with "/" (else https://host matches https://host.evil.example)'),
+      )
+      .min(1)
+      .max(64)
+      .default([GOOGLE_MONITORING_PREFIX])
+      .describe(
+        'With metricsEndpointAnnotation: the URL prefixes an annotation may point at. Whoever can write a ClusterProfile sets the annotation, and the auth header goes there.',
+      ),
+    allowHttpEndpoints: z
+      .boolean()
+      .default(false)
+      .describe(
+        'Let allowedEndpointPrefixes hold http:// prefixes (the auth header then crosses the network in clear).',
+      ),
     auth: AuthSchema.optional(),
     headers: z
       .record(z.string().regex(/^[A-Za-z0-9-]+$/), z.string())
@@ -144,6 +164,10 @@ export const PrometheusSignalsConfigSchema = z
       .max(64 * 1024 * 1024)
       .default(1024 * 1024),
     concurrency: z.number().int().min(1).max(256).default(8).describe('Clusters observed at the same time.'),
+  })
+  .refine((c) => c.allowHttpEndpoints || c.allowedEndpointPrefixes.every((p) => p.startsWith('https://')), {
+    message: 'an http:// prefix needs allowHttpEndpoints: true',
+    path: ['allowedEndpointPrefixes'],
   })
   .refine((c) => !!c.url !== !!c.metricsEndpointAnnotation, {
     message: 'set exactly one of url and metricsEndpointAnnotation',

@@ -144,10 +144,23 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
     const annotation = config.metricsEndpointAnnotation!;
     const url = profile.metadata.annotations?.[annotation];
     if (!url) throw new McoError('Invalid', `ClusterProfile ${key} has no annotation ${annotation}`, false);
-    if (!/^https?:\/\//.test(url)) {
-      throw new McoError('Invalid', `ClusterProfile ${key}: annotation ${annotation} is not an http(s) URL`, false);
+    // The annotation is the profile writer's to set, and the auth header (a metadata-server
+    // OAuth token, say) goes where it points: only to the configured prefixes.
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      throw new McoError('Invalid', `ClusterProfile ${key}: annotation ${annotation} is not a URL`, false);
     }
-    return queryEndpoint(url);
+    const normalised = parsed.href;
+    if (parsed.username || parsed.password || !config.allowedEndpointPrefixes.some((p) => normalised.startsWith(p))) {
+      throw new McoError(
+        'Invalid',
+        `ClusterProfile ${key}: annotation ${annotation} is not under an allowed endpoint prefix (allowedEndpointPrefixes)`,
+        false,
+      );
+    }
+    return queryEndpoint(normalised);
   }
 }
 

@@ -20,6 +20,8 @@ describe('PrometheusSignalsConfigSchema', () => {
   it('fills in the documented defaults', () => {
     expect(PrometheusSignalsConfigSchema.parse({ url: 'http://prometheus:9090' })).toEqual({
       url: 'http://prometheus:9090',
+      allowedEndpointPrefixes: ['https://monitoring.googleapis.com/'],
+      allowHttpEndpoints: false,
       clusterLabels: { cluster: '${name}' },
       queries: {},
       windowSeconds: 600,

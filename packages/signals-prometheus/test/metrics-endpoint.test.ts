@@ -123,6 +123,9 @@ describe('the prometheus source pointed at a GKE metricsEndpoint (Prometheus wir
   const source = (config: Record<string, unknown> = {}) => {
     const parsed = PrometheusSignalsConfigSchema.parse({
       metricsEndpointAnnotation: 'fleet.gke.io/metricsEndpoint',
+      // The test's endpoint is plain http on loopback: allowed here explicitly.
+      allowedEndpointPrefixes: [`${base}/v1/projects/`],
+      allowHttpEndpoints: true,
       auth: { metadataServer: { url: `${base}/computeMetadata/v1/instance/service-accounts/default/token` } },
       clusterLabels: { cluster: '${annotation:fleet.gke.io/clusterName}' },
       queries: {
@@ -173,6 +176,49 @@ describe('the prometheus source pointed at a GKE metricsEndpoint (Prometheus wir
       tokensIssued: 1,
       failedScaleUpQuery:
         'sum(increase(logging_googleapis_com:user_ClusterAutoscalerFailedScaleUp{cluster="east",}[600s]))',
+    });
+  });
+
+  it.each([
+    ['another host', () => 'https://metrics.evil.example/api/v1/query'],
+    ['a look-alike host', () => `${base}.evil.example/v1/projects/p/api/v1/query`],
+    [
+      'user info before the allowed host',
+      () => `http://user@${base.slice('http://'.length)}/v1/projects/p/api/v1/query`,
+    ],
+    ['a path outside the prefix', () => `${base}/other/api/v1/query`],
+    ['dot segments leaving the prefix', () => `${base}/v1/projects/../../steal/api/v1/query`],
+    ['not a URL', () => 'monitoring'],
+  ])('a hostile profile pointing at %s gets no request and no token', async (_name, url) => {
+    const result = await source().observe(request(gkeProfile('hostile', { 'fleet.gke.io/metricsEndpoint': url() })));
+    expect({
+      signals: result.signals,
+      codes: result.errors.map((e) => e.code),
+      requests: seen.length,
+      tokensIssued,
+    }).toEqual({
+      signals: [],
+      codes: ['Invalid'],
+      requests: 0,
+      tokensIssued: 0,
+    });
+  });
+
+  it('allows only https prefixes, ending in "/", by default the Google monitoring endpoint', () => {
+    const parse = (extra: object) => {
+      const r = PrometheusSignalsConfigSchema.safeParse({ metricsEndpointAnnotation: 'a', ...extra });
+      return r.success
+        ? r.data.allowedEndpointPrefixes
+        : r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    };
+    expect({
+      default: parse({}),
+      http: parse({ allowedEndpointPrefixes: ['http://prom.internal/'] }),
+      noSlash: parse({ allowedEndpointPrefixes: ['https://monitoring.googleapis.com'] }),
+    }).toEqual({
+      default: ['https://monitoring.googleapis.com/'],
+      http: ['allowedEndpointPrefixes: an http:// prefix needs allowHttpEndpoints: true'],
+      noSlash: ['allowedEndpointPrefixes.0: must end with "/" (else https://host matches https://host.evil.example)'],
     });
   });
 

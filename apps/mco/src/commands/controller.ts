@@ -85,6 +85,8 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
       resyncPeriodMs: config.resyncPeriodMs,
       signalSources: sources.byName,
       defaultSignalSource: sources.defaultSource,
+      signalSourceNamespaces: sources.namespaces,
+      allowCrossNamespaceWorkloads: config.allowCrossNamespaceWorkloads,
       signalPollIntervalMs: config.signalPollIntervalMs,
       signalTimeoutMs: config.signalTimeoutMs,
       inventoryLoss: config.inventoryLoss,
@@ -131,8 +133,12 @@ export async function createSignalSources(
   kubeConfig: KubeConfig,
   metrics: Registry,
   logger: Logger,
-): Promise<{ byName: Map<string, CapacitySignalSource>; defaultSource: string | undefined }> {
-  if (!file) return { byName: new Map(), defaultSource: undefined };
+): Promise<{
+  byName: Map<string, CapacitySignalSource>;
+  defaultSource: string | undefined;
+  namespaces: Map<string, readonly string[]>;
+}> {
+  if (!file) return { byName: new Map(), defaultSource: undefined, namespaces: new Map() };
   const document = parseOrThrow(SignalSourcesFileSchema, await readDocument(file), `signal sources file ${file}`);
   const byName: Map<string, CapacitySignalSource> = createPlugins(
     signalSourceModules,
@@ -143,5 +149,8 @@ export async function createSignalSources(
   if (document.defaultSource !== undefined && !byName.has(document.defaultSource)) {
     throw new UsageError(`${file}: defaultSource "${document.defaultSource}" is not among the sources`);
   }
-  return { byName, defaultSource: document.defaultSource };
+  const namespaces = new Map(
+    document.sources.flatMap((s) => (s.placementNamespaces ? [[s.name, s.placementNamespaces] as const] : [])),
+  );
+  return { byName, defaultSource: document.defaultSource, namespaces };
 }

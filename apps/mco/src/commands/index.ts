@@ -1,5 +1,6 @@
 import type { Command } from '../cli.js';
 import { argocdPluginCommand } from './argocd-plugin.js';
+import { argocdSyncCommand } from './argocd-sync.js';
 import { clustersCommand } from './clusters.js';
 import { configsyncCommand } from './configsync.js';
 import { controllerCommand } from './controller.js';
@@ -20,6 +21,7 @@ export const commands: readonly Command[] = [
   simulateCommand,
   demoCommand,
   argocdPluginCommand,
+  argocdSyncCommand,
   fluxCommand,
   configsyncCommand,
 ];

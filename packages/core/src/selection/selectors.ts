@@ -68,13 +68,19 @@ export function compileTerm(term: ClusterSelectorTerm, path: string): Result<Clu
     }
     if (expression.labelSelector) {
       const { key, operator, values } = expression.labelSelector;
-      const matcher = compileRequirement((c) => c.labels[key], operator, values, `${at}.labelSelector`);
+      // Own properties only: a key such as "constructor" or "toString" must not match through the prototype.
+      const matcher = compileRequirement(
+        (c) => (Object.hasOwn(c.labels, key) ? c.labels[key] : undefined),
+        operator,
+        values,
+        `${at}.labelSelector`,
+      );
       if (!matcher.ok) return matcher;
       parts.push(matcher.value);
     }
     if (expression.fieldSelector) {
       const { field, operator, values } = expression.fieldSelector;
-      const read = FIELDS[field];
+      const read = Object.hasOwn(FIELDS, field) ? FIELDS[field] : undefined;
       if (!read) {
         return err(
           selectorError(
