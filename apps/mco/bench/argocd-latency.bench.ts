@@ -90,8 +90,8 @@ async function until<T>(what: string, probe: () => Promise<T>, accept: (v: T) =>
 }
 
 async function measure(stack: ArgoStack, refresh: boolean): Promise<string[]> {
-  await stack.stopProcess('plugin');
-  stack.startPlugin({ refresh });
+  await stack.stopProcess('refresher');
+  if (refresh) stack.start('refresher');
   await until(
     'the plugin to be ready',
     () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),

@@ -220,7 +220,7 @@ describeWithControlPlane(
       await unchanged('plugin killed');
 
       // 2. The plugin answers 503: its caches never sync (the hub answers its start-up checks, then hangs).
-      stack.startPlugin({ refresh: true, kubeconfig: await stack.stalledHubKubeconfig() });
+      stack.start('plugin', { kubeconfig: await stack.stalledHubKubeconfig() });
       await wait(
         'the plugin to answer 503',
         () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),
@@ -230,7 +230,7 @@ describeWithControlPlane(
       await failedWith(/503/);
       await unchanged('plugin answers 503');
       await stack.stopProcess('plugin');
-      stack.startPlugin({ refresh: true });
+      stack.start('plugin');
       await wait(
         'the plugin to be ready',
         () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),

@@ -122,10 +122,10 @@ export const NORMAL: HpaState = { minReplicas: 1, maxReplicas: 4, currentReplica
 export const AT_CEILING: HpaState = { minReplicas: 1, maxReplicas: 4, currentReplicas: 4, limited: 'TooManyReplicas' };
 export const IDLE: HpaState = { minReplicas: 1, maxReplicas: 4, currentReplicas: 1, limited: 'TooFewReplicas' };
 
-type Role = 'controller' | 'plugin' | 'applicationset-controller';
+type Role = 'controller' | 'plugin' | 'refresher' | 'secret-syncer' | 'applicationset-controller';
 
 export interface StackOptions {
-  /** `mco argocd-plugin --refresh-applicationsets` (the walk-through's default) or not. */
+  /** Run `mco argocd-sync --refresh-applicationsets` (the walk-through's default) or not. */
   readonly refresh?: boolean;
   /** Placement `behavior` (mco extension) so scale-in and draining happen within a test's time. */
   readonly behavior?: Record<string, unknown>;
@@ -138,7 +138,7 @@ export class ArgoStack {
   private readonly ports = new Map<string, number>();
   private readonly reaper: ProcessReaper;
   private readonly kubeconfigs = new Map<Role, string>();
-  private pluginCommand: string[] = [];
+  private readonly commands = new Map<Role, string[]>();
   private stalledHub?: HttpServer;
 
   private constructor(
@@ -211,6 +211,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     // The chart's ServiceAccounts and RBAC: mco runs with exactly what the chart grants.
     const rbac = renderChart({
       'argocd.plugin.enabled': 'true',
+      'argocd.plugin.existingSecret': 'mco-argocd-plugin-token',
       'argocd.clusterSecretSync.enabled': 'true',
       'argocd.clusterSecretSync.providers[0].name': 'east',
       'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
@@ -231,6 +232,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     for (const [role, component] of [
       ['controller', 'controller'],
       ['plugin', 'argocd-plugin'],
+      ['refresher', 'argocd-applicationset-refresher'],
+      ['secret-syncer', 'argocd-secret-syncer'],
     ] as const) {
       const sa = account(component);
       write(role, await serviceAccountKubeConfig(plane.hub, sa.namespace!, sa.name!));
@@ -263,7 +266,15 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 
     // Walk-through step 1 and 2: the token, Argo CD's Secret and ConfigMap, signals.yaml.
     writeFileSync(join(dir, 'token'), `${this.token}\n`, { mode: 0o600 });
-    for (const name of ['plugin', 'controller-http', 'appset-metrics', 'appset-probe', 'appset-webhook']) {
+    for (const name of [
+      'plugin',
+      'controller-http',
+      'refresher-http',
+      'secret-syncer-http',
+      'appset-metrics',
+      'appset-probe',
+      'appset-webhook',
+    ]) {
       this.ports.set(name, await freePort());
     }
     await plane.hub.apply(parseYamlDocuments(this.localize(walkthrough('argocd-objects'))) as KubernetesObject[]);
@@ -331,16 +342,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       });
     }
 
-    // Walk-through step 3: the three processes.
-    const commands = commandsOf(walkthrough('processes'));
-    for (const command of commands) {
+    // Walk-through step 3: the processes.
+    for (const command of commandsOf(walkthrough('processes'))) {
       const role = roleOf(command);
-      if (role === 'plugin') {
-        this.pluginCommand = command;
-        this.startPlugin({ refresh: options.refresh ?? true });
-      } else {
-        this.spawn(role, command);
-      }
+      this.commands.set(role, command);
+      if (role !== 'refresher' || (options.refresh ?? true)) this.start(role);
     }
 
     // Walk-through step 4: MCO's hello-world placement and ApplicationSet, unchanged
@@ -370,6 +376,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     const ports: Record<string, string> = {
       '4355': 'plugin',
       '8080': 'controller-http',
+      '8082': 'refresher-http',
+      '8083': 'secret-syncer-http',
       '8090': 'appset-metrics',
       '8091': 'appset-probe',
       '7000': 'appset-webhook',
@@ -393,17 +401,12 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     this.processes.set(role, server);
   }
 
-  /**
-   * `mco argocd-plugin` as in the walk-through; without `--refresh-applicationsets`
-   * when refresh is false, and as another hub user when a kubeconfig is given.
-   */
-  startPlugin(options: { refresh: boolean; kubeconfig?: string }): void {
-    const command = options.refresh
-      ? this.pluginCommand
-      : this.pluginCommand.filter((arg) => arg !== '--refresh-applicationsets');
-    const args = this.argsOf('plugin', command);
+  /** Starts one process of the walk-through, as another hub user when a kubeconfig is given. */
+  start(role: Role, options: { kubeconfig?: string } = {}): void {
+    const command = this.commands.get(role)!;
+    const args = this.argsOf(role, command);
     if (options.kubeconfig) args[args.indexOf('--kubeconfig') + 1] = options.kubeconfig;
-    this.spawn('plugin', command, args);
+    this.spawn(role, command, args);
   }
 
   /** Stops one process: SIGTERM (graceful) or SIGKILL (a crash). */
@@ -552,6 +555,12 @@ function roleOf(command: string[]): Role {
   }
   if (command[0] === 'mco' && command[1] === 'controller') return 'controller';
   if (command[0] === 'mco' && command[1] === 'argocd-plugin') return 'plugin';
+  if (command[0] === 'mco' && command[1] === 'argocd-sync' && command.includes('--refresh-applicationsets')) {
+    return 'refresher';
+  }
+  if (command[0] === 'mco' && command[1] === 'argocd-sync' && command.includes('--sync-cluster-secrets')) {
+    return 'secret-syncer';
+  }
   throw new Error(`docs/argocd.md walk-through: unexpected command "${command.join(' ')}"`);
 }
 
