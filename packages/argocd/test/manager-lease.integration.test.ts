@@ -37,7 +37,7 @@ describeWithControlPlane('cluster Secret manager names on the real kube-apiserve
   let plane: ControlPlane;
   const deliveries: ArgoCdDelivery[] = [];
 
-  /** A syncer as `mco argocd-plugin --sync-cluster-secrets` runs it, with a short Lease and its log captured. */
+  /** A syncer as `mco argocd-sync --sync-cluster-secrets` runs it, with a short Lease and its log captured. */
   async function syncer(manager: string, identity: string) {
     const log: { level: string; msg: string; holder?: string; cluster?: string }[] = [];
     let accessCalls = 0;
