@@ -1,7 +1,6 @@
 import { execFile } from 'node:child_process';
-import { McoError, toMcoError } from '@mco/runtime';
+import { McoError, readBoundedJson, toMcoError } from '@mco/runtime';
 import { z } from 'zod';
-import { readBoundedJson } from './http.js';
 
 /** An OAuth access token for Google APIs, cached until shortly before it expires. */
 export interface TokenSource {

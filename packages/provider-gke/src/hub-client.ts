@@ -1,6 +1,5 @@
-import { McoError, toMcoError } from '@mco/runtime';
+import { McoError, readBoundedJson, toMcoError } from '@mco/runtime';
 import type { TokenSource } from './auth.js';
-import { readBoundedJson } from './http.js';
 import { ListMembershipsResponseSchema, type Membership } from './membership.js';
 
 export const DEFAULT_HUB_ENDPOINT = 'https://gkehub.googleapis.com';

@@ -18,7 +18,7 @@ import {
   type DesiredClusterProfile,
   type SyncOutcome,
 } from '@mco/provider-manual';
-import { McoError, toMcoError, type InventoryProvider, type PluginDeps } from '@mco/runtime';
+import { McoError, readBoundedJson, toMcoError, type InventoryProvider, type PluginDeps } from '@mco/runtime';
 import { z } from 'zod';
 
 export const kind = 'inventory';
@@ -136,16 +136,8 @@ async function fetchExport(config: Config, abort: AbortSignal): Promise<CmdbExpo
     await response.body?.cancel();
     throw Object.assign(new Error(`CMDB answered ${response.status}`), { status: response.status });
   }
-  if (Number(response.headers.get('content-length') ?? 0) > MAX_EXPORT_BYTES) {
-    await response.body?.cancel();
-    throw new McoError('Invalid', 'CMDB export larger than 16 MiB', false);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(await response.text());
-  } catch {
-    throw new McoError('Invalid', 'CMDB export is not JSON', false);
-  }
+  // Bounded even when the CMDB streams a chunked body without a length.
+  const json = await readBoundedJson(response, MAX_EXPORT_BYTES);
   const parsed = ExportSchema.safeParse(json);
   if (!parsed.success) throw new McoError('Invalid', `CMDB export: ${parsed.error.issues[0]?.message}`, false);
   return parsed.data;

@@ -1,4 +1,4 @@
-import { McoError } from '@mco/runtime';
+import { McoError } from './errors.js';
 
 /** Reads a JSON body of at most `maxBytes`; a larger or malformed one is McoError(Invalid). */
 export async function readBoundedJson(response: Response, maxBytes: number): Promise<unknown> {
