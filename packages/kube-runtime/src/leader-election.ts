@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { httpStatusOf, silentLogger, type Logger } from '@mco/runtime';
 import { requestOptions } from './kube.js';
@@ -42,6 +43,7 @@ export class LeaderElector {
   private readonly onStarted: () => void;
   private readonly onStopped: () => void;
   private leading = false;
+  /** Monotonic time (performance.now()) the last successful renewal was sent: wall-clock steps cannot stretch a term. */
   private lastRenewAt = 0;
   private observed: { resourceVersion: string | undefined; at: number } | undefined;
   private lease: V1Lease | undefined;
@@ -68,7 +70,7 @@ export class LeaderElector {
 
   /** True while this replica holds the Lease and renewed it within the renew deadline. */
   isLeader(): boolean {
-    return this.leading && Date.now() - this.lastRenewAt < this.renewDeadlineMs;
+    return this.leading && performance.now() - this.lastRenewAt < this.renewDeadlineMs;
   }
 
   /** How many times this replica became leader. */
@@ -94,10 +96,12 @@ export class LeaderElector {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
+      // The term counts from when the renewal was sent, not from when its answer came.
+      const sentAt = performance.now();
       const ok = await this.tryAcquireOrRenew();
-      const now = Date.now();
+      const now = performance.now();
       if (ok) {
-        this.lastRenewAt = now;
+        this.lastRenewAt = sentAt;
         if (!this.leading) this.setLeading(true);
       } else if (this.leading && now - this.lastRenewAt >= this.renewDeadlineMs) {
         this.logger.warn('could not renew the lease within the renew deadline; stepping down', {
@@ -124,7 +128,10 @@ export class LeaderElector {
   }
 
   private async tryAcquireOrRenew(): Promise<boolean> {
+    // Wall-clock time only for what is written (renewTime, acquireTime); expiry
+    // is judged on the monotonic clock from when this replica saw the Lease change.
     const now = Date.now();
+    const seen = performance.now();
     const options = requestOptions(this.kubeConfig, Math.max(1_000, this.retryPeriodMs));
     let lease: V1Lease;
     try {
@@ -145,7 +152,7 @@ export class LeaderElector {
           },
           options,
         );
-        this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: now };
+        this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: seen };
         return true;
       } catch (createError) {
         if (httpStatusOf(createError) !== 409) this.logger.warn('cannot create the lease', { error: createError });
@@ -153,12 +160,12 @@ export class LeaderElector {
       }
     }
     const rv = lease.metadata?.resourceVersion;
-    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: now };
-    const observedAt = this.observed?.at ?? now;
+    if (this.observed?.resourceVersion !== rv) this.observed = { resourceVersion: rv, at: seen };
+    const observedAt = this.observed?.at ?? seen;
     const holder = lease.spec?.holderIdentity ?? '';
     const duration = (lease.spec?.leaseDurationSeconds ?? 0) * 1000;
     const held = holder !== '' && holder !== this.identity;
-    if (held && observedAt + duration > now) return false;
+    if (held && observedAt + duration > seen) return false;
     const transitions = lease.spec?.leaseTransitions ?? 0;
     const acquiring = holder !== this.identity;
     lease.spec = this.spec(
@@ -171,7 +178,7 @@ export class LeaderElector {
         { namespace: this.namespace, name: this.name, body: lease },
         options,
       );
-      this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: now };
+      this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: seen };
       return true;
     } catch (error) {
       if (httpStatusOf(error) !== 409) this.logger.warn('cannot update the lease', { error });
@@ -182,7 +189,9 @@ export class LeaderElector {
   private spec(now: number, leaseTransitions: number, acquireTime: V1MicroTime): V1Lease['spec'] {
     return {
       holderIdentity: this.identity,
-      leaseDurationSeconds: Math.max(1, Math.round(this.leaseDurationMs / 1000)),
+      // Rounded up: a written term shorter than the renew deadline would let a
+      // standby take over while this replica still acts as leader.
+      leaseDurationSeconds: Math.max(1, Math.ceil(this.leaseDurationMs / 1000)),
       acquireTime,
       renewTime: new V1MicroTime(now),
       leaseTransitions,
