@@ -11,10 +11,16 @@ export interface CachedCredentialOptions {
   readonly now?: () => Date;
   /** Refresh this long before `expiresAt` (default 60 s), at most half the credential's lifetime. */
   readonly refreshBeforeMs?: number;
+  /**
+   * Re-read a credential that names no expiry (a static token, a kubeconfig
+   * Secret) after this long (default 5 minutes), so a rotated one is picked up.
+   */
+  readonly reReadAfterMs?: number;
 }
 
 /**
- * Caches a credential until shortly before it expires. Concurrent callers share
+ * Caches a credential until shortly before it expires (one without expiry for
+ * `reReadAfterMs`). Concurrent callers share
  * one fetch (single flight); a caller that gives up (`signal`) does not cancel
  * the fetch for the others. A failed fetch is not cached: the next call retries.
  */
@@ -24,6 +30,7 @@ export function createCachedCredential(
 ): CachedCredential {
   const now = options.now ?? (() => new Date());
   const refreshBeforeMs = options.refreshBeforeMs ?? 60_000;
+  const reReadAfterMs = options.reReadAfterMs ?? 5 * 60_000;
   let cached: { credential: Credential; refreshAt: number } | undefined;
   let inflight: Promise<Credential> | undefined;
   let generation = 0;
@@ -37,7 +44,7 @@ export function createCachedCredential(
         if (mine === generation) {
           const expires = credential.expiresAt?.getTime();
           const margin = expires === undefined ? 0 : Math.min(refreshBeforeMs, (expires - started) / 2);
-          cached = { credential, refreshAt: expires === undefined ? Infinity : expires - margin };
+          cached = { credential, refreshAt: expires === undefined ? started + reReadAfterMs : expires - margin };
           inflight = undefined;
         }
         return credential;

@@ -73,14 +73,24 @@ describe('createCachedCredential', () => {
     expect({ token: (await second).token, fetches }).toEqual({ token: 'ok', fetches: 2 });
   });
 
-  it('fetches again after invalidate (a 401), and keeps a credential without expiry until then', async () => {
+  it('fetches again after invalidate (a 401)', async () => {
+    const clock = fakeClock();
+    let fetches = 0;
+    const cache = createCachedCredential(async () => ({ token: `t${++fetches}` }), { now: clock.now });
+    const seen = [(await cache.get()).token, (await cache.get()).token];
+    cache.invalidate();
+    seen.push((await cache.get()).token);
+    expect(seen).toEqual(['t1', 't1', 't2']);
+  });
+
+  it('re-reads a credential without expiry after reReadAfterMs (default 5 minutes), so a rotated one is picked up', async () => {
     const clock = fakeClock();
     let fetches = 0;
     const cache = createCachedCredential(async () => ({ token: `t${++fetches}` }), { now: clock.now });
     const seen = [(await cache.get()).token];
-    clock.advance(365 * 86_400_000);
+    clock.advance(5 * 60_000 - 1);
     seen.push((await cache.get()).token);
-    cache.invalidate();
+    clock.advance(1);
     seen.push((await cache.get()).token);
     expect(seen).toEqual(['t1', 't1', 't2']);
   });
