@@ -1,7 +1,7 @@
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
-import { CLUSTER_PROFILES, Informer, PLACEMENTS, createListWatch } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS, createInformer, type InformerTuning } from '@mco/kube-runtime';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
 import { DEFAULT_MANAGER } from './cluster-secret.js';
@@ -46,7 +46,7 @@ export interface ArgoCdDeliveryOptions {
     readonly lease?: Pick<ManagerLeaseOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'identity'>;
   };
   /** Informer tuning (tests shorten these). */
-  readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
+  readonly informers?: InformerTuning;
 }
 
 export interface ArgoCdDelivery {
@@ -71,23 +71,9 @@ export interface ArgoCdDelivery {
  */
 export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promise<ArgoCdDelivery> {
   const logger = options.logger ?? silentLogger;
-  const informerOptions = {
-    logger,
-    ...(options.informers?.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.informers.idleTimeoutMs } : {}),
-    ...(options.informers?.watchTimeoutSeconds !== undefined
-      ? { watchTimeoutSeconds: options.informers.watchTimeoutSeconds }
-      : {}),
-  };
-  const placements = new Informer<Placement>({
-    name: 'multikubernetesclusterplacements',
-    listWatch: createListWatch<Placement>(options.kubeConfig, PLACEMENTS),
-    ...informerOptions,
-  });
-  const clusterProfiles = new Informer<ClusterProfile>({
-    name: 'clusterprofiles',
-    listWatch: createListWatch<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES),
-    ...informerOptions,
-  });
+  const informer = { logger, tuning: options.informers };
+  const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
+  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, informer);
   const maxSilenceMs = options.plugin?.maxSilenceMs ?? 10 * 60_000;
   const view = createCachedPlacementView({ placements, clusterProfiles, maxSilenceMs });
 

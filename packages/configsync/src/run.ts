@@ -3,13 +3,13 @@ import type { ClusterAccessManager } from '@mco/cluster-access';
 import { clusterKey, type ClusterProfile, type Placement } from '@mco/core';
 import {
   CLUSTER_PROFILES,
-  Informer,
   LeaderElector,
   PLACEMENTS,
   WorkQueue,
-  createListWatch,
+  createInformer,
   objectKey,
   type BackoffOptions,
+  type InformerTuning,
 } from '@mco/kube-runtime';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { createHubWriter, memberObjects, type HubWriter, type MemberObjects } from './kube.js';
@@ -41,7 +41,7 @@ export interface ConfigSyncDeliveryOptions {
   /** Replace the member calls (benchmarks); default: through `access`. */
   readonly member?: (profile: ClusterProfile) => Promise<MemberObjects>;
   /** Informer tuning (tests shorten these). */
-  readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
+  readonly informers?: InformerTuning;
   /** Called after each reconcile (tests and benchmarks observe progress). */
   readonly onReconciled?: (key: string, result: ReconcileResult | Error) => void;
 }
@@ -63,23 +63,9 @@ export interface ConfigSyncDelivery {
  */
 export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): ConfigSyncDelivery {
   const logger = (options.logger ?? silentLogger).child({ component: 'configsync' });
-  const informerOptions = {
-    logger,
-    ...(options.informers?.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.informers.idleTimeoutMs } : {}),
-    ...(options.informers?.watchTimeoutSeconds !== undefined
-      ? { watchTimeoutSeconds: options.informers.watchTimeoutSeconds }
-      : {}),
-  };
-  const placements = new Informer<Placement>({
-    name: 'multikubernetesclusterplacements',
-    listWatch: createListWatch<Placement>(options.kubeConfig, PLACEMENTS),
-    ...informerOptions,
-  });
-  const clusterProfiles = new Informer<ClusterProfile>({
-    name: 'clusterprofiles',
-    listWatch: createListWatch<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES),
-    ...informerOptions,
-  });
+  const informer = { logger, tuning: options.informers };
+  const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
+  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, informer);
   const timeoutMs = options.memberTimeoutMs ?? 15_000;
   const member =
     options.member ??

@@ -1,12 +1,13 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
+import type { Informer } from '@mco/kube-runtime';
 import {
   CLUSTER_PROFILES,
-  Informer,
   PLACEMENTS,
   SECRETS,
-  createListWatch,
+  createInformer,
   createObjectWriter,
+  type InformerTuning,
   type KubeObject,
   type Resource,
 } from '@mco/kube-runtime';
@@ -37,7 +38,7 @@ export interface FluxDeliveryOptions {
   readonly resyncMs?: number;
   readonly logger?: Logger;
   /** Informer tuning (tests shorten these). */
-  readonly informers?: { readonly idleTimeoutMs?: number; readonly watchTimeoutSeconds?: number };
+  readonly informers?: InformerTuning;
 }
 
 export interface FluxDelivery {
@@ -71,15 +72,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     resource: Resource,
     scope: { namespace?: string; labelSelector?: string },
   ): Informer<T> => {
-    const created = new Informer<T>({
-      name: resource.plural,
-      listWatch: createListWatch<T>(kubeConfig, resource, scope),
-      logger,
-      ...(options.informers?.idleTimeoutMs !== undefined ? { idleTimeoutMs: options.informers.idleTimeoutMs } : {}),
-      ...(options.informers?.watchTimeoutSeconds !== undefined
-        ? { watchTimeoutSeconds: options.informers.watchTimeoutSeconds }
-        : {}),
-    });
+    const created = createInformer<T>(kubeConfig, resource, { logger, tuning: options.informers, scope });
     informers.push(created as unknown as Informer<KubeObject>);
     return created;
   };

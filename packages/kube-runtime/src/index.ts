@@ -21,8 +21,10 @@ export {
   PLACEMENTS,
   PLACEMENT_DECISIONS,
   SECRETS,
+  createInformer,
   createListWatch,
   requestOptions,
+  type InformerTuning,
   type RequestOptions,
   type Resource,
 } from './kube.js';

@@ -1,7 +1,8 @@
 import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig, type RequestContext } from '@kubernetes/client-node';
 import https from 'node:https';
 import { PLACEMENT_GROUP } from '@mco/core';
-import type { KubeObject, ListPage, ListWatch, WatchEventType } from './informer.js';
+import type { Logger } from '@mco/runtime';
+import { Informer, type KubeObject, type ListPage, type ListWatch, type WatchEventType } from './informer.js';
 
 /** A custom resource mco reads or writes. */
 export interface Resource {
@@ -130,4 +131,30 @@ export function createListWatch<T extends KubeObject>(
       return () => controller.abort();
     },
   };
+}
+
+/** Informer tuning the adapters accept (tests shorten the idle timeout and the server's watch timeout). */
+export interface InformerTuning {
+  readonly idleTimeoutMs?: number;
+  readonly watchTimeoutSeconds?: number;
+}
+
+/** An informer named after `resource`, listing and watching it (in `scope`) with the given tuning. */
+export function createInformer<T extends KubeObject>(
+  kubeConfig: KubeConfig,
+  resource: Resource,
+  options: {
+    readonly logger?: Logger;
+    readonly tuning?: InformerTuning | undefined;
+    readonly scope?: { namespace?: string; labelSelector?: string };
+  } = {},
+): Informer<T> {
+  const { tuning } = options;
+  return new Informer<T>({
+    name: resource.plural,
+    listWatch: createListWatch<T>(kubeConfig, resource, options.scope),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(tuning?.idleTimeoutMs !== undefined ? { idleTimeoutMs: tuning.idleTimeoutMs } : {}),
+    ...(tuning?.watchTimeoutSeconds !== undefined ? { watchTimeoutSeconds: tuning.watchTimeoutSeconds } : {}),
+  });
 }
