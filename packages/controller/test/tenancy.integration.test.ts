@@ -27,19 +27,26 @@ describeWithHub('tenant isolation through mco (a tenant ServiceAccount on a real
       metadata: { name, namespace: 'team-a' },
       spec,
     };
-    try {
-      const current = (await api.getNamespacedCustomObject({ ...PLACEMENTS, namespace: 'team-a', name })) as {
-        metadata: { resourceVersion: string };
-      };
-      await api.replaceNamespacedCustomObject({
-        ...PLACEMENTS,
-        namespace: 'team-a',
-        name,
-        body: { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata.resourceVersion } },
-      });
-    } catch (error) {
-      if ((error as { code?: number }).code !== 404) throw error;
-      await api.createNamespacedCustomObject({ ...PLACEMENTS, namespace: 'team-a', body });
+    // The controller writes the status meanwhile: a 409 means read again and retry.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const current = (await api.getNamespacedCustomObject({ ...PLACEMENTS, namespace: 'team-a', name })) as {
+          metadata: { resourceVersion: string };
+        };
+        await api.replaceNamespacedCustomObject({
+          ...PLACEMENTS,
+          namespace: 'team-a',
+          name,
+          body: { ...body, metadata: { ...body.metadata, resourceVersion: current.metadata.resourceVersion } },
+        });
+        return;
+      } catch (error) {
+        const code = (error as { code?: number }).code;
+        if (code === 409 && attempt < 10) continue;
+        if (code !== 404) throw error;
+        await api.createNamespacedCustomObject({ ...PLACEMENTS, namespace: 'team-a', body });
+        return;
+      }
     }
   };
   const autoscale = (extra: object) => ({
