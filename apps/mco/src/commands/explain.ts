@@ -4,6 +4,7 @@ import { Registry } from 'prom-client';
 import {
   clusterKey,
   compilePlacementSpec,
+  crossNamespaceWorkload,
   DecisionInputSchema,
   explain,
   PLACEMENT_GROUP,
@@ -20,7 +21,8 @@ import { createSignalSources } from './controller.js';
 
 const USAGE = `Usage:
   mco explain -f <input.(json|yaml)> [-o table|json]
-  mco explain NAME [-n <namespace>] [--kubeconfig <path>] [--context <name>] [--signal-sources <file>] [-o table|json]
+  mco explain NAME [-n <namespace>] [--kubeconfig <path>] [--context <name>] [--signal-sources <file>]
+                   [--allow-cross-namespace-workloads] [-o table|json]
 
 Explains one evaluation of a placement (docs/api.md, "Explaining a decision"):
 for every ClusterProfile, whether it is eligible or the first thing that
@@ -33,7 +35,11 @@ engine's own evaluation: its verdict is exactly what "mco decide" decides.
 -f reads an "mco decide" input file. NAME reads the placement and the
 ClusterProfiles live from the hub, and the signals of its listed clusters from
 the capacity-signal source the controller would ask (--signal-sources, the
-controller's file); nothing is written.
+controller's file); nothing is written. Like the controller, it applies tenant
+isolation: a workload outside the placement's namespace makes the spec invalid
+(CrossNamespaceWorkload) unless --allow-cross-namespace-workloads is given (give
+it when the controller runs with it), and a source whose placementNamespaces
+leave out the placement's namespace is not asked.
 
 Options:
   -f, --file <path>          "mco decide" input, JSON or YAML ("-" reads stdin)
@@ -41,6 +47,8 @@ Options:
       --kubeconfig <path>    hub kubeconfig (default: $KUBECONFIG or ~/.kube/config)
       --context <name>       hub context (default: the current context)
       --signal-sources <f>   the controller's signal sources file (without it: no signals)
+      --allow-cross-namespace-workloads
+                             as the controller's flag: no tenant isolation (live only)
   -o, --output <format>      table (default) or json
   -h, --help                 show this help
 
@@ -61,6 +69,7 @@ export const explainCommand: Command = {
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
         'signal-sources': { type: 'string' },
+        'allow-cross-namespace-workloads': { type: 'boolean' },
         output: { type: 'string', short: 'o' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -92,6 +101,7 @@ export const explainCommand: Command = {
           values.namespace ?? 'default',
           positionals[0]!,
           values['signal-sources'],
+          values['allow-cross-namespace-workloads'] !== true,
           io,
         );
       } catch (error) {
@@ -109,13 +119,14 @@ export const explainCommand: Command = {
 /**
  * The snapshot the controller would decide on, read once without informers:
  * the placement, every ClusterProfile, and the signals of the listed clusters
- * from the placement's signal source.
+ * from the placement's signal source, under the controller's tenant isolation.
  */
 async function readLive(
   kubeConfig: KubeConfig,
   namespace: string,
   name: string,
   signalSourcesFile: string | undefined,
+  isolated: boolean,
   io: Io,
 ): Promise<DecideInput> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -138,8 +149,14 @@ async function readLive(
     })) as { items: ClusterProfile[] }
   ).items;
   const now = new Date();
-  const signals = await observeSignals(kubeConfig, placement, profiles, signalSourcesFile, io);
-  return { now, placement, clusterProfiles: profiles, signals };
+  const signals = await observeSignals(kubeConfig, placement, profiles, signalSourcesFile, isolated, io);
+  return {
+    now,
+    placement,
+    clusterProfiles: profiles,
+    signals,
+    ...(isolated ? { requireWorkloadInPlacementNamespace: true } : {}),
+  };
 }
 
 async function observeSignals(
@@ -147,11 +164,14 @@ async function observeSignals(
   placement: { metadata: { name: string; namespace: string }; spec?: unknown; status?: PlacementStatus },
   profiles: readonly ClusterProfile[],
   file: string | undefined,
+  isolated: boolean,
   io: Io,
 ): Promise<Signal[]> {
   const compiled = compilePlacementSpec(placement.spec);
   const autoscale = compiled.ok ? compiled.value.spec.scaling?.autoscaleForCapacity : undefined;
   if (!compiled.ok || !autoscale) return [];
+  // The controller never observes another namespace's workload: the engine reports the spec invalid.
+  if (isolated && crossNamespaceWorkload(compiled.value.spec, placement.metadata.namespace)) return [];
   if (!file) {
     io.stderr('mco explain: no --signal-sources given: every signal reads as missing\n');
     return [];
@@ -162,6 +182,14 @@ async function observeSignals(
     const name = autoscale.signalSource ?? sources.defaultSource;
     const source = name === undefined ? undefined : sources.byName.get(name);
     if (!source) throw new UsageError(`${file}: no signal source "${name ?? '(default)'}" for this placement`);
+    const allowed = sources.namespaces.get(name!);
+    if (allowed && !allowed.includes(placement.metadata.namespace)) {
+      // As the controller: the source is not asked, so every signal reads as missing.
+      io.stderr(
+        `mco explain: signal source "${name}" does not serve namespace "${placement.metadata.namespace}" (its placementNamespaces): every signal reads as missing\n`,
+      );
+      return [];
+    }
     const byKey = new Map(profiles.map((p) => [clusterKey(p.metadata.namespace, p.metadata.name), p]));
     const clusters = (placement.status?.clusters ?? []).flatMap((c) => {
       const key = clusterKey(c.namespace, c.name);
