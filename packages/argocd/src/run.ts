@@ -45,6 +45,8 @@ export interface ArgoCdDeliveryOptions {
     /** Timing of the Lease that keeps the manager name unique among live syncers (tests shorten it). */
     readonly lease?: Pick<ManagerLeaseOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'identity'>;
   };
+  /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
+  readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
 }
@@ -73,7 +75,11 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
   const logger = options.logger ?? silentLogger;
   const informer = { logger, tuning: options.informers };
   const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
-  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, informer);
+  // Profiles elsewhere are never seen: no plugin answer, no Secret, no credential for them.
+  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, {
+    ...informer,
+    scope: { namespaces: options.clusterProfileNamespaces },
+  });
   const maxSilenceMs = options.plugin?.maxSilenceMs ?? 10 * 60_000;
   const view = createCachedPlacementView({ placements, clusterProfiles, maxSilenceMs });
 

@@ -147,6 +147,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         {
           name: 'test-exec',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: script, args: [member.token('admin')] },
+          // The test members listen on loopback, which a provider reaches only when it names it.
+          allowedServers: ['https://127.0.0.1'],
         },
       ],
       refreshBeforeMs: 6_000,
@@ -295,7 +297,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       refresh: { namespace: 'argocd', debounceMs: 50 },
       secretSync: {
         namespace: 'argocd',
-        resolveAccess: (p) => access.accessFor(p),
+        resolveAccess: (p, peers) => access.accessFor(p, undefined, peers),
         forgetAccess: (key) => access.forget(key),
         refreshBeforeMs: 6_000,
         releaseGraceMs: 3_000,

@@ -158,6 +158,8 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     const access = createClusterAccess({
       providers: [],
       hubKubeConfig: cp.hub.kubeConfigFor('plugin'),
+      // The test members listen on loopback, which is reached only when named.
+      kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
       secretRefreshMs: 500,
     });
     delivery = startConfigSyncDelivery({

@@ -227,7 +227,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       await setPlacement('other', { clusters: [] });
 
       const access = createClusterAccess({
-        providers: { providers: [{ name: 'test-exec', execConfig }] },
+        // The test member listens on loopback, which a provider reaches only when it names it.
+        providers: { providers: [{ name: 'test-exec', execConfig, allowedServers: ['https://127.0.0.1'] }] },
         hubKubeConfig: hub,
       });
       options = {

@@ -1,7 +1,15 @@
 import { parseArgs } from 'node:util';
 import { startArgoCdDelivery } from '@mco/argocd';
 import { McoError, createLogger } from '@mco/runtime';
-import { KUBECONFIG_HELP, loadKubeConfig, parseListenAddress, UsageError, type Command } from '../cli.js';
+import {
+  CLUSTER_PROFILE_NAMESPACES_HELP,
+  parseClusterProfileNamespaces,
+  KUBECONFIG_HELP,
+  loadKubeConfig,
+  parseListenAddress,
+  UsageError,
+  type Command,
+} from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
 
@@ -37,6 +45,7 @@ Options:
   --provider-file <path>           Cluster Inventory access-provider config; only its
                                    provider names are used (the default of --access-providers)
   --max-body-bytes <n>             largest request body accepted (default 65536)
+  --cluster-profile-namespaces <a,b> ${CLUSTER_PROFILE_NAMESPACES_HELP}
   --log-level <level>              debug, info, warn or error (default info)
   -h, --help                       show this help
 
@@ -58,6 +67,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'access-providers': { type: 'string' },
         'provider-file': { type: 'string' },
         'max-body-bytes': { type: 'string' },
+        'cluster-profile-namespaces': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -87,6 +97,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const delivery = await startArgoCdDelivery({
       kubeConfig,
       logger,
+      clusterProfileNamespaces: parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
       plugin: {
         host: listen.host,

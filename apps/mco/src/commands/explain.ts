@@ -15,7 +15,15 @@ import {
   type Signal,
 } from '@mco/core';
 import { createLogger } from '@mco/runtime';
-import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command, type Io } from '../cli.js';
+import {
+  parseClusterProfileNamespaces,
+  loadKubeConfig,
+  parseOrThrow,
+  readDocument,
+  UsageError,
+  type Command,
+  type Io,
+} from '../cli.js';
 import { createSignalSources } from './controller.js';
 
 const USAGE = `Usage:
@@ -41,6 +49,8 @@ Options:
       --kubeconfig <path>    hub kubeconfig (default: $KUBECONFIG or ~/.kube/config)
       --context <name>       hub context (default: the current context)
       --signal-sources <f>   the controller's signal sources file (without it: no signals)
+      --cluster-profile-namespaces <a,b>
+                             as the controller's flag: only ClusterProfiles in these namespaces (default: all)
   -o, --output <format>      table (default) or json
   -h, --help                 show this help
 
@@ -61,6 +71,7 @@ export const explainCommand: Command = {
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
         'signal-sources': { type: 'string' },
+        'cluster-profile-namespaces': { type: 'string' },
         output: { type: 'string', short: 'o' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -92,6 +103,7 @@ export const explainCommand: Command = {
           values.namespace ?? 'default',
           positionals[0]!,
           values['signal-sources'],
+          parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
           io,
         );
       } catch (error) {
@@ -116,6 +128,7 @@ async function readLive(
   namespace: string,
   name: string,
   signalSourcesFile: string | undefined,
+  clusterProfileNamespaces: readonly string[],
   io: Io,
 ): Promise<DecideInput> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -136,7 +149,9 @@ async function readLive(
       version: 'v1alpha1',
       plural: 'clusterprofiles',
     })) as { items: ClusterProfile[] }
-  ).items;
+  ).items.filter(
+    (p) => clusterProfileNamespaces.length === 0 || clusterProfileNamespaces.includes(p.metadata.namespace),
+  );
   const now = new Date();
   const signals = await observeSignals(kubeConfig, placement, profiles, signalSourcesFile, io);
   return { now, placement, clusterProfiles: profiles, signals };
