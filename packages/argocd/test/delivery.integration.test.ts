@@ -33,6 +33,7 @@ import {
   type ArgoCdDeliveryOptions,
   type PluginParameters,
 } from '../src/index.js';
+import { eventually } from './eventually.js';
 import { GoClient, argoBody } from './go-client.js';
 
 // Each step waits for the API server and the caches: allow for a loaded CI machine.
@@ -42,17 +43,6 @@ const T = '2026-01-01T00:00:00Z';
 const TOKEN = 'plugin-token-e2e';
 const ARGOCD_COMPONENTS = ['argocd-plugin', 'argocd-applicationset-refresher', 'argocd-secret-syncer'];
 const active = (name: string) => ({ name, namespace: 'fleet', state: 'ACTIVE' as const, lastTransitionTime: T });
-
-async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe().catch(() => undefined as T);
-    if (last !== undefined && accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { sharedCrds: true }, () => {
   let plane: ControlPlane;
@@ -297,7 +287,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       refresh: { namespace: 'argocd', debounceMs: 50 },
       secretSync: {
         namespace: 'argocd',
-        resolveAccess: (p, peers) => access.accessFor(p, undefined, peers),
+        // No peers: these profiles share the one test member on purpose (hostile-profiles.integration.test.ts
+        // covers the duplicate-server rule).
+        resolveAccess: (p) => access.accessFor(p),
         forgetAccess: (key) => access.forget(key),
         refreshBeforeMs: 6_000,
         releaseGraceMs: 3_000,

@@ -167,15 +167,15 @@ export function checkClusterTrust(
   }
   const allowed = policy.allowedServers;
   const matches = (allowed ?? []).map((entry) => matchEntry(url, entry));
+  if (allowed && !matches.some((m) => m.matched)) {
+    return refuse('cluster.server', `"${server}" is refused: it matches no allowedServers entry`);
+  }
   const reserved = reservedHost(host);
   if (reserved && !matches.some((m) => m.exact)) {
     return refuse(
       'cluster.server',
       `"${server}" is refused: its host is ${reserved}; only an allowedServers entry naming that host allows it`,
     );
-  }
-  if (allowed && !matches.some((m) => m.matched)) {
-    return refuse('cluster.server', `"${server}" is refused: it matches no allowedServers entry`);
   }
   if (cluster['insecure-skip-tls-verify'] === true && policy.allowInsecureSkipTLSVerify !== true) {
     return refuse('cluster.insecure-skip-tls-verify', 'is refused: allowInsecureSkipTLSVerify is not set');
