@@ -18,6 +18,7 @@ import { createLogger } from '@mco/runtime';
 import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
+  eventually,
   renderChart,
   serviceAccountKubeConfig,
   sharedCrdsDir,
@@ -33,7 +34,6 @@ import {
   type ArgoCdDeliveryOptions,
   type PluginParameters,
 } from '../src/index.js';
-import { eventually } from './eventually.js';
 import { GoClient, argoBody } from './go-client.js';
 
 // Each step waits for the API server and the caches: allow for a loaded CI machine.

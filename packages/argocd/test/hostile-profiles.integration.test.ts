@@ -11,10 +11,15 @@ import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig } from '@ku
 import { createClusterAccess } from '@mco/cluster-access';
 import { CLUSTER_PROFILES, requestOptions } from '@mco/kube-runtime';
 import { createLogger } from '@mco/runtime';
-import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import {
+  describeWithControlPlane,
+  eventually,
+  sharedCrdsDir,
+  startControlPlane,
+  type ControlPlane,
+} from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { startArgoCdDelivery, type ArgoCdDelivery } from '../src/index.js';
-import { eventually } from './eventually.js';
 
 // Each step waits for the API server and the caches: allow for a loaded CI machine.
 vi.setConfig({ testTimeout: 60_000 });

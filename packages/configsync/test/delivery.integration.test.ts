@@ -14,6 +14,7 @@ import { KUBECONFIG_SECRET_ANNOTATION, createClusterAccess } from '@mco/cluster-
 import type { PlacementCluster, PlacementStatus } from '@mco/core';
 import { PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import {
+  eventually as waitFor,
   describeWithControlPlane,
   parseYamlDocuments,
   requireTool,
@@ -87,21 +88,8 @@ const cluster = (name: string, extra: Partial<PlacementCluster> = {}): Placement
   ...extra,
 });
 
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T>,
-  accept: (value: T) => boolean,
-  timeoutMs = 120_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe().catch(() => undefined as T);
-    if (last !== undefined && accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const eventually = <T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 120_000) =>
+  waitFor(what, probe, accept, timeoutMs);
 
 interface Obj extends KubernetesObject {
   spec?: { helm?: { values?: Record<string, unknown> } };

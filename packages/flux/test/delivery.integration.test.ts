@@ -16,6 +16,7 @@ import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
 import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import {
+  eventually as waitFor,
   describeWithControlPlane,
   loadYamlObjects,
   parseYamlDocuments,
@@ -60,16 +61,8 @@ const cluster = (name: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe().catch(() => undefined as T);
-    if (last !== undefined && accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const eventually = <T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 30_000) =>
+  waitFor(what, probe, accept, timeoutMs, 100);
 
 /** Runs a program without blocking the event loop. */
 function run(command: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

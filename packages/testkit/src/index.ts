@@ -24,4 +24,5 @@ export {
   type RequestTarget,
 } from './objects.js';
 export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
+export { eventually } from './wait.js';
 export { controlPlaneSkipReason, describeWithControlPlane, sharedCrdsDir, type RequirementOptions } from './vitest.js';
