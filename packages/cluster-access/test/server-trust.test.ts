@@ -1,3 +1,5 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { VersionApi } from '@kubernetes/client-node';
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
 import type { McoError } from '@mco/runtime';
@@ -359,5 +361,63 @@ describe('createClusterAccess refuses before any credential is obtained', () => 
       legitToken: 'tok',
       pluginRuns: 1,
     });
+  });
+});
+
+describe('a refused profile never reaches its endpoint', () => {
+  it('opens no connection to a hostile server or proxy, while the same endpoint allowed is reached', async () => {
+    // The attacker's endpoint: it counts connections and never answers.
+    const sockets: Socket[] = [];
+    const trap = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    const endpoint = `127.0.0.1:${(trap.address() as AddressInfo).port}`;
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: 'tok' });
+    const exec = { apiVersion: 'client.authentication.k8s.io/v1' as const, command };
+    const make = (name: string, provider: string, cluster: Record<string, unknown>): ClusterProfile => ({
+      ...aClusterProfile(`fleet/${name}`),
+      status: { accessProviders: [{ name: provider, cluster: cluster as { server: string } }] },
+    });
+    const manager = createClusterAccess({
+      providers: [
+        { name: 'strict', execConfig: exec, allowedServers: ['https://member.example'] },
+        { name: 'trusting', execConfig: exec, allowedServers: [`https://${endpoint}`] },
+      ],
+    });
+    const attempt = async (profile: ClusterProfile) => {
+      try {
+        const client = await manager.clientFor(profile, AbortSignal.timeout(500));
+        await client.api(VersionApi, AbortSignal.timeout(500)).getCode();
+        return 'answered';
+      } catch (error) {
+        return (error as McoError).code === 'Invalid' ? 'refused' : 'no answer';
+      }
+    };
+    try {
+      const hostile = {
+        server: await attempt(make('server', 'strict', { server: `https://${endpoint}` })),
+        proxy: await attempt(
+          make('proxy', 'strict', { server: 'https://member.example', 'proxy-url': `http://${endpoint}` }),
+        ),
+      };
+      const connectionsAfterHostile = sockets.length;
+      const allowed = await attempt(make('allowed', 'trusting', { server: `https://${endpoint}` }));
+      expect({
+        hostile,
+        connectionsAfterHostile,
+        allowed,
+        reached: sockets.length > 0,
+        pluginRuns: dir.calls(),
+      }).toEqual({
+        hostile: { server: 'refused', proxy: 'refused' },
+        connectionsAfterHostile: 0,
+        allowed: 'no answer',
+        reached: true,
+        pluginRuns: 1,
+      });
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => trap.close(resolve));
+    }
   });
 });
