@@ -284,6 +284,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       kubeConfig: e2eKubeConfig,
       ...(process.env.MCO_TEST_LOG ? { logger: createLogger({ level: 'debug' }) } : {}),
       plugin: { host: '127.0.0.1', port: 0, tokenFile: join(dir, 'token') },
+      // The plugin's `server` follows the syncer's bounds: the test member listens on loopback.
+      serverPolicies: [{ name: 'test-exec', allowedServers: [plane.members.member!.server] }],
       refresh: { namespace: 'argocd', debounceMs: 50 },
       secretSync: {
         namespace: 'argocd',

@@ -42,6 +42,7 @@ export {
   checkClusterTrust,
   checkDuplicateServer,
   normalizeServer,
+  serverHolders,
   type ServerPolicy,
   type TrustContext,
   type TrustResult,

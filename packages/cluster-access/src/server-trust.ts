@@ -207,31 +207,65 @@ export function checkDuplicateServer(
   claimOf: (peer: ClusterProfile) => string | undefined,
 ): TrustResult {
   const normalized = normalizeServer(server);
-  const key = clusterKey(profile.metadata.namespace, profile.metadata.name);
-  let holder: { key: string; created: string } | undefined;
-  const created = profile.metadata.creationTimestamp ?? '';
+  const self = claimant(profile);
+  let holder: Claimant | undefined;
   for (const peer of peers) {
-    const peerKey = clusterKey(peer.metadata.namespace, peer.metadata.name);
-    if (peerKey === key || peer.metadata.deletionTimestamp) continue;
-    if (peer.metadata.annotations?.[KUBECONFIG_SECRET_ANNOTATION]) continue;
+    const other = claimant(peer);
+    if (other.key === self.key || !claims(peer)) continue;
     const claimed = claimOf(peer);
     if (claimed === undefined || normalizeServer(claimed) !== normalized) continue;
-    const peerCreated = peer.metadata.creationTimestamp ?? '';
-    const older = isOlder(peerCreated, peerKey, created, key);
-    if (older && (!holder || isOlder(peerCreated, peerKey, holder.created, holder.key))) {
-      holder = { key: peerKey, created: peerCreated };
-    }
+    if (isOlder(other, self) && (!holder || isOlder(other, holder))) holder = other;
   }
   if (!holder) return { ok: true };
   return {
     ok: false,
     field: 'cluster.server',
-    error: `ClusterProfile ${key}: cluster.server "${server}" is refused: ClusterProfile ${holder.key} (older) names the same server`,
+    error: `ClusterProfile ${self.key}: cluster.server "${server}" is refused: ClusterProfile ${holder.key} (older) names the same server`,
   };
 }
 
-/** Creation timestamps are RFC 3339 in UTC, so they order as strings; a missing one counts as newest. */
-function isOlder(aCreated: string, aKey: string, bCreated: string, bKey: string): boolean {
-  if (aCreated !== bCreated) return aCreated !== '' && (bCreated === '' || aCreated < bCreated);
-  return aKey < bKey;
+/**
+ * The holder of every claimed server (normalised) among `profiles`, by the
+ * rule of checkDuplicateServer: one pass for components that answer for many
+ * profiles at once (the Argo CD plugin's `server` output). Pure.
+ */
+export function serverHolders(
+  profiles: Iterable<ClusterProfile>,
+  claimOf: (profile: ClusterProfile) => string | undefined,
+): Map<string, string> {
+  const holders = new Map<string, Claimant>();
+  for (const profile of profiles) {
+    if (!claims(profile)) continue;
+    const claimed = claimOf(profile);
+    const normalized = claimed === undefined ? undefined : normalizeServer(claimed);
+    if (normalized === undefined) continue;
+    const current = holders.get(normalized);
+    const candidate = claimant(profile);
+    if (!current || isOlder(candidate, current)) holders.set(normalized, candidate);
+  }
+  return new Map([...holders].map(([server, holder]) => [server, holder.key]));
+}
+
+interface Claimant {
+  readonly key: string;
+  /** RFC 3339 in UTC, so it orders as a string; '' when unknown. */
+  readonly created: string;
+}
+
+function claimant(profile: ClusterProfile): Claimant {
+  return {
+    key: clusterKey(profile.metadata.namespace, profile.metadata.name),
+    created: profile.metadata.creationTimestamp ?? '',
+  };
+}
+
+/** Profiles being deleted, and those whose server is in a kubeconfig Secret, claim nothing. */
+function claims(profile: ClusterProfile): boolean {
+  return !profile.metadata.deletionTimestamp && !profile.metadata.annotations?.[KUBECONFIG_SECRET_ANNOTATION];
+}
+
+/** Older creation time first (a missing one counts as newest), then `namespace/name`. */
+function isOlder(a: Claimant, b: Claimant): boolean {
+  if (a.created !== b.created) return a.created !== '' && (b.created === '' || a.created < b.created);
+  return a.key < b.key;
 }

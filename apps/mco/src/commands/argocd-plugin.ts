@@ -42,8 +42,9 @@ Options:
   --kubeconfig <path>              ${KUBECONFIG_HELP}
   --access-providers <a,b>         access provider names, in order, for the "server" output
                                    (default: the provider file's order, else the first with a server)
-  --provider-file <path>           Cluster Inventory access-provider config; only its
-                                   provider names are used (the default of --access-providers)
+  --provider-file <path>           Cluster Inventory access-provider config; only its provider
+                                   names (the default of --access-providers) and server bounds
+                                   (allowedServers...: "server" is null where the syncer refuses) are used
   --max-body-bytes <n>             largest request body accepted (default 65536)
   --cluster-profile-namespaces <a,b> ${CLUSTER_PROFILE_NAMESPACES_HELP}
   --log-level <level>              debug, info, warn or error (default info)
@@ -88,16 +89,14 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-plugin' });
     const kubeConfig = loadKubeConfig(values.kubeconfig);
     await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
-    const providerNames =
-      parseAccessProviders(values['access-providers']) ??
-      (values['provider-file']
-        ? (await readProviderFile(values['provider-file'])).providers.map((p) => p.name)
-        : undefined);
+    const providers = values['provider-file'] ? (await readProviderFile(values['provider-file'])).providers : undefined;
+    const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.map((p) => p.name);
 
     const delivery = await startArgoCdDelivery({
       kubeConfig,
       logger,
       clusterProfileNamespaces: parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
+      ...(providers ? { serverPolicies: providers } : {}),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
       plugin: {
         host: listen.host,
