@@ -98,8 +98,8 @@ export function createListWatch<T extends KubeObject>(
   return only && !namespace ? filterNamespaces(listWatch, only) : listWatch;
 }
 
-/** Drops objects outside `namespaces` (a namespace never changes, so each event is judged alone). */
-function filterNamespaces<T extends KubeObject>(
+/** Drops objects outside `namespaces` (a namespace never changes, so each event is judged alone). Exported for tests. */
+export function filterNamespaces<T extends KubeObject>(
   listWatch: ListWatch<T>,
   namespaces: ReadonlySet<string>,
 ): ListWatch<T> {
