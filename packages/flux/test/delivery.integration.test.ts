@@ -463,6 +463,55 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       await setPlacement('other', { clusters: [] });
     });
 
+    it('keeps the kubeconfig Secret of a placed profile that turns hostile as it was, and never writes the hostile server', async () => {
+      const name = kubeconfigSecretName('fleet', 'east');
+      const server = (s: V1Secret | null) =>
+        s &&
+        (JSON.parse(Buffer.from(s.data!.value!, 'base64').toString()) as {
+          clusters: { cluster: { server: string } }[];
+        });
+      await setPlacement('other', { clusters: [cluster('east')] });
+      await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
+        accessProviders: [{ name: 'test-exec', cluster: { server: 'https://kubernetes.default.svc' } }],
+      });
+      // The profile change starts a pass; east is refused before its credential plugin runs.
+      const refusing = await eventually(
+        'a pass refusing east',
+        async () => delivery!.sync.last,
+        (last) => (last?.credentialFailures ?? 0) > 0,
+      );
+      const first = await secret(name);
+      // Another pass (a placement change), still refusing: the Secret is not touched.
+      await setPlacement('other', { clusters: [cluster('east', { lastTransitionTime: '2026-01-02T00:00:00Z' })] });
+      await eventually(
+        'a later pass refusing east',
+        async () => delivery!.sync.last,
+        (last) => last !== refusing && (last?.credentialFailures ?? 0) > 0,
+      );
+      const second = await secret(name);
+      expect({
+        resourceVersion: second?.metadata?.resourceVersion,
+        server: server(second)?.clusters[0]?.cluster.server,
+      }).toEqual({ resourceVersion: first?.metadata?.resourceVersion, server: plane.members.member!.server });
+      await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
+        accessProviders: [
+          {
+            name: 'test-exec',
+            cluster: {
+              server: plane.members.member!.server,
+              'certificate-authority-data': plane.members.member!.caData,
+            },
+          },
+        ],
+      });
+      await eventually(
+        'east served again',
+        async () => delivery!.sync.last,
+        (last) => last?.credentialFailures === 0,
+      );
+      await setPlacement('other', { clusters: [] });
+    });
+
     it('after a restart, writes no input provider or rendered object and deletes nothing', async () => {
       await setPlacement('web', {
         clusters: [
