@@ -103,10 +103,15 @@ function portOf(url: URL): string {
  * are different clusters (Connect Gateway). Undefined when not a URL.
  */
 export function normalizeServer(server: string): string | undefined {
+  if (normalized.has(server)) return normalized.get(server);
   const url = parseUrl(server);
-  if (!url) return undefined;
-  return `${url.protocol}//${hostOf(url)}:${portOf(url)}${url.pathname.replace(/\/+$/, '')}`;
+  const result = url ? `${url.protocol}//${hostOf(url)}:${portOf(url)}${url.pathname.replace(/\/+$/, '')}` : undefined;
+  // The duplicate check normalises every peer's server on each call: remember them (a fleet has few distinct ones).
+  if (normalized.size >= 10_000) normalized.clear();
+  normalized.set(server, result);
+  return result;
 }
+const normalized = new Map<string, string | undefined>();
 
 /** Is `url` matched by the allowlist entry `entry` (see ServerPolicy.allowedServers)? `exact`: no `*.` wildcard used. */
 function matchEntry(url: URL, entry: string): { matched: boolean; exact: boolean } {
