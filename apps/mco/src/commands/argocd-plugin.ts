@@ -80,6 +80,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
     if (!values['token-file']) throw new UsageError('missing --token-file <path>: the plugin has no default token');
     const level = parseLogLevel(values['log-level']);
+    const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = parseListenAddress(values.listen ?? values['http-address'] ?? '0.0.0.0:4355');
     const maxBodyBytes = values['max-body-bytes'] === undefined ? undefined : Number(values['max-body-bytes']);
     if (maxBodyBytes !== undefined && !(Number.isInteger(maxBodyBytes) && maxBodyBytes >= 1024)) {
@@ -95,7 +96,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const delivery = await startArgoCdDelivery({
       kubeConfig,
       logger,
-      clusterProfileNamespaces: parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
+      clusterProfileNamespaces,
       ...(providers ? { serverPolicies: providers } : {}),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
       plugin: {

@@ -70,6 +70,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       return n;
     };
     const workers = positive('workers');
+    const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const memberTimeoutMs = positive('member-timeout') * 1000;
     const statusIntervalMs = positive('status-interval') * 1000;
 
@@ -93,7 +94,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const delivery = startConfigSyncDelivery({
       kubeConfig,
       access,
-      clusterProfileNamespaces: parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
+      clusterProfileNamespaces,
       logger,
       workers,
       memberTimeoutMs,
