@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import { delimiter, extname, join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
+import { parseNamespaceList } from '@mco/controller';
 import { httpStatusOf, McoError } from '@mco/runtime';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
@@ -84,6 +85,17 @@ export function parseListenAddress(text: string, flag = '--listen'): { host: str
   const match = /^(.*):(\d{1,5})$/.exec(text);
   if (!match || Number(match[2]) > 65_535) throw new UsageError(`${flag} must be <host>:<port>, got "${text}"`);
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1') || '0.0.0.0', port: Number(match[2]) };
+}
+
+/** `--cluster-profile-namespaces` of every command that reads ClusterProfiles, in `--help` texts. */
+export const CLUSTER_PROFILE_NAMESPACES_HELP =
+  'comma-separated namespaces whose ClusterProfiles are read; others are ignored (default: all)';
+
+/** `--cluster-profile-namespaces a,b` as a sorted list (empty: every namespace); a UsageError naming a bad entry. */
+export function parseClusterProfileNamespaces(text: string | undefined): readonly string[] {
+  const parsed = parseNamespaceList(text ?? '');
+  if (!parsed.ok) throw new UsageError(`--cluster-profile-namespaces: ${parsed.error}`);
+  return parsed.value;
 }
 
 /** How every `mco` command finds the hub, in `--help` texts. */

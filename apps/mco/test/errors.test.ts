@@ -17,6 +17,10 @@ function file(name: string, content: string): string {
   return path;
 }
 const tokenFile = file('token', 'a-token');
+const providerFile = file(
+  'access-providers.yaml',
+  'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}}]',
+);
 
 async function mco(...argv: string[]) {
   let stderr = '';
@@ -108,6 +112,20 @@ describe('kubeconfig lookup, the same for every command', () => {
     [
       ['argocd-plugin', '--token-file', tokenFile, '--applicationset-namespace=argocd'],
       '--applicationset-namespace moved to `mco argocd-sync`: the plugin serves HTTP and only reads',
+    ],
+    ...['argocd-plugin', 'argocd-sync', 'flux', 'configsync'].map((command) => [
+      [
+        command,
+        ...(command === 'argocd-plugin' ? ['--token-file', tokenFile] : []),
+        ...(command === 'argocd-sync' ? ['--refresh-applicationsets'] : []),
+        ...(command === 'flux' ? ['--provider-file', providerFile, '--input-providers'] : []),
+        '--cluster-profile-namespaces=fleet,Team_B',
+      ],
+      '--cluster-profile-namespaces: "Team_B" is not a namespace name (DNS-1123 label)',
+    ]),
+    [
+      ['controller', '--cluster-profile-namespaces=../x'],
+      '--cluster-profile-namespaces (MCO_CLUSTER_PROFILE_NAMESPACES): "../x" is not a namespace name (DNS-1123 label)',
     ],
   ])('mco %j is a usage error in one line, before any API call', async (argv, why) => {
     expect(oneLine(await mco(...argv))).toEqual({ code: 2, lines: 1, stderr: `mco ${argv[0]}: ${why}` });

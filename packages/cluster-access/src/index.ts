@@ -2,6 +2,7 @@ export {
   EXEC_API_VERSIONS,
   ExecConfigSchema,
   ProviderFileSchema,
+  ServerPolicySchema,
   parseProviderFile,
   type ExecConfig,
   type ProviderConfig,
@@ -37,3 +38,12 @@ export {
 } from './kubeconfig-secret.js';
 export { MCO_AUTH_PROVIDER, memberKubeConfig, type MemberClusterClient } from './member-client.js';
 export { createClusterAccess, type ClusterAccessManager, type ClusterAccessOptions } from './manager.js';
+export {
+  checkClusterTrust,
+  checkDuplicateServer,
+  normalizeServer,
+  serverHolders,
+  type ServerPolicy,
+  type TrustContext,
+  type TrustResult,
+} from './server-trust.js';

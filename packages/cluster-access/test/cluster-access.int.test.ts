@@ -54,6 +54,8 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     const access = createClusterAccess({
       providers: [],
       hubKubeConfig: cp.hub.kubeConfigFor('admin'),
+      // The test members listen on loopback, which is reached only when named.
+      kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
       secretRefreshMs: 0,
     });
     const before = await access.accessFor(secretProfile());
@@ -99,7 +101,13 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     const dir = pluginDir();
     const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
     const access = createClusterAccess({
-      providers: [{ name: 'p', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command } }],
+      providers: [
+        {
+          name: 'p',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
+          allowedServers: ['https://127.0.0.1'],
+        },
+      ],
       qps: 20,
       burst: 1,
     });

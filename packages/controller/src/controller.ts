@@ -40,6 +40,11 @@ export interface ControllerOptions {
   /** Leader election; undefined: this replica always leads (a single replica, or tests). */
   readonly leaderElection?: LeaderElectionSettings | undefined;
   readonly workers?: number;
+  /**
+   * Only ClusterProfiles in these namespaces are inventory (`--cluster-profile-namespaces`);
+   * empty or absent: every namespace.
+   */
+  readonly clusterProfileNamespaces?: readonly string[];
   /** Every placement is reconciled at least this often (a safety net; events drive the rest). */
   readonly resyncPeriodMs?: number;
   readonly signalSources?: ReadonlyMap<string, CapacitySignalSource>;
@@ -115,7 +120,10 @@ export function createController(options: ControllerOptions): Controller {
   const clusterProfiles = new Informer<KubeObject>({
     name: 'clusterprofiles',
     listWatch: lw(options.listWatch?.clusterProfiles, () =>
-      createListWatch(options.kubeConfig, CLUSTER_PROFILES, { requestTimeoutMs }),
+      createListWatch(options.kubeConfig, CLUSTER_PROFILES, {
+        requestTimeoutMs,
+        namespaces: options.clusterProfileNamespaces,
+      }),
     ),
     ...informerOptions,
   });

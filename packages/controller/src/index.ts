@@ -32,6 +32,7 @@ export {
   SignalSourcesFileSchema,
   controllerFlagsHelp,
   parseControllerConfig,
+  parseNamespaceList,
   parseDuration,
   type ControllerConfig,
   type FlagSpec,

@@ -9,6 +9,7 @@ import {
   createObjectWriter,
   type InformerTuning,
   type KubeObject,
+  type ListWatchScope,
   type Resource,
 } from '@mco/kube-runtime';
 import { McoError, silentLogger, type Logger } from '@mco/runtime';
@@ -37,6 +38,8 @@ export interface FluxDeliveryOptions {
   readonly refreshBeforeMs?: number;
   readonly resyncMs?: number;
   readonly logger?: Logger;
+  /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
+  readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
 }
@@ -68,10 +71,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   const manager = options.manager ?? DEFAULT_MANAGER;
   const { kubeConfig, namespace } = options;
   const informers: Informer<KubeObject>[] = [];
-  const informer = <T extends KubeObject>(
-    resource: Resource,
-    scope: { namespace?: string; labelSelector?: string },
-  ): Informer<T> => {
+  const informer = <T extends KubeObject>(resource: Resource, scope: ListWatchScope): Informer<T> => {
     const created = createInformer<T>(kubeConfig, resource, { logger, tuning: options.informers, scope });
     informers.push(created as unknown as Informer<KubeObject>);
     return created;
@@ -83,7 +83,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   });
 
   const placements = informer<Placement>(PLACEMENTS, {});
-  const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, {});
+  const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, { namespaces: options.clusterProfileNamespaces });
   const sync = createFluxSync({
     placements,
     clusterProfiles,

@@ -25,6 +25,7 @@ export {
   createListWatch,
   requestOptions,
   type InformerTuning,
+  type ListWatchScope,
   type RequestOptions,
   type Resource,
 } from './kube.js';

@@ -66,15 +66,69 @@ export function requestOptions(kubeConfig: KubeConfig, timeoutMs: number, conten
   return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as RequestOptions;
 }
 
+/** Where a list-watch looks. */
+export interface ListWatchScope {
+  readonly namespace?: string;
+  /**
+   * Only objects in these namespaces (e.g. `--cluster-profile-namespaces`): one
+   * namespace is listed and watched there; several are watched in all
+   * namespaces and the others dropped before they reach the cache. Empty or
+   * absent: every namespace.
+   */
+  readonly namespaces?: readonly string[] | undefined;
+  readonly labelSelector?: string;
+}
+
 /**
  * List and watch one resource over client-node: a custom resource (in all
- * namespaces, or in `namespace`), or core Secrets in `namespace`
- * (`SECRETS`), which adapters keep beside their custom resources.
+ * namespaces, in `namespace`, or in `namespaces`), or core Secrets in
+ * `namespace` (`SECRETS`), which adapters keep beside their custom resources.
  */
 export function createListWatch<T extends KubeObject>(
   kubeConfig: KubeConfig,
   resource: Resource,
-  options: { labelSelector?: string; requestTimeoutMs?: number; namespace?: string } = {},
+  options: ListWatchScope & { requestTimeoutMs?: number } = {},
+): ListWatch<T> {
+  const only = options.namespaces?.length ? new Set(options.namespaces) : undefined;
+  if (only && options.namespace && !only.has(options.namespace)) {
+    throw new Error(`createListWatch: namespace ${options.namespace} is outside namespaces`);
+  }
+  const namespace = options.namespace ?? (only?.size === 1 ? [...only][0] : undefined);
+  const listWatch = createScopedListWatch<T>(kubeConfig, resource, { ...options, namespace });
+  return only && !namespace ? filterNamespaces(listWatch, only) : listWatch;
+}
+
+/** Drops objects outside `namespaces` (a namespace never changes, so each event is judged alone). Exported for tests. */
+export function filterNamespaces<T extends KubeObject>(
+  listWatch: ListWatch<T>,
+  namespaces: ReadonlySet<string>,
+): ListWatch<T> {
+  const inside = (object: T) => namespaces.has(object.metadata?.namespace ?? '');
+  return {
+    async list(page) {
+      const result = await listWatch.list(page);
+      return { ...result, items: result.items.filter(inside) };
+    },
+    watch: (resourceVersion, timeoutSeconds, onEvent, onDone) =>
+      listWatch.watch(
+        resourceVersion,
+        timeoutSeconds,
+        (type, object) => {
+          if (type === 'BOOKMARK' || type === 'ERROR' || inside(object)) onEvent(type, object);
+        },
+        onDone,
+      ),
+  };
+}
+
+function createScopedListWatch<T extends KubeObject>(
+  kubeConfig: KubeConfig,
+  resource: Resource,
+  options: {
+    labelSelector?: string | undefined;
+    requestTimeoutMs?: number | undefined;
+    namespace?: string | undefined;
+  },
 ): ListWatch<T> {
   const watcher = new Watch(kubeConfig);
   const { namespace, labelSelector } = options;
@@ -146,7 +200,7 @@ export function createInformer<T extends KubeObject>(
   options: {
     readonly logger?: Logger;
     readonly tuning?: InformerTuning | undefined;
-    readonly scope?: { namespace?: string; labelSelector?: string };
+    readonly scope?: ListWatchScope;
   } = {},
 ): Informer<T> {
   const { tuning } = options;

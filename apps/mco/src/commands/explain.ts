@@ -16,7 +16,15 @@ import {
   type Signal,
 } from '@mco/core';
 import { createLogger } from '@mco/runtime';
-import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command, type Io } from '../cli.js';
+import {
+  parseClusterProfileNamespaces,
+  loadKubeConfig,
+  parseOrThrow,
+  readDocument,
+  UsageError,
+  type Command,
+  type Io,
+} from '../cli.js';
 import { createSignalSources } from './controller.js';
 
 const USAGE = `Usage:
@@ -49,6 +57,8 @@ Options:
       --signal-sources <f>   the controller's signal sources file (without it: no signals)
       --allow-cross-namespace-workloads
                              as the controller's flag: no tenant isolation (live only)
+      --cluster-profile-namespaces <a,b>
+                             as the controller's flag: only ClusterProfiles in these namespaces (default: all)
   -o, --output <format>      table (default) or json
   -h, --help                 show this help
 
@@ -70,6 +80,7 @@ export const explainCommand: Command = {
         context: { type: 'string' },
         'signal-sources': { type: 'string' },
         'allow-cross-namespace-workloads': { type: 'boolean' },
+        'cluster-profile-namespaces': { type: 'string' },
         output: { type: 'string', short: 'o' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -102,6 +113,7 @@ export const explainCommand: Command = {
           positionals[0]!,
           values['signal-sources'],
           values['allow-cross-namespace-workloads'] !== true,
+          parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
           io,
         );
       } catch (error) {
@@ -127,6 +139,7 @@ async function readLive(
   name: string,
   signalSourcesFile: string | undefined,
   isolated: boolean,
+  clusterProfileNamespaces: readonly string[],
   io: Io,
 ): Promise<DecideInput> {
   const api = kubeConfig.makeApiClient(CustomObjectsApi);
@@ -147,7 +160,9 @@ async function readLive(
       version: 'v1alpha1',
       plural: 'clusterprofiles',
     })) as { items: ClusterProfile[] }
-  ).items;
+  ).items.filter(
+    (p) => clusterProfileNamespaces.length === 0 || clusterProfileNamespaces.includes(p.metadata.namespace),
+  );
   const now = new Date();
   const signals = await observeSignals(kubeConfig, placement, profiles, signalSourcesFile, isolated, io);
   return {

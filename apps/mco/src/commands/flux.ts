@@ -3,7 +3,16 @@ import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { FluxTemplatesFileSchema, startFluxDelivery } from '@mco/flux';
 import { createLogger, type LogLevel } from '@mco/runtime';
-import { KUBECONFIG_HELP, loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import {
+  CLUSTER_PROFILE_NAMESPACES_HELP,
+  parseClusterProfileNamespaces,
+  KUBECONFIG_HELP,
+  loadKubeConfig,
+  parseOrThrow,
+  readDocument,
+  UsageError,
+  type Command,
+} from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
@@ -29,6 +38,8 @@ Options:
   --flux-namespace <ns>    Flux's namespace (default flux-system)
   --no-helm-releases       do not watch HelmReleases (only where helm-controller is not installed)
   --manager <value>        managed-by label value and field manager (default mco-flux)
+  --cluster-profile-namespaces <a,b>
+                           ${CLUSTER_PROFILE_NAMESPACES_HELP}
   --kubeconfig <path>      ${KUBECONFIG_HELP}
   --log-level <level>      debug, info, warn or error (default info)
   -h, --help               show this help
@@ -44,6 +55,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'flux-namespace': { type: 'string', default: 'flux-system' },
         'no-helm-releases': { type: 'boolean', default: false },
         manager: { type: 'string' },
+        'cluster-profile-namespaces': { type: 'string' },
         kubeconfig: { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
@@ -56,6 +68,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
     const level = values['log-level'] as LogLevel;
     if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     if (!values['provider-file']) {
       throw new UsageError('missing --provider-file <path>: the kubeconfig Secrets need credentials');
     }
@@ -95,7 +108,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       inputProviders: values['input-providers'],
       templates,
       helmReleases: !values['no-helm-releases'],
-      resolveAccess: (profile) => access.accessFor(profile),
+      // Every cached profile is a peer: a profile naming an older one's server is refused.
+      resolveAccess: (profile, peers) => access.accessFor(profile, undefined, peers),
+      clusterProfileNamespaces,
       refreshBeforeMs,
       ...(values.manager ? { manager: values.manager } : {}),
       logger,
