@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
 import { CLUSTER_PROFILES, PLACEMENTS, createInformer, type InformerTuning } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
 import { DEFAULT_MANAGER } from './cluster-secret.js';
@@ -72,8 +73,9 @@ export interface ArgoCdDelivery {
 export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promise<ArgoCdDelivery> {
   const logger = options.logger ?? silentLogger;
   const informer = { logger, tuning: options.informers };
-  const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
-  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, informer);
+  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const placements = createInformer<Placement>(hub, PLACEMENTS, informer);
+  const clusterProfiles = createInformer<ClusterProfile>(hub, CLUSTER_PROFILES, informer);
   const maxSilenceMs = options.plugin?.maxSilenceMs ?? 10 * 60_000;
   const view = createCachedPlacementView({ placements, clusterProfiles, maxSilenceMs });
 

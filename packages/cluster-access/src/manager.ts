@@ -1,9 +1,7 @@
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { clusterKey, type ClusterProfile } from '@mco/core';
-import { requestOptions } from '@mco/kube-runtime';
-import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { abortable, KubeClient, objectPath, SECRETS } from '@mco/kube-runtime';
+import { McoError, silentLogger, toMcoError, type KubeConnection, type Logger } from '@mco/runtime';
 import { accessOf, providerAccess, providerList, selectAccessProvider, type ClusterAccess } from './access.js';
-import { abortable } from './cached-credential.js';
 import { KUBECONFIG_SECRET_ANNOTATION, KUBECONFIG_SECRET_KEY, parseStaticKubeconfig } from './kubeconfig-secret.js';
 import { memberClusterClient, type MemberClusterClient } from './member-client.js';
 import type { ProviderConfig, ProviderFile } from './provider-file.js';
@@ -13,7 +11,7 @@ export interface ClusterAccessOptions {
   /** The consumer provider file (or its providers). */
   readonly providers: ProviderFile | readonly ProviderConfig[];
   /** Access to the hub, to read kubeconfig Secrets; without it such profiles get an error. */
-  readonly hubKubeConfig?: KubeConfig;
+  readonly hub?: KubeConnection;
   /** Requests per second and burst of each member cluster's own token bucket (default 5 and 10, like client-go). */
   readonly qps?: number;
   readonly burst?: number;
@@ -39,7 +37,7 @@ export interface ClusterAccessManager {
    * cache survives between calls. Rejects with an McoError naming the profile.
    */
   accessFor(profile: ClusterProfile, signal?: AbortSignal): Promise<ClusterAccess>;
-  /** client-node clients for the cluster, rate-limited per cluster. */
+  /** A client for the cluster, rate-limited per cluster. */
   clientFor(profile: ClusterProfile, signal?: AbortSignal): Promise<MemberClusterClient>;
   /** Drops what is cached for a ClusterProfile that is gone. */
   forget(cluster: string): void;
@@ -60,10 +58,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   const secretRefreshMs = options.secretRefreshMs ?? 60_000;
   const entries = new Map<string, Entry>();
   const limiters = new Map<string, RateLimiter>();
-  const hubCore = options.hubKubeConfig?.makeApiClient(CoreV1Api);
-  const hubRequest = options.hubKubeConfig
-    ? requestOptions(options.hubKubeConfig, options.requestTimeoutMs ?? 30_000)
-    : undefined;
+  const hub = options.hub ? new KubeClient(options.hub, { timeoutMs: options.requestTimeoutMs ?? 30_000 }) : undefined;
 
   const limiterFor = (key: string) => {
     let limiter = limiters.get(key);
@@ -90,16 +85,16 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     const fingerprint = `secret:${namespace}/${secretName}`;
     const cached = entries.get(key);
     if (cached?.fingerprint === fingerprint && now().getTime() - cached.loadedAt < secretRefreshMs) return cached;
-    if (!hubCore) {
+    if (!hub) {
       throw new McoError(
         'Invalid',
         `ClusterProfile ${key}: annotation ${KUBECONFIG_SECRET_ANNOTATION} needs hub access, which this component was not given`,
         false,
       );
     }
-    let secret;
+    let secret: { data?: Record<string, string> };
     try {
-      secret = await abortable(hubCore.readNamespacedSecret({ name: secretName, namespace }, hubRequest), signal);
+      secret = await abortable(hub.get(objectPath(SECRETS, namespace, secretName), signal ? { signal } : {}), signal);
     } catch (error) {
       throw toMcoError(error, `ClusterProfile ${key}: reading kubeconfig Secret ${namespace}/${secretName}`);
     }

@@ -8,9 +8,11 @@
 // loop are its own; this process makes the fleet and observes the statuses
 // through a watch of its own. BENCH_NODE_OPTIONS passes V8 flags to it.
 import { fork, type ChildProcess } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { createListWatch, Informer, PLACEMENTS, type KubeObject } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { Fleet, startHub } from '../test/support.js';
 
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 1000);
@@ -143,7 +145,10 @@ async function main() {
   const setupStart = performance.now();
   const hub = await startHub();
   const fleet = new Fleet(hub);
-  const watcher = new Informer<KubeObject>({ name: 'bench', listWatch: createListWatch(hub.admin, PLACEMENTS) });
+  const watcher = new Informer<KubeObject>({
+    name: 'bench',
+    listWatch: createListWatch(kubeClientFromKubeConfig(hub.admin), PLACEMENTS),
+  });
   try {
     for (let n = 0; n < NAMESPACES; n++) {
       await fleet.namespace(`fleet-${n}`);
@@ -163,8 +168,9 @@ async function main() {
     watcher.start();
     await watcher.waitForSync();
     console.log(`setup (control plane, ${PROFILES + PLACEMENT_COUNT} objects): ${ms(performance.now() - setupStart)}`);
-    const kubeconfig = hub.controllerKubeConfig().exportConfig();
     const script = await buildControllerProcess();
+    const kubeconfig = `${OUT_DIR}kubeconfig.json`;
+    writeFileSync(kubeconfig, hub.controllerKubeConfig().exportConfig(), { mode: 0o600 });
 
     // 1. Cold start to every placement decided (status and PlacementDecisions written).
     const started = performance.now();

@@ -14,7 +14,8 @@ import {
 } from '@kubernetes/client-node';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   describeWithControlPlane,
   loadYamlObjects,
@@ -228,7 +229,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 
       const access = createClusterAccess({
         providers: { providers: [{ name: 'test-exec', execConfig }] },
-        hubKubeConfig: hub,
+        hub: connectionFromKubeConfig(hub),
       });
       options = {
         kubeConfig: fluxKubeConfig,

@@ -25,7 +25,7 @@ export const kubernetesSignalsModule: SignalSourceModule<KubernetesSignalsConfig
     const logger = deps.logger.child({ source: SOURCE_NAME });
     const access = createClusterAccess({
       providers,
-      hubKubeConfig: deps.kubeConfig,
+      hub: deps.hub,
       qps: config.qps,
       burst: config.burst,
       now: deps.now,

@@ -193,7 +193,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
 
   const source = (registry = new Registry(), timeoutSeconds = 10) =>
     createKubernetesSignalSource({
-      access: createClusterAccess({ providers, hubKubeConfig: cp.hub.kubeConfigFor('admin'), now }),
+      access: createClusterAccess({ providers, hub: cp.hub.connectionFor('admin'), now }),
       config: KubernetesSignalsConfigSchema.parse({ timeoutSeconds }),
       metrics: registry,
       now,

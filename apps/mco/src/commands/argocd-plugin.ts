@@ -1,7 +1,8 @@
 import { parseArgs } from 'node:util';
 import { startArgoCdDelivery } from '@mco/argocd';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { McoError, createLogger } from '@mco/runtime';
-import { KUBECONFIG_HELP, loadKubeConfig, parseListenAddress, UsageError, type Command } from '../cli.js';
+import { KUBECONFIG_HELP, loadHub, parseListenAddress, UsageError, type Command } from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
 
@@ -17,7 +18,6 @@ const MOVED_FLAGS = [
 
 export const argocdPluginCommand: Command = {
   name: 'argocd-plugin',
-  summary: 'Serve the Argo CD ApplicationSet plugin generator (read-only)',
   usage: `Usage: mco argocd-plugin --token-file <path> [options]
 
 Serves Argo CD's ApplicationSet plugin generator (POST /api/v1/getparams.execute)
@@ -76,8 +76,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-plugin' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
     const providerNames =
       parseAccessProviders(values['access-providers']) ??
       (values['provider-file']

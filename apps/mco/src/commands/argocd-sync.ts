@@ -2,15 +2,15 @@ import { parseArgs } from 'node:util';
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
 import { Registry } from 'prom-client';
-import { KUBECONFIG_HELP, loadKubeConfig, parseListenAddress, UsageError, type Command } from '../cli.js';
+import { KUBECONFIG_HELP, loadHub, parseListenAddress, UsageError, type Command } from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
 
 export const argocdSyncCommand: Command = {
   name: 'argocd-sync',
-  summary: 'Refresh Argo CD ApplicationSets and/or sync ClusterProfiles to Argo CD cluster Secrets',
   usage: `Usage: mco argocd-sync (--refresh-applicationsets | --sync-cluster-secrets) [options]
 
 The writing half of the Argo CD integration, apart from the plugin server
@@ -83,15 +83,16 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const argocdNamespace = values['argocd-namespace'];
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-sync' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
     const providers = values['provider-file'] ? await readProviderFile(values['provider-file']) : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.providers.map((p) => p.name);
 
     let secretSync: ArgoCdDeliveryOptions['secretSync'];
     if (sync && providers) {
       const refreshBeforeMs = 5 * 60_000;
-      const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
+      const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
       secretSync = {
         namespace: argocdNamespace,
         resolveAccess: (profile) => access.accessFor(profile),

@@ -3,14 +3,14 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
 import { startConfigSyncDelivery } from '@mco/configsync';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
-import { loadKubeConfig, UsageError, type Command } from '../cli.js';
+import { loadHub, UsageError, type Command } from '../cli.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const configsyncCommand: Command = {
   name: 'configsync',
-  summary: 'Deliver placements with Config Sync: a RepoSync or RootSync on every placed member cluster',
   usage: `Usage: mco configsync [options]
 
 For every MultiKubernetesClusterPlacement annotated with a Config Sync template
@@ -80,8 +80,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       }
     }
     const logger = createLogger({ level, write: io.stderr });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, logger });
+    const hub = loadHub(values.kubeconfig);
+    const kubeConfig = toClientNodeKubeConfig(hub);
+    const access = createClusterAccess({ providers, hub, logger });
     const delivery = startConfigSyncDelivery({
       kubeConfig,
       access,
