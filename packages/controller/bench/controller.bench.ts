@@ -96,6 +96,8 @@ async function buildControllerProcess(): Promise<string> {
     platform: 'node',
     target: 'node20',
     noExternal: [/^@mco\//],
+    // Every other package stays external, also those only the @mco packages depend on (yaml), as in the app.
+    skipNodeModulesBundle: true,
     esbuildOptions: (options) => void (options.conditions = ['source']),
     silent: true,
     clean: true,

@@ -1,0 +1,218 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { httpStatusOf, type KubeConnection } from '@mco/runtime';
+import { describeWithControlPlane, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  createObjectWriter,
+  KubeApiError,
+  KubeClient,
+  LeaderElector,
+  loadKubeConfig,
+  objectPath,
+  resourcePath,
+  type KubeObject,
+} from '../src/index.js';
+
+const CONFIGMAPS = { group: '', version: 'v1', plural: 'configmaps' };
+
+/** Waits until `check` holds, polling every 20 ms (a condition, not a fixed sleep). */
+async function until(check: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error('condition not reached in time');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
+  let cp: ControlPlane;
+  let client: KubeClient;
+  const ns = 'client-test';
+  const path = (name: string) => objectPath(CONFIGMAPS, ns, name);
+
+  beforeAll(async () => {
+    cp = await startControlPlane();
+    // Loaded from a kubeconfig file, as `mco controller` loads the hub.
+    const dir = mkdtempSync(join(tmpdir(), 'mco-client-'));
+    const file = join(dir, 'kubeconfig');
+    writeFileSync(file, cp.hub.adminKubeConfig().exportConfig());
+    client = new KubeClient(loadKubeConfig({ path: file }), { timeoutMs: 10_000 });
+    await client.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+  });
+  afterAll(async () => {
+    client?.close();
+    await cp?.stop();
+  });
+
+  it('creates, reads, lists, replaces, patches (merge, JSON, apply) and deletes', async () => {
+    const created = await client.create<KubeObject>(resourcePath(CONFIGMAPS, ns), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'a', labels: { app: 'x' } },
+      data: { step: 'created' },
+    });
+    const replaced = await client.replace<KubeObject>(path('a'), { ...created, data: { step: 'replaced' } });
+    const merged = await client.patch<KubeObject>(path('a'), 'merge', { data: { merge: 'yes' } });
+    const json = await client.patch<KubeObject>(path('a'), 'json', [
+      { op: 'add', path: '/data/json', value: 'yes' },
+    ]);
+    const applied = await client.patch<KubeObject>(
+      path('a'),
+      'apply',
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: ns }, data: { applied: 'yes' } },
+      { query: { fieldManager: 'mco-test', force: true } },
+    );
+    const listed = await client.get<{ items: KubeObject[] }>(resourcePath(CONFIGMAPS, ns), {
+      query: { labelSelector: 'app=x', limit: 10 },
+    });
+    await client.delete(path('a'));
+    const gone = await client.get(path('a')).catch((e: unknown) => e);
+    expect({
+      steps: [created, replaced, merged, json, applied].map((o) => o.data),
+      managers: (applied.metadata?.managedFields as { manager: string }[]).map((f) => f.manager).sort(),
+      listed: listed.items.map((o) => o.metadata?.name),
+      gone: [gone instanceof KubeApiError, httpStatusOf(gone)],
+    }).toEqual({
+      steps: [
+        { step: 'created' },
+        { step: 'replaced' },
+        { step: 'replaced', merge: 'yes' },
+        { step: 'replaced', merge: 'yes', json: 'yes' },
+        { step: 'replaced', merge: 'yes', json: 'yes', applied: 'yes' },
+      ],
+      managers: expect.arrayContaining(['mco-test']) as unknown as string[],
+      listed: ['a'],
+      gone: [true, 404],
+    });
+  });
+
+  it('a stale write fails with 409, and the error carries the Status message', async () => {
+    const created = await client.create<KubeObject>(resourcePath(CONFIGMAPS, ns), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'stale' },
+    });
+    await client.replace(path('stale'), { ...created, data: { first: 'write' } });
+    const error = (await client
+      .replace(path('stale'), { ...created, data: { second: 'write' } })
+      .catch((e: unknown) => e)) as KubeApiError;
+    expect({
+      code: error.code,
+      status: httpStatusOf(error),
+      message: error.message.startsWith(`PUT ${path('stale')}: HTTP 409: Operation cannot be fulfilled`),
+      body: (JSON.parse(error.body) as { reason: string }).reason,
+    }).toEqual({ code: 409, status: 409, message: true, body: 'Conflict' });
+  });
+
+  it('watches: events as they happen, ended by the returned function', async () => {
+    const list = await client.get<{ metadata: { resourceVersion: string } }>(resourcePath(CONFIGMAPS, ns));
+    const events: string[] = [];
+    let done: unknown = 'not called';
+    const stop = await client.watch<KubeObject>(
+      resourcePath(CONFIGMAPS, ns),
+      { resourceVersion: list.metadata.resourceVersion, allowWatchBookmarks: true, labelSelector: 'w=1' },
+      {
+        onEvent: (type, object) => events.push(`${type} ${object.metadata?.name}`),
+        onDone: (error) => (done = error),
+      },
+    );
+    const writer = createObjectWriter(client, CONFIGMAPS, { fieldManager: 'mco-test' });
+    const object = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'w', namespace: ns, labels: { w: '1' } } };
+    const stored = await writer.apply(object);
+    await writer.apply({ ...object, data: { k: 'v' } });
+    await writer.delete({ ...stored, metadata: { ...stored.metadata, resourceVersion: undefined } });
+    await until(() => events.length >= 3);
+    stop();
+    expect({ events, done }).toEqual({ events: ['ADDED w', 'MODIFIED w', 'DELETED w'], done: 'not called' });
+  });
+
+  it('a watch from a compacted resourceVersion ends with 410 Gone (the informer relists)', async () => {
+    let gone: number | undefined;
+    const outcome = await client
+      .watch<{ code?: number }>(
+        resourcePath(CONFIGMAPS, ns),
+        { resourceVersion: '1' },
+        {
+          onEvent: (type, object) => {
+            if (type === 'ERROR') gone = object.code;
+          },
+          onDone: () => {},
+        },
+      )
+      .then(
+        (stop) => until(() => gone !== undefined).then(stop),
+        (error: unknown) => void (gone = httpStatusOf(error)),
+      );
+    expect({ outcome, gone }).toEqual({ outcome: undefined, gone: 410 });
+  });
+
+  it('elects a leader with MicroTime Lease times the API server accepts', async () => {
+    let leading = false;
+    const elector = new LeaderElector({
+      client,
+      namespace: ns,
+      name: 'lock',
+      identity: 'me',
+      leaseDurationMs: 2_000,
+      renewDeadlineMs: 1_500,
+      retryPeriodMs: 300,
+      onStartedLeading: () => (leading = true),
+    });
+    elector.start();
+    await until(() => leading);
+    await elector.stop();
+    const lease = await client.get<{ spec: { holderIdentity?: string; renewTime: string } }>(
+      '/apis/coordination.k8s.io/v1/namespaces/client-test/leases/lock',
+    );
+    expect({ holder: lease.spec.holderIdentity ?? '', micro: /\.\d{6}Z$/.test(lease.spec.renewTime) }).toEqual({
+      holder: '',
+      micro: true,
+    });
+  });
+
+  it('a rejected token is a 401, and the connection is told to drop its credential', async () => {
+    let invalidated = 0;
+    const bad: KubeConnection = {
+      server: cp.hub.server,
+      caData: cp.hub.caData,
+      insecureSkipTlsVerify: false,
+      getCredential: () => Promise.resolve({ token: 'not-a-token' }),
+      invalidate: () => void invalidated++,
+    };
+    const error = await new KubeClient(bad).get('/api/v1/namespaces').catch((e: unknown) => e);
+    expect({ status: httpStatusOf(error), invalidated }).toEqual({ status: 401, invalidated: 1 });
+  });
+});
+
+describe('KubeClient against a server that never answers', () => {
+  it('gives up after the request timeout with an error naming the server, not a credential', async () => {
+    const sockets: Socket[] = [];
+    const server = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as AddressInfo;
+    const client = new KubeClient(
+      {
+        server: `http://127.0.0.1:${port}`,
+        insecureSkipTlsVerify: false,
+        getCredential: () => Promise.resolve({ token: 'secret-token' }),
+        invalidate: () => {},
+      },
+      { timeoutMs: 200 },
+    );
+    try {
+      const error = (await client.get('/api/v1/namespaces').catch((e: unknown) => e)) as Error & { code?: string };
+      expect({ name: error.name, code: error.code, message: error.message }).toEqual({
+        name: 'TimeoutError',
+        code: 'ETIMEDOUT',
+        message: `request to http://127.0.0.1:${port}/api/v1/namespaces failed, reason: no answer within 200 ms`,
+      });
+    } finally {
+      client.close();
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
