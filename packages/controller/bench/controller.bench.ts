@@ -71,6 +71,7 @@ function spec(i: number): object {
 interface Stats {
   idleRss: number;
   peakRss: number;
+  atPeak: { heapTotal: number; external: number };
   rss: number;
   heapUsed: number;
   synced: boolean;
@@ -247,7 +248,7 @@ async function main() {
     stats = await first.call<Stats>('stats');
     const memory = await first.call<{ liveHeap?: number; rss: number }>('memory');
     console.log(
-      `controller RSS: ${mib(stats.idleRss)} before start (modules loaded), peak ${mib(stats.peakRss)}, now ${mib(stats.rss)} (heap used ${mib(stats.heapUsed)})`,
+      `controller RSS: ${mib(stats.idleRss)} before start (modules loaded), peak ${mib(stats.peakRss)} (V8 heap committed ${mib(stats.atPeak.heapTotal)}, external ${mib(stats.atPeak.external)}), now ${mib(stats.rss)} (heap used ${mib(stats.heapUsed)})`,
     );
     if (memory.liveHeap !== undefined)
       console.log(`  after a full GC: heap used ${mib(memory.liveHeap)} (the live set), RSS ${mib(memory.rss)}`);

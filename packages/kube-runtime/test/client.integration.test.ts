@@ -56,9 +56,7 @@ describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
     });
     const replaced = await client.replace<KubeObject>(path('a'), { ...created, data: { step: 'replaced' } });
     const merged = await client.patch<KubeObject>(path('a'), 'merge', { data: { merge: 'yes' } });
-    const json = await client.patch<KubeObject>(path('a'), 'json', [
-      { op: 'add', path: '/data/json', value: 'yes' },
-    ]);
+    const json = await client.patch<KubeObject>(path('a'), 'json', [{ op: 'add', path: '/data/json', value: 'yes' }]);
     const applied = await client.patch<KubeObject>(
       path('a'),
       'apply',

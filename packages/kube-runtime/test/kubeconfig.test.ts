@@ -132,7 +132,11 @@ describe('loadKubeConfig: where it looks', () => {
         'current-context: ctx',
       ].join('\n'),
     );
-    const second = write(dir, 'second', kubeconfig(`{token: ${SECRET}}`, '{server: "https://second.example"}', 'other'));
+    const second = write(
+      dir,
+      'second',
+      kubeconfig(`{token: ${SECRET}}`, '{server: "https://second.example"}', 'other'),
+    );
     const loaded = loadKubeConfig({ env: { KUBECONFIG: `${first}:${second}`, HOME: tempDir() } });
     expect(await summary(loaded)).toEqual({
       source: `${first}:${second}`,
