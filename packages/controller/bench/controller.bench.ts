@@ -118,6 +118,13 @@ function startControllerProcess(
   });
   const waiting = new Map<number, (value: unknown) => void>();
   let next = 1;
+  let stopped = false;
+  // A controller that dies (say, out of heap under BENCH_NODE_OPTIONS) ends the benchmark instead of hanging it.
+  child.once('exit', (code, signal) => {
+    if (stopped) return;
+    console.error(`the controller process exited (${signal ?? `code ${code}`}) before the benchmark stopped it`);
+    process.exit(1);
+  });
   return new Promise((resolve, reject) => {
     child.once('error', reject);
     child.on('message', (m: { id: number; value: unknown }) => {
@@ -126,6 +133,7 @@ function startControllerProcess(
           child,
           call: <T>(command: string) =>
             new Promise<T>((done) => {
+              if (command === 'stop') stopped = true;
               const id = next++;
               waiting.set(id, done as (value: unknown) => void);
               child.send({ id, command });
