@@ -23,7 +23,7 @@ describe('the modules each mco command loads', () => {
         "import { appendFileSync } from 'node:fs';",
         'export async function resolve(specifier, context, next) {',
         '  const resolved = await next(specifier, context);',
-        "  appendFileSync(process.env.MCO_MODULES_LOG, `${resolved.url}\\n`);",
+        '  appendFileSync(process.env.MCO_MODULES_LOG, `${resolved.url}\\n`);',
         '  return resolved;',
         '}',
       ].join('\n'),

@@ -170,7 +170,8 @@ function serverOf({ entry: c, file, at }: Named<ClusterEntry>): ServerPart {
   } catch {
     throw invalid(`${file}: ${at}.server is not a URL`);
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw invalid(`${file}: ${at}.server must be an https:// (or http://) URL`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:')
+    throw invalid(`${file}: ${at}.server must be an https:// (or http://) URL`);
   if (field('proxy-url')) throw invalid(`${file}: ${at}.proxy-url: mco does not support a proxy for the hub`);
   const insecure = c['insecure-skip-tls-verify'];
   if (insecure !== undefined && typeof insecure !== 'boolean') {
