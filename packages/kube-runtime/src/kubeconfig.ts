@@ -60,6 +60,7 @@ export function loadKubeConfig(options: LoadKubeConfigOptions = {}): LoadedKubeC
 }
 
 interface Named<T> {
+  readonly name: string;
   readonly entry: T;
   /** The file that defined it: relative paths in it are relative to this file's folder. */
   readonly file: string;
@@ -154,7 +155,9 @@ function collect<T>(
     if (entry !== undefined && entry !== null && (typeof entry !== 'object' || Array.isArray(entry))) {
       throw invalid(`${file}: ${list}[name=${name}].${field} must be a mapping`);
     }
-    if (!into.has(name)) into.set(name, { entry: (entry ?? {}) as T, file, at: `${list}[name=${name}].${field}` });
+    if (!into.has(name)) {
+      into.set(name, { name, entry: (entry ?? {}) as T, file, at: `${list}[name=${name}].${field}` });
+    }
   }
 }
 
@@ -182,7 +185,7 @@ function serverOf({ entry: c, file, at }: Named<ClusterEntry>): ServerPart {
   const ca = caData
     ? checkBase64(caData, `${file}: ${at}.certificate-authority-data`)
     : caFile
-      ? readPem(resolveIn(file, caFile), `${file}: ${at}.certificate-authority`).toString('base64')
+      ? readAt(resolveIn(file, caFile), `${file}: ${at}.certificate-authority`).toString('base64')
       : undefined;
   const tlsServerName = field('tls-server-name');
   return {
@@ -198,7 +201,7 @@ type CredentialPart = Pick<KubeConnection, 'getCredential' | 'invalidate'>;
 const noCredential: CredentialPart = { getCredential: () => Promise.resolve({}), invalidate: () => {} };
 
 function credentialOf(
-  { entry: u, file, at }: Named<UserEntry>,
+  { name: userName, entry: u, file, at }: Named<UserEntry>,
   server: ServerPart,
   options: LoadKubeConfigOptions,
   env: LoadKubeConfigOptions['env'],
@@ -226,9 +229,9 @@ function credentialOf(
   const cert = certData ? decodeBase64(certData, where('client-certificate-data')) : undefined;
   const key = keyData ? decodeBase64(keyData, where('client-key-data')) : undefined;
   // Read now, so a missing file is a start-up error; read again on every refresh.
-  if (certFile) readPem(certFile, where('client-certificate'));
-  if (keyFile) readPem(keyFile, where('client-key'));
-  if (tokenFile) readPem(tokenFile, where('tokenFile'));
+  if (certFile) readAt(certFile, where('client-certificate'));
+  if (keyFile) readAt(keyFile, where('client-key'));
+  if (tokenFile) readAt(tokenFile, where('tokenFile'));
   const exec = u.exec === undefined ? undefined : execConfigOf(u.exec, where('exec'));
   if (!tokenFile && !certFile && !exec) {
     const fixed: Credential = {
@@ -237,7 +240,6 @@ function credentialOf(
     };
     return { getCredential: () => Promise.resolve(fixed), invalidate: () => {} };
   }
-  const userName = at.replace(/^users\[name=(.*)\]\.user$/, '$1');
   const info: ExecClusterInfo = {
     server: server.server,
     ...(server.caData ? { 'certificate-authority-data': server.caData } : {}),
@@ -331,7 +333,7 @@ function inCluster(
     source: 'in-cluster',
     context: undefined,
     server: `https://${host.includes(':') ? `[${host}]` : host}:${port}`,
-    ...(existsSync(caFile) ? { caData: readPem(caFile, 'in-cluster CA').toString('base64') } : {}),
+    ...(existsSync(caFile) ? { caData: readAt(caFile, 'in-cluster CA').toString('base64') } : {}),
     insecureSkipTlsVerify: false,
     getCredential: (signal) => cache.get(signal),
     invalidate: () => cache.invalidate(),
@@ -353,7 +355,7 @@ function resolveIn(file: string, path: string): string {
   return isAbsolute(path) ? path : resolve(dirname(file), path);
 }
 
-function readPem(path: string, at: string): Buffer {
+function readAt(path: string, at: string): Buffer {
   try {
     return readFileSync(path);
   } catch (error) {
