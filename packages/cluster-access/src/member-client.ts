@@ -15,13 +15,11 @@ export interface MemberClusterClient {
 }
 
 export function memberClusterClient(access: ClusterAccess, limiter: RateLimiter): MemberClusterClient {
-  if (access.proxyUrl) {
-    // client-node went through the proxy; mco's own client has no proxy support yet, and must not bypass it.
-    throw new McoError('Invalid', `ClusterProfile ${access.cluster}: proxy-url is not supported`, false);
+  let client: KubeClient;
+  try {
+    client = new KubeClient(access, { beforeRequest: (signal) => limiter.acquire(signal) });
+  } catch (error) {
+    throw new McoError('Invalid', `ClusterProfile ${access.cluster}: ${(error as Error).message}`, false);
   }
-  return {
-    cluster: access.cluster,
-    access,
-    client: new KubeClient(access, { beforeRequest: (signal) => limiter.acquire(signal) }),
-  };
+  return { cluster: access.cluster, access, client };
 }

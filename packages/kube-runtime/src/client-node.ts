@@ -29,6 +29,7 @@ export function toClientNodeKubeConfig(connection: KubeConnection): KubeConfig {
         skipTLSVerify: connection.insecureSkipTlsVerify,
         ...(connection.caData ? { caData: connection.caData } : {}),
         ...(connection.tlsServerName ? { tlsServerName: connection.tlsServerName } : {}),
+        ...(connection.proxyUrl ? { proxyUrl: connection.proxyUrl } : {}),
       },
     ],
     users: [{ name, authProvider: { name: AUTH_PROVIDER, config: {} } }],
@@ -63,6 +64,7 @@ export function connectionFromKubeConfig(kubeConfig: KubeConfig): KubeConnection
     ...(cluster.caData ? { caData: cluster.caData } : {}),
     ...(!cluster.caData && cluster.caFile ? { caData: readFileSync(cluster.caFile).toString('base64') } : {}),
     ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
+    ...(cluster.proxyUrl ? { proxyUrl: cluster.proxyUrl } : {}),
     insecureSkipTlsVerify: cluster.skipTLSVerify === true,
     async getCredential(): Promise<Credential> {
       const options: https.RequestOptions = { headers: {} };

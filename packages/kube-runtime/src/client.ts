@@ -1,5 +1,8 @@
 import http from 'node:http';
 import https from 'node:https';
+import { isIP } from 'node:net';
+import type { Duplex } from 'node:stream';
+import tls from 'node:tls';
 import type { Credential, KubeConnection } from '@mco/runtime';
 
 /** An answer of the API server other than 2xx. `code` is the HTTP status (`httpStatusOf` reads it). */
@@ -68,7 +71,16 @@ export class KubeClient {
     private readonly options: KubeClientOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    if (connection.proxyUrl) {
+      const proxy = new URL(connection.proxyUrl);
+      if (proxy.protocol !== 'http:' || !connection.server.startsWith('https:')) {
+        throw new Error(`proxy-url ${proxy.protocol}// is not supported: an http:// proxy for an https:// server is`);
+      }
+      this.proxy = proxy;
+    }
   }
+
+  private readonly proxy: URL | undefined;
 
   get<T>(path: string, options: Omit<KubeRequest, 'method' | 'path' | 'body'> = {}): Promise<T> {
     return this.request<T>({ ...options, method: 'GET', path });
@@ -215,7 +227,11 @@ export class KubeClient {
     if (this.agent?.signature === signature) return this.agent.agent;
     this.agent?.agent.destroy();
     const options = { keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 120_000 };
-    const agent = secure ? new https.Agent({ ...options, ...tls }) : new http.Agent(options);
+    const agent = !secure
+      ? new http.Agent(options)
+      : this.proxy
+        ? new TunnelAgent(this.proxy, { ...options, ...tls })
+        : new https.Agent({ ...options, ...tls });
     this.agent = { signature, agent };
     return agent;
   }
@@ -229,6 +245,53 @@ export class KubeClient {
       // not a Status object
     }
     return new KubeApiError(status, text, `${method} ${path}: HTTP ${status}${detail}`);
+  }
+}
+
+/** An https agent whose connections are tunnels through an HTTP proxy (CONNECT), as client-go does for `proxy-url`. */
+class TunnelAgent extends https.Agent {
+  constructor(
+    private readonly proxy: URL,
+    options: https.AgentOptions,
+  ) {
+    super(options);
+  }
+
+  override createConnection(
+    args: http.ClientRequestArgs,
+    callback?: (error: Error | null, socket: Duplex) => void,
+  ): undefined {
+    const options = args as tls.ConnectionOptions & { host?: string; port?: number };
+    const done = callback!;
+    const target = `${options.host}:${options.port}`;
+    const auth = this.proxy.username
+      ? `${decodeURIComponent(this.proxy.username)}:${decodeURIComponent(this.proxy.password)}`
+      : undefined;
+    const connect = http.request({
+      host: this.proxy.hostname.replace(/^\[(.*)\]$/, '$1'),
+      port: this.proxy.port || 80,
+      method: 'CONNECT',
+      path: target,
+      headers: {
+        Host: target,
+        ...(auth ? { 'Proxy-Authorization': `Basic ${Buffer.from(auth).toString('base64')}` } : {}),
+      },
+    });
+    connect.once('connect', (response, socket) => {
+      if (response.statusCode !== 200) {
+        socket.destroy();
+        done(
+          new Error(`the proxy ${this.proxy.host} refused a tunnel to ${target}: HTTP ${response.statusCode}`),
+          socket,
+        );
+        return;
+      }
+      const host = options.host ?? '';
+      done(null, tls.connect({ ...options, socket, servername: options.servername ?? (isIP(host) ? '' : host) }));
+    });
+    connect.once('error', (error) => done(error, connect.socket!));
+    connect.end();
+    return undefined;
   }
 }
 

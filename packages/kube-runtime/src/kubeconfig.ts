@@ -161,7 +161,7 @@ function collect<T>(
   }
 }
 
-type ServerPart = Pick<KubeConnection, 'server' | 'caData' | 'tlsServerName' | 'insecureSkipTlsVerify'>;
+type ServerPart = Pick<KubeConnection, 'server' | 'caData' | 'tlsServerName' | 'proxyUrl' | 'insecureSkipTlsVerify'>;
 
 function serverOf({ entry: c, file, at }: Named<ClusterEntry>): ServerPart {
   const field = (name: keyof ClusterEntry) => optionalString(c[name], `${file}: ${at}.${name}`);
@@ -175,7 +175,10 @@ function serverOf({ entry: c, file, at }: Named<ClusterEntry>): ServerPart {
   }
   if (url.protocol !== 'https:' && url.protocol !== 'http:')
     throw invalid(`${file}: ${at}.server must be an https:// (or http://) URL`);
-  if (field('proxy-url')) throw invalid(`${file}: ${at}.proxy-url: mco does not support a proxy for the hub`);
+  const proxyUrl = field('proxy-url');
+  if (proxyUrl && (!URL.canParse(proxyUrl) || new URL(proxyUrl).protocol !== 'http:' || url.protocol !== 'https:')) {
+    throw invalid(`${file}: ${at}.proxy-url: only an http:// proxy for an https:// server is supported`);
+  }
   const insecure = c['insecure-skip-tls-verify'];
   if (insecure !== undefined && typeof insecure !== 'boolean') {
     throw invalid(`${file}: ${at}.insecure-skip-tls-verify must be true or false`);
@@ -192,6 +195,7 @@ function serverOf({ entry: c, file, at }: Named<ClusterEntry>): ServerPart {
     server: server.replace(/\/+$/, ''),
     ...(ca ? { caData: ca } : {}),
     ...(tlsServerName ? { tlsServerName } : {}),
+    ...(proxyUrl ? { proxyUrl } : {}),
     insecureSkipTlsVerify: insecure === true,
   };
 }

@@ -1,5 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo, type Socket } from 'node:net';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
+import { connect, createServer, type AddressInfo, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpStatusOf, type KubeConnection } from '@mco/runtime';
@@ -152,6 +153,51 @@ describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
       holder: '',
       micro: true,
     });
+  });
+
+  it('tunnels through an HTTP proxy (proxy-url) with CONNECT, sending its credentials only to the proxy', async () => {
+    const tunnels: { target: string | undefined; auth: string | undefined }[] = [];
+    const proxy = createHttpServer();
+    proxy.on('connect', (request: IncomingMessage, socket: Socket, head: Buffer) => {
+      tunnels.push({ target: request.url, auth: request.headers['proxy-authorization'] });
+      if (request.headers['proxy-authorization'] !== `Basic ${Buffer.from('me:pw').toString('base64')}`) {
+        socket.end('HTTP/1.1 407 Proxy Authentication Required\r\n\r\n');
+        return;
+      }
+      const [host, port] = [request.url!.slice(0, request.url!.lastIndexOf(':')), request.url!.split(':').pop()];
+      const upstream = connect(Number(port), host, () => {
+        socket.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+        upstream.write(head);
+        upstream.pipe(socket).pipe(upstream);
+      });
+      upstream.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
+    const { port } = proxy.address() as AddressInfo;
+    const through = (credentials: string) =>
+      new KubeClient({ ...cp.hub.connectionFor('admin'), proxyUrl: `http://${credentials}@127.0.0.1:${port}` });
+    const good = through('me:pw');
+    const bad = through('me:wrong');
+    try {
+      const listed = await good.get<{ items: unknown[] }>('/api/v1/namespaces');
+      await good.get('/version'); // the same tunnel, kept alive
+      const refused = (await bad.get('/version').catch((e: unknown) => e)) as Error;
+      expect({
+        listed: listed.items.length > 0,
+        tunnels: tunnels.map((t) => t.target),
+        refused: refused.message,
+        leaks: refused.message.includes('wrong'),
+      }).toEqual({
+        listed: true,
+        tunnels: [new URL(cp.hub.server).host, new URL(cp.hub.server).host],
+        refused: `request to ${cp.hub.server}/version failed, reason: the proxy 127.0.0.1:${port} refused a tunnel to ${new URL(cp.hub.server).host}: HTTP 407`,
+        leaks: false,
+      });
+    } finally {
+      good.close();
+      bad.close();
+      await new Promise((resolve) => proxy.close(resolve));
+    }
   });
 
   it('a rejected token is a 401, and the connection is told to drop its credential', async () => {

@@ -169,30 +169,52 @@ describe('loadKubeConfig: where it looks', () => {
 describe('loadKubeConfig: every way to authenticate', () => {
   it.each([
     {
-      name: 'a token, with CA data and a TLS server name',
+      name: 'a token, with CA data, a TLS server name and a proxy',
       user: `{token: ${SECRET}}`,
-      cluster: `{server: "https://hub:6443/", certificate-authority-data: ${b64(CERT)}, tls-server-name: kubernetes}`,
-      want: { server: 'https://hub:6443', caData: b64(CERT), tlsServerName: 'kubernetes', insecure: false },
+      cluster: `{server: "https://hub:6443/", certificate-authority-data: ${b64(CERT)}, tls-server-name: kubernetes, proxy-url: "http://proxy:3128"}`,
+      want: {
+        server: 'https://hub:6443',
+        caData: b64(CERT),
+        tlsServerName: 'kubernetes',
+        proxyUrl: 'http://proxy:3128',
+        insecure: false,
+      },
       credential: { token: SECRET },
     },
     {
       name: 'a client certificate and key as data, without TLS verification',
       user: `{client-certificate-data: ${b64(CERT)}, client-key-data: ${b64(KEY)}}`,
       cluster: '{server: "https://hub:6443", insecure-skip-tls-verify: true}',
-      want: { server: 'https://hub:6443', caData: undefined, tlsServerName: undefined, insecure: true },
+      want: {
+        server: 'https://hub:6443',
+        caData: undefined,
+        tlsServerName: undefined,
+        proxyUrl: undefined,
+        insecure: true,
+      },
       credential: { clientCertificateData: CERT, clientKeyData: KEY },
     },
     {
       name: 'no credential at all (an anonymous user)',
       user: '{}',
       cluster: '{server: "http://127.0.0.1:8080"}',
-      want: { server: 'http://127.0.0.1:8080', caData: undefined, tlsServerName: undefined, insecure: false },
+      want: {
+        server: 'http://127.0.0.1:8080',
+        caData: undefined,
+        tlsServerName: undefined,
+        proxyUrl: undefined,
+        insecure: false,
+      },
       credential: {},
     },
   ])('$name', async ({ user, cluster, want, credential }) => {
     const path = write(tempDir(), 'config', kubeconfig(user, cluster));
-    const { server, caData, tlsServerName, insecure, credential: got } = await summary(loadKubeConfig({ path }));
-    expect({ server, caData, tlsServerName, insecure, credential: got }).toEqual({ ...want, credential });
+    const loaded = loadKubeConfig({ path });
+    const { server, caData, tlsServerName, insecure, credential: got } = await summary(loaded);
+    expect({ server, caData, tlsServerName, proxyUrl: loaded.proxyUrl, insecure, credential: got }).toEqual({
+      ...want,
+      credential,
+    });
   });
 
   it('reads the CA, certificate, key and token files relative to the kubeconfig, and reads them again after a minute', async () => {
@@ -367,9 +389,9 @@ describe('loadKubeConfig: bad input is an error naming the file and the field, n
       want: /\/config: users\[name=u\]\.user\.username: basic authentication is not supported/,
     },
     {
-      name: 'a proxy',
-      text: kubeconfig(`{token: ${SECRET}}`, '{server: "https://hub", proxy-url: "http://proxy:3128"}'),
-      want: /\/config: clusters\[name=c\]\.cluster\.proxy-url: mco does not support a proxy for the hub$/,
+      name: 'a SOCKS proxy',
+      text: kubeconfig(`{token: ${SECRET}}`, '{server: "https://hub", proxy-url: "socks5://proxy:1080"}'),
+      want: /\/config: clusters\[name=c\]\.cluster\.proxy-url: only an http:\/\/ proxy for an https:\/\/ server is supported$/,
     },
   ])('$name', ({ text, want }) => {
     const path = write(tempDir(), 'config', text);

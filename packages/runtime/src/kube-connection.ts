@@ -23,6 +23,8 @@ export interface KubeConnection {
   /** Base64 PEM bundle, as in a kubeconfig; absent: the system's CAs. */
   readonly caData?: string;
   readonly tlsServerName?: string;
+  /** An HTTP proxy (`http://[user:password@]host:port`) to tunnel through (kubeconfig `proxy-url`). */
+  readonly proxyUrl?: string;
   readonly insecureSkipTlsVerify: boolean;
   /** The current credential; a connection without one answers `{}`. */
   getCredential(signal?: AbortSignal): Promise<Credential>;
