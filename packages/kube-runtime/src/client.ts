@@ -123,16 +123,21 @@ export class KubeClient {
   /**
    * A watch on `path` (`watch=true` is added): newline-delimited JSON events,
    * handed to `onEvent` as they arrive. Resolves once the server accepted it
-   * (a 410 or any other refusal rejects with a KubeApiError), with a function
-   * that ends it.
+   * (a 410 or any other refusal rejects with a KubeApiError; no answer within
+   * the request timeout, with a TimeoutError), with a function that ends it.
    */
   async watch<T>(path: string, query: Query, handlers: WatchHandlers<T>): Promise<() => void> {
     const abort = new AbortController();
+    // The stream itself has no deadline (the informer's watchdog ends a silent one), its start has one.
+    const started = setTimeout(
+      () => abort.abort(Object.assign(new Error('no response headers'), { name: 'TimeoutError' })),
+      this.timeoutMs,
+    );
     const { response, url } = await this.send(
       { method: 'GET', path, query: { ...query, watch: true } },
       abort.signal,
-      undefined,
-    );
+      this.timeoutMs,
+    ).finally(() => clearTimeout(started));
     const status = response.statusCode ?? 0;
     if (status !== 200) {
       const text = await readBody(response, AbortSignal.timeout(this.timeoutMs), url, this.timeoutMs);

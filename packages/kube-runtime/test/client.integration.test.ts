@@ -215,7 +215,7 @@ describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
 });
 
 describe('KubeClient against a server that never answers', () => {
-  it('gives up after the request timeout with an error naming the server, not a credential', async () => {
+  it('gives up a request, and the start of a watch, after the request timeout with an error naming the server, not a credential', async () => {
     const sockets: Socket[] = [];
     const server = createServer((socket) => void sockets.push(socket));
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -230,12 +230,24 @@ describe('KubeClient against a server that never answers', () => {
       { timeoutMs: 200 },
     );
     try {
-      const error = (await client.get('/api/v1/namespaces').catch((e: unknown) => e)) as Error & { code?: string };
-      expect({ name: error.name, code: error.code, message: error.message }).toEqual({
-        name: 'TimeoutError',
-        code: 'ETIMEDOUT',
-        message: `request to http://127.0.0.1:${port}/api/v1/namespaces failed, reason: no answer within 200 ms`,
-      });
+      type Failure = Error & { code?: string };
+      const error = (await client.get('/api/v1/namespaces').catch((e: unknown) => e)) as Failure;
+      const watch = (await client
+        .watch('/api/v1/namespaces', {}, { onEvent: () => {}, onDone: () => {} })
+        .catch((e: unknown) => e)) as Failure;
+      const url = `http://127.0.0.1:${port}/api/v1/namespaces`;
+      expect([error, watch].map((e) => ({ name: e.name, code: e.code, message: e.message }))).toEqual([
+        {
+          name: 'TimeoutError',
+          code: 'ETIMEDOUT',
+          message: `request to ${url} failed, reason: no answer within 200 ms`,
+        },
+        {
+          name: 'TimeoutError',
+          code: 'ETIMEDOUT',
+          message: `request to ${url} failed, reason: no answer within 200 ms`,
+        },
+      ]);
     } finally {
       client.close();
       for (const socket of sockets) socket.destroy();
