@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
 import { CLUSTER_PROFILES, PLACEMENTS, createInformer, type InformerTuning } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
 import { DEFAULT_MANAGER } from './cluster-secret.js';
@@ -82,9 +83,10 @@ export interface ArgoCdDelivery {
 export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promise<ArgoCdDelivery> {
   const logger = options.logger ?? silentLogger;
   const informer = { logger, tuning: options.informers };
-  const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
+  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const placements = createInformer<Placement>(hub, PLACEMENTS, informer);
   // Profiles elsewhere are never seen: no plugin answer, no Secret, no credential for them.
-  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, {
+  const clusterProfiles = createInformer<ClusterProfile>(hub, CLUSTER_PROFILES, {
     ...informer,
     scope: { namespaces: options.clusterProfileNamespaces },
   });

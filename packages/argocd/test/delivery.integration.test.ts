@@ -12,7 +12,8 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import type { PlacementStatus } from '@mco/core';
 import { createLogger } from '@mco/runtime';
 import {

@@ -9,7 +9,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
-import { CLUSTER_PROFILES, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
 import {
   describeWithControlPlane,
@@ -161,7 +162,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           allowedServers: [memberServer],
         },
       ],
-      hubKubeConfig: hub,
+      hub: connectionFromKubeConfig(hub),
       logger,
     });
     delivery = await startArgoCdDelivery({

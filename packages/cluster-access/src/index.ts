@@ -8,19 +8,19 @@ export {
   type ProviderConfig,
   type ProviderFile,
 } from './provider-file.js';
-export {
-  parseExecCredential,
-  runExecPlugin,
-  type Credential,
-  type ExecClusterInfo,
-  type ExecPluginOptions,
-} from './exec-plugin.js';
+// The credential plugin runner and cache moved to @mco/kube-runtime (the hub's
+// kubeconfig loader uses them too); re-exported for this package's users.
 export {
   abortable,
   createCachedCredential,
+  parseExecCredential,
+  runExecPlugin,
   type CachedCredential,
   type CachedCredentialOptions,
-} from './cached-credential.js';
+  type Credential,
+  type ExecClusterInfo,
+  type ExecPluginOptions,
+} from '@mco/kube-runtime';
 export { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './rate-limiter.js';
 export {
   EXEC_EXTENSION_NAME,
@@ -36,7 +36,7 @@ export {
   parseStaticKubeconfig,
   type StaticKubeconfig,
 } from './kubeconfig-secret.js';
-export { MCO_AUTH_PROVIDER, memberKubeConfig, type MemberClusterClient } from './member-client.js';
+export { type MemberClusterClient } from './member-client.js';
 export { createClusterAccess, type ClusterAccessManager, type ClusterAccessOptions } from './manager.js';
 export {
   checkClusterTrust,

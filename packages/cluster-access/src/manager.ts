@@ -1,9 +1,7 @@
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { clusterKey, type ClusterProfile } from '@mco/core';
-import { requestOptions } from '@mco/kube-runtime';
-import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { abortable, KubeClient, objectPath, SECRETS } from '@mco/kube-runtime';
+import { McoError, silentLogger, toMcoError, type KubeConnection, type Logger } from '@mco/runtime';
 import { accessOf, providerAccess, providerList, selectAccessProvider, type ClusterAccess } from './access.js';
-import { abortable } from './cached-credential.js';
 import { KUBECONFIG_SECRET_ANNOTATION, KUBECONFIG_SECRET_KEY, parseStaticKubeconfig } from './kubeconfig-secret.js';
 import { memberClusterClient, type MemberClusterClient } from './member-client.js';
 import type { ProviderConfig, ProviderFile } from './provider-file.js';
@@ -14,7 +12,7 @@ export interface ClusterAccessOptions {
   /** The consumer provider file (or its providers). */
   readonly providers: ProviderFile | readonly ProviderConfig[];
   /** Access to the hub, to read kubeconfig Secrets; without it such profiles get an error. */
-  readonly hubKubeConfig?: KubeConfig;
+  readonly hub?: KubeConnection;
   /** Requests per second and burst of each member cluster's own token bucket (default 5 and 10, like client-go). */
   readonly qps?: number;
   readonly burst?: number;
@@ -32,7 +30,7 @@ export interface ClusterAccessOptions {
    * reserved, no insecure TLS, no proxy).
    */
   readonly kubeconfigSecrets?: ServerPolicy;
-  /** The hub's API server URL, never accepted as a member's (default: hubKubeConfig's current cluster). */
+  /** The hub's API server URL, never accepted as a member's (default: `hub`'s server). */
   readonly hubServer?: string;
   /** The environment credential plugins inherit (default: mco's own, as kubectl does). */
   readonly baseEnv?: Readonly<Record<string, string | undefined>>;
@@ -52,7 +50,7 @@ export interface ClusterAccessManager {
    * profile naming the server of an older one is refused too.
    */
   accessFor(profile: ClusterProfile, signal?: AbortSignal, peers?: Iterable<ClusterProfile>): Promise<ClusterAccess>;
-  /** client-node clients for the cluster, rate-limited per cluster; refused as `accessFor` refuses. */
+  /** A client for the cluster, rate-limited per cluster; refused as `accessFor` refuses. */
   clientFor(
     profile: ClusterProfile,
     signal?: AbortSignal,
@@ -78,16 +76,13 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     options.kubeconfigSecrets ??
     (Array.isArray(options.providers) ? {} : (options.providers as ProviderFile)).kubeconfigSecrets ??
     {};
-  const hubServer = options.hubServer ?? options.hubKubeConfig?.getCurrentCluster()?.server;
+  const hubServer = options.hubServer ?? options.hub?.server;
   const now = options.now ?? (() => new Date());
   const logger = options.logger ?? silentLogger;
   const secretRefreshMs = options.secretRefreshMs ?? 60_000;
   const entries = new Map<string, Entry>();
   const limiters = new Map<string, RateLimiter>();
-  const hubCore = options.hubKubeConfig?.makeApiClient(CoreV1Api);
-  const hubRequest = options.hubKubeConfig
-    ? requestOptions(options.hubKubeConfig, options.requestTimeoutMs ?? 30_000)
-    : undefined;
+  const hub = options.hub ? new KubeClient(options.hub, { timeoutMs: options.requestTimeoutMs ?? 30_000 }) : undefined;
 
   const limiterFor = (key: string) => {
     let limiter = limiters.get(key);
@@ -115,16 +110,16 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     const fingerprint = `secret:${namespace}/${secretName}`;
     const cached = entries.get(key);
     if (cached?.fingerprint === fingerprint && now().getTime() - cached.loadedAt < secretRefreshMs) return cached;
-    if (!hubCore) {
+    if (!hub) {
       throw new McoError(
         'Invalid',
         `ClusterProfile ${key}: annotation ${KUBECONFIG_SECRET_ANNOTATION} needs hub access, which this component was not given`,
         false,
       );
     }
-    let secret;
+    let secret: { data?: Record<string, string> };
     try {
-      secret = await abortable(hubCore.readNamespacedSecret({ name: secretName, namespace }, hubRequest), signal);
+      secret = await abortable(hub.get(objectPath(SECRETS, namespace, secretName), signal ? { signal } : {}), signal);
     } catch (error) {
       throw toMcoError(error, `ClusterProfile ${key}: reading kubeconfig Secret ${namespace}/${secretName}`);
     }

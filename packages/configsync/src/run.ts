@@ -11,6 +11,7 @@ import {
   type BackoffOptions,
   type InformerTuning,
 } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { createHubWriter, memberObjects, type HubWriter, type MemberObjects } from './kube.js';
 import { DELIVERED_ANNOTATION, isConfigSyncPlacement } from './record.js';
@@ -66,8 +67,9 @@ export interface ConfigSyncDelivery {
 export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): ConfigSyncDelivery {
   const logger = (options.logger ?? silentLogger).child({ component: 'configsync' });
   const informer = { logger, tuning: options.informers };
-  const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
-  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, {
+  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const placements = createInformer<Placement>(hub, PLACEMENTS, informer);
+  const clusterProfiles = createInformer<ClusterProfile>(hub, CLUSTER_PROFILES, {
     ...informer,
     scope: { namespaces: options.clusterProfileNamespaces },
   });
@@ -142,7 +144,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
   };
   const elector = options.leaderElection
     ? new LeaderElector({
-        kubeConfig: options.kubeConfig,
+        client: hub,
         ...options.leaderElection,
         logger,
         onStartedLeading: begin,

@@ -12,7 +12,8 @@ import {
 } from '@kubernetes/client-node';
 import { KUBECONFIG_SECRET_ANNOTATION, createClusterAccess } from '@mco/cluster-access';
 import type { PlacementCluster, PlacementStatus } from '@mco/core';
-import { PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { PLACEMENTS } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import {
   eventually as waitFor,
   describeWithControlPlane,
@@ -145,7 +146,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
   const start = () => {
     const access = createClusterAccess({
       providers: [],
-      hubKubeConfig: cp.hub.kubeConfigFor('plugin'),
+      hub: cp.hub.connectionFor('plugin'),
       // The test members listen on loopback, which is reached only when named.
       kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
       secretRefreshMs: 500,

@@ -14,7 +14,8 @@ import {
 } from '@kubernetes/client-node';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   eventually as waitFor,
   describeWithControlPlane,
@@ -222,7 +223,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       const access = createClusterAccess({
         // The test member listens on loopback, which a provider reaches only when it names it.
         providers: { providers: [{ name: 'test-exec', execConfig, allowedServers: ['https://127.0.0.1'] }] },
-        hubKubeConfig: hub,
+        hub: connectionFromKubeConfig(hub),
       });
       options = {
         kubeConfig: fluxKubeConfig,

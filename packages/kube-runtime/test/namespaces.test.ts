@@ -1,6 +1,5 @@
-import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { CLUSTER_PROFILES, createListWatch } from '../src/index.js';
+import { CLUSTER_PROFILES, createListWatch, KubeClient } from '../src/index.js';
 import type { KubeObject, ListWatch, WatchEventType } from '../src/informer.js';
 import { filterNamespaces } from '../src/kube.js';
 
@@ -50,14 +49,13 @@ describe('filterNamespaces (--cluster-profile-namespaces over several namespaces
   });
 
   it('refuses a namespace scope outside the namespaces, naming it', () => {
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'c', server: 'https://hub.example' }],
-      users: [{ name: 'u' }],
-      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
-      currentContext: 'x',
+    const client = new KubeClient({
+      server: 'https://hub.example',
+      insecureSkipTlsVerify: false,
+      getCredential: async () => ({}),
+      invalidate: () => {},
     });
-    expect(() => createListWatch(kc, CLUSTER_PROFILES, { namespace: 'team-b', namespaces: ['fleet'] })).toThrow(
+    expect(() => createListWatch(client, CLUSTER_PROFILES, { namespace: 'team-b', namespaces: ['fleet'] })).toThrow(
       'createListWatch: namespace team-b is outside namespaces',
     );
   });

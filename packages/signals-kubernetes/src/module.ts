@@ -28,7 +28,7 @@ export const kubernetesSignalsModule: SignalSourceModule<KubernetesSignalsConfig
     const logger = deps.logger.child({ source: SOURCE_NAME });
     const access = createClusterAccess({
       providers,
-      hubKubeConfig: deps.kubeConfig,
+      hub: deps.hub,
       ...(kubeconfigSecrets ? { kubeconfigSecrets } : {}),
       qps: config.qps,
       burst: config.burst,

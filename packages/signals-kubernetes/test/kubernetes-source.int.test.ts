@@ -197,7 +197,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     createKubernetesSignalSource({
       access: createClusterAccess({
         providers,
-        hubKubeConfig: cp.hub.kubeConfigFor('admin'),
+        hub: cp.hub.connectionFor('admin'),
         kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
         now,
       }),

@@ -6,6 +6,7 @@ export {
   DEFAULT_USERS,
   startControlPlane,
   type ClusterHandle,
+  type TokenConnection,
   type ControlPlane,
   type ControlPlaneOptions,
   type StopOptions,

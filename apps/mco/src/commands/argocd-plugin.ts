@@ -1,11 +1,12 @@
 import { parseArgs } from 'node:util';
 import { startArgoCdDelivery } from '@mco/argocd';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { McoError, createLogger } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
   KUBECONFIG_HELP,
-  loadKubeConfig,
+  loadHub,
   parseListenAddress,
   UsageError,
   type Command,
@@ -25,7 +26,6 @@ const MOVED_FLAGS = [
 
 export const argocdPluginCommand: Command = {
   name: 'argocd-plugin',
-  summary: 'Serve the Argo CD ApplicationSet plugin generator (read-only)',
   usage: `Usage: mco argocd-plugin --token-file <path> [options]
 
 Serves Argo CD's ApplicationSet plugin generator (POST /api/v1/getparams.execute)
@@ -88,8 +88,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-plugin' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
     const providers = values['provider-file'] ? (await readProviderFile(values['provider-file'])).providers : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.map((p) => p.name);
 

@@ -2,13 +2,14 @@ import { parseArgs } from 'node:util';
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
   KUBECONFIG_HELP,
-  loadKubeConfig,
+  loadHub,
   parseListenAddress,
   UsageError,
   type Command,
@@ -18,7 +19,6 @@ import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } fr
 
 export const argocdSyncCommand: Command = {
   name: 'argocd-sync',
-  summary: 'Refresh Argo CD ApplicationSets and/or sync ClusterProfiles to Argo CD cluster Secrets',
   usage: `Usage: mco argocd-sync (--refresh-applicationsets | --sync-cluster-secrets) [options]
 
 The writing half of the Argo CD integration, apart from the plugin server
@@ -94,15 +94,16 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const argocdNamespace = values['argocd-namespace'];
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-sync' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
     const providers = values['provider-file'] ? await readProviderFile(values['provider-file']) : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.providers.map((p) => p.name);
 
     let secretSync: ArgoCdDeliveryOptions['secretSync'];
     if (sync && providers) {
       const refreshBeforeMs = 5 * 60_000;
-      const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
+      const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
       secretSync = {
         namespace: argocdNamespace,
         // Every cached profile is a peer: a profile naming an older one's server is refused.

@@ -3,11 +3,12 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
 import { startConfigSyncDelivery } from '@mco/configsync';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
-  loadKubeConfig,
+  loadHub,
   UsageError,
   type Command,
 } from '../cli.js';
@@ -16,7 +17,6 @@ const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const configsyncCommand: Command = {
   name: 'configsync',
-  summary: 'Deliver placements with Config Sync: a RepoSync or RootSync on every placed member cluster',
   usage: `Usage: mco configsync [options]
 
 For every MultiKubernetesClusterPlacement annotated with a Config Sync template
@@ -89,8 +89,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       }
     }
     const logger = createLogger({ level, write: io.stderr });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, logger });
+    const hub = loadHub(values.kubeconfig);
+    const kubeConfig = toClientNodeKubeConfig(hub);
+    const access = createClusterAccess({ providers, hub, logger });
     const delivery = startConfigSyncDelivery({
       kubeConfig,
       access,

@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
   clusterKey,
@@ -7,7 +6,6 @@ import {
   crossNamespaceWorkload,
   DecisionInputSchema,
   explain,
-  PLACEMENT_GROUP,
   SignalSchema,
   type ClusterProfile,
   type DecideInput,
@@ -15,10 +13,11 @@ import {
   type PlacementStatus,
   type Signal,
 } from '@mco/core';
-import { createLogger } from '@mco/runtime';
+import { CLUSTER_PROFILES, KubeClient, objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
+import { createLogger, type KubeConnection } from '@mco/runtime';
 import {
+  loadHub,
   parseClusterProfileNamespaces,
-  loadKubeConfig,
   parseOrThrow,
   readDocument,
   UsageError,
@@ -66,7 +65,6 @@ Exit codes: 0 explained, 1 the hub could not be read, 2 bad usage or input.`;
 
 export const explainCommand: Command = {
   name: 'explain',
-  summary: 'Explain why a placement is (not) on each cluster, from a decide input file or live from the hub',
   usage: USAGE,
   async run(argv, io) {
     const { values, positionals } = parseArgs({
@@ -105,10 +103,10 @@ export const explainCommand: Command = {
         signals: doc.signals,
       };
     } else {
-      const kubeConfig = loadKubeConfig(values.kubeconfig, values.context);
+      const hub = loadHub(values.kubeconfig, values.context);
       try {
         input = await readLive(
-          kubeConfig,
+          hub,
           values.namespace ?? 'default',
           positionals[0]!,
           values['signal-sources'],
@@ -134,7 +132,7 @@ export const explainCommand: Command = {
  * from the placement's signal source, under the controller's tenant isolation.
  */
 async function readLive(
-  kubeConfig: KubeConfig,
+  hub: KubeConnection,
   namespace: string,
   name: string,
   signalSourcesFile: string | undefined,
@@ -142,29 +140,23 @@ async function readLive(
   clusterProfileNamespaces: readonly string[],
   io: Io,
 ): Promise<DecideInput> {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const placement = (await api.getNamespacedCustomObject({
-    group: PLACEMENT_GROUP,
-    version: 'v1alpha1',
-    namespace,
-    plural: 'multikubernetesclusterplacements',
-    name,
-  })) as {
+  const client = new KubeClient(hub);
+  let placement: {
     metadata: { name: string; namespace: string; generation?: number };
     spec?: unknown;
     status?: PlacementStatus;
   };
-  const profiles = (
-    (await api.listClusterCustomObject({
-      group: 'multicluster.x-k8s.io',
-      version: 'v1alpha1',
-      plural: 'clusterprofiles',
-    })) as { items: ClusterProfile[] }
-  ).items.filter(
-    (p) => clusterProfileNamespaces.length === 0 || clusterProfileNamespaces.includes(p.metadata.namespace),
-  );
+  let profiles: ClusterProfile[];
+  try {
+    placement = await client.get(objectPath(PLACEMENTS, namespace, name));
+    profiles = (await client.get<{ items: ClusterProfile[] }>(resourcePath(CLUSTER_PROFILES))).items.filter(
+      (p) => clusterProfileNamespaces.length === 0 || clusterProfileNamespaces.includes(p.metadata.namespace),
+    );
+  } finally {
+    client.close();
+  }
   const now = new Date();
-  const signals = await observeSignals(kubeConfig, placement, profiles, signalSourcesFile, isolated, io);
+  const signals = await observeSignals(hub, placement, profiles, signalSourcesFile, isolated, io);
   return {
     now,
     placement,
@@ -175,7 +167,7 @@ async function readLive(
 }
 
 async function observeSignals(
-  kubeConfig: KubeConfig,
+  hub: KubeConnection,
   placement: { metadata: { name: string; namespace: string }; spec?: unknown; status?: PlacementStatus },
   profiles: readonly ClusterProfile[],
   file: string | undefined,
@@ -192,7 +184,7 @@ async function observeSignals(
     return [];
   }
   const logger = createLogger({ level: 'warn', write: io.stderr });
-  const sources = await createSignalSources(file, kubeConfig, new Registry(), logger);
+  const sources = await createSignalSources(file, hub, new Registry(), logger);
   try {
     const name = autoscale.signalSource ?? sources.defaultSource;
     const source = name === undefined ? undefined : sources.byName.get(name);

@@ -2,12 +2,13 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { FluxTemplatesFileSchema, startFluxDelivery } from '@mco/flux';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
   KUBECONFIG_HELP,
-  loadKubeConfig,
+  loadHub,
   parseOrThrow,
   readDocument,
   UsageError,
@@ -19,8 +20,6 @@ const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const fluxCommand: Command = {
   name: 'flux',
-  summary:
-    'Keep Flux input providers or rendered Kustomizations/HelmReleases, and kubeconfig Secrets, per placed cluster',
   usage: `Usage: mco flux --provider-file <path> (--input-providers | --templates <path>) [options]
 
 Delivers what mco's placements decide through Flux (see docs/flux.md). In the
@@ -98,10 +97,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-flux' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
     const refreshBeforeMs = 5 * 60_000;
-    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
+    const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
     const delivery = startFluxDelivery({
       kubeConfig,
       namespace: values['flux-namespace'],
