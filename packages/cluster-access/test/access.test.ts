@@ -1,4 +1,3 @@
-import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
@@ -201,38 +200,6 @@ describe('parseStaticKubeconfig', () => {
 });
 
 describe('createClusterAccess', () => {
-  it('gives each member cluster its own client that authenticates with the plugin token', async () => {
-    const dir = pluginDir();
-    const command = credentialScript(dir, { token: 'member-token' });
-    const seen: { path: string | undefined; authorization: string | undefined }[] = [];
-    const member = createHttpServer((request, response) => {
-      seen.push({ path: request.url, authorization: request.headers.authorization });
-      response.setHeader('Content-Type', 'application/json');
-      response.end('{"gitVersion":"v1.35.0"}');
-    });
-    await new Promise<void>((resolve) => member.listen(0, '127.0.0.1', resolve));
-    const { port } = member.address() as AddressInfo;
-    try {
-      const manager = createClusterAccess({ providers: [{ name: 'p', execConfig: exec(command) }] });
-      const status = (path: string) => ({
-        accessProviders: [{ name: 'p', cluster: { server: `http://127.0.0.1:${port}${path}` } }],
-      });
-      const a = await manager.clientFor(profile('a', status('/a')));
-      const b = await manager.clientFor(profile('b', status('/b')));
-      const versions = [await a.client.get('/version'), await b.client.get('/version')];
-      expect({ clusters: [a.cluster, b.cluster], versions, seen }).toEqual({
-        clusters: ['fleet/a', 'fleet/b'],
-        versions: [{ gitVersion: 'v1.35.0' }, { gitVersion: 'v1.35.0' }],
-        seen: [
-          { path: '/a/version', authorization: 'Bearer member-token' },
-          { path: '/b/version', authorization: 'Bearer member-token' },
-        ],
-      });
-    } finally {
-      await new Promise((resolve) => member.close(resolve));
-    }
-  });
-
   it('keeps one access per cluster while its access data is unchanged, and runs the plugin once for concurrent callers', async () => {
     const dir = pluginDir();
     const command = credentialScript(dir, { token: 'tok', expirationTimestamp: '2099-01-01T00:00:00Z' }, V1, 0.2);

@@ -97,6 +97,43 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     });
   });
 
+  it('gives each member cluster its own client, authenticated with the plugin token', async () => {
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
+    const access = createClusterAccess({
+      providers: [
+        {
+          name: 'p',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
+          allowedServers: ['https://127.0.0.1'],
+        },
+      ],
+    });
+    // Two profiles for one member (no peers given, so no duplicate check): one client each.
+    const profile = (name: string) =>
+      ({
+        ...aClusterProfile(`fleet/${name}`),
+        status: {
+          accessProviders: [
+            {
+              name: 'p',
+              cluster: { server: `${cp.members.east!.server}/`, 'certificate-authority-data': cp.members.east!.caData },
+            },
+          ],
+        },
+      }) as ClusterProfile;
+    const [a, b] = [await access.clientFor(profile('a')), await access.clientFor(profile('b'))];
+    const namespaces = async (c: typeof a) =>
+      (await c.client.get<{ items: { metadata: { name: string } }[] }>('/api/v1/namespaces')).items.some(
+        (n) => n.metadata.name === 'default',
+      );
+    expect({
+      clusters: [a.cluster, b.cluster],
+      distinct: a.client !== b.client,
+      answered: [await namespaces(a), await namespaces(b)],
+    }).toEqual({ clusters: ['fleet/a', 'fleet/b'], distinct: true, answered: [true, true] });
+  });
+
   it('talks to a member with an exec-plugin token and holds each cluster to its own QPS', async () => {
     const dir = pluginDir();
     const command = credentialScript(dir, { token: cp.members.east!.token('admin') });

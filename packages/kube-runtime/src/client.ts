@@ -193,7 +193,8 @@ export class KubeClient {
   ): Promise<{ response: http.IncomingMessage; url: string }> {
     await this.options.beforeRequest?.(signal);
     const credential = await this.connection.getCredential(signal);
-    const url = new URL(this.connection.server + request.path + queryString(request.query));
+    // A server with a trailing slash (`https://host/prefix/`) must not double it, as in client-go.
+    const url = new URL(this.connection.server.replace(/\/+$/, '') + request.path + queryString(request.query));
     const body = request.body === undefined ? undefined : JSON.stringify(request.body);
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (credential.token) headers.Authorization = `Bearer ${credential.token}`;
