@@ -10,6 +10,7 @@ export {
 export {
   parseExecCredential,
   runExecPlugin,
+  redactTokens,
   type Credential,
   type ExecClusterInfo,
   type ExecPluginOptions,
