@@ -5,8 +5,10 @@ import { join } from 'node:path';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { startArgoCdDelivery, type ArgoCdDelivery } from '@mco/argocd';
 import { createClusterAccess, KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
+import { INPUT_PROVIDERS, startFluxDelivery, type FluxDelivery } from '@mco/flux';
 import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import { createLogger } from '@mco/runtime';
+import { sharedCrdsDir } from '@mco/testkit';
 import { Registry } from 'prom-client';
 import { expect, it } from 'vitest';
 import { createSignalSources } from '../src/commands/controller.js';
@@ -15,16 +17,17 @@ import { describeWithHub, waitFor } from '../../../packages/controller/test/supp
 import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
 
 // Issue 19, secret hygiene: one run of the controller (with the kubernetes
-// signal source on member credentials), the Argo CD plugin and the cluster
-// Secret syncer, with member credentials that carry distinctive test tokens:
+// signal source on member credentials), the Argo CD plugin, the cluster
+// Secret syncer and Flux delivery (input providers and kubeconfig Secrets), with member credentials that carry distinctive test tokens:
 // an exec plugin that works, one that fails printing its token on stderr, one
 // that prints its token as garbage on stdout, a kubeconfig Secret, and a
 // kubeconfig Secret whose YAML breaks on the token's line. The run places,
 // scales in, fails to observe and loses a cluster; then every log line, every
 // Event in the hub, every placement, ClusterProfile and PlacementDecision, and
 // every metric is scanned: no token, nor any 16-character piece of one, may
-// appear. (The tokens do reach where they belong: the Argo CD cluster Secrets,
-// which the test checks, so the scan is not vacuous.)
+// appear. (The tokens do reach where they belong: the Argo CD cluster Secrets
+// and Flux's kubeconfig Secrets, which the test checks, so the scan is not
+// vacuous.)
 
 const token = (what: string) => `${what}-${randomBytes(16).toString('hex')}`;
 const TOKENS = {
@@ -46,11 +49,22 @@ const SERVER = 'https://127.0.0.1:1';
 describeWithHub('no test token in any log line, Event, status or metric of a full run', () => {
   const env = useControllerHub();
 
-  it('runs the controller, the Argo CD plugin and the Secret syncer through placement, scale-in and failures, and finds no token anywhere', async () => {
+  it('runs the controller, the Argo CD plugin, the Secret syncer and Flux delivery through placement, scale-in and failures, and finds no token anywhere', async () => {
     const { fleet, hub } = env;
     await fleet.namespace('scan');
     await fleet.namespace('fleet-scan');
     await fleet.namespace('argocd');
+    // Flux's CRDs come from ../shared/crds; without it (a checkout elsewhere) the Flux half is left out.
+    const crds = sharedCrdsDir();
+    if (!crds && process.env.CI === 'true') throw new Error('../shared/crds is missing');
+    if (!crds) console.warn('[token-scan] ../shared/crds not found: running without Flux delivery');
+    if (crds) {
+      await fleet.namespace('flux-system');
+      await hub.plane.hub.installCrds([
+        join(crds, 'fluxcd.controlplane.io_resourcesetinputproviders.yaml'),
+        join(crds, 'kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+      ]);
+    }
     const dir = mkdtempSync(join(tmpdir(), 'mco-token-scan-'));
     const logs: string[] = [];
     const logger = (component: string) =>
@@ -152,7 +166,19 @@ ${user}
     writeFileSync(pluginTokenFile, `${TOKENS.plugin}\n`);
     const access = createClusterAccess({ providers, hubKubeConfig: hub.admin, logger: logger('cluster-access') });
     let delivery: ArgoCdDelivery | undefined;
+    let flux: FluxDelivery | undefined;
     try {
+      flux = crds
+        ? startFluxDelivery({
+            kubeConfig: hub.admin,
+            namespace: 'flux-system',
+            inputProviders: true,
+            helmReleases: false,
+            resolveAccess: (profile) => access.accessFor(profile),
+            logger: logger('flux'),
+            informers: { watchTimeoutSeconds: 30 },
+          })
+        : undefined;
       delivery = await startArgoCdDelivery({
         kubeConfig: hub.admin,
         logger: logger('argocd'),
@@ -208,6 +234,24 @@ ${user}
         },
         60_000,
       );
+      const fluxSecrets = async () =>
+        (await hub.core.listNamespacedSecret({ namespace: 'flux-system' })).items
+          .map((x) =>
+            Object.values(x.data ?? {})
+              .map((v) => Buffer.from(v, 'base64').toString('utf8'))
+              .join('\n'),
+          )
+          .join('\n');
+      const fluxHasToken =
+        !flux ||
+        (await waitFor(
+          "Flux's kubeconfig Secrets of the working credentials",
+          async () => {
+            const text = await fluxSecrets();
+            return text.includes(TOKENS.exec) && text.includes(TOKENS.secret);
+          },
+          60_000,
+        ));
       // An autoscaling placement: the signal source calls every member with those credentials, and fails.
       await fleet.createPlacement('scan', 'auto', {
         clusterSelectorRules: [{ type: 'cluster-name-regex', arguments: { regex: '^fleet-scan/s-' } }],
@@ -247,6 +291,7 @@ ${user}
         placements: (await list(PLACEMENTS)).items.map((o) => JSON.stringify(o)),
         clusterProfiles: (await list(CLUSTER_PROFILES)).items.map((o) => JSON.stringify(o)),
         placementDecisions: (await list(PLACEMENT_DECISIONS)).items.map((o) => JSON.stringify(o)),
+        fluxInputProviders: flux ? (await list(INPUT_PROVIDERS)).items.map((o) => JSON.stringify(o)) : [],
         metrics: [await registry.metrics()],
       };
       const leaks = Object.entries(collected).flatMap(([where, texts]) =>
@@ -258,25 +303,32 @@ ${user}
       expect({
         leaks: [...new Set(leaks)],
         // The run went through the paths that could leak.
-        tokensDelivered: { exec: written.exec.includes(TOKENS.exec), secret: written.secret.includes(TOKENS.secret) },
+        tokensDelivered: {
+          exec: written.exec.includes(TOKENS.exec),
+          secret: written.secret.includes(TOKENS.secret),
+          flux: fluxHasToken,
+        },
         plugin,
         failuresLogged: ['s-fail', 's-garbage', 's-parse'].filter((p) => !mentions(p)),
         signalsObserved: (await fleet.condition('scan', 'auto', 'SignalsObserved'))?.status,
         eventsRecorded: events.items.some((e) => e.involvedObject.name === 'wide'),
         metricsScraped: collected.metrics[0]!.includes('mco_controller_status_writes_total'),
+        fluxInputProviders: !flux || collected.fluxInputProviders.length > 0,
         controllerLed: controller.isLeader(),
       }).toEqual({
         leaks: [],
-        tokensDelivered: { exec: true, secret: true },
+        tokensDelivered: { exec: true, secret: true, flux: true },
         plugin: { good: 200, wrong: 403 },
         failuresLogged: [],
         signalsObserved: expect.any(String),
         eventsRecorded: true,
         metricsScraped: true,
+        fluxInputProviders: true,
         controllerLed: true,
       });
     } finally {
       await delivery?.stop();
+      await flux?.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 240_000);
