@@ -5,6 +5,12 @@ import { join } from 'node:path';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { startArgoCdDelivery, type ArgoCdDelivery } from '@mco/argocd';
 import { createClusterAccess, KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
+import {
+  CONDITION_TYPE as CONFIG_SYNC_CONDITION,
+  startConfigSyncDelivery,
+  TEMPLATE_ANNOTATION,
+  type ConfigSyncDelivery,
+} from '@mco/configsync';
 import { INPUT_PROVIDERS, startFluxDelivery, type FluxDelivery } from '@mco/flux';
 import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
 import { createLogger } from '@mco/runtime';
@@ -18,7 +24,8 @@ import { testController, useControllerHub } from '../../../packages/controller/t
 
 // Issue 19, secret hygiene: one run of the controller (with the kubernetes
 // signal source on member credentials), the Argo CD plugin, the cluster
-// Secret syncer and Flux delivery (input providers and kubeconfig Secrets), with member credentials that carry distinctive test tokens:
+// Secret syncer, Flux delivery (input providers and kubeconfig Secrets) and
+// Config Sync delivery (which calls every member, and fails), with member credentials that carry distinctive test tokens:
 // an exec plugin that works, one that fails printing its token on stderr, one
 // that prints its token as garbage on stdout, a kubeconfig Secret, and a
 // kubeconfig Secret whose YAML breaks on the token's line. The run places,
@@ -43,6 +50,15 @@ const TOKENS = {
 const PIECES = Object.entries(TOKENS).flatMap(([name, t]) =>
   Array.from({ length: t.length - 15 }, (_, i) => ({ name, piece: t.slice(i, i + 16) })),
 );
+const REPO_SYNC = `apiVersion: configsync.gke.io/v1beta1
+kind: RepoSync
+metadata:
+  namespace: shop
+spec:
+  sourceType: git
+  sourceFormat: unstructured
+  git: {repo: https://git.example.com/shop.git, branch: main, auth: none}
+`;
 // Nothing listens there: every member call fails fast, through the error paths.
 const SERVER = 'https://127.0.0.1:1';
 
@@ -167,7 +183,15 @@ ${user}
     const access = createClusterAccess({ providers, hubKubeConfig: hub.admin, logger: logger('cluster-access') });
     let delivery: ArgoCdDelivery | undefined;
     let flux: FluxDelivery | undefined;
+    let configSync: ConfigSyncDelivery | undefined;
     try {
+      configSync = startConfigSyncDelivery({
+        kubeConfig: hub.admin,
+        access,
+        logger: logger('configsync'),
+        memberTimeoutMs: 2_000,
+        retryBackoff: { baseMs: 200, maxMs: 1_000, jitter: 0.2 },
+      });
       flux = crds
         ? startFluxDelivery({
             kubeConfig: hub.admin,
@@ -226,6 +250,21 @@ ${user}
         },
       });
       await waitFor('five clusters placed', async () => (await fleet.states('scan', 'wide')).length === 5, 60_000);
+      // Config Sync delivery for it: a RepoSync on every placed member, through the same credentials.
+      await hub.custom.patchNamespacedCustomObject(
+        {
+          ...PLACEMENTS,
+          namespace: 'scan',
+          name: 'wide',
+          body: { metadata: { annotations: { [TEMPLATE_ANNOTATION]: REPO_SYNC } } },
+        },
+        requestOptions(hub.admin, 10_000, PatchStrategy.MergePatch),
+      );
+      await waitFor(
+        'Config Sync delivery to report on the members',
+        async () => (await fleet.condition('scan', 'wide', CONFIG_SYNC_CONDITION)) !== undefined,
+        60_000,
+      );
       const written = await waitFor(
         'the Secrets of the working credentials',
         async () => {
@@ -311,6 +350,7 @@ ${user}
         plugin,
         failuresLogged: ['s-fail', 's-garbage', 's-parse'].filter((p) => !mentions(p)),
         signalsObserved: (await fleet.condition('scan', 'auto', 'SignalsObserved'))?.status,
+        configSyncReported: (await fleet.condition('scan', 'wide', CONFIG_SYNC_CONDITION))?.status,
         eventsRecorded: events.items.some((e) => e.involvedObject.name === 'wide'),
         metricsScraped: collected.metrics[0]!.includes('mco_controller_status_writes_total'),
         fluxInputProviders: !flux || collected.fluxInputProviders.length > 0,
@@ -321,6 +361,7 @@ ${user}
         plugin: { good: 200, wrong: 403 },
         failuresLogged: [],
         signalsObserved: expect.any(String),
+        configSyncReported: expect.any(String),
         eventsRecorded: true,
         metricsScraped: true,
         fluxInputProviders: true,
@@ -329,6 +370,7 @@ ${user}
     } finally {
       await delivery?.stop();
       await flux?.stop();
+      await configSync?.stop();
       rmSync(dir, { recursive: true, force: true });
     }
   }, 240_000);
