@@ -63,8 +63,8 @@ function compileUncached(pattern: string): Result<Re2Pattern, string> {
   }
   // Compiling itself is what a huge repetition makes slow (`\pL{0,1000}` 90
   // times: 186,000 instructions, 1.5 s), so refuse from an estimate first.
-  // The estimate over-counts (about 2× for counted repetition), hence the
-  // slack; the compiled size below is the authoritative check.
+  // The estimate may over-count, hence the slack; the compiled size below is
+  // the authoritative check.
   const estimate = estimateProgramSize(pattern);
   if (estimate > 4 * MAX_REGEX_PROGRAM_SIZE) return err(tooLarge(`about ${estimate.toLocaleString('en')}`));
   let compiled: RE2JS;
@@ -103,22 +103,56 @@ const tooLarge = (size: string) =>
   '(counted repetition such as {n,m} repeats what it applies to n to m times)';
 
 /**
- * An over-estimate of the compiled program size from the pattern text, without
+ * An estimate of the compiled program size from the pattern text, without
  * parsing it properly: every atom (literal, escape, class) counts 1, a group
- * the sum of its parts plus 2, `|` 1, `*` `+` `?` add 1, and `{n,m}` multiplies
- * what precedes it by max(n, m) + 1. Malformed syntax is left to re2js.
+ * the sum of its parts plus 2, `|` 1, `*` `+` `?` add 1, and `{n,m}` makes n
+ * copies of what precedes it plus m - n optional ones (one more instruction
+ * each). re2js simplifies some patterns further (`a|b` becomes a class), so
+ * the estimate is mostly at or above the real size; it only has to catch the
+ * patterns far over the limit before they are compiled. Malformed syntax is
+ * left to re2js.
  */
 export function estimateProgramSize(pattern: string): number {
   interface Frame {
-    sum: number; // finished units of this group
+    sum: number; // finished units of the current branch
     last: number; // the unit a quantifier would apply to
+    lastIsChar: boolean; // `last` is one unquantified character or class
+    branches: number; // finished branches (alternatives before a `|`)
+    alternatives: number; // their summed size
+    allChars: boolean; // every finished branch was one character or class
+    capturing: boolean;
   }
-  const stack: Frame[] = [{ sum: 0, last: 0 }];
+  const frame = (capturing: boolean): Frame => ({
+    sum: 0,
+    last: 0,
+    lastIsChar: false,
+    branches: 0,
+    alternatives: 0,
+    allChars: true,
+    capturing,
+  });
+  const stack: Frame[] = [frame(false)];
   const top = () => stack[stack.length - 1]!;
-  const unit = (weight: number) => {
+  const unit = (weight: number, isChar = false) => {
     const f = top();
     f.sum += f.last;
     f.last = weight;
+    f.lastIsChar = isChar;
+  };
+  const endBranch = (f: Frame) => {
+    f.allChars &&= f.sum === 0 && f.lastIsChar;
+    f.alternatives += f.sum + f.last;
+    f.branches++;
+    f.sum = 0;
+    f.last = 0;
+    f.lastIsChar = false;
+  };
+  // A group's size: its branches, one instruction per `|`; an alternation of
+  // single characters (`a|b|[0-9]`) is one class after re2js simplifies it.
+  const close = (f: Frame) => {
+    endBranch(f);
+    const body = f.branches > 1 && f.allChars ? 1 : f.alternatives + f.branches - 1;
+    return body + (f.capturing ? 2 : 0);
   };
   const n = pattern.length;
   let i = 0;
@@ -129,14 +163,14 @@ export function estimateProgramSize(pattern: string): number {
       if (next === 'Q') {
         const end = pattern.indexOf('\\E', i + 2);
         const stop = end < 0 ? n : end;
-        unit(Math.max(1, stop - (i + 2)));
+        unit(Math.max(1, stop - (i + 2)), stop - (i + 2) === 1);
         i = end < 0 ? n : end + 2;
       } else if ((next === 'p' || next === 'P' || next === 'x') && pattern[i + 2] === '{') {
-        const close = pattern.indexOf('}', i + 3);
-        unit(1);
-        i = close < 0 ? n : close + 1;
+        const end = pattern.indexOf('}', i + 3);
+        unit(1, true);
+        i = end < 0 ? n : end + 1;
       } else {
-        unit(1);
+        unit(1, next !== 'b' && next !== 'B' && next !== 'A' && next !== 'z');
         i += next === 'p' || next === 'P' ? 3 : 2;
       }
     } else if (c === '[') {
@@ -146,61 +180,63 @@ export function estimateProgramSize(pattern: string): number {
       while (j < n && pattern[j] !== ']') {
         if (pattern[j] === '\\') j += 2;
         else if (pattern[j] === '[' && pattern[j + 1] === ':') {
-          const close = pattern.indexOf(':]', j + 2);
-          j = close < 0 ? j + 1 : close + 2;
+          const end = pattern.indexOf(':]', j + 2);
+          j = end < 0 ? j + 1 : end + 2;
         } else j++;
       }
-      unit(1);
+      unit(1, true);
       i = j + 1;
     } else if (c === '(') {
       let j = i + 1;
+      let capturing = true;
       if (pattern[j] === '?') {
         j++;
-        // `(?i)` sets flags and opens nothing; `(?i:`, `(?P<n>` and `(?<n>` open a group.
+        // `(?i)` sets flags and opens nothing; `(?i:` opens a plain group, `(?P<n>` and `(?<n>` a capture.
         while (j < n && /[a-zA-Z-]/.test(pattern[j]!)) j++;
         if (pattern[j] === ')') {
           i = j + 1;
           continue;
         }
-      }
-      stack.push({ sum: 0, last: 0 });
-      i++;
+        capturing = pattern[j] !== ':';
+        // Past the `:` of `(?i:`, or past the name of `(?P<n>` / `(?<n>`.
+        const gt = pattern.indexOf('>', j);
+        i = capturing ? (gt < 0 ? n : gt + 1) : j + 1;
+      } else i++;
+      stack.push(frame(capturing));
     } else if (c === ')') {
-      if (stack.length > 1) {
-        const f = stack.pop()!;
-        unit(f.sum + f.last + 2);
-      } else unit(1);
+      if (stack.length > 1) unit(close(stack.pop()!));
+      else unit(1);
       i++;
     } else if (c === '|') {
-      const f = top();
-      f.sum += f.last + 1;
-      f.last = 0;
+      endBranch(top());
       i++;
     } else if (c === '*' || c === '+' || c === '?') {
       top().last += 1;
+      top().lastIsChar = false;
       i++;
     } else if (c === '{') {
       const m = /^\{(\d+)(?:(,)(\d*))?\}/.exec(pattern.slice(i, i + 24));
       if (m) {
         // Counts over 1000 are re2js's (and Go's) own error; keep its message.
         const min = Math.min(Number(m[1]), 1000);
-        const max = m[2] === undefined ? min : m[3] === '' ? min + 1 : Math.min(Number(m[3]), 1000);
+        const max = m[2] === undefined ? min : m[3] === '' ? undefined : Math.min(Number(m[3]), 1000);
         const f = top();
-        f.last = (Math.max(min, max, 1) + 1) * (f.last + 1);
+        // As compiled: the required copies, then each optional copy behind an alternation
+        // (`{n,}`: one starred copy). Multiplying nested repeats by more than this would
+        // compound over the levels and refuse small patterns such as ((a{2}){2}){2}.
+        f.last = min * f.last + (max === undefined ? f.last + 1 : Math.max(0, max - min) * (f.last + 1));
+        f.lastIsChar = false;
         i += m[0].length;
       } else {
-        unit(1);
+        unit(1, true);
         i++;
       }
     } else {
-      unit(1);
+      unit(1, c !== '^' && c !== '$');
       i++;
     }
   }
-  while (stack.length > 1) {
-    const f = stack.pop()!;
-    unit(f.sum + f.last + 2);
-  }
+  while (stack.length > 1) unit(close(stack.pop()!));
   // +3: the program prologue and match instruction re2js adds to every pattern.
-  return top().sum + top().last + 3;
+  return close(top()) + 3;
 }
