@@ -66,7 +66,7 @@ function compileUncached(pattern: string): Result<Re2Pattern, string> {
   // The estimate may over-count, hence the slack; the compiled size below is
   // the authoritative check.
   const estimate = estimateProgramSize(pattern);
-  if (estimate > 4 * MAX_REGEX_PROGRAM_SIZE) return err(tooLarge(`about ${estimate.toLocaleString('en')}`));
+  if (estimate > 2 * MAX_REGEX_PROGRAM_SIZE) return err(tooLarge(`about ${estimate.toLocaleString('en')}`));
   let compiled: RE2JS;
   try {
     compiled = RE2JS.compile(pattern);
@@ -163,7 +163,8 @@ export function estimateProgramSize(pattern: string): number {
       if (next === 'Q') {
         const end = pattern.indexOf('\\E', i + 2);
         const stop = end < 0 ? n : end;
-        unit(Math.max(1, stop - (i + 2)), stop - (i + 2) === 1);
+        // Literal characters; a quantifier after `\E` applies to the last one only.
+        for (let k = i + 2; k < stop; k++) unit(1, true);
         i = end < 0 ? n : end + 2;
       } else if ((next === 'p' || next === 'P' || next === 'x') && pattern[i + 2] === '{') {
         const end = pattern.indexOf('}', i + 3);
@@ -221,10 +222,12 @@ export function estimateProgramSize(pattern: string): number {
         const min = Math.min(Number(m[1]), 1000);
         const max = m[2] === undefined ? min : m[3] === '' ? undefined : Math.min(Number(m[3]), 1000);
         const f = top();
-        // As compiled: the required copies, then each optional copy behind an alternation
-        // (`{n,}`: one starred copy). Multiplying nested repeats by more than this would
+        // As compiled: the required copies, then each optional copy behind an alternation. Multiplying nested repeats by more than this would
         // compound over the levels and refuse small patterns such as ((a{2}){2}){2}.
-        f.last = min * f.last + (max === undefined ? f.last + 1 : Math.max(0, max - min) * (f.last + 1));
+        f.last =
+          max === undefined
+            ? Math.max(min, 1) * f.last + 1 // x{n,} is n-1 copies and x+
+            : min * f.last + Math.max(0, max - min) * (f.last + 1);
         f.lastIsChar = false;
         i += m[0].length;
       } else {
