@@ -1,8 +1,7 @@
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { homedir } from 'node:os';
-import { delimiter, extname, join } from 'node:path';
-import { KubeConfig } from '@kubernetes/client-node';
+import { extname } from 'node:path';
+import { parseNamespaceList } from '@mco/controller';
+import { loadKubeConfig, type LoadedKubeConfig } from '@mco/kube-runtime';
 import { httpStatusOf, McoError } from '@mco/runtime';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
@@ -10,8 +9,6 @@ import type { z } from 'zod';
 /** A subcommand of `mco`. Each lives in its own file under commands/. */
 export interface Command {
   readonly name: string;
-  /** One line for `mco --help`. */
-  readonly summary: string;
   /** The full `mco <name> --help` text. */
   readonly usage: string;
   run(argv: string[], io: Io): Promise<number>;
@@ -86,6 +83,17 @@ export function parseListenAddress(text: string, flag = '--listen'): { host: str
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1') || '0.0.0.0', port: Number(match[2]) };
 }
 
+/** `--cluster-profile-namespaces` of every command that reads ClusterProfiles, in `--help` texts. */
+export const CLUSTER_PROFILE_NAMESPACES_HELP =
+  'comma-separated namespaces whose ClusterProfiles are read; others are ignored (default: all)';
+
+/** `--cluster-profile-namespaces a,b` as a sorted list (empty: every namespace); a UsageError naming a bad entry. */
+export function parseClusterProfileNamespaces(text: string | undefined): readonly string[] {
+  const parsed = parseNamespaceList(text ?? '');
+  if (!parsed.ok) throw new UsageError(`--cluster-profile-namespaces: ${parsed.error}`);
+  return parsed.value;
+}
+
 /** How every `mco` command finds the hub, in `--help` texts. */
 export const KUBECONFIG_HELP =
   'hub kubeconfig (default: $KUBECONFIG, then ~/.kube/config, then the in-cluster service account)';
@@ -93,49 +101,23 @@ export const KUBECONFIG_HELP =
 /**
  * The hub kubeconfig, looked up the same way by every command (and kubectl):
  * `--kubeconfig`, then `$KUBECONFIG` (a list of files, merged), then
- * `~/.kube/config`, then the in-cluster service account. Finding none is a
- * UsageError naming every place looked at, never a silent fallback to
- * http://localhost:8080; so is a broken file or an unknown context.
+ * `~/.kube/config`, then the in-cluster service account (`loadKubeConfig` of
+ * @mco/kube-runtime). Finding none is a UsageError naming every place looked
+ * at, never a silent fallback to http://localhost:8080; so is a broken file or
+ * an unknown context.
  */
-export function loadKubeConfig(
+export function loadHub(
   path: string | undefined,
   context?: string,
   env: NodeJS.ProcessEnv = process.env,
-): KubeConfig {
-  const kubeConfig = new KubeConfig();
-  const files = (path ?? env.KUBECONFIG ?? '').split(delimiter).filter(Boolean);
-  const home = join(env.HOME ?? homedir(), '.kube', 'config');
-  const inCluster = Boolean(env.KUBERNETES_SERVICE_HOST) && existsSync(SERVICE_ACCOUNT_TOKEN);
-  const source = files.length > 0 ? files.join(delimiter) : existsSync(home) ? home : inCluster ? 'in-cluster' : '';
-  if (!source) {
-    throw new UsageError(
-      `no kubeconfig found: pass --kubeconfig <path>, set KUBECONFIG, or create ${home} (in a pod, the service account is used)`,
-    );
-  }
+): LoadedKubeConfig {
   try {
-    if (files.length > 0) {
-      kubeConfig.loadFromFile(files[0]!);
-      for (const file of files.slice(1)) {
-        const more = new KubeConfig();
-        more.loadFromFile(file);
-        kubeConfig.mergeConfig(more);
-      }
-    } else if (source === home) kubeConfig.loadFromFile(home);
-    else kubeConfig.loadFromCluster();
+    return loadKubeConfig({ path, context, env });
   } catch (error) {
-    throw new UsageError(`cannot load the kubeconfig ${source}: ${firstLine((error as Error).message)}`);
+    if (error instanceof McoError) throw new UsageError(error.message);
+    throw error;
   }
-  if (context) {
-    if (!kubeConfig.getContextObject(context)) throw new UsageError(`context "${context}" not found in ${source}`);
-    kubeConfig.setCurrentContext(context);
-  }
-  if (!kubeConfig.getCurrentCluster()) {
-    throw new UsageError(`the kubeconfig ${source} has no current context with a cluster: set current-context`);
-  }
-  return kubeConfig;
 }
-
-const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 function firstLine(text: string): string {
   return text.split('\n', 1)[0]!.trim();

@@ -59,7 +59,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
     return EXIT_USAGE;
   }
   try {
-    return await command.run(rest, io);
+    return await (await command.load()).run(rest, io);
   } catch (error) {
     // One line naming the thing and what to do; never a stack trace.
     io.stderr(`mco ${name}: ${error instanceof UsageError ? error.message : explainFailure(error)}\n`);

@@ -1,30 +1,13 @@
 import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { gkeFleetProvider } from '@mco/provider-gke';
-import { manualProvider } from '@mco/provider-manual';
-import type { InventoryProviderModule, PluginDeps, PluginKind, PluginModule, SignalSourceModule } from '@mco/runtime';
+import type { PluginKind, PluginModule } from '@mco/runtime';
 import { formatPath, UsageError } from './cli.js';
-import { kubernetesSignalsModule } from '@mco/signals-kubernetes';
-import { prometheusSignalsModule } from '@mco/signals-prometheus';
-// A third-party provider, registered exactly as a published package would be
-// (its source lives in examples/ so that it is built and type-checked with the app).
-import * as cmdbHttpProvider from '../../../examples/providers/cmdb-http/src/index.js';
 
-// The plugins built into the mco app: capacity-signal sources and inventory
-// providers. Inventory providers written outside this repository are loaded at
-// run time by `importPluginModule` (the providers file's `module:` key), so a
-// released mco runs them without being rebuilt (docs/writing-a-provider.md).
-
-// `unknown`: each module parses its own config with its configSchema before create().
-export const signalSources: readonly SignalSourceModule<unknown>[] = [kubernetesSignalsModule, prometheusSignalsModule];
-
-// `unknown`: each module parses its own config with its configSchema before create().
-export const inventoryProviders: readonly InventoryProviderModule<unknown>[] = [
-  manualProvider,
-  gkeFleetProvider,
-  cmdbHttpProvider,
-];
+// Creating plugins and importing third-party ones. The built-in plugins are
+// listed in signal-sources.ts and inventory-providers.ts, apart, so that the
+// controller does not load the inventory providers (and their Kubernetes
+// client, @kubernetes/client-node).
 
 const KIND_LABELS: Record<PluginKind, string> = { signals: 'signal-source', inventory: 'inventory' };
 
@@ -39,11 +22,11 @@ export interface PluginEntry {
  * Creates one instance per entry with the registered modules. Every error is a
  * UsageError naming the entry's path in `where` (e.g. `sources.yaml: sources[1].config.url`).
  */
-export function createPlugins<K extends PluginKind, I>(
-  modules: readonly PluginModule<K, unknown, I>[],
+export function createPlugins<K extends PluginKind, I, D>(
+  modules: readonly PluginModule<K, unknown, I, D>[],
   entries: readonly PluginEntry[],
   where: (index: number) => string,
-  deps: (entry: PluginEntry) => PluginDeps,
+  deps: (entry: PluginEntry) => D,
 ): Map<string, I> {
   const created = new Map<string, I>();
   for (const [index, entry] of entries.entries()) {

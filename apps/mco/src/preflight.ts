@@ -1,5 +1,5 @@
-import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { httpStatusOf, type Logger } from '@mco/runtime';
+import { KubeClient, resourcePath } from '@mco/kube-runtime';
+import { httpStatusOf, type KubeConnection, type Logger } from '@mco/runtime';
 import { explainFailure, UsageError } from './cli.js';
 
 export interface WatchedResource {
@@ -31,17 +31,21 @@ export const PLACEMENT_DECISIONS: WatchedResource = {
  * instead of informers retrying the same error forever.
  */
 export async function checkHubAccess(
-  kubeConfig: KubeConfig,
+  hub: KubeConnection,
   resources: readonly WatchedResource[],
   timeoutMs = 15_000,
 ): Promise<void> {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  for (const r of resources) {
-    try {
-      await withTimeout(api.listClusterCustomObject({ ...r, limit: 1 }), timeoutMs, kubeConfig);
-    } catch (error) {
-      throw new UsageError(`cannot list ${r.plural}.${r.group}: ${explainFailure(error)}`);
+  const client = new KubeClient(hub, { timeoutMs });
+  try {
+    for (const r of resources) {
+      try {
+        await client.get(resourcePath(r), { query: { limit: 1 } });
+      } catch (error) {
+        throw new UsageError(`cannot list ${r.plural}.${r.group}: ${explainFailure(error)}`);
+      }
     }
+  } finally {
+    client.close();
   }
 }
 
@@ -52,18 +56,26 @@ export async function checkHubAccess(
  * Lease, which the elector's own RBAC allows.
  */
 export async function ensureLeaseNamespace(
-  kubeConfig: KubeConfig,
+  hub: KubeConnection,
   namespace: string,
   name: string,
   logger: Logger,
   timeoutMs = 15_000,
 ): Promise<void> {
-  const leases = kubeConfig.makeApiClient(CoordinationV1Api);
+  const client = new KubeClient(hub, { timeoutMs });
   try {
-    await withTimeout(
-      leases.createNamespacedLease({ namespace, body: { metadata: { name } }, dryRun: 'All' }),
-      timeoutMs,
-      kubeConfig,
+    await ensureWithClient(client, namespace, name, logger);
+  } finally {
+    client.close();
+  }
+}
+
+async function ensureWithClient(client: KubeClient, namespace: string, name: string, logger: Logger): Promise<void> {
+  try {
+    await client.create(
+      resourcePath({ group: 'coordination.k8s.io', version: 'v1', plural: 'leases' }, namespace),
+      { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name } },
+      { query: { dryRun: 'All' } },
     );
     return;
   } catch (error) {
@@ -73,7 +85,7 @@ export async function ensureLeaseNamespace(
     }
   }
   try {
-    await kubeConfig.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    await client.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
     logger.info('created the namespace of the leader Lease', { namespace });
   } catch (error) {
     if (httpStatusOf(error) === 409) return;
@@ -82,25 +94,4 @@ export async function ensureLeaseNamespace(
         `create it (kubectl create namespace ${namespace}), or choose one with --leader-election-namespace`,
     );
   }
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number, kubeConfig: KubeConfig): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () =>
-        reject(
-          Object.assign(
-            new Error(
-              `no answer from the Kubernetes API at ${kubeConfig.getCurrentCluster()?.server} within ${ms / 1000} s`,
-            ),
-            {
-              code: 'ETIMEDOUT',
-            },
-          ),
-        ),
-      ms,
-    );
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -2,27 +2,27 @@
 // (network-facing) only reads; the ApplicationSet refresher and the Secret
 // syncer each hold only their own write, in the Argo CD namespace. Checked with
 // SubjectAccessReview, as `kubectl auth can-i --as=system:serviceaccount:...` does.
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { AuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import type { KubernetesObject } from '@kubernetes/client-node';
 import {
   RELEASE_NAMESPACE,
+  accessCheckKey,
   describeWithControlPlane,
+  helmTemplate,
   parseYamlDocuments,
   renderChart,
-  requireTool,
+  serviceAccountAccess,
   sharedCrdsDir,
   startControlPlane,
+  type AccessCheck,
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 
 vi.setConfig({ testTimeout: 60_000 });
 
-const CHART = fileURLToPath(new URL('../chart', import.meta.url));
 const ARGOCD = 'argocd';
 const RBAC_KINDS = ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'];
 const ALL_ON = {
@@ -33,18 +33,6 @@ const ALL_ON = {
   'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
   'argocd.clusterSecretSync.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
 };
-
-/** `helm template` with extra arguments; resolves to {code, stdout, stderr} without throwing. */
-function helm(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(
-      requireTool('helm'),
-      ['template', 'mco', CHART, '--namespace', RELEASE_NAMESPACE, ...args],
-      { encoding: 'utf8' },
-      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
-    );
-  });
-}
 
 const component = (o: KubernetesObject) => o.metadata?.labels?.['app.kubernetes.io/component'];
 
@@ -113,9 +101,7 @@ describeWithControlPlane(
       ]);
     });
 
-    // [verb, group, resource, namespace ('' = cluster-wide), name?]
-    type Check = readonly [string, string, string, string, string?];
-    const CHECKS: readonly Check[] = [
+    const CHECKS: readonly AccessCheck[] = [
       ['list', 'orchestra.multicluster.x-k8s.io', 'multikubernetesclusterplacements', ''],
       ['watch', 'multicluster.x-k8s.io', 'clusterprofiles', ''],
       ['patch', 'orchestra.multicluster.x-k8s.io', 'multikubernetesclusterplacements', 'apps'],
@@ -134,40 +120,17 @@ describeWithControlPlane(
       ['create', '', 'pods', RELEASE_NAMESPACE],
       ['create', '', 'serviceaccounts/token', RELEASE_NAMESPACE],
     ];
-    const key = ([verb, group, resource, namespace, name]: Check) =>
-      `${verb} ${resource}${group ? `.${group}` : ''}${name ? `/${name}` : ''} in ${namespace || '(cluster)'}`;
-    const allowed = (granted: readonly Check[]) =>
-      Object.fromEntries(CHECKS.map((c) => [key(c), granted.some((g) => key(g) === key(c))]));
+    const allowed = (granted: readonly AccessCheck[]) =>
+      Object.fromEntries(
+        CHECKS.map((c) => [accessCheckKey(c), granted.some((g) => accessCheckKey(g) === accessCheckKey(c))]),
+      );
 
-    it.each<[string, readonly Check[]]>([
+    it.each<[string, readonly AccessCheck[]]>([
       ['mco-argocd-plugin', CHECKS.slice(0, 2)],
       ['mco-argocd-refresher', [...CHECKS.slice(0, 2), CHECKS[4]!, CHECKS[5]!]],
       ['mco-argocd-secret-syncer', [...CHECKS.slice(0, 2), ...CHECKS.slice(8, 12)]],
     ])('%s can do its job and nothing more', async (account, granted) => {
-      const authz = plane.hub.adminKubeConfig().makeApiClient(AuthorizationV1Api);
-      const results: Record<string, boolean> = {};
-      for (const check of CHECKS) {
-        const [verb, group, resource, namespace, name] = check;
-        const [plural, subresource] = resource.split('/');
-        const review = await authz.createSubjectAccessReview({
-          body: {
-            spec: {
-              user: `system:serviceaccount:${RELEASE_NAMESPACE}:${account}`,
-              groups: ['system:serviceaccounts', `system:serviceaccounts:${RELEASE_NAMESPACE}`, 'system:authenticated'],
-              resourceAttributes: {
-                verb,
-                group,
-                resource: plural,
-                ...(subresource ? { subresource } : {}),
-                ...(namespace ? { namespace } : {}),
-                ...(name ? { name } : {}),
-              },
-            },
-          },
-        });
-        results[key(check)] = review.status!.allowed;
-      }
-      expect(results).toEqual(allowed(granted));
+      expect(await serviceAccountAccess(plane.hub, RELEASE_NAMESPACE, account, CHECKS)).toEqual(allowed(granted));
     });
 
     it('scopes ApplicationSet refresh to one namespace (a Role), or everywhere only when asked (a ClusterRole)', () => {
@@ -220,7 +183,7 @@ describeWithControlPlane(
     });
 
     it('refuses to generate a token under plain `helm template` (GitOps), naming existingSecret', async () => {
-      const result = await helm(['--set', 'argocd.plugin.enabled=true']);
+      const result = await helmTemplate(['--set', 'argocd.plugin.enabled=true']);
       expect({ code: result.code, stdout: result.stdout }).toEqual({ code: 1, stdout: '' });
       expect(result.stderr).toContain(
         'argocd.plugin.existingSecret is required when the chart cannot read the cluster',
@@ -229,7 +192,7 @@ describeWithControlPlane(
 
     it('generates a token once when it can read the cluster, and keeps it on the next render', async () => {
       const render = async () => {
-        const result = await helm([
+        const result = await helmTemplate([
           '--set',
           'argocd.plugin.enabled=true',
           '--dry-run=server',

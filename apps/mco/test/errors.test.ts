@@ -6,7 +6,7 @@ import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { silentLogger } from '@mco/runtime';
 import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadKubeConfig } from '../src/cli.js';
+import { loadHub } from '../src/cli.js';
 import { main } from '../src/main.js';
 import { ensureLeaseNamespace } from '../src/preflight.js';
 
@@ -17,6 +17,10 @@ function file(name: string, content: string): string {
   return path;
 }
 const tokenFile = file('token', 'a-token');
+const providerFile = file(
+  'access-providers.yaml',
+  'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}}]',
+);
 
 async function mco(...argv: string[]) {
   let stderr = '';
@@ -44,7 +48,7 @@ describe('kubeconfig lookup, the same for every command', () => {
   const noKubeconfig = { HOME: home };
 
   it('names every place it looked at when there is no kubeconfig at all', () => {
-    expect(() => loadKubeConfig(undefined, undefined, noKubeconfig)).toThrow(
+    expect(() => loadHub(undefined, undefined, noKubeconfig)).toThrow(
       `no kubeconfig found: pass --kubeconfig <path>, set KUBECONFIG, or create ${home}/.kube/config (in a pod, the service account is used)`,
     );
   });
@@ -57,8 +61,7 @@ describe('kubeconfig lookup, the same for every command', () => {
     const withHome = mkdtempSync(join(tmpdir(), 'mco-home-'));
     mkdirSync(join(withHome, '.kube'));
     writeFileSync(join(withHome, '.kube', 'config'), config('https://home.example'));
-    const server = (path: string | undefined, vars: NodeJS.ProcessEnv) =>
-      loadKubeConfig(path, undefined, vars).getCurrentCluster()?.server;
+    const server = (path: string | undefined, vars: NodeJS.ProcessEnv) => loadHub(path, undefined, vars).server;
     expect([
       server(flag, { HOME: withHome, KUBECONFIG: env }),
       server(undefined, { HOME: withHome, KUBECONFIG: env }),
@@ -108,6 +111,20 @@ describe('kubeconfig lookup, the same for every command', () => {
     [
       ['argocd-plugin', '--token-file', tokenFile, '--applicationset-namespace=argocd'],
       '--applicationset-namespace moved to `mco argocd-sync`: the plugin serves HTTP and only reads',
+    ],
+    ...['argocd-plugin', 'argocd-sync', 'flux', 'configsync'].map((command) => [
+      [
+        command,
+        ...(command === 'argocd-plugin' ? ['--token-file', tokenFile] : []),
+        ...(command === 'argocd-sync' ? ['--refresh-applicationsets'] : []),
+        ...(command === 'flux' ? ['--provider-file', providerFile, '--input-providers'] : []),
+        '--cluster-profile-namespaces=fleet,Team_B',
+      ],
+      '--cluster-profile-namespaces: "Team_B" is not a namespace name (DNS-1123 label)',
+    ]),
+    [
+      ['controller', '--cluster-profile-namespaces=../x'],
+      '--cluster-profile-namespaces (MCO_CLUSTER_PROFILE_NAMESPACES): "../x" is not a namespace name (DNS-1123 label)',
     ],
   ])('mco %j is a usage error in one line, before any API call', async (argv, why) => {
     expect(oneLine(await mco(...argv))).toEqual({ code: 2, lines: 1, stderr: `mco ${argv[0]}: ${why}` });
@@ -195,7 +212,7 @@ describeWithControlPlane('start-up errors on a real kube-apiserver', { sharedCrd
   );
 
   it('the leader Lease namespace is created when missing, or its absence is one clear start-up error', async () => {
-    await ensureLeaseNamespace(cp.hub.adminKubeConfig(), 'lease-created', 'mco-controller', silentLogger);
+    await ensureLeaseNamespace(cp.hub.connectionFor('admin'), 'lease-created', 'mco-controller', silentLogger);
     const created = await cp.hub.adminKubeConfig().makeApiClient(CoreV1Api).readNamespace({ name: 'lease-created' });
     // A user that may write Leases but not create namespaces (like the chart's ServiceAccount).
     const rbac = cp.hub.adminKubeConfig().makeApiClient(RbacAuthorizationV1Api);
@@ -213,7 +230,7 @@ describeWithControlPlane('start-up errors on a real kube-apiserver', { sharedCrd
       },
     });
     await expect(
-      ensureLeaseNamespace(cp.hub.kubeConfigFor('provider'), 'lease-missing', 'mco-controller', silentLogger),
+      ensureLeaseNamespace(cp.hub.connectionFor('provider'), 'lease-missing', 'mco-controller', silentLogger),
     ).rejects.toThrow(
       'the leader Lease namespace "lease-missing" does not exist and cannot be created (namespaces is forbidden: User "provider" cannot create resource "namespaces" in API group "" at the cluster scope: ' +
         "grant this permission (the chart's RBAC lists what mco needs) or use another kubeconfig): " +

@@ -142,4 +142,59 @@ describeWithHub('cluster maintenance on a real kube-apiserver', () => {
     const removed = await mco('clusters', 'taint', 'a', 'mco.x-k8s.io/cordoned-', '--kubeconfig', kubeconfig);
     expect(removed).toMatchObject({ code: 0, stdout: 'fleet/a tainted; taints: none\n' });
   }, 180_000);
+
+  it("live mco explain applies the controller's tenant isolation: a cross-namespace workload is invalid, a source not serving the namespace is not asked", async () => {
+    const { fleet, hub } = env;
+    await fleet.namespace('edge');
+    await fleet.namespace('team-a');
+    await fleet.createProfile('edge', 'x', { gpu: 'l4' });
+    const dir = mkdtempSync(join(tmpdir(), 'mco-explain-tenancy-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, hub.admin.exportConfig());
+    const sources = join(dir, 'signal-sources.yaml');
+    writeFileSync(
+      sources,
+      'defaultSource: team-b\nsources:\n  - {name: team-b, plugin: kubernetes, placementNamespaces: [team-b]}\n',
+    );
+    env.start(testController(hub.controllerKubeConfig()));
+    const spec = (namespace: string) => {
+      const s = autoscaling(0);
+      return {
+        ...s,
+        scaling: {
+          autoscaleForCapacity: {
+            ...s.scaling.autoscaleForCapacity,
+            workloadDetails: { namespace, deploymentName: 'web', hpaName: 'web' },
+          },
+        },
+      };
+    };
+    await fleet.createPlacement('team-a', 'steal', spec('team-b'));
+    await fleet.createPlacement('team-a', 'own', spec('team-a'));
+    const valid = await waitFor('the controller judged the cross-namespace placement', async () => {
+      const c = await fleet.condition('team-a', 'steal', 'Valid');
+      return c?.status === 'False' && c;
+    });
+    expect(valid.reason).toBe('CrossNamespaceWorkload');
+    await waitFor('own placed on a', async () => (await fleet.states('team-a', 'own')).length === 1);
+
+    const explainJson = async (name: string, ...flags: string[]) => {
+      const r = await mco('explain', name, '-n', 'team-a', '--kubeconfig', kubeconfig, '-o', 'json', ...flags);
+      expect(r.code).toBe(0);
+      return { ...r, explanation: JSON.parse(r.stdout) as { valid?: { status: string; reason: string } } };
+    };
+    // The controller's verdict: invalid, no cluster changes.
+    const steal = await explainJson('steal', '--signal-sources', sources);
+    expect(steal.explanation.valid).toMatchObject({ status: 'False', reason: 'CrossNamespaceWorkload' });
+    expect(steal.stderr).toBe('');
+    // The flag mirrors the controller's --allow-cross-namespace-workloads.
+    const allowed = await explainJson('steal', '--allow-cross-namespace-workloads');
+    expect(allowed.explanation.valid).toMatchObject({ status: 'True' });
+    // team-b's source serves team-b only: not asked for team-a's placement, every signal missing.
+    const own = await explainJson('own', '--signal-sources', sources);
+    expect(own.explanation.valid).toMatchObject({ status: 'True' });
+    expect(own.stderr).toBe(
+      'mco explain: signal source "team-b" does not serve namespace "team-a" (its placementNamespaces): every signal reads as missing\n',
+    );
+  }, 180_000);
 });

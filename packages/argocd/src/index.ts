@@ -61,4 +61,5 @@ export {
   type SecretSyncerOptions,
 } from './secret-syncer.js';
 export { holdManagerName, managerLeaseName, type ManagerLease, type ManagerLeaseOptions } from './manager-lease.js';
+export { createTrustedServerOf, type NamedServerPolicy, type TrustedServerOptions } from './trusted-server.js';
 export { startArgoCdDelivery, type ArgoCdDelivery, type ArgoCdDeliveryOptions } from './run.js';

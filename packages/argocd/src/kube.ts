@@ -1,5 +1,5 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { requestOptions } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import { httpStatusOf } from '@mco/runtime';
 import { APPLICATION_SETS, REFRESH_ANNOTATION, type ApplicationSetLike } from './applicationsets.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL, SECRET_TYPE_LABEL } from './cluster-secret.js';

@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector, requestOptions } from '@mco/kube-runtime';
+import { LeaderElector } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { isValidSecretName } from './cluster-secret.js';
 
@@ -61,7 +62,7 @@ export function holdManagerName(options: ManagerLeaseOptions): ManagerLease {
   const lease = `${options.namespace}/${name}`;
   let leading = false;
   const elector = new LeaderElector({
-    kubeConfig: options.kubeConfig,
+    client: kubeClientFromKubeConfig(options.kubeConfig),
     namespace: options.namespace,
     name,
     identity,

@@ -17,6 +17,8 @@ export interface RefresherOptions {
   readonly clusterProfiles: ObjectCache<ClusterProfile>;
   readonly applicationSets: ApplicationSetClient;
   readonly accessProviderNames?: readonly string[];
+  /** The `server` of a profile, as the plugin answers it (see PluginServerOptions.serverOf). */
+  readonly serverOf?: (profile: ClusterProfile) => string | null;
   /** Changes within this window are refreshed together (default 200 ms). */
   readonly debounceMs?: number;
   /** Retry delay after a failed list or patch, doubled up to 60 s (default 1 s). */
@@ -47,7 +49,9 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
   const baseRetryMs = options.retryMs ?? 1000;
   const lookup: ProfileLookup = {
     clusterProfile: (namespace, name) => options.clusterProfiles.get(`${namespace}/${name}`),
-    serverOf: (profile) => selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null,
+    serverOf:
+      options.serverOf ??
+      ((profile) => selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null),
   };
   const checkPlacement = createPlacementCheck();
   /** The last answer seen per placement key, as JSON; absent until the caches synced. */

@@ -2,6 +2,7 @@ import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
 import { CLUSTER_PROFILES, PLACEMENTS, createInformer, type InformerTuning } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
 import { DEFAULT_MANAGER } from './cluster-secret.js';
@@ -11,6 +12,7 @@ import { createApplicationSetRefresher, type Refresher } from './refresher.js';
 import { createSecretSyncer, type AccessResolver, type SecretSyncer } from './secret-syncer.js';
 import { createPluginServer, type PluginServerLimits } from './server.js';
 import { createFileTokenVerifier } from './token.js';
+import { createTrustedServerOf, type NamedServerPolicy } from './trusted-server.js';
 import type { PlacementView } from './view.js';
 
 export interface ArgoCdDeliveryOptions {
@@ -18,6 +20,13 @@ export interface ArgoCdDeliveryOptions {
   readonly logger?: Logger;
   /** Access provider names in order of preference, for the plugin's `server` output. */
   readonly accessProviderNames?: readonly string[];
+  /**
+   * The access providers' bounds (the provider file's entries): the plugin's
+   * `server` is null for a profile the Secret syncer would refuse. Without
+   * them only the defaults hold (https, nothing reserved, no insecure TLS or
+   * proxy, no server an older profile names).
+   */
+  readonly serverPolicies?: readonly NamedServerPolicy[];
   /** The plugin generator HTTP server; omit to run without it. */
   readonly plugin?: {
     readonly host: string;
@@ -45,6 +54,8 @@ export interface ArgoCdDeliveryOptions {
     /** Timing of the Lease that keeps the manager name unique among live syncers (tests shorten it). */
     readonly lease?: Pick<ManagerLeaseOptions, 'leaseDurationMs' | 'renewDeadlineMs' | 'retryPeriodMs' | 'identity'>;
   };
+  /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
+  readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
 }
@@ -72,10 +83,21 @@ export interface ArgoCdDelivery {
 export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promise<ArgoCdDelivery> {
   const logger = options.logger ?? silentLogger;
   const informer = { logger, tuning: options.informers };
-  const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
-  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, informer);
+  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const placements = createInformer<Placement>(hub, PLACEMENTS, informer);
+  // Profiles elsewhere are never seen: no plugin answer, no Secret, no credential for them.
+  const clusterProfiles = createInformer<ClusterProfile>(hub, CLUSTER_PROFILES, {
+    ...informer,
+    scope: { namespaces: options.clusterProfileNamespaces },
+  });
   const maxSilenceMs = options.plugin?.maxSilenceMs ?? 10 * 60_000;
   const view = createCachedPlacementView({ placements, clusterProfiles, maxSilenceMs });
+  const serverOf = createTrustedServerOf({
+    clusterProfiles,
+    accessProviderNames: options.accessProviderNames,
+    policies: options.serverPolicies,
+    hubServer: options.kubeConfig.getCurrentCluster()?.server,
+  });
 
   const refresher = options.refresh
     ? createApplicationSetRefresher({
@@ -84,7 +106,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         applicationSets: createApplicationSetClient(options.kubeConfig, {
           ...(options.refresh.namespace ? { namespace: options.refresh.namespace } : {}),
         }),
-        ...(options.accessProviderNames ? { accessProviderNames: options.accessProviderNames } : {}),
+        serverOf,
         ...(options.refresh.debounceMs !== undefined ? { debounceMs: options.refresh.debounceMs } : {}),
         logger,
       })
@@ -137,7 +159,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
           view,
           token,
           logger,
-          ...(options.accessProviderNames ? { accessProviderNames: options.accessProviderNames } : {}),
+          serverOf,
           ...(options.plugin.limits ? { limits: options.plugin.limits } : {}),
         })
       : undefined;

@@ -44,10 +44,13 @@ export interface SecretClient {
 
 /**
  * How to reach a ClusterProfile's cluster; rejects (with a message naming the
- * profile) when it cannot. `createClusterAccess(...).accessFor` of
+ * profile and the field) when it cannot or must not: a server, proxy or TLS
+ * setting outside the provider's bounds, or a server an older profile among
+ * `peers` (every cached ClusterProfile) names. `(p, peers) =>
+ * createClusterAccess(...).accessFor(p, undefined, peers)` of
  * @mco/cluster-access fits, and caches access and credentials per profile.
  */
-export type AccessResolver = (profile: ClusterProfile) => Promise<ClusterAccessLike>;
+export type AccessResolver = (profile: ClusterProfile, peers: readonly ClusterProfile[]) => Promise<ClusterAccessLike>;
 
 export interface SecretSyncerOptions {
   readonly clusterProfiles: ObjectCache<ClusterProfile>;
@@ -248,9 +251,11 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       await releaseSecret(key, namespace, name, existing);
       return;
     }
-    // Fail static: when access or the credential cannot be had, the existing
-    // Secret stays as it is and the key is retried with backoff.
-    const clusterAccess = await options.resolveAccess(profile);
+    // Fail static: when access or the credential cannot be had, or the profile
+    // is refused (a reserved, duplicate or disallowed server), the existing
+    // Secret stays as it is (never rewritten with the refused server, never
+    // deleted on doubt) and the key is retried with backoff.
+    const clusterAccess = await options.resolveAccess(profile, options.clusterProfiles.list());
     let credential = await clusterAccess.getCredential();
     const plan = refreshPlans.get(key);
     if (plan && now() >= plan.refreshAt && credential.expiresAt?.getTime() === plan.expiresAt) {

@@ -40,6 +40,11 @@ export interface PluginServerOptions {
   readonly token: TokenVerifier;
   /** Access provider names in order of preference, for the `server` output (default: first with a server). */
   readonly accessProviderNames?: readonly string[];
+  /**
+   * The `server` output of a profile (null: none); `createTrustedServerOf`
+   * refuses what the Secret syncer refuses. Default: the selected provider's server as it is.
+   */
+  readonly serverOf?: (profile: ClusterProfile) => string | null;
   readonly limits?: PluginServerLimits;
   readonly logger?: Logger;
 }
@@ -84,8 +89,9 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
   const logger = options.logger ?? silentLogger;
   const lookup: ProfileLookup = {
     clusterProfile: (namespace, name) => options.view.clusterProfile(namespace, name),
-    serverOf: (profile: ClusterProfile) =>
-      selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null,
+    serverOf:
+      options.serverOf ??
+      ((profile: ClusterProfile) => selectAccessProvider(profile, options.accessProviderNames)?.cluster.server ?? null),
   };
 
   // Node checks the head and request timeouts every connectionsCheckingInterval

@@ -12,12 +12,14 @@ import {
   type V1Secret,
 } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import type { PlacementStatus } from '@mco/core';
 import { createLogger } from '@mco/runtime';
 import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
+  eventually,
   renderChart,
   serviceAccountKubeConfig,
   sharedCrdsDir,
@@ -42,17 +44,6 @@ const T = '2026-01-01T00:00:00Z';
 const TOKEN = 'plugin-token-e2e';
 const ARGOCD_COMPONENTS = ['argocd-plugin', 'argocd-applicationset-refresher', 'argocd-secret-syncer'];
 const active = (name: string) => ({ name, namespace: 'fleet', state: 'ACTIVE' as const, lastTransitionTime: T });
-
-async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 20_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe().catch(() => undefined as T);
-    if (last !== undefined && accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { sharedCrds: true }, () => {
   let plane: ControlPlane;
@@ -147,6 +138,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         {
           name: 'test-exec',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: script, args: [member.token('admin')] },
+          // The test members listen on loopback, which a provider reaches only when it names it.
+          allowedServers: ['https://127.0.0.1'],
         },
       ],
       refreshBeforeMs: 6_000,
@@ -292,9 +285,13 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       kubeConfig: e2eKubeConfig,
       ...(process.env.MCO_TEST_LOG ? { logger: createLogger({ level: 'debug' }) } : {}),
       plugin: { host: '127.0.0.1', port: 0, tokenFile: join(dir, 'token') },
+      // The plugin's `server` follows the syncer's bounds: the test member listens on loopback.
+      serverPolicies: [{ name: 'test-exec', allowedServers: [plane.members.member!.server] }],
       refresh: { namespace: 'argocd', debounceMs: 50 },
       secretSync: {
         namespace: 'argocd',
+        // No peers: these profiles share the one test member on purpose (hostile-profiles.integration.test.ts
+        // covers the duplicate-server rule).
         resolveAccess: (p) => access.accessFor(p),
         forgetAccess: (key) => access.forget(key),
         refreshBeforeMs: 6_000,

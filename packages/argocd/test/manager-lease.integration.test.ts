@@ -5,7 +5,8 @@
 // different name runs alongside.
 import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, V1MicroTime } from '@kubernetes/client-node';
-import { CLUSTER_PROFILES, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
 import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';

@@ -1,15 +1,14 @@
 import type { AccessProviderCluster, ClusterProfile } from '@mco/core';
 import { clusterKey } from '@mco/core';
-import { McoError, silentLogger, type Logger } from '@mco/runtime';
-import { createCachedCredential, type CachedCredential } from './cached-credential.js';
-import { runExecPlugin, type Credential, type ExecClusterInfo } from './exec-plugin.js';
+import { createCachedCredential, runExecPlugin, type CachedCredential, type ExecClusterInfo } from '@mco/kube-runtime';
+import { McoError, silentLogger, type Credential, type KubeConnection, type Logger } from '@mco/runtime';
 import type { ProviderConfig, ProviderFile } from './provider-file.js';
 
 /** Name of the access-provider cluster extension that is passed to the plugin as `config`. */
 export const EXEC_EXTENSION_NAME = 'client.authentication.k8s.io/exec';
 
 /** How mco reaches one member cluster: where, which CA, and a credential kept fresh. */
-export interface ClusterAccess {
+export interface ClusterAccess extends KubeConnection {
   /** ClusterProfile `namespace/name`. */
   readonly cluster: string;
   /** The access provider used, or `kubeconfig-secret`. */

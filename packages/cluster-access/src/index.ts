@@ -2,25 +2,26 @@ export {
   EXEC_API_VERSIONS,
   ExecConfigSchema,
   ProviderFileSchema,
+  ServerPolicySchema,
   parseProviderFile,
   type ExecConfig,
   type ProviderConfig,
   type ProviderFile,
 } from './provider-file.js';
-export {
-  parseExecCredential,
-  runExecPlugin,
-  redactTokens,
-  type Credential,
-  type ExecClusterInfo,
-  type ExecPluginOptions,
-} from './exec-plugin.js';
+// The credential plugin runner and cache moved to @mco/kube-runtime (the hub's
+// kubeconfig loader uses them too); re-exported for this package's users.
 export {
   abortable,
   createCachedCredential,
+  parseExecCredential,
+  redactTokens,
+  runExecPlugin,
   type CachedCredential,
   type CachedCredentialOptions,
-} from './cached-credential.js';
+  type Credential,
+  type ExecClusterInfo,
+  type ExecPluginOptions,
+} from '@mco/kube-runtime';
 export { createRateLimiter, type RateLimiter, type RateLimiterOptions } from './rate-limiter.js';
 export {
   EXEC_EXTENSION_NAME,
@@ -36,5 +37,14 @@ export {
   parseStaticKubeconfig,
   type StaticKubeconfig,
 } from './kubeconfig-secret.js';
-export { MCO_AUTH_PROVIDER, memberKubeConfig, type MemberClusterClient } from './member-client.js';
+export { type MemberClusterClient } from './member-client.js';
 export { createClusterAccess, type ClusterAccessManager, type ClusterAccessOptions } from './manager.js';
+export {
+  checkClusterTrust,
+  checkDuplicateServer,
+  normalizeServer,
+  serverHolders,
+  type ServerPolicy,
+  type TrustContext,
+  type TrustResult,
+} from './server-trust.js';

@@ -1,6 +1,6 @@
 import type { AccessProviderCluster } from '@mco/core';
 import { parse as parseYaml } from 'yaml';
-import type { Credential } from './exec-plugin.js';
+import type { Credential } from '@mco/runtime';
 
 /** ClusterProfile annotation naming a Secret (same namespace, key `kubeconfig`) with a static kubeconfig. */
 export const KUBECONFIG_SECRET_ANNOTATION = 'orchestra.multicluster.x-k8s.io/kubeconfig-secret';

@@ -1,19 +1,18 @@
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { clusterKey, type ClusterProfile } from '@mco/core';
-import { requestOptions } from '@mco/kube-runtime';
-import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { abortable, KubeClient, objectPath, SECRETS } from '@mco/kube-runtime';
+import { McoError, silentLogger, toMcoError, type KubeConnection, type Logger } from '@mco/runtime';
 import { accessOf, providerAccess, providerList, selectAccessProvider, type ClusterAccess } from './access.js';
-import { abortable } from './cached-credential.js';
 import { KUBECONFIG_SECRET_ANNOTATION, KUBECONFIG_SECRET_KEY, parseStaticKubeconfig } from './kubeconfig-secret.js';
 import { memberClusterClient, type MemberClusterClient } from './member-client.js';
 import type { ProviderConfig, ProviderFile } from './provider-file.js';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.js';
+import { checkClusterTrust, checkDuplicateServer, type ServerPolicy, type TrustResult } from './server-trust.js';
 
 export interface ClusterAccessOptions {
   /** The consumer provider file (or its providers). */
   readonly providers: ProviderFile | readonly ProviderConfig[];
   /** Access to the hub, to read kubeconfig Secrets; without it such profiles get an error. */
-  readonly hubKubeConfig?: KubeConfig;
+  readonly hub?: KubeConnection;
   /** Requests per second and burst of each member cluster's own token bucket (default 5 and 10, like client-go). */
   readonly qps?: number;
   readonly burst?: number;
@@ -25,6 +24,14 @@ export interface ClusterAccessOptions {
   readonly refreshBeforeMs?: number;
   /** A kubeconfig Secret is read again when its copy is older than this (default 60 s), so rotation is picked up. */
   readonly secretRefreshMs?: number;
+  /**
+   * Bounds of ClusterProfiles that name a kubeconfig Secret (default: the
+   * provider file's `kubeconfigSecrets`, else https servers that are not
+   * reserved, no insecure TLS, no proxy).
+   */
+  readonly kubeconfigSecrets?: ServerPolicy;
+  /** The hub's API server URL, never accepted as a member's (default: `hub`'s server). */
+  readonly hubServer?: string;
   /** The environment credential plugins inherit (default: mco's own, as kubectl does). */
   readonly baseEnv?: Readonly<Record<string, string | undefined>>;
   readonly now?: () => Date;
@@ -36,17 +43,27 @@ export interface ClusterAccessManager {
   /**
    * How to reach the cluster behind `profile`. The result is cached per cluster
    * and reused while the profile's access data is unchanged, so its credential
-   * cache survives between calls. Rejects with an McoError naming the profile.
+   * cache survives between calls. Rejects with an McoError naming the profile
+   * and the field when the profile points outside its provider's bounds
+   * (server, proxy, TLS: docs/cluster-access.md), before any credential is
+   * obtained. `peers` are the other ClusterProfiles (an informer's list): a
+   * profile naming the server of an older one is refused too.
    */
-  accessFor(profile: ClusterProfile, signal?: AbortSignal): Promise<ClusterAccess>;
-  /** client-node clients for the cluster, rate-limited per cluster. */
-  clientFor(profile: ClusterProfile, signal?: AbortSignal): Promise<MemberClusterClient>;
+  accessFor(profile: ClusterProfile, signal?: AbortSignal, peers?: Iterable<ClusterProfile>): Promise<ClusterAccess>;
+  /** A client for the cluster, rate-limited per cluster; refused as `accessFor` refuses. */
+  clientFor(
+    profile: ClusterProfile,
+    signal?: AbortSignal,
+    peers?: Iterable<ClusterProfile>,
+  ): Promise<MemberClusterClient>;
   /** Drops what is cached for a ClusterProfile that is gone. */
   forget(cluster: string): void;
 }
 
 interface Entry {
   readonly fingerprint: string;
+  /** The policy the access is checked against (its provider's, or the kubeconfig Secrets'). */
+  readonly policy: ServerPolicy;
   readonly access: ClusterAccess;
   readonly client: MemberClusterClient;
   readonly loadedAt: number;
@@ -55,15 +72,17 @@ interface Entry {
 /** Creates the manager; see docs/cluster-access.md. */
 export function createClusterAccess(options: ClusterAccessOptions): ClusterAccessManager {
   const providers = providerList(options.providers);
+  const secretPolicy: ServerPolicy =
+    options.kubeconfigSecrets ??
+    (Array.isArray(options.providers) ? {} : (options.providers as ProviderFile)).kubeconfigSecrets ??
+    {};
+  const hubServer = options.hubServer ?? options.hub?.server;
   const now = options.now ?? (() => new Date());
   const logger = options.logger ?? silentLogger;
   const secretRefreshMs = options.secretRefreshMs ?? 60_000;
   const entries = new Map<string, Entry>();
   const limiters = new Map<string, RateLimiter>();
-  const hubCore = options.hubKubeConfig?.makeApiClient(CoreV1Api);
-  const hubRequest = options.hubKubeConfig
-    ? requestOptions(options.hubKubeConfig, options.requestTimeoutMs ?? 30_000)
-    : undefined;
+  const hub = options.hub ? new KubeClient(options.hub, { timeoutMs: options.requestTimeoutMs ?? 30_000 }) : undefined;
 
   const limiterFor = (key: string) => {
     let limiter = limiters.get(key);
@@ -74,9 +93,10 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     return limiter;
   };
 
-  const remember = (key: string, fingerprint: string, access: ClusterAccess): Entry => {
+  const remember = (key: string, fingerprint: string, policy: ServerPolicy, access: ClusterAccess): Entry => {
     const entry = {
       fingerprint,
+      policy,
       access,
       client: memberClusterClient(access, limiterFor(key)),
       loadedAt: now().getTime(),
@@ -90,16 +110,16 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     const fingerprint = `secret:${namespace}/${secretName}`;
     const cached = entries.get(key);
     if (cached?.fingerprint === fingerprint && now().getTime() - cached.loadedAt < secretRefreshMs) return cached;
-    if (!hubCore) {
+    if (!hub) {
       throw new McoError(
         'Invalid',
         `ClusterProfile ${key}: annotation ${KUBECONFIG_SECRET_ANNOTATION} needs hub access, which this component was not given`,
         false,
       );
     }
-    let secret;
+    let secret: { data?: Record<string, string> };
     try {
-      secret = await abortable(hubCore.readNamespacedSecret({ name: secretName, namespace }, hubRequest), signal);
+      secret = await abortable(hub.get(objectPath(SECRETS, namespace, secretName), signal ? { signal } : {}), signal);
     } catch (error) {
       throw toMcoError(error, `ClusterProfile ${key}: reading kubeconfig Secret ${namespace}/${secretName}`);
     }
@@ -133,7 +153,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
       get: () => Promise.resolve(credential),
       invalidate: () => {},
     });
-    return remember(key, content, access);
+    return remember(key, content, secretPolicy, access);
   }
 
   async function entryFor(profile: ClusterProfile, signal?: AbortSignal): Promise<Entry> {
@@ -153,12 +173,72 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
       ...(options.refreshBeforeMs ? { refreshBeforeMs: options.refreshBeforeMs } : {}),
       ...(options.baseEnv ? { baseEnv: options.baseEnv } : {}),
     });
-    return remember(key, fingerprint, access);
+    return remember(key, fingerprint, selected.provider, access);
+  }
+
+  /**
+   * The server a peer ClusterProfile claims: its selected provider's, when that
+   * passes the checks. Remembered per object: informers replace an object on
+   * change, and every call checks all peers (1,000 profiles: ~3 ms a call unremembered).
+   */
+  const claims = new WeakMap<ClusterProfile, { readonly server: string | undefined }>();
+  const claimOf = (peer: ClusterProfile): string | undefined => {
+    const known = claims.get(peer);
+    if (known) return known.server;
+    const selected = selectAccessProvider(peer, providers);
+    const key = clusterKey(peer.metadata.namespace, peer.metadata.name);
+    const source = selected.ok ? `access provider "${selected.provider.name}"` : '';
+    const server =
+      selected.ok && checkClusterTrust(selected.cluster, selected.provider, { cluster: key, source, hubServer }).ok
+        ? selected.cluster.server
+        : undefined;
+    claims.set(peer, { server });
+    return server;
+  };
+
+  /**
+   * The one gate every caller passes (accessFor, clientFor): checked on each
+   * call, cached or not, since a peer may have appeared since.
+   */
+  async function checkedEntryFor(
+    profile: ClusterProfile,
+    signal: AbortSignal | undefined,
+    peers: Iterable<ClusterProfile> | undefined,
+  ): Promise<Entry> {
+    const entry = await entryFor(profile, signal);
+    const { access } = entry;
+    const source =
+      access.provider === 'kubeconfig-secret' ? 'kubeconfig Secret' : `access provider "${access.provider}"`;
+    const cluster = {
+      server: access.server,
+      ...(access.proxyUrl ? { 'proxy-url': access.proxyUrl } : {}),
+      'insecure-skip-tls-verify': access.insecureSkipTlsVerify,
+    };
+    let result: TrustResult = checkClusterTrust(cluster, entry.policy, { cluster: access.cluster, source, hubServer });
+    if (result.ok && peers && access.provider !== 'kubeconfig-secret') {
+      result = checkDuplicateServer(profile, access.server, peers, claimOf);
+    }
+    if (!result.ok) {
+      logger.warn('ClusterProfile refused', { cluster: access.cluster, field: result.field, reason: result.error });
+      throw new McoError('Invalid', result.error, false);
+    }
+    return entry;
+  }
+
+  for (const provider of providers) {
+    if (!provider.allowedServers) {
+      logger.warn(
+        'access provider has no allowedServers: its credentials go to any https server a ClusterProfile names',
+        {
+          provider: provider.name,
+        },
+      );
+    }
   }
 
   return {
-    accessFor: async (profile, signal) => (await entryFor(profile, signal)).access,
-    clientFor: async (profile, signal) => (await entryFor(profile, signal)).client,
+    accessFor: async (profile, signal, peers) => (await checkedEntryFor(profile, signal, peers)).access,
+    clientFor: async (profile, signal, peers) => (await checkedEntryFor(profile, signal, peers)).client,
     forget(cluster) {
       entries.delete(cluster);
       limiters.delete(cluster);

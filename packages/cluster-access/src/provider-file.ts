@@ -1,6 +1,7 @@
 import { McoError } from '@mco/runtime';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { allowlistEntryProblem } from './server-trust.js';
 
 export const EXEC_API_VERSIONS = ['client.authentication.k8s.io/v1', 'client.authentication.k8s.io/v1beta1'] as const;
 
@@ -25,11 +26,38 @@ export const ExecConfigSchema = z.object({
 });
 export type ExecConfig = z.infer<typeof ExecConfigSchema>;
 
+const allowlist = (schemes: readonly string[]) =>
+  z.array(
+    z.string().superRefine((entry, ctx) => {
+      const problem = allowlistEntryProblem(entry, schemes);
+      if (problem) ctx.addIssue({ code: 'custom', message: problem });
+    }),
+  );
+
+/**
+ * mco's extension of a provider entry: what a ClusterProfile may point this
+ * provider's credentials at (server-trust.ts, docs/cluster-access.md).
+ */
+export const ServerPolicySchema = z.object({
+  allowedServers: allowlist(['https:'])
+    .optional()
+    .describe('https://host[:port][/path] entries (*.host for subdomains); absent: any https server not reserved.'),
+  allowInsecureSkipTLSVerify: z
+    .boolean()
+    .optional()
+    .describe('Accept insecure-skip-tls-verify: true from a ClusterProfile (default false).'),
+  allowedProxyURLs: allowlist(['http:', 'https:', 'socks5:'])
+    .optional()
+    .describe('Proxies a ClusterProfile may name in proxy-url; absent: proxy-url is refused.'),
+});
+
 /** The Cluster Inventory API consumer configuration: which credential plugin serves which access provider. */
 export const ProviderFileSchema = z.object({
   providers: z
-    .array(z.object({ name: z.string().min(1), execConfig: ExecConfigSchema }))
+    .array(z.object({ name: z.string().min(1), execConfig: ExecConfigSchema }).extend(ServerPolicySchema.shape))
     .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'provider names must be unique'),
+  /** The same bounds for ClusterProfiles that name a kubeconfig Secret. */
+  kubeconfigSecrets: ServerPolicySchema.optional(),
 });
 export type ProviderFile = z.infer<typeof ProviderFileSchema>;
 export type ProviderConfig = ProviderFile['providers'][number];

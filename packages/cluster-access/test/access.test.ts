@@ -1,12 +1,11 @@
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
 import type { McoError } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import {
   createClusterAccess,
-  memberKubeConfig,
   parseProviderFile,
   parseStaticKubeconfig,
   selectAccessProvider,
@@ -202,26 +201,36 @@ describe('parseStaticKubeconfig', () => {
 });
 
 describe('createClusterAccess', () => {
-  it('gives each member cluster its own kubeconfig user that authenticates with the plugin token', async () => {
+  it('gives each member cluster its own client that authenticates with the plugin token', async () => {
     const dir = pluginDir();
     const command = credentialScript(dir, { token: 'member-token' });
-    const manager = createClusterAccess({ providers: [{ name: 'p', execConfig: exec(command) }] });
-    const status = (server: string) => ({
-      accessProviders: [{ name: 'p', cluster: { server, 'certificate-authority-data': 'Q0E=' } }],
+    const seen: { path: string | undefined; authorization: string | undefined }[] = [];
+    const member = createHttpServer((request, response) => {
+      seen.push({ path: request.url, authorization: request.headers.authorization });
+      response.setHeader('Content-Type', 'application/json');
+      response.end('{"gitVersion":"v1.35.0"}');
     });
-    const a = await manager.clientFor(profile('a', status('https://a:6443')));
-    const b = await manager.clientFor(profile('b', status('https://b:6443')));
-
-    const opts = await a.kubeConfig.applyToFetchOptions({});
-    expect({
-      users: [a.kubeConfig.getCurrentUser()?.name, b.kubeConfig.getCurrentUser()?.name],
-      servers: [a.kubeConfig.getCurrentCluster()?.server, b.kubeConfig.getCurrentCluster()?.server],
-      authorization: (opts.headers as unknown as Headers).get('authorization'),
-    }).toEqual({
-      users: ['mco/fleet/a/p', 'mco/fleet/b/p'],
-      servers: ['https://a:6443', 'https://b:6443'],
-      authorization: 'Bearer member-token',
-    });
+    await new Promise<void>((resolve) => member.listen(0, '127.0.0.1', resolve));
+    const { port } = member.address() as AddressInfo;
+    try {
+      const manager = createClusterAccess({ providers: [{ name: 'p', execConfig: exec(command) }] });
+      const status = (path: string) => ({
+        accessProviders: [{ name: 'p', cluster: { server: `http://127.0.0.1:${port}${path}` } }],
+      });
+      const a = await manager.clientFor(profile('a', status('/a')));
+      const b = await manager.clientFor(profile('b', status('/b')));
+      const versions = [await a.client.get('/version'), await b.client.get('/version')];
+      expect({ clusters: [a.cluster, b.cluster], versions, seen }).toEqual({
+        clusters: ['fleet/a', 'fleet/b'],
+        versions: [{ gitVersion: 'v1.35.0' }, { gitVersion: 'v1.35.0' }],
+        seen: [
+          { path: '/a/version', authorization: 'Bearer member-token' },
+          { path: '/b/version', authorization: 'Bearer member-token' },
+        ],
+      });
+    } finally {
+      await new Promise((resolve) => member.close(resolve));
+    }
   });
 
   it('keeps one access per cluster while its access data is unchanged, and runs the plugin once for concurrent callers', async () => {
@@ -274,15 +283,14 @@ describe('createClusterAccess', () => {
     const hub = createServer((socket) => void sockets.push(socket));
     await new Promise<void>((resolve) => hub.listen(0, '127.0.0.1', resolve));
     const { port } = hub.address() as AddressInfo;
-    const hubKubeConfig = new KubeConfig();
-    hubKubeConfig.loadFromOptions({
-      clusters: [{ name: 'hub', server: `http://127.0.0.1:${port}`, skipTLSVerify: true }],
-      users: [{ name: 'u', token: 't' }],
-      contexts: [{ name: 'c', cluster: 'hub', user: 'u' }],
-      currentContext: 'c',
-    });
+    const hubConnection = {
+      server: `http://127.0.0.1:${port}`,
+      insecureSkipTlsVerify: false,
+      getCredential: () => Promise.resolve({ token: 't' }),
+      invalidate: () => {},
+    };
     try {
-      const manager = createClusterAccess({ providers: [], hubKubeConfig, requestTimeoutMs: 300 });
+      const manager = createClusterAccess({ providers: [], hub: hubConnection, requestTimeoutMs: 300 });
       const p = profile('a', {}, { 'orchestra.multicluster.x-k8s.io/kubeconfig-secret': 'a-kubeconfig' });
       const started = Date.now();
       const error = (await manager.accessFor(p).catch((e: unknown) => e)) as McoError;
@@ -294,28 +302,5 @@ describe('createClusterAccess', () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => hub.close(resolve));
     }
-  });
-});
-
-describe('memberKubeConfig', () => {
-  it('puts the client certificate of the credential on the request', async () => {
-    const kc = memberKubeConfig({
-      cluster: 'fleet/a',
-      provider: 'p',
-      server: 'https://a:6443',
-      insecureSkipTlsVerify: false,
-      getCredential: async () => ({ clientCertificateData: 'CERT', clientKeyData: 'KEY' }),
-      getToken: async () => '',
-      invalidate: () => {},
-    });
-    const opts = (await kc.applyToFetchOptions({})) as unknown as {
-      headers: Record<string, string>;
-      agent: { options: { cert?: Buffer; key?: Buffer } };
-    };
-    expect({
-      authorization: opts.headers.Authorization,
-      cert: opts.agent.options.cert?.toString(),
-      key: opts.agent.options.key?.toString(),
-    }).toEqual({ authorization: undefined, cert: 'CERT', key: 'KEY' });
   });
 });

@@ -14,7 +14,8 @@ import { fileURLToPath } from 'node:url';
 import { CustomObjectsApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
 import type { ClusterProfile, PlacementCluster } from '@mco/core';
-import { PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { PLACEMENTS } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import { sharedCrdsDir, startControlPlane } from '@mco/testkit';
 import {
   CONDITION_TYPE,

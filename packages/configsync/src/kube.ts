@@ -1,7 +1,8 @@
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
 import type { MemberClusterClient } from '@mco/cluster-access';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND, type Condition, type Placement } from '@mco/core';
-import { PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { objectPath, PLACEMENTS } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import { httpStatusOf } from '@mco/runtime';
 import { CONFIG_SYNC_GROUP, MANAGED_BY, type MemberObject, type MemberObjectRef } from './template.js';
 
@@ -38,38 +39,31 @@ const RESOURCES = {
  * credential (dropped on 401) and a deadline per request. Namespaced calls by
  * name only, so a Role per target namespace is all mco needs there.
  */
-export function memberObjects(client: MemberClusterClient, timeoutMs: number): MemberObjects {
-  const options = (contentType?: string) => requestOptions(client.kubeConfig, timeoutMs, contentType);
-  const api = () => client.api(CustomObjectsApi, AbortSignal.timeout(timeoutMs));
-  const path = (ref: MemberObjectRef) => ({ ...RESOURCES[ref.kind], namespace: ref.namespace, name: ref.name });
+export function memberObjects(member: MemberClusterClient, timeoutMs: number): MemberObjects {
+  const { client } = member;
+  const path = (ref: MemberObjectRef, version?: string) => {
+    const resource = RESOURCES[ref.kind];
+    return objectPath({ ...resource, version: version ?? resource.version }, ref.namespace, ref.name);
+  };
   return {
     async get(ref) {
       try {
-        return (await api().getNamespacedCustomObject(path(ref), options())) as ExistingObject;
+        return await client.get<ExistingObject>(path(ref), { timeoutMs });
       } catch (error) {
         if (httpStatusOf(error) === 404) return undefined;
         throw error;
       }
     },
-    async apply(object) {
-      const version = object.apiVersion.split('/')[1] ?? 'v1';
-      return (await api().patchNamespacedCustomObject(
-        {
-          ...path({ kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name }),
-          version,
-          body: object,
-          fieldManager: MANAGED_BY,
-          force: true,
-        },
-        options(PatchStrategy.ServerSideApply),
-      )) as ExistingObject;
+    apply(object) {
+      const ref = { kind: object.kind, namespace: object.metadata.namespace, name: object.metadata.name };
+      return client.patch<ExistingObject>(path(ref, object.apiVersion.split('/')[1] ?? 'v1'), 'apply', object, {
+        query: { fieldManager: MANAGED_BY, force: true },
+        timeoutMs,
+      });
     },
     async delete(ref, uid) {
       try {
-        await api().deleteNamespacedCustomObject(
-          { ...path(ref), ...(uid ? { body: { preconditions: { uid } } } : {}) },
-          options(),
-        );
+        await client.delete(path(ref), uid ? { preconditions: { uid } } : undefined, { timeoutMs });
       } catch (error) {
         if (httpStatusOf(error) !== 404) throw error;
       }

@@ -11,6 +11,7 @@ import {
   type BackoffOptions,
   type InformerTuning,
 } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { createHubWriter, memberObjects, type HubWriter, type MemberObjects } from './kube.js';
 import { DELIVERED_ANNOTATION, isConfigSyncPlacement } from './record.js';
@@ -40,6 +41,8 @@ export interface ConfigSyncDeliveryOptions {
   readonly hub?: HubWriter;
   /** Replace the member calls (benchmarks); default: through `access`. */
   readonly member?: (profile: ClusterProfile) => Promise<MemberObjects>;
+  /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
+  readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
   /** Called after each reconcile (tests and benchmarks observe progress). */
@@ -64,14 +67,19 @@ export interface ConfigSyncDelivery {
 export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): ConfigSyncDelivery {
   const logger = (options.logger ?? silentLogger).child({ component: 'configsync' });
   const informer = { logger, tuning: options.informers };
-  const placements = createInformer<Placement>(options.kubeConfig, PLACEMENTS, informer);
-  const clusterProfiles = createInformer<ClusterProfile>(options.kubeConfig, CLUSTER_PROFILES, informer);
+  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const placements = createInformer<Placement>(hub, PLACEMENTS, informer);
+  const clusterProfiles = createInformer<ClusterProfile>(hub, CLUSTER_PROFILES, {
+    ...informer,
+    scope: { namespaces: options.clusterProfileNamespaces },
+  });
   const timeoutMs = options.memberTimeoutMs ?? 15_000;
   const member =
     options.member ??
     (async (profile: ClusterProfile) => {
       const signal = AbortSignal.timeout(timeoutMs);
-      const client = await options.access.clientFor(profile, signal);
+      // Every cached profile is a peer: one naming an older profile's server is refused.
+      const client = await options.access.clientFor(profile, signal, clusterProfiles.list());
       // The credential first, within the deadline (client-node would wait for it unbounded).
       await client.access.getCredential(signal);
       return memberObjects(client, timeoutMs);
@@ -136,7 +144,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
   };
   const elector = options.leaderElection
     ? new LeaderElector({
-        kubeConfig: options.kubeConfig,
+        client: hub,
         ...options.leaderElection,
         logger,
         onStartedLeading: begin,

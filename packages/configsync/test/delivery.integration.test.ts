@@ -12,8 +12,10 @@ import {
 } from '@kubernetes/client-node';
 import { KUBECONFIG_SECRET_ANNOTATION, createClusterAccess } from '@mco/cluster-access';
 import type { PlacementCluster, PlacementStatus } from '@mco/core';
-import { PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { PLACEMENTS } from '@mco/kube-runtime';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import {
+  eventually as waitFor,
   describeWithControlPlane,
   parseYamlDocuments,
   requireTool,
@@ -87,21 +89,8 @@ const cluster = (name: string, extra: Partial<PlacementCluster> = {}): Placement
   ...extra,
 });
 
-async function eventually<T>(
-  what: string,
-  probe: () => Promise<T>,
-  accept: (value: T) => boolean,
-  timeoutMs = 120_000,
-) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe().catch(() => undefined as T);
-    if (last !== undefined && accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
+const eventually = <T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 120_000) =>
+  waitFor(what, probe, accept, timeoutMs);
 
 interface Obj extends KubernetesObject {
   spec?: { helm?: { values?: Record<string, unknown> } };
@@ -157,7 +146,9 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
   const start = () => {
     const access = createClusterAccess({
       providers: [],
-      hubKubeConfig: cp.hub.kubeConfigFor('plugin'),
+      hub: cp.hub.connectionFor('plugin'),
+      // The test members listen on loopback, which is reached only when named.
+      kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
       secretRefreshMs: 500,
     });
     delivery = startConfigSyncDelivery({
@@ -171,7 +162,13 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
       onReconciled: (key, result) => results.push({ key, result }),
     });
   };
-  const kubeconfigSecret = (name: string, server: string, caData: string, token: string) => ({
+  const kubeconfigSecret = (
+    name: string,
+    server: string,
+    caData: string,
+    token: string,
+    extra: Record<string, unknown> = {},
+  ) => ({
     apiVersion: 'v1',
     kind: 'Secret',
     metadata: { name: `${name}-kubeconfig`, namespace: 'fleet' },
@@ -181,7 +178,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
         kind: 'Config',
         'current-context': name,
         contexts: [{ name, context: { cluster: name, user: 'mco' } }],
-        clusters: [{ name, cluster: { server, 'certificate-authority-data': caData } }],
+        clusters: [{ name, cluster: { server, 'certificate-authority-data': caData, ...extra } }],
         users: [{ name: 'mco', user: { token } }],
       }),
     },
@@ -507,6 +504,62 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
       kubeconfigSecret('slow', west.server, west.caData, west.token('controller')),
     ] as KubernetesObject[]);
     await eventually('failed clusters forgotten', recorded, (r) => JSON.stringify(r) === '["fleet/east"]');
+    expect(await gone(east, REPO_SYNCS, 'web')).toBe(false);
+  });
+
+  it('a hostile kubeconfig Secret (the hub, a proxy, insecure TLS) is refused naming the field, and nothing connects', async () => {
+    const east = cp.members.east!;
+    const port = (blackhole.address() as { port: number }).port;
+    const hostile = {
+      'in-cluster': kubeconfigSecret('in-cluster', 'https://kubernetes.default.svc', east.caData, 'stolen'),
+      proxied: kubeconfigSecret('proxied', east.server, east.caData, 'stolen', {
+        'proxy-url': `http://127.0.0.1:${port}`,
+      }),
+      insecure: kubeconfigSecret('insecure', east.server, east.caData, 'stolen', { 'insecure-skip-tls-verify': true }),
+    };
+    await cp.hub.apply(Object.values(hostile) as KubernetesObject[]);
+    await cp.hub.apply(
+      Object.keys(hostile).map((name) => ({
+        apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+        kind: 'ClusterProfile',
+        metadata: { name, namespace: 'fleet', annotations: { [KUBECONFIG_SECRET_ANNOTATION]: `${name}-kubeconfig` } },
+        spec: { displayName: name, clusterManager: { name: 'test' } },
+      })) as KubernetesObject[],
+    );
+    const connectionsBefore = sockets.length;
+    const writesBefore = results.length;
+    await setStatus({ clusters: [cluster('east'), ...Object.keys(hostile).map((name) => cluster(name))] });
+    const c = await eventually('every hostile cluster reported', condition, (x) =>
+      Object.keys(hostile).every((name) => x?.message?.includes(`fleet/${name}: Unreachable`)),
+    );
+    const reasons = Object.fromEntries(
+      Object.keys(hostile).map((name) => [
+        name,
+        new RegExp(`fleet/${name}: Unreachable: ([^;\\n]*)`).exec(c!.message!)?.[1],
+      ]),
+    );
+    expect({
+      reasons,
+      connections: sockets.length - connectionsBefore,
+      memberWrites: memberWritesAfter(writesBefore),
+    }).toEqual({
+      reasons: {
+        'in-cluster': `Invalid: ClusterProfile fleet/in-cluster: kubeconfig Secret: cluster.server "https://kubernetes.default.svc" is refused: it is the hub's own API server`,
+        proxied: `Invalid: ClusterProfile fleet/proxied: kubeconfig Secret: cluster.proxy-url "http://127.0.0.1:${port}" is refused: it matches no allowedProxyURLs entry`,
+        insecure:
+          'Invalid: ClusterProfile fleet/insecure: kubeconfig Secret: cluster.insecure-skip-tls-verify is refused: allowInsecureSkipTLSVerify is not set',
+      },
+      connections: 0,
+      memberWrites: 0,
+    });
+    // Fixed, they are reached and, no longer placed, forgotten; east's objects were never touched.
+    await setStatus({ clusters: [cluster('east')] });
+    await cp.hub.apply(
+      Object.keys(hostile).map((name) =>
+        kubeconfigSecret(name, east.server, east.caData, east.token('controller')),
+      ) as KubernetesObject[],
+    );
+    await eventually('hostile clusters forgotten', recorded, (r) => JSON.stringify(r) === '["fleet/east"]');
     expect(await gone(east, REPO_SYNCS, 'web')).toBe(false);
   });
 

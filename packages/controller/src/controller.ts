@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { silentLogger, type CapacitySignalSource, type Logger } from '@mco/runtime';
+import { silentLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
 import type { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILES,
   createListWatch,
   Informer,
+  KubeClient,
   LeaderElector,
   objectKey,
   PLACEMENT_DECISIONS,
@@ -29,7 +29,8 @@ export interface LeaderElectionSettings {
 }
 
 export interface ControllerOptions {
-  readonly kubeConfig: KubeConfig;
+  /** The hub (`loadKubeConfig` of @mco/kube-runtime). */
+  readonly hub: KubeConnection;
   readonly logger?: Logger;
   /** Where metrics are registered; a fresh registry by default. */
   readonly registry?: Registry;
@@ -45,6 +46,11 @@ export interface ControllerOptions {
   /** Leader election; undefined: this replica always leads (a single replica, or tests). */
   readonly leaderElection?: LeaderElectionSettings | undefined;
   readonly workers?: number;
+  /**
+   * Only ClusterProfiles in these namespaces are inventory (`--cluster-profile-namespaces`);
+   * empty or absent: every namespace.
+   */
+  readonly clusterProfileNamespaces?: readonly string[];
   /** Every placement is reconciled at least this often (a safety net; events drive the rest). */
   readonly resyncPeriodMs?: number;
   readonly signalSources?: ReadonlyMap<string, CapacitySignalSource>;
@@ -106,6 +112,7 @@ export function createController(options: ControllerOptions): Controller {
   const logger = options.logger ?? silentLogger;
   const identity = options.identity ?? `mco-${randomBytes(4).toString('hex')}`;
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const hub = new KubeClient(options.hub, { timeoutMs: requestTimeoutMs });
   const informerOptions = {
     logger,
     idleTimeoutMs: options.watchIdleTimeoutMs ?? 180_000,
@@ -114,22 +121,23 @@ export function createController(options: ControllerOptions): Controller {
   const lw = <T extends KubeObject>(given: ListWatch<T> | undefined, make: () => ListWatch<T>) => given ?? make();
   const placements = new Informer<KubeObject>({
     name: 'placements',
-    listWatch: lw(options.listWatch?.placements, () =>
-      createListWatch(options.kubeConfig, PLACEMENTS, { requestTimeoutMs }),
-    ),
+    listWatch: lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
     ...informerOptions,
   });
   const clusterProfiles = new Informer<KubeObject>({
     name: 'clusterprofiles',
     listWatch: lw(options.listWatch?.clusterProfiles, () =>
-      createListWatch(options.kubeConfig, CLUSTER_PROFILES, { requestTimeoutMs }),
+      createListWatch(hub, CLUSTER_PROFILES, {
+        requestTimeoutMs,
+        namespaces: options.clusterProfileNamespaces,
+      }),
     ),
     ...informerOptions,
   });
   const placementDecisions = new Informer<KubeObject>({
     name: 'placementdecisions',
     listWatch: lw(options.listWatch?.placementDecisions, () =>
-      createListWatch(options.kubeConfig, PLACEMENT_DECISIONS, {
+      createListWatch(hub, PLACEMENT_DECISIONS, {
         requestTimeoutMs,
         labelSelector: DECISIONS_LABEL_SELECTOR,
       }),
@@ -170,7 +178,7 @@ export function createController(options: ControllerOptions): Controller {
     },
     { ...(options.registry ? { registry: options.registry } : {}), defaultMetrics: options.defaultMetrics ?? false },
   );
-  const client = options.client ?? createHubClient(options.kubeConfig, { requestTimeoutMs });
+  const client = options.client ?? createHubClient(hub);
   const events =
     options.events === false
       ? undefined
@@ -323,7 +331,7 @@ export function createController(options: ControllerOptions): Controller {
         });
         if (options.leaderElection) {
           elector = new LeaderElector({
-            kubeConfig: options.kubeConfig,
+            client: hub,
             ...options.leaderElection,
             identity,
             logger,
@@ -346,6 +354,7 @@ export function createController(options: ControllerOptions): Controller {
       await elector?.stop(stopOptions);
       await Promise.race([events?.flush(), timeout]);
       await Promise.all(informers.map((i) => i.stop()));
+      hub.close();
       logger.info('stopped', { identity });
     },
     isReady: () => otherInstall === undefined && informers.every((i) => i.hasSynced()),

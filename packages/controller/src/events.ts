@@ -1,7 +1,6 @@
-import type { CoreV1Event } from '@kubernetes/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import type { KubeObject } from '@mco/kube-runtime';
-import type { HubClient } from './kube.js';
+import type { CoreEvent, HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
 
 export type EventType = 'Normal' | 'Warning';
@@ -92,7 +91,7 @@ export class EventRecorder {
       return;
     }
     const name = `${String(meta.name)}.${now.toString(16)}${(this.sequence++ % 4096).toString(16).padStart(3, '0')}`;
-    const event: CoreV1Event = {
+    const event: CoreEvent = {
       metadata: { name, namespace },
       involvedObject: {
         apiVersion: object.apiVersion,
@@ -106,8 +105,8 @@ export class EventRecorder {
       message,
       type,
       count: 1,
-      firstTimestamp: new Date(now),
-      lastTimestamp: new Date(now),
+      firstTimestamp: new Date(now).toISOString(),
+      lastTimestamp: new Date(now).toISOString(),
       source: { component: this.options.component },
       reportingComponent: this.options.component,
       reportingInstance: this.options.instance,

@@ -27,12 +27,13 @@ export {
 } from './inventory-guard.js';
 export { createMetrics, type ControllerMetrics } from './metrics.js';
 export { startHealthServer, type HealthServer, type HealthServerOptions } from './server.js';
-export { createHubClient, type HubClient } from './kube.js';
+export { createHubClient, type CoreEvent, type HubClient } from './kube.js';
 export {
   CONTROLLER_FLAGS,
   SignalSourcesFileSchema,
   controllerFlagsHelp,
   parseControllerConfig,
+  parseNamespaceList,
   parseDuration,
   type ControllerConfig,
   type FlagSpec,

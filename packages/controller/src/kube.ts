@@ -1,7 +1,35 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, type CoreV1Event, type KubeConfig } from '@kubernetes/client-node';
-import { PLACEMENT_DECISIONS, PLACEMENTS, requestOptions, type KubeObject } from '@mco/kube-runtime';
+import {
+  objectPath,
+  PLACEMENT_DECISIONS,
+  PLACEMENTS,
+  resourcePath,
+  type KubeClient,
+  type KubeObject,
+} from '@mco/kube-runtime';
 
-/** The writes of the controller; `createHubClient` implements it over client-node. */
+/** A core/v1 Event as the controller writes it. */
+export interface CoreEvent extends KubeObject {
+  metadata: { name: string; namespace: string };
+  involvedObject: {
+    apiVersion?: string;
+    kind?: string;
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+  };
+  reason: string;
+  message: string;
+  type: string;
+  count?: number;
+  firstTimestamp?: string;
+  lastTimestamp?: string;
+  source?: { component?: string; host?: string };
+  reportingComponent?: string;
+  reportingInstance?: string;
+}
+
+/** The writes of the controller; `createHubClient` implements it over a `KubeClient`. */
 export interface HubClient {
   /** PUT to the /status subresource; the object's resourceVersion makes a stale write fail with 409. */
   replacePlacementStatus(placement: KubeObject): Promise<KubeObject>;
@@ -10,49 +38,32 @@ export interface HubClient {
   replacePlacementDecision(decision: KubeObject): Promise<KubeObject>;
   /** Deletes with a uid precondition, so a newer object of the same name is never deleted. */
   deletePlacementDecision(namespace: string, name: string, uid: string | undefined): Promise<void>;
-  createEvent(namespace: string, event: CoreV1Event): Promise<void>;
+  createEvent(namespace: string, event: CoreEvent): Promise<void>;
   /** Merge-patches an existing Event (count and lastTimestamp of a repeated event). */
   patchEvent(namespace: string, name: string, patch: object): Promise<void>;
 }
 
-export function createHubClient(kubeConfig: KubeConfig, options: { requestTimeoutMs?: number } = {}): HubClient {
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  const timeout = options.requestTimeoutMs ?? 30_000;
-  const meta = (o: KubeObject) => ({ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' });
+const EVENTS = { group: '', version: 'v1', plural: 'events' };
+
+export function createHubClient(client: KubeClient): HubClient {
+  const path = (resource: typeof PLACEMENTS, o: KubeObject) =>
+    objectPath(resource, o.metadata?.namespace ?? '', o.metadata?.name ?? '');
   return {
-    async replacePlacementStatus(placement) {
-      return (await custom.replaceNamespacedCustomObjectStatus(
-        { ...PLACEMENTS, ...meta(placement), body: placement },
-        requestOptions(kubeConfig, timeout),
-      )) as KubeObject;
-    },
-    async createPlacementDecision(decision) {
-      return (await custom.createNamespacedCustomObject(
-        { ...PLACEMENT_DECISIONS, namespace: meta(decision).namespace, body: decision },
-        requestOptions(kubeConfig, timeout),
-      )) as KubeObject;
-    },
-    async replacePlacementDecision(decision) {
-      return (await custom.replaceNamespacedCustomObject(
-        { ...PLACEMENT_DECISIONS, ...meta(decision), body: decision },
-        requestOptions(kubeConfig, timeout),
-      )) as KubeObject;
-    },
+    replacePlacementStatus: (placement) => client.replace(`${path(PLACEMENTS, placement)}/status`, placement),
+    createPlacementDecision: (decision) =>
+      client.create(resourcePath(PLACEMENT_DECISIONS, decision.metadata?.namespace ?? ''), decision),
+    replacePlacementDecision: (decision) => client.replace(path(PLACEMENT_DECISIONS, decision), decision),
     async deletePlacementDecision(namespace, name, uid) {
-      await custom.deleteNamespacedCustomObject(
-        { ...PLACEMENT_DECISIONS, namespace, name, ...(uid ? { body: { preconditions: { uid } } } : {}) },
-        requestOptions(kubeConfig, timeout),
+      await client.delete(
+        objectPath(PLACEMENT_DECISIONS, namespace, name),
+        uid ? { preconditions: { uid } } : undefined,
       );
     },
     async createEvent(namespace, event) {
-      await core.createNamespacedEvent({ namespace, body: event }, requestOptions(kubeConfig, timeout));
+      await client.create(resourcePath(EVENTS, namespace), event);
     },
     async patchEvent(namespace, name, patch) {
-      await core.patchNamespacedEvent(
-        { namespace, name, body: patch },
-        requestOptions(kubeConfig, timeout, PatchStrategy.MergePatch),
-      );
+      await client.patch(objectPath(EVENTS, namespace, name), 'merge', patch);
     },
   };
 }

@@ -37,6 +37,34 @@ const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'expected a lower-case DNS name');
 
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
+
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+/**
+ * A comma-separated namespace list (`--cluster-profile-namespaces fleet,team-a`):
+ * sorted and de-duplicated; an empty text is an empty list (every namespace).
+ * The error names the offending entry.
+ */
+export function parseNamespaceList(text: string): ParseResult<readonly string[]> {
+  const names = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = names.find((n) => !NAMESPACE.test(n));
+  if (bad !== undefined) return { ok: false, error: `"${bad}" is not a namespace name (DNS-1123 label)` };
+  return { ok: true, value: [...new Set(names)].sort() };
+}
+
+const namespaceList = z.string().transform((text, ctx) => {
+  const parsed = parseNamespaceList(text);
+  if (!parsed.ok) {
+    ctx.addIssue({ code: 'custom', message: parsed.error });
+    return z.NEVER;
+  }
+  return parsed.value;
+});
+
 /** Flags in `--help` order. Each can also be set by its environment variable; a flag wins over the variable. */
 export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
   {
@@ -157,6 +185,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: 'true|false: record Kubernetes Events for cluster transitions',
   },
   {
+    flag: 'cluster-profile-namespaces',
+    env: 'MCO_CLUSTER_PROFILE_NAMESPACES',
+    default: '',
+    help: 'comma-separated namespaces whose ClusterProfiles are the inventory; others are ignored (empty: all)',
+  },
+  {
     flag: 'allow-cross-namespace-workloads',
     env: 'MCO_ALLOW_CROSS_NAMESPACE_WORKLOADS',
     default: 'false',
@@ -207,6 +241,7 @@ const RawSchema = z.object({
   'watch-idle-timeout': duration(1000, 86_400_000),
   'request-timeout': duration(100, 600_000),
   events: bool,
+  'cluster-profile-namespaces': namespaceList,
   'allow-cross-namespace-workloads': bool,
   'log-level': z.enum(['debug', 'info', 'warn', 'error']),
   'shutdown-timeout': duration(0, 600_000),
@@ -236,11 +271,11 @@ export interface ControllerConfig {
   readonly requestTimeoutMs: number;
   readonly events: boolean;
   readonly allowCrossNamespaceWorkloads: boolean;
+  /** Namespaces whose ClusterProfiles are read; empty: every namespace. */
+  readonly clusterProfileNamespaces: readonly string[];
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   readonly shutdownTimeoutMs: number;
 }
-
-export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
 
 /**
  * Turns flag values (from `node:util` parseArgs, strings) and the environment
@@ -299,6 +334,7 @@ export function parseControllerConfig(
       requestTimeoutMs: v['request-timeout'],
       events: v.events,
       allowCrossNamespaceWorkloads: v['allow-cross-namespace-workloads'],
+      clusterProfileNamespaces: v['cluster-profile-namespaces'],
       logLevel: v['log-level'],
       shutdownTimeoutMs: v['shutdown-timeout'],
     },

@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { createLogger } from '@mco/runtime';
 import { CLUSTER_PROFILES, createListWatch, Informer, PLACEMENT_DECISIONS, type KubeObject } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import type { Controller } from '../src/index.js';
 import { FakeSignalSource, LEASE_NAME, LEASE_NAMESPACE, waitFor, describeWithHub } from './support.js';
 import { counterValue, testController, useControllerHub } from './support-controller.js';
@@ -196,7 +197,10 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
   it('relists when the apiserver answers a watch from an expired resourceVersion with 410 Gone', async () => {
     await env.fleet.namespace('gone');
     for (let i = 0; i < 3; i++) await env.fleet.createProfile('gone', `g${i}`);
-    const real = createListWatch<KubeObject>(env.hub.controllerKubeConfig(), CLUSTER_PROFILES);
+    const real = createListWatch<KubeObject>(
+      kubeClientFromKubeConfig(env.hub.controllerKubeConfig()),
+      CLUSTER_PROFILES,
+    );
     const asked: string[] = [];
     // The first watch asks for resourceVersion 1, as after a long disconnection: long compacted away.
     const informer = new Informer<KubeObject>({
@@ -237,7 +241,9 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
   it('the watchdog relists when a watch delivers nothing for the idle timeout', async () => {
     const informer = new Informer<KubeObject>({
       name: 'quiet',
-      listWatch: createListWatch(env.hub.controllerKubeConfig(), PLACEMENT_DECISIONS, { labelSelector: 'quiet=yes' }),
+      listWatch: createListWatch(kubeClientFromKubeConfig(env.hub.controllerKubeConfig()), PLACEMENT_DECISIONS, {
+        labelSelector: 'quiet=yes',
+      }),
       idleTimeoutMs: 1_000,
     });
     informer.start();

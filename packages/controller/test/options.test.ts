@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { controllerFlagsHelp, CONTROLLER_FLAGS, parseControllerConfig, parseDuration } from '../src/index.js';
+import {
+  controllerFlagsHelp,
+  CONTROLLER_FLAGS,
+  parseControllerConfig,
+  parseDuration,
+  parseNamespaceList,
+} from '../src/index.js';
 
 describe('parseDuration', () => {
   it.each([
@@ -12,6 +18,22 @@ describe('parseDuration', () => {
     ['s', undefined],
     ['-1s', undefined],
   ])('%s is %s ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
+});
+
+describe('parseNamespaceList', () => {
+  it.each([
+    { name: 'an empty text is every namespace', text: '', want: { ok: true, value: [] } },
+    {
+      name: 'a list is trimmed, sorted and de-duplicated',
+      text: ' team-b,fleet, ,team-b',
+      want: { ok: true, value: ['fleet', 'team-b'] },
+    },
+    {
+      name: 'an entry that is not a DNS-1123 label is named',
+      text: 'fleet,../x',
+      want: { ok: false, error: '"../x" is not a namespace name (DNS-1123 label)' },
+    },
+  ])('$name', ({ text, want }) => expect(parseNamespaceList(text)).toEqual(want));
 });
 
 describe('parseControllerConfig', () => {
@@ -40,6 +62,7 @@ describe('parseControllerConfig', () => {
       requestTimeoutMs: 30_000,
       events: true,
       allowCrossNamespaceWorkloads: false,
+      clusterProfileNamespaces: [],
       logLevel: 'info',
       shutdownTimeoutMs: 20_000,
     });
@@ -87,6 +110,10 @@ describe('parseControllerConfig', () => {
     {
       flags: { 'leader-election-namespace': 'Not_A_Name' },
       error: /^--leader-election-namespace \(MCO_LEADER_ELECTION_NAMESPACE\)/,
+    },
+    {
+      flags: { 'cluster-profile-namespaces': 'fleet,Team_A' },
+      error: /^--cluster-profile-namespaces \(MCO_CLUSTER_PROFILE_NAMESPACES\): "Team_A" is not a namespace name/,
     },
   ])('rejects $flags naming the flag and its variable', ({ flags, error }) => {
     const result = parseControllerConfig(flags, {});

@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import { connectionFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, silentLogger, type CapacitySignalSource } from '@mco/runtime';
 import type { ControlPlaneOptions } from '@mco/testkit';
 import { afterAll, afterEach, beforeAll } from 'vitest';
@@ -28,7 +29,7 @@ export function testController(
 ): Controller {
   const { sources, ...rest } = options;
   return createController({
-    kubeConfig,
+    hub: connectionFromKubeConfig(kubeConfig),
     logger: process.env.MCO_TEST_LOGS ? createLogger({ level: 'debug' }) : silentLogger,
     workers: 2,
     signalPollIntervalMs: 300,

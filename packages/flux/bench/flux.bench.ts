@@ -19,11 +19,11 @@ import {
   SECRETS,
   createListWatch,
   createObjectWriter,
-  requestOptions,
   type KubeObject,
   type ObjectWriter,
   type Resource,
 } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import { controlPlaneSkipReason, sharedCrdsDir, startControlPlane } from '@mco/testkit';
 import {
   INPUT_PROVIDERS,
@@ -114,18 +114,19 @@ try {
       writes++;
     },
   });
+  const hubClient = kubeClientFromKubeConfig(hub);
   const informers: Informer<KubeObject>[] = [];
   const informer = <T extends KubeObject>(
     resource: Resource,
     scope: { namespace?: string; labelSelector?: string },
   ) => {
-    const i = new Informer<T>({ name: resource.plural, listWatch: createListWatch<T>(hub, resource, scope) });
+    const i = new Informer<T>({ name: resource.plural, listWatch: createListWatch<T>(hubClient, resource, scope) });
     informers.push(i as unknown as Informer<KubeObject>);
     return i;
   };
   const kind = (resource: Resource, labelSelector?: string) => ({
     cache: informer(resource, { namespace: NS, ...(labelSelector ? { labelSelector } : {}) }),
-    writer: counted(createObjectWriter(hub, resource, { fieldManager: 'mco-flux' })),
+    writer: counted(createObjectWriter(hubClient, resource, { fieldManager: 'mco-flux' })),
   });
   const templates: FluxTemplate[] = names.map((name) => ({
     placement: { namespace: 'apps', name },

@@ -9,8 +9,10 @@ import {
   createObjectWriter,
   type InformerTuning,
   type KubeObject,
+  type ListWatchScope,
   type Resource,
 } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { McoError, silentLogger, type Logger } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL } from './names.js';
@@ -37,6 +39,8 @@ export interface FluxDeliveryOptions {
   readonly refreshBeforeMs?: number;
   readonly resyncMs?: number;
   readonly logger?: Logger;
+  /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
+  readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
 }
@@ -66,24 +70,22 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     );
   }
   const manager = options.manager ?? DEFAULT_MANAGER;
-  const { kubeConfig, namespace } = options;
+  const { namespace } = options;
+  const hub = kubeClientFromKubeConfig(options.kubeConfig);
   const informers: Informer<KubeObject>[] = [];
-  const informer = <T extends KubeObject>(
-    resource: Resource,
-    scope: { namespace?: string; labelSelector?: string },
-  ): Informer<T> => {
-    const created = createInformer<T>(kubeConfig, resource, { logger, tuning: options.informers, scope });
+  const informer = <T extends KubeObject>(resource: Resource, scope: ListWatchScope): Informer<T> => {
+    const created = createInformer<T>(hub, resource, { logger, tuning: options.informers, scope });
     informers.push(created as unknown as Informer<KubeObject>);
     return created;
   };
   const ownedOnly = `${MANAGED_BY_LABEL}=${manager}`;
   const kind = (resource: Resource, labelSelector?: string): OwnedKind => ({
     cache: informer(resource, { namespace, ...(labelSelector ? { labelSelector } : {}) }),
-    writer: createObjectWriter(kubeConfig, resource, { fieldManager: manager }),
+    writer: createObjectWriter(hub, resource, { fieldManager: manager }),
   });
 
   const placements = informer<Placement>(PLACEMENTS, {});
-  const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, {});
+  const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, { namespaces: options.clusterProfileNamespaces });
   const sync = createFluxSync({
     placements,
     clusterProfiles,

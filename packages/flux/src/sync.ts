@@ -42,9 +42,14 @@ export interface FluxSyncOptions {
   /** Absent when helm-controller (its CRD) is not installed: no HelmRelease templates then. */
   readonly helmReleases?: OwnedKind;
   readonly secrets: OwnedKind;
-  /** Access to a ClusterProfile's cluster (`createClusterAccess(...).accessFor`); rejects when there is none. */
+  /**
+   * Access to a ClusterProfile's cluster (`(p, peers) => createClusterAccess(...).accessFor(p, undefined, peers)`);
+   * rejects when there is none or the profile is refused (server, proxy, TLS, or an older profile
+   * among `peers` names the same server): the cluster's kubeconfig Secret is then kept as it is.
+   */
   readonly resolveAccess: (
     profile: ClusterProfile,
+    peers: readonly ClusterProfile[],
   ) => Promise<
     Pick<ClusterAccess, 'server' | 'caData' | 'tlsServerName' | 'proxyUrl' | 'insecureSkipTlsVerify' | 'getCredential'>
   >;
@@ -137,12 +142,13 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         }
       }
     }
+    const peers = profiles.list();
     await Promise.all(
       [...clusterKeys].map(async (key) => {
         const profile = profiles.get(key);
         if (!profile || profile.metadata.deletionTimestamp) return;
         try {
-          endpoints.set(key, await options.resolveAccess(profile));
+          endpoints.set(key, await options.resolveAccess(profile, peers));
         } catch (error) {
           accessErrors.set(key, toMcoError(error).message);
         }

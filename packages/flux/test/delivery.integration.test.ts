@@ -14,8 +14,10 @@ import {
 } from '@kubernetes/client-node';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
+  eventually as waitFor,
   describeWithControlPlane,
   loadYamlObjects,
   parseYamlDocuments,
@@ -60,16 +62,8 @@ const cluster = (name: string, extra: Record<string, unknown> = {}) => ({
   ...extra,
 });
 
-async function eventually<T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  let last: T | undefined;
-  for (;;) {
-    last = await probe().catch(() => undefined as T);
-    if (last !== undefined && accept(last)) return last;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; last: ${JSON.stringify(last)}`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const eventually = <T>(what: string, probe: () => Promise<T>, accept: (value: T) => boolean, timeoutMs = 30_000) =>
+  waitFor(what, probe, accept, timeoutMs, 100);
 
 /** Runs a program without blocking the event loop. */
 function run(command: string, args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
@@ -227,8 +221,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       await setPlacement('other', { clusters: [] });
 
       const access = createClusterAccess({
-        providers: { providers: [{ name: 'test-exec', execConfig }] },
-        hubKubeConfig: hub,
+        // The test member listens on loopback, which a provider reaches only when it names it.
+        providers: { providers: [{ name: 'test-exec', execConfig, allowedServers: ['https://127.0.0.1'] }] },
+        hub: connectionFromKubeConfig(hub),
       });
       options = {
         kubeConfig: fluxKubeConfig,
@@ -466,6 +461,55 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       expect(await secret(kubeconfigSecretName('fleet', 'east'))).not.toBeNull();
       expect(await secret(kubeconfigSecretName('fleet', 'west'))).not.toBeNull();
       rmSync(join(dir, 'broken'));
+      await setPlacement('other', { clusters: [] });
+    });
+
+    it('keeps the kubeconfig Secret of a placed profile that turns hostile as it was, and never writes the hostile server', async () => {
+      const name = kubeconfigSecretName('fleet', 'east');
+      const server = (s: V1Secret | null) =>
+        s &&
+        (JSON.parse(Buffer.from(s.data!.value!, 'base64').toString()) as {
+          clusters: { cluster: { server: string } }[];
+        });
+      await setPlacement('other', { clusters: [cluster('east')] });
+      await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
+        accessProviders: [{ name: 'test-exec', cluster: { server: 'https://kubernetes.default.svc' } }],
+      });
+      // The profile change starts a pass; east is refused before its credential plugin runs.
+      const refusing = await eventually(
+        'a pass refusing east',
+        async () => delivery!.sync.last,
+        (last) => (last?.credentialFailures ?? 0) > 0,
+      );
+      const first = await secret(name);
+      // Another pass (a placement change), still refusing: the Secret is not touched.
+      await setPlacement('other', { clusters: [cluster('east', { lastTransitionTime: '2026-01-02T00:00:00Z' })] });
+      await eventually(
+        'a later pass refusing east',
+        async () => delivery!.sync.last,
+        (last) => last !== refusing && (last?.credentialFailures ?? 0) > 0,
+      );
+      const second = await secret(name);
+      expect({
+        resourceVersion: second?.metadata?.resourceVersion,
+        server: server(second)?.clusters[0]?.cluster.server,
+      }).toEqual({ resourceVersion: first?.metadata?.resourceVersion, server: plane.members.member!.server });
+      await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
+        accessProviders: [
+          {
+            name: 'test-exec',
+            cluster: {
+              server: plane.members.member!.server,
+              'certificate-authority-data': plane.members.member!.caData,
+            },
+          },
+        ],
+      });
+      await eventually(
+        'east served again',
+        async () => delivery!.sync.last,
+        (last) => last?.credentialFailures === 0,
+      );
       await setPlacement('other', { clusters: [] });
     });
 

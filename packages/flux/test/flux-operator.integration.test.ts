@@ -12,7 +12,8 @@ import {
 } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   describeWithControlPlane,
   parseYamlDocuments,
@@ -194,7 +195,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       await setPlacement({ clusters: [cluster('one'), cluster('two')] });
 
       // The real sync, in Operator mode only: no templates.
-      const access = createClusterAccess({ providers: { providers }, hubKubeConfig: hub });
+      const access = createClusterAccess({ providers: { providers }, hub: connectionFromKubeConfig(hub) });
       delivery = startFluxDelivery({
         kubeConfig: hub,
         namespace: FLUX_NS,

@@ -25,7 +25,8 @@ import {
 } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
-import { CLUSTER_PROFILES, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   describeWithControlPlane,
   preparedTool,
@@ -241,6 +242,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           command: script,
           args: [plane.members[name]!.token('admin')],
         },
+        // The test members listen on loopback, which a provider reaches only when it names it.
+        allowedServers: ['https://127.0.0.1'],
       }));
       await plane.hub.apply(
         ['one', 'two'].map((name) => ({
@@ -268,7 +271,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       ]);
       await setPlacement({ clusters: [cluster('one')] });
 
-      const access = createClusterAccess({ providers: { providers }, hubKubeConfig: hub });
+      const access = createClusterAccess({ providers: { providers }, hub: connectionFromKubeConfig(hub) });
       delivery = startFluxDelivery({
         kubeConfig: hub,
         namespace: FLUX_NS,

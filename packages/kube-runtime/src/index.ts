@@ -1,5 +1,7 @@
 // The public API of @mco/kube-runtime: the Kubernetes machinery the controller
-// and every delivery adapter share (docs/architecture.md).
+// and every delivery adapter share (docs/architecture.md). Nothing here loads
+// @kubernetes/client-node; the bridges for code that still uses it are in
+// `@mco/kube-runtime/client-node`.
 export {
   Informer,
   objectKey,
@@ -23,11 +25,42 @@ export {
   SECRETS,
   createInformer,
   createListWatch,
-  requestOptions,
+  objectPath,
+  resourcePath,
   type InformerTuning,
-  type RequestOptions,
+  type ListWatchScope,
   type Resource,
 } from './kube.js';
+export {
+  KubeApiError,
+  KubeClient,
+  type KubeClientOptions,
+  type KubeRequest,
+  type PatchType,
+  type Query,
+  type WatchHandlers,
+} from './client.js';
+export {
+  loadKubeConfig,
+  SERVICE_ACCOUNT_DIR,
+  type LoadedKubeConfig,
+  type LoadKubeConfigOptions,
+} from './kubeconfig.js';
+export {
+  parseExecCredential,
+  redactTokens,
+  runExecPlugin,
+  type ExecClusterInfo,
+  type ExecConfig,
+  type ExecPluginOptions,
+} from './exec-plugin.js';
+export {
+  abortable,
+  createCachedCredential,
+  type CachedCredential,
+  type CachedCredentialOptions,
+} from './cached-credential.js';
+export type { Credential, KubeConnection } from '@mco/runtime';
 export { jsonEqual } from './equal.js';
 export { WriteOverlay } from './overlay.js';
 export {

@@ -1,11 +1,27 @@
 import { performance } from 'node:perf_hooks';
-import { CoordinationV1Api, V1MicroTime, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { httpStatusOf, silentLogger, type Logger } from '@mco/runtime';
-import { requestOptions } from './kube.js';
+import type { KubeClient } from './client.js';
 import { WakeableSleep } from './sleep.js';
 
+/** The fields of a coordination.k8s.io/v1 Lease the elector reads and writes. */
+interface Lease {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  spec?: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    /** MicroTime: RFC 3339 with 6 fractional digits (3 are rejected). */
+    acquireTime?: string;
+    renewTime?: string;
+    leaseTransitions?: number;
+    [key: string]: unknown;
+  };
+  [key: string]: unknown;
+}
+
 export interface LeaderElectionOptions {
-  readonly kubeConfig: KubeConfig;
+  readonly client: KubeClient;
   readonly namespace: string;
   readonly name: string;
   /** Unique per replica, e.g. the pod name plus a random suffix. */
@@ -33,8 +49,8 @@ export interface LeaderElectionOptions {
  * takes over at once.
  */
 export class LeaderElector {
-  private readonly api: CoordinationV1Api;
-  private readonly kubeConfig: KubeConfig;
+  private readonly client: KubeClient;
+  private readonly path: string;
   private readonly namespace: string;
   private readonly name: string;
   readonly identity: string;
@@ -50,15 +66,15 @@ export class LeaderElector {
   /** Monotonic time (performance.now()) the last successful renewal was sent: wall-clock steps cannot stretch a term. */
   private lastRenewAt = 0;
   private observed: { resourceVersion: string | undefined; at: number } | undefined;
-  private lease: V1Lease | undefined;
+  private lease: Lease | undefined;
   private stopped = false;
   private loop: Promise<void> | undefined;
   private readonly sleeper = new WakeableSleep();
   private transitions = 0;
 
   constructor(options: LeaderElectionOptions) {
-    this.kubeConfig = options.kubeConfig;
-    this.api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+    this.client = options.client;
+    this.path = `/apis/coordination.k8s.io/v1/namespaces/${encodeURIComponent(options.namespace)}/leases`;
     this.namespace = options.namespace;
     this.name = options.name;
     this.identity = options.identity;
@@ -151,23 +167,23 @@ export class LeaderElector {
     // is judged on the monotonic clock from when this replica saw the Lease change.
     const now = Date.now();
     const seen = performance.now();
-    const options = requestOptions(this.kubeConfig, Math.max(1_000, this.retryPeriodMs));
-    let lease: V1Lease;
+    const options = { timeoutMs: Math.max(1_000, this.retryPeriodMs) };
+    let lease: Lease;
     try {
-      lease = await this.api.readNamespacedLease({ namespace: this.namespace, name: this.name }, options);
+      lease = await this.client.get<Lease>(`${this.path}/${encodeURIComponent(this.name)}`, options);
     } catch (error) {
       if (httpStatusOf(error) !== 404) {
         this.logger.warn('cannot read the lease', { error });
         return false;
       }
       try {
-        this.lease = await this.api.createNamespacedLease(
+        this.lease = await this.client.create<Lease>(
+          this.path,
           {
-            namespace: this.namespace,
-            body: {
-              metadata: { name: this.name, namespace: this.namespace },
-              spec: this.spec(now, 0, new V1MicroTime(now)),
-            },
+            apiVersion: 'coordination.k8s.io/v1',
+            kind: 'Lease',
+            metadata: { name: this.name, namespace: this.namespace },
+            spec: this.spec(now, 0, microTime(now)),
           },
           options,
         );
@@ -194,13 +210,10 @@ export class LeaderElector {
     lease.spec = this.spec(
       now,
       acquiring ? transitions + 1 : transitions,
-      acquiring ? new V1MicroTime(now) : toMicroTime(lease.spec?.acquireTime, now),
+      acquiring ? microTime(now) : (lease.spec?.acquireTime ?? microTime(now)),
     );
     try {
-      this.lease = await this.api.replaceNamespacedLease(
-        { namespace: this.namespace, name: this.name, body: lease },
-        options,
-      );
+      this.lease = await this.client.replace<Lease>(`${this.path}/${encodeURIComponent(this.name)}`, lease, options);
       this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: seen };
       this.noteHolder(this.identity);
       return true;
@@ -210,14 +223,14 @@ export class LeaderElector {
     }
   }
 
-  private spec(now: number, leaseTransitions: number, acquireTime: V1MicroTime): V1Lease['spec'] {
+  private spec(now: number, leaseTransitions: number, acquireTime: string): Lease['spec'] {
     return {
       holderIdentity: this.identity,
       // Rounded up: a written term shorter than the renew deadline would let a
       // standby take over while this replica still acts as leader.
       leaseDurationSeconds: Math.max(1, Math.ceil(this.leaseDurationMs / 1000)),
       acquireTime,
-      renewTime: new V1MicroTime(now),
+      renewTime: microTime(now),
       leaseTransitions,
     };
   }
@@ -226,21 +239,20 @@ export class LeaderElector {
   private async release(): Promise<void> {
     if (!this.lease) return;
     const now = Date.now();
-    const lease: V1Lease = {
+    const lease: Lease = {
       ...this.lease,
       spec: {
         ...this.lease.spec,
         holderIdentity: '',
         leaseDurationSeconds: 1,
-        renewTime: new V1MicroTime(now),
-        acquireTime: toMicroTime(this.lease.spec?.acquireTime, now),
+        renewTime: microTime(now),
+        acquireTime: this.lease.spec?.acquireTime ?? microTime(now),
       },
     };
     try {
-      await this.api.replaceNamespacedLease(
-        { namespace: this.namespace, name: this.name, body: lease },
-        requestOptions(this.kubeConfig, Math.max(1_000, this.retryPeriodMs)),
-      );
+      await this.client.replace(`${this.path}/${encodeURIComponent(this.name)}`, lease, {
+        timeoutMs: Math.max(1_000, this.retryPeriodMs),
+      });
       this.logger.info('released the lease');
       this.noteHolder('');
     } catch (error) {
@@ -249,8 +261,7 @@ export class LeaderElector {
   }
 }
 
-/** A Lease time as read back (a Date or a string, depending on the client's deserializer). */
-function toMicroTime(value: unknown, fallback: number): V1MicroTime {
-  const ms = value instanceof Date ? value.getTime() : typeof value === 'string' ? Date.parse(value) : NaN;
-  return new V1MicroTime(Number.isNaN(ms) ? fallback : ms);
+/** A MicroTime: the API server rejects a Lease time with fewer than 6 fractional digits. */
+function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }

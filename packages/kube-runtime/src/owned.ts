@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
 import { httpStatusOf } from '@mco/runtime';
+import type { KubeClient } from './client.js';
 import type { KubeObject } from './informer.js';
-import { requestOptions, type Resource } from './kube.js';
+import { objectPath, type Resource } from './kube.js';
 
 /**
  * Annotation on every object an owned-object sync writes: a digest of what it
@@ -129,58 +129,30 @@ export interface ObjectWriterOptions {
   readonly requestTimeoutMs?: number;
 }
 
-/**
- * An `ObjectWriter` for one resource. Custom resources go through the
- * custom-objects API; of the core group, Secrets and ConfigMaps (what
- * adapters write beside their custom resources).
- */
-export function createObjectWriter(
-  kubeConfig: KubeConfig,
-  resource: Resource,
-  options: ObjectWriterOptions,
-): ObjectWriter {
-  const timeout = options.requestTimeoutMs ?? 30_000;
-  const apply = () => requestOptions(kubeConfig, timeout, PatchStrategy.ServerSideApply);
-  const plain = () => requestOptions(kubeConfig, timeout);
-  const ssa = { fieldManager: options.fieldManager, force: true };
-  const preconditions = (o: KubeObject) => ({
-    preconditions: { uid: o.metadata?.uid, resourceVersion: o.metadata?.resourceVersion },
-  });
-  const ignoreNotFound = (error: unknown) => {
-    if (httpStatusOf(error) !== 404) throw error;
-  };
-  const name = (o: KubeObject) => ({ namespace: o.metadata?.namespace ?? '', name: o.metadata?.name ?? '' });
-  if (resource.group === '') {
-    const core = kubeConfig.makeApiClient(CoreV1Api);
-    if (resource.plural === 'secrets') {
-      return {
-        apply: async (o) =>
-          (await core.patchNamespacedSecret({ ...name(o), body: o, ...ssa }, apply())) as unknown as KubeObject,
-        delete: (o) =>
-          core
-            .deleteNamespacedSecret({ ...name(o), body: preconditions(o) }, plain())
-            .then(() => undefined, ignoreNotFound),
-      };
-    }
-    if (resource.plural === 'configmaps') {
-      return {
-        apply: async (o) =>
-          (await core.patchNamespacedConfigMap({ ...name(o), body: o, ...ssa }, apply())) as unknown as KubeObject,
-        delete: (o) =>
-          core
-            .deleteNamespacedConfigMap({ ...name(o), body: preconditions(o) }, plain())
-            .then(() => undefined, ignoreNotFound),
-      };
-    }
-    throw new Error(`createObjectWriter: core resource "${resource.plural}" is not supported (secrets, configmaps)`);
-  }
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
+/** An `ObjectWriter` for one namespaced resource (a custom resource, or core Secrets and ConfigMaps). */
+export function createObjectWriter(client: KubeClient, resource: Resource, options: ObjectWriterOptions): ObjectWriter {
+  const timeoutMs = options.requestTimeoutMs ?? 30_000;
+  const path = (o: KubeObject) => objectPath(resource, o.metadata?.namespace ?? '', o.metadata?.name ?? '');
   return {
-    apply: async (o) =>
-      (await custom.patchNamespacedCustomObject({ ...resource, ...name(o), body: o, ...ssa }, apply())) as KubeObject,
+    apply: (o) =>
+      client.patch<KubeObject>(path(o), 'apply', o, {
+        query: { fieldManager: options.fieldManager, force: true },
+        timeoutMs,
+      }),
     delete: (o) =>
-      custom
-        .deleteNamespacedCustomObject({ ...resource, ...name(o), body: preconditions(o) }, plain())
-        .then(() => undefined, ignoreNotFound),
+      client
+        .delete(
+          path(o),
+          { preconditions: { uid: o.metadata?.uid, resourceVersion: o.metadata?.resourceVersion } },
+          {
+            timeoutMs,
+          },
+        )
+        .then(
+          () => undefined,
+          (error: unknown) => {
+            if (httpStatusOf(error) !== 404) throw error;
+          },
+        ),
   };
 }

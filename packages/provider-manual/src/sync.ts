@@ -1,5 +1,5 @@
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { requestOptions, type RequestOptions } from '@mco/kube-runtime';
+import { requestOptions, type RequestOptions } from '@mco/kube-runtime/client-node';
 import {
   CLUSTER_MANAGER_LABEL,
   CLUSTER_PROFILE_API_VERSION,

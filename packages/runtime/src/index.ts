@@ -11,6 +11,7 @@ export {
 export { RepeatLimiter } from './repeats.js';
 export { McoError, toMcoError, httpStatusOf, type McoErrorCode } from './errors.js';
 export { readBoundedJson } from './http.js';
+export type { Credential, KubeConnection } from './kube-connection.js';
 export type {
   CapacitySignalSource,
   InventoryProvider,
@@ -18,6 +19,7 @@ export type {
   PluginDeps,
   PluginKind,
   PluginModule,
+  SignalSourceDeps,
   SignalError,
   SignalObservation,
   SignalRequest,

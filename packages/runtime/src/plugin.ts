@@ -4,17 +4,30 @@ import type { ClusterProfile, PlacementSpec } from '@mco/core';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
 import type { McoErrorCode } from './errors.js';
+import type { KubeConnection } from './kube-connection.js';
 import type { Logger } from './logger.js';
 
 /** What the mco app hands to every plugin it creates. */
-export interface PluginDeps {
+interface BasePluginDeps {
   readonly logger: Logger;
-  /** Access to the hub cluster. */
-  readonly kubeConfig: KubeConfig;
   /** Register the plugin's metrics here; they appear on the app's /metrics. */
   readonly metrics: Registry;
   /** The clock; tests pass a fake one. */
   readonly now: () => Date;
+}
+
+/** What an inventory provider is given: access to the hub as a client-node `KubeConfig`. */
+export interface PluginDeps extends BasePluginDeps {
+  readonly kubeConfig: KubeConfig;
+}
+
+/**
+ * What a capacity-signal source is given: the hub as a `KubeConnection`, so
+ * that the controller, which runs the sources, never loads a Kubernetes client
+ * library (docs/performance.md).
+ */
+export interface SignalSourceDeps extends BasePluginDeps {
+  readonly hub: KubeConnection;
 }
 
 export type PluginKind = 'inventory' | 'signals';
@@ -24,12 +37,12 @@ export type PluginKind = 'inventory' | 'signals';
  * schema for its configuration, and a factory. Importing the package has no
  * side effects; the mco app registers it in one list.
  */
-export interface PluginModule<Kind extends PluginKind, Config, Instance> {
+export interface PluginModule<Kind extends PluginKind, Config, Instance, Deps = PluginDeps> {
   readonly kind: Kind;
   /** Unique among plugins of its kind: lower-case words and dashes. */
   readonly name: string;
   readonly configSchema: z.ZodType<Config>;
-  create(config: Config, deps: PluginDeps): Instance;
+  create(config: Config, deps: Deps): Instance;
 }
 
 /** What a capacity-signal source is asked about: one placement and its listed clusters. */
@@ -92,5 +105,10 @@ export interface InventoryProvider {
   run(abort: AbortSignal): Promise<void>;
 }
 
-export type SignalSourceModule<Config = unknown> = PluginModule<'signals', Config, CapacitySignalSource>;
+export type SignalSourceModule<Config = unknown> = PluginModule<
+  'signals',
+  Config,
+  CapacitySignalSource,
+  SignalSourceDeps
+>;
 export type InventoryProviderModule<Config = unknown> = PluginModule<'inventory', Config, InventoryProvider>;

@@ -12,6 +12,9 @@ export const KubernetesSignalsConfigSchema = z
     providers: ProviderFileSchema.shape.providers
       .optional()
       .describe('The providers inline, instead of providersFile.'),
+    kubeconfigSecrets: ProviderFileSchema.shape.kubeconfigSecrets.describe(
+      "Servers, proxies and TLS settings a ClusterProfile's kubeconfig Secret may use (default: the provider file's).",
+    ),
     qps: z.number().positive().max(1000).default(5).describe("Requests per second to each member cluster's API."),
     burst: z.number().int().min(1).max(1000).default(10).describe('Burst of requests to each member cluster.'),
     timeoutSeconds: z

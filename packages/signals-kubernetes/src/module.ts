@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { createClusterAccess, parseProviderFile, type ProviderConfig } from '@mco/cluster-access';
+import { createClusterAccess, parseProviderFile, type ProviderConfig, type ServerPolicy } from '@mco/cluster-access';
 import { McoError, type SignalSourceModule } from '@mco/runtime';
 import { KubernetesSignalsConfigSchema, type KubernetesSignalsConfig } from './config.js';
 import { SOURCE_NAME, createKubernetesSignalSource } from './source.js';
@@ -11,6 +11,7 @@ export const kubernetesSignalsModule: SignalSourceModule<KubernetesSignalsConfig
   configSchema: KubernetesSignalsConfigSchema,
   create(config, deps) {
     let providers: readonly ProviderConfig[] = config.providers ?? [];
+    let kubeconfigSecrets: ServerPolicy | undefined = config.kubeconfigSecrets;
     if (config.providersFile) {
       let text: string;
       try {
@@ -20,12 +21,15 @@ export const kubernetesSignalsModule: SignalSourceModule<KubernetesSignalsConfig
           cause: error,
         });
       }
-      providers = parseProviderFile(text, config.providersFile).providers;
+      const file = parseProviderFile(text, config.providersFile);
+      providers = file.providers;
+      kubeconfigSecrets ??= file.kubeconfigSecrets;
     }
     const logger = deps.logger.child({ source: SOURCE_NAME });
     const access = createClusterAccess({
       providers,
-      hubKubeConfig: deps.kubeConfig,
+      hub: deps.hub,
+      ...(kubeconfigSecrets ? { kubeconfigSecrets } : {}),
       qps: config.qps,
       burst: config.burst,
       now: deps.now,

@@ -1,15 +1,6 @@
-import {
-  AppsV1Api,
-  AutoscalingV2Api,
-  CoreV1Api,
-  type CoreV1Event,
-  type V1Deployment,
-  type V1LabelSelector,
-  type V1Pod,
-  type V2HorizontalPodAutoscaler,
-} from '@kubernetes/client-node';
 import type { ClusterAccessManager, MemberClusterClient } from '@mco/cluster-access';
 import type { Signal } from '@mco/core';
+import type { Query } from '@mco/kube-runtime';
 import {
   McoError,
   httpStatusOf,
@@ -25,6 +16,7 @@ import {
 } from '@mco/runtime';
 
 import type { KubernetesSignalsConfig } from './config.js';
+import type { CoreEvent, Deployment, HorizontalPodAutoscaler, LabelSelector, Pod } from './kube-types.js';
 
 export const SOURCE_NAME = 'kubernetes';
 
@@ -65,7 +57,7 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
         },
         async ({ key, profile }, details, signal): Promise<ClusterObservation> => {
           const client = await access.clientFor(profile, signal);
-          // Credentials first, inside this cluster's budget (client-node would fetch them unbounded).
+          // Credentials first, inside this cluster's budget (the first request would fetch them unbounded).
           await client.access.getCredential(signal);
           const namespace = details.namespace ?? request.placement.namespace;
           return observeWorkload(client, key, namespace, details.deploymentName, details.hpaName, signal);
@@ -86,16 +78,17 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
   ): Promise<ClusterObservation> {
     const observedAt = now();
     const problems: Problem[] = [];
-    const autoscaling = client.api(AutoscalingV2Api, signal);
-    const apps = client.api(AppsV1Api, signal);
-    const core = client.api(CoreV1Api, signal);
+    const ns = `namespaces/${encodeURIComponent(namespace)}`;
+    const get = <T>(path: string, query?: Query) => client.client.get<T>(path, { signal, ...(query ? { query } : {}) });
 
     const [hpa, deployment] = await Promise.all([
       attempt(problems, `HorizontalPodAutoscaler ${namespace}/${hpaName}`, () =>
-        autoscaling.readNamespacedHorizontalPodAutoscaler({ name: hpaName, namespace }),
+        get<HorizontalPodAutoscaler>(
+          `/apis/autoscaling/v2/${ns}/horizontalpodautoscalers/${encodeURIComponent(hpaName)}`,
+        ),
       ),
       attempt(problems, `Deployment ${namespace}/${deploymentName}`, () =>
-        apps.readNamespacedDeployment({ name: deploymentName, namespace }),
+        get<Deployment>(`/apis/apps/v1/${ns}/deployments/${encodeURIComponent(deploymentName)}`),
       ),
     ]);
     const selector = deployment?.spec?.selector ? labelSelectorString(deployment.spec.selector) : undefined;
@@ -103,8 +96,8 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
       selector === undefined
         ? undefined
         : attempt(problems, `pods of Deployment ${namespace}/${deploymentName}`, () =>
-            listAll<V1Pod>(
-              (cont) => core.listNamespacedPod({ namespace, labelSelector: selector, limit: 500, _continue: cont }),
+            listAll<Pod>(
+              (cont) => get(`/api/v1/${ns}/pods`, { labelSelector: selector, limit: 500, continue: cont }),
               config.maxPods,
               'pods',
             ),
@@ -112,13 +105,12 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
       attempt(problems, `events in namespace ${namespace}`, async () => {
         const lists = await Promise.all(
           config.eventReasons.map((reason) =>
-            listAll<CoreV1Event>(
+            listAll<CoreEvent>(
               (cont) =>
-                core.listNamespacedEvent({
-                  namespace,
+                get(`/api/v1/${ns}/events`, {
                   fieldSelector: `reason=${reason},involvedObject.kind=Pod`,
                   limit: 500,
-                  _continue: cont,
+                  continue: cont,
                 }),
               config.maxEvents,
               'events',
@@ -161,7 +153,7 @@ async function attempt<T>(problems: Problem[], what: string, read: () => Promise
   }
 }
 
-/** A short message: client-node's own carries the whole response, headers included. */
+/** A short message: the HTTP status and the Status message, never the whole response. */
 export function describeError(error: unknown, what: string): Problem {
   if (error instanceof McoError) return { code: error.code, message: `${what}: ${error.message}` };
   const status = httpStatusOf(error);
@@ -182,7 +174,7 @@ export function describeError(error: unknown, what: string): Problem {
 }
 
 async function listAll<T>(
-  page: (cont: string | undefined) => Promise<{ items: T[]; metadata?: { _continue?: string } }>,
+  page: (cont: string | undefined) => Promise<{ items: T[]; metadata?: { continue?: string } }>,
   max: number,
   what: string,
 ): Promise<T[]> {
@@ -192,12 +184,12 @@ async function listAll<T>(
     const list = await page(cont);
     items.push(...list.items);
     if (items.length > max) throw new McoError('Invalid', `more than ${max} ${what}; raise the limit`, false);
-    cont = list.metadata?._continue || undefined;
+    cont = list.metadata?.continue || undefined;
   } while (cont);
   return items;
 }
 
-export function hpaSignal(hpa: V2HorizontalPodAutoscaler): NonNullable<Signal['hpa']> {
+export function hpaSignal(hpa: HorizontalPodAutoscaler): NonNullable<Signal['hpa']> {
   const limited = hpa.status?.conditions?.find((c) => c.type === 'ScalingLimited');
   const status = limited?.status;
   return {
@@ -218,7 +210,7 @@ export function hpaSignal(hpa: V2HorizontalPodAutoscaler): NonNullable<Signal['h
  * (a rollout or a cold start is not a failure); otherwise unknown.
  */
 export function deploymentHealth(
-  deployment: V1Deployment,
+  deployment: Deployment,
   now: Date,
   unavailableAfterSeconds: number,
 ): boolean | undefined {
@@ -235,7 +227,7 @@ export function deploymentHealth(
 }
 
 /** `source.component` on core/v1; `reportingComponent` is events.k8s.io/v1's `reportingController`. */
-function reportedBy(event: CoreV1Event, reporter: string): boolean {
+function reportedBy(event: CoreEvent, reporter: string): boolean {
   return event.source?.component === reporter || event.reportingComponent === reporter;
 }
 
@@ -243,7 +235,7 @@ function reportedBy(event: CoreV1Event, reporter: string): boolean {
  * The last time the event was seen, in milliseconds (0 when it carries no time).
  * The creation time is only a fallback: a recorder may write an old event late.
  */
-export function eventTime(event: CoreV1Event): number {
+export function eventTime(event: CoreEvent): number {
   const ms = (t: Date | string | undefined | null) => (t ? new Date(t).getTime() : NaN);
   const seen = [ms(event.series?.lastObservedTime), ms(event.lastTimestamp), ms(event.eventTime)].filter(
     Number.isFinite,
@@ -256,7 +248,7 @@ export function eventTime(event: CoreV1Event): number {
 }
 
 /** A Deployment selector as a label-selector query string. */
-export function labelSelectorString(selector: V1LabelSelector): string {
+export function labelSelectorString(selector: LabelSelector): string {
   const parts = Object.entries(selector.matchLabels ?? {})
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([k, v]) => `${k}=${v}`);

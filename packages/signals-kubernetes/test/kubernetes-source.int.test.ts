@@ -52,6 +52,8 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     providers.push({
       name: 'test-tokens',
       execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo: true },
+      // The test members listen on loopback, which a provider reaches only when it names it.
+      allowedServers: ['https://127.0.0.1'],
     });
     // A member that accepts connections and never answers, and one that refuses them.
     blackhole = createServer((socket) => sockets.push(socket));
@@ -193,7 +195,12 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
 
   const source = (registry = new Registry(), timeoutSeconds = 10) =>
     createKubernetesSignalSource({
-      access: createClusterAccess({ providers, hubKubeConfig: cp.hub.kubeConfigFor('admin'), now }),
+      access: createClusterAccess({
+        providers,
+        hub: cp.hub.connectionFor('admin'),
+        kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
+        now,
+      }),
       config: KubernetesSignalsConfigSchema.parse({ timeoutSeconds }),
       metrics: registry,
       now,

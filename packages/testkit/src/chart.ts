@@ -1,9 +1,9 @@
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterHandle } from './control-plane.js';
 import { loadYamlObjects } from './objects.js';
 import { requireTool } from './tools.js';
@@ -30,6 +30,18 @@ export function renderChart(values: Readonly<Record<string, string>>): Kubernete
   }
 }
 
+/** `helm template mco apps/mco/chart` with extra arguments; resolves to {code, stdout, stderr} without throwing. */
+export function helmTemplate(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(
+      requireTool('helm'),
+      ['template', 'mco', join(REPO, 'apps', 'mco', 'chart'), '--namespace', RELEASE_NAMESPACE, ...args],
+      { encoding: 'utf8' },
+      (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+    );
+  });
+}
+
 /** A kubeconfig authenticated as a ServiceAccount (TokenRequest API), so it has exactly that account's RBAC. */
 export async function serviceAccountKubeConfig(
   hub: ClusterHandle,
@@ -51,4 +63,48 @@ export async function serviceAccountKubeConfig(
     currentContext: user,
   });
   return kc;
+}
+
+/** One authorization question: [verb, group, resource (`plural[/subresource]`), namespace ('' = cluster-wide), name?]. */
+export type AccessCheck = readonly [string, string, string, string, string?];
+
+/** A readable key of a check: `patch clusterprofiles.multicluster.x-k8s.io/status in fleet`. */
+export function accessCheckKey([verb, group, resource, namespace, name]: AccessCheck): string {
+  return `${verb} ${resource}${group ? `.${group}` : ''}${name ? `/${name}` : ''} in ${namespace || '(cluster)'}`;
+}
+
+/**
+ * Asks the API server, by SubjectAccessReview (as `kubectl auth can-i --as=...`
+ * does), what the ServiceAccount `namespace/name` may do; keyed by accessCheckKey.
+ */
+export async function serviceAccountAccess(
+  hub: ClusterHandle,
+  namespace: string,
+  name: string,
+  checks: readonly AccessCheck[],
+): Promise<Record<string, boolean>> {
+  const authz = hub.adminKubeConfig().makeApiClient(AuthorizationV1Api);
+  const results: Record<string, boolean> = {};
+  for (const check of checks) {
+    const [verb, group, resource, checkNamespace, objectName] = check;
+    const [plural, subresource] = resource.split('/');
+    const review = await authz.createSubjectAccessReview({
+      body: {
+        spec: {
+          user: `system:serviceaccount:${namespace}:${name}`,
+          groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+          resourceAttributes: {
+            verb,
+            group,
+            resource: plural,
+            ...(subresource ? { subresource } : {}),
+            ...(checkNamespace ? { namespace: checkNamespace } : {}),
+            ...(objectName ? { name: objectName } : {}),
+          },
+        },
+      },
+    });
+    results[accessCheckKey(check)] = review.status!.allowed;
+  }
+  return results;
 }

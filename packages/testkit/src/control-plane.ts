@@ -38,6 +38,15 @@ export interface StopOptions {
   readonly kill?: boolean;
 }
 
+/** A `KubeConnection` (@mco/runtime) with a fixed bearer token; declared here so the testkit needs no @mco package. */
+export interface TokenConnection {
+  readonly server: string;
+  readonly caData: string;
+  readonly insecureSkipTlsVerify: false;
+  getCredential(): Promise<{ token: string }>;
+  invalidate(): void;
+}
+
 export interface ClusterHandle {
   /** `hub` or the member's name. */
   readonly name: string;
@@ -53,6 +62,8 @@ export interface ClusterHandle {
   adminKubeConfig(): KubeConfig;
   /** A kubeconfig for a token user; its kubeconfig user is named `<cluster>-<user>` (distinct per cluster). */
   kubeConfigFor(user: string, namespace?: string): KubeConfig;
+  /** The same as a `KubeConnection` of @mco/runtime (for @mco/kube-runtime's own client). */
+  connectionFor(user: string): TokenConnection;
   /**
    * A raw HTTPS request (for what typed clients do not cover: Table output,
    * /openapi/v3, health endpoints), as `user` (default `admin`).
@@ -293,6 +304,17 @@ class Apiserver implements ClusterHandle {
       currentContext: userName,
     });
     return kc;
+  }
+
+  connectionFor(user: string): TokenConnection {
+    const token = this.token(user);
+    return {
+      server: this.server,
+      caData: this.caData,
+      insecureSkipTlsVerify: false,
+      getCredential: () => Promise.resolve({ token }),
+      invalidate: () => {},
+    };
   }
 
   request(path: string, options: RawRequestOptions & { readonly user?: string } = {}): Promise<RawResponse> {

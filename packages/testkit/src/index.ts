@@ -6,11 +6,20 @@ export {
   DEFAULT_USERS,
   startControlPlane,
   type ClusterHandle,
+  type TokenConnection,
   type ControlPlane,
   type ControlPlaneOptions,
   type StopOptions,
 } from './control-plane.js';
-export { RELEASE_NAMESPACE, renderChart, serviceAccountKubeConfig } from './chart.js';
+export {
+  RELEASE_NAMESPACE,
+  accessCheckKey,
+  helmTemplate,
+  renderChart,
+  serviceAccountAccess,
+  serviceAccountKubeConfig,
+  type AccessCheck,
+} from './chart.js';
 export { apiErrorOf, type ApiErrorInfo, type RawRequestOptions, type RawResponse } from './http.js';
 export {
   applyObjects,
@@ -24,4 +33,5 @@ export {
   type RequestTarget,
 } from './objects.js';
 export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
+export { eventually } from './wait.js';
 export { controlPlaneSkipReason, describeWithControlPlane, sharedCrdsDir, type RequirementOptions } from './vitest.js';

@@ -4,9 +4,12 @@ import { describe } from 'vitest';
 import { controlPlaneAvailability, ENABLE_HINT } from './binaries.js';
 import { PREPARE_HINT, preparedTool } from './tools.js';
 
-/** `../shared/crds` beside the repository (third-party CRDs, test data), or undefined when absent. */
-export function sharedCrdsDir(): string | undefined {
-  const dir = fileURLToPath(new URL('../../../../shared/crds', import.meta.url));
+/**
+ * `../shared/crds` beside the repository (third-party CRDs, test data), or
+ * `$MCO_SHARED_CRDS` (a git worktree sits elsewhere), or undefined when absent.
+ */
+export function sharedCrdsDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const dir = env.MCO_SHARED_CRDS || fileURLToPath(new URL('../../../../shared/crds', import.meta.url));
   return existsSync(dir) ? dir : undefined;
 }
 

@@ -41,3 +41,19 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- define "mco.lockRoleName" -}}
 {{- printf "%s.%s.leader-election" (include "mco.fullname" .) .Release.Namespace }}
 {{- end }}
+
+{{/*
+`--cluster-profile-namespaces` of every Deployment that reads ClusterProfiles:
+profiles outside clusterProfileNamespaces are ignored (empty: every namespace).
+*/}}
+{{- define "mco.clusterProfileNamespaces" -}}
+{{- join "," .Values.clusterProfileNamespaces }}
+{{- end }}
+
+{{/*
+Namespaces the inventory providers write ClusterProfiles in: inventory.namespaces,
+else clusterProfileNamespaces. Non-empty: Roles there instead of a ClusterRole.
+*/}}
+{{- define "mco.inventory.namespaces" -}}
+{{- join "," (default .Values.clusterProfileNamespaces .Values.inventory.namespaces) }}
+{{- end }}

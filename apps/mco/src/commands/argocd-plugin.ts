@@ -1,7 +1,16 @@
 import { parseArgs } from 'node:util';
 import { startArgoCdDelivery } from '@mco/argocd';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { McoError, createLogger } from '@mco/runtime';
-import { KUBECONFIG_HELP, loadKubeConfig, parseListenAddress, UsageError, type Command } from '../cli.js';
+import {
+  CLUSTER_PROFILE_NAMESPACES_HELP,
+  parseClusterProfileNamespaces,
+  KUBECONFIG_HELP,
+  loadHub,
+  parseListenAddress,
+  UsageError,
+  type Command,
+} from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
 
@@ -17,7 +26,6 @@ const MOVED_FLAGS = [
 
 export const argocdPluginCommand: Command = {
   name: 'argocd-plugin',
-  summary: 'Serve the Argo CD ApplicationSet plugin generator (read-only)',
   usage: `Usage: mco argocd-plugin --token-file <path> [options]
 
 Serves Argo CD's ApplicationSet plugin generator (POST /api/v1/getparams.execute)
@@ -34,9 +42,11 @@ Options:
   --kubeconfig <path>              ${KUBECONFIG_HELP}
   --access-providers <a,b>         access provider names, in order, for the "server" output
                                    (default: the provider file's order, else the first with a server)
-  --provider-file <path>           Cluster Inventory access-provider config; only its
-                                   provider names are used (the default of --access-providers)
+  --provider-file <path>           Cluster Inventory access-provider config; only its provider
+                                   names (the default of --access-providers) and server bounds
+                                   (allowedServers...: "server" is null where the syncer refuses) are used
   --max-body-bytes <n>             largest request body accepted (default 65536)
+  --cluster-profile-namespaces <a,b> ${CLUSTER_PROFILE_NAMESPACES_HELP}
   --log-level <level>              debug, info, warn or error (default info)
   -h, --help                       show this help
 
@@ -58,6 +68,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'access-providers': { type: 'string' },
         'provider-file': { type: 'string' },
         'max-body-bytes': { type: 'string' },
+        'cluster-profile-namespaces': { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -69,6 +80,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
     if (!values['token-file']) throw new UsageError('missing --token-file <path>: the plugin has no default token');
     const level = parseLogLevel(values['log-level']);
+    const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = parseListenAddress(values.listen ?? values['http-address'] ?? '0.0.0.0:4355');
     const maxBodyBytes = values['max-body-bytes'] === undefined ? undefined : Number(values['max-body-bytes']);
     if (maxBodyBytes !== undefined && !(Number.isInteger(maxBodyBytes) && maxBodyBytes >= 1024)) {
@@ -76,17 +88,17 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-plugin' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
-    const providerNames =
-      parseAccessProviders(values['access-providers']) ??
-      (values['provider-file']
-        ? (await readProviderFile(values['provider-file'])).providers.map((p) => p.name)
-        : undefined);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
+    const providers = values['provider-file'] ? (await readProviderFile(values['provider-file'])).providers : undefined;
+    const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.map((p) => p.name);
 
     const delivery = await startArgoCdDelivery({
       kubeConfig,
       logger,
+      clusterProfileNamespaces,
+      ...(providers ? { serverPolicies: providers } : {}),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
       plugin: {
         host: listen.host,

@@ -2,15 +2,23 @@ import { parseArgs } from 'node:util';
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
 import { Registry } from 'prom-client';
-import { KUBECONFIG_HELP, loadKubeConfig, parseListenAddress, UsageError, type Command } from '../cli.js';
+import {
+  CLUSTER_PROFILE_NAMESPACES_HELP,
+  parseClusterProfileNamespaces,
+  KUBECONFIG_HELP,
+  loadHub,
+  parseListenAddress,
+  UsageError,
+  type Command,
+} from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
 
 export const argocdSyncCommand: Command = {
   name: 'argocd-sync',
-  summary: 'Refresh Argo CD ApplicationSets and/or sync ClusterProfiles to Argo CD cluster Secrets',
   usage: `Usage: mco argocd-sync (--refresh-applicationsets | --sync-cluster-secrets) [options]
 
 The writing half of the Argo CD integration, apart from the plugin server
@@ -33,6 +41,7 @@ Options:
   --secret-manager <value>         managed-by label value of mco's Secrets (default mco-argocd-cluster-sync);
                                    unique among live syncers (a Lease in the Argo CD namespace)
   --secret-sync-concurrency <n>    cluster Secrets refreshed (credential plugins run) at once (default 16)
+  --cluster-profile-namespaces <a,b> ${CLUSTER_PROFILE_NAMESPACES_HELP}
   --listen <host:port>             address of /healthz, /readyz and /metrics (default 0.0.0.0:8082)
   --kubeconfig <path>              ${KUBECONFIG_HELP}
   --log-level <level>              debug, info, warn or error (default info)
@@ -52,6 +61,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'access-providers': { type: 'string' },
         'secret-manager': { type: 'string' },
         'secret-sync-concurrency': { type: 'string' },
+        'cluster-profile-namespaces': { type: 'string' },
         listen: { type: 'string' },
         kubeconfig: { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
@@ -79,22 +89,25 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       throw new UsageError('--sync-cluster-secrets needs --provider-file <path> (how to obtain credentials)');
     }
     const level = parseLogLevel(values['log-level']);
+    const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = parseListenAddress(values.listen ?? '0.0.0.0:8082');
     const argocdNamespace = values['argocd-namespace'];
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-sync' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
     const providers = values['provider-file'] ? await readProviderFile(values['provider-file']) : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.providers.map((p) => p.name);
 
     let secretSync: ArgoCdDeliveryOptions['secretSync'];
     if (sync && providers) {
       const refreshBeforeMs = 5 * 60_000;
-      const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
+      const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
       secretSync = {
         namespace: argocdNamespace,
-        resolveAccess: (profile) => access.accessFor(profile),
+        // Every cached profile is a peer: a profile naming an older one's server is refused.
+        resolveAccess: (profile, peers) => access.accessFor(profile, undefined, peers),
         forgetAccess: (key) => access.forget(key),
         refreshBeforeMs,
         ...(values['secret-manager'] ? { manager: values['secret-manager'] } : {}),
@@ -108,6 +121,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const delivery = await startArgoCdDelivery({
       kubeConfig,
       logger,
+      clusterProfileNamespaces,
+      ...(providers ? { serverPolicies: providers.providers } : {}),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
       ...(refresh ? { refresh: applicationSetNamespace ? { namespace: applicationSetNamespace } : {} } : {}),
       ...(secretSync ? { secretSync } : {}),

@@ -20,15 +20,8 @@ import {
 } from '@mco/provider-manual';
 import { McoError, toMcoError } from '@mco/runtime';
 import { stringify } from 'yaml';
-import {
-  explainFailure,
-  KUBECONFIG_HELP,
-  loadKubeConfig,
-  UsageError,
-  parseOrThrow,
-  type Command,
-  type Io,
-} from '../cli.js';
+import { explainFailure, KUBECONFIG_HELP, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
+import { loadKubeConfig } from '../client-node-hub.js';
 import {
   changeTaints,
   CORDON_TAINT,
@@ -102,8 +95,6 @@ manager, 2 bad usage or an invalid clusters file (the message names the field).`
 
 export const clustersCommand: Command = {
   name: 'clusters',
-  summary:
-    'Declare member clusters as ClusterProfiles (apply, from-kubeconfig, list); take them out of service (taint, cordon, drain)',
   usage: USAGE,
   async run(argv, io) {
     const { values, positionals } = parseArgs({

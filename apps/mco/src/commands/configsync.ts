@@ -3,14 +3,20 @@ import { hostname } from 'node:os';
 import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
 import { startConfigSyncDelivery } from '@mco/configsync';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
-import { loadKubeConfig, UsageError, type Command } from '../cli.js';
+import {
+  CLUSTER_PROFILE_NAMESPACES_HELP,
+  parseClusterProfileNamespaces,
+  loadHub,
+  UsageError,
+  type Command,
+} from '../cli.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const configsyncCommand: Command = {
   name: 'configsync',
-  summary: 'Deliver placements with Config Sync: a RepoSync or RootSync on every placed member cluster',
   usage: `Usage: mco configsync [options]
 
 For every MultiKubernetesClusterPlacement annotated with a Config Sync template
@@ -28,6 +34,7 @@ Options:
   --member-timeout <seconds>       deadline of one member request (default 15)
   --status-interval <seconds>      how often members' sync status is read again (default 60)
   --leader-elect                   run only while holding a Lease (several replicas)
+  --cluster-profile-namespaces <a,b> ${CLUSTER_PROFILE_NAMESPACES_HELP}
   --leader-election-namespace <ns> namespace of the Lease (default mco-system)
   --log-level <level>              debug, info, warn or error (default info)
   -h, --help                       show this help
@@ -43,6 +50,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'member-timeout': { type: 'string', default: '15' },
         'status-interval': { type: 'string', default: '60' },
         'leader-elect': { type: 'boolean', default: false },
+        'cluster-profile-namespaces': { type: 'string' },
         'leader-election-namespace': { type: 'string', default: 'mco-system' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
@@ -62,6 +70,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       return n;
     };
     const workers = positive('workers');
+    const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const memberTimeoutMs = positive('member-timeout') * 1000;
     const statusIntervalMs = positive('status-interval') * 1000;
 
@@ -80,11 +89,13 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       }
     }
     const logger = createLogger({ level, write: io.stderr });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, logger });
+    const hub = loadHub(values.kubeconfig);
+    const kubeConfig = toClientNodeKubeConfig(hub);
+    const access = createClusterAccess({ providers, hub, logger });
     const delivery = startConfigSyncDelivery({
       kubeConfig,
       access,
+      clusterProfileNamespaces,
       logger,
       workers,
       memberTimeoutMs,

@@ -1,5 +1,4 @@
 import { parseArgs } from 'node:util';
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   CONTROLLER_FLAGS,
   controllerFlagsHelp,
@@ -8,10 +7,11 @@ import {
   SignalSourcesFileSchema,
   startHealthServer,
 } from '@mco/controller';
-import { createLogger, type CapacitySignalSource, type Logger } from '@mco/runtime';
+import { createLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
-import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
-import { createPlugins, signalSources as signalSourceModules } from '../plugins.js';
+import { loadHub, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { createPlugins } from '../plugins.js';
+import { signalSources as signalSourceModules } from '../signal-sources.js';
 import {
   checkHubAccess,
   CLUSTER_PROFILES,
@@ -22,7 +22,6 @@ import {
 
 export const controllerCommand: Command = {
   name: 'controller',
-  summary: 'Run the hub controller: decide every placement and write its status and PlacementDecisions',
   usage: `Usage: mco controller [options]
 
 Watches ClusterProfiles and MultiKubernetesClusterPlacements in the hub
@@ -65,17 +64,17 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     const config = parsed.value;
     const logger = createLogger({ level: config.logLevel, write: io.stderr }).child({ component: 'mco-controller' });
 
-    const kubeConfig = loadKubeConfig(config.kubeconfig);
+    const hub = loadHub(config.kubeconfig);
     const registry = new Registry();
-    const sources = await createSignalSources(config.signalSourcesFile, kubeConfig, registry, logger);
+    const sources = await createSignalSources(config.signalSourcesFile, hub, registry, logger);
     // The files are valid; hub problems (unreachable, no CRD, no RBAC, no Lease namespace) end the start-up in one line.
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES, PLACEMENT_DECISIONS]);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES, PLACEMENT_DECISIONS]);
     if (config.leaderElection) {
-      await ensureLeaseNamespace(kubeConfig, config.leaderElection.namespace, config.leaderElection.name, logger);
+      await ensureLeaseNamespace(hub, config.leaderElection.namespace, config.leaderElection.name, logger);
     }
 
     const controller = createController({
-      kubeConfig,
+      hub,
       logger,
       registry,
       defaultMetrics: true,
@@ -87,6 +86,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
       defaultSignalSource: sources.defaultSource,
       signalSourceNamespaces: sources.namespaces,
       allowCrossNamespaceWorkloads: config.allowCrossNamespaceWorkloads,
+      clusterProfileNamespaces: config.clusterProfileNamespaces,
       signalPollIntervalMs: config.signalPollIntervalMs,
       signalTimeoutMs: config.signalTimeoutMs,
       inventoryLoss: config.inventoryLoss,
@@ -134,7 +134,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
 /** Creates the named signal sources of the --signal-sources file with the registered plugins. */
 export async function createSignalSources(
   file: string | undefined,
-  kubeConfig: KubeConfig,
+  hub: KubeConnection,
   metrics: Registry,
   logger: Logger,
 ): Promise<{
@@ -148,7 +148,7 @@ export async function createSignalSources(
     signalSourceModules,
     document.sources,
     (index) => `${file}: sources[${index}]`,
-    (entry) => ({ logger: logger.child({ signalSource: entry.name }), kubeConfig, metrics, now: () => new Date() }),
+    (entry) => ({ logger: logger.child({ signalSource: entry.name }), hub, metrics, now: () => new Date() }),
   );
   if (document.defaultSource !== undefined && !byName.has(document.defaultSource)) {
     throw new UsageError(`${file}: defaultSource "${document.defaultSource}" is not among the sources`);

@@ -4,7 +4,6 @@ import { UsageError, parseOrThrow, readDocument, type Command } from '../cli.js'
 
 export const decideCommand: Command = {
   name: 'decide',
-  summary: 'Evaluate one placement against a fleet snapshot and print the decision as JSON',
   usage: `Usage: mco decide -f <input.(json|yaml)>
 
 Evaluates one placement with the @mco/core engine and prints one JSON document:

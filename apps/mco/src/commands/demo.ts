@@ -7,7 +7,6 @@ import { parseSeed, runScenario } from './simulate.js';
 
 export const demoCommand: Command = {
   name: 'demo',
-  summary: 'See mco work without a cluster: a simulated regional GPU stockout (prints a timeline, writes a report)',
   usage: `Usage: mco demo [--report <out.html>] [--seed <n>] [--quiet]
 
 Runs the built-in GPU-stockout scenario (examples/scenarios/gpu-stockout.yaml)

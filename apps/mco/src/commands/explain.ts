@@ -1,12 +1,11 @@
 import { parseArgs } from 'node:util';
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import {
   clusterKey,
   compilePlacementSpec,
+  crossNamespaceWorkload,
   DecisionInputSchema,
   explain,
-  PLACEMENT_GROUP,
   SignalSchema,
   type ClusterProfile,
   type DecideInput,
@@ -14,13 +13,23 @@ import {
   type PlacementStatus,
   type Signal,
 } from '@mco/core';
-import { createLogger } from '@mco/runtime';
-import { loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command, type Io } from '../cli.js';
+import { CLUSTER_PROFILES, KubeClient, objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
+import { createLogger, type KubeConnection } from '@mco/runtime';
+import {
+  loadHub,
+  parseClusterProfileNamespaces,
+  parseOrThrow,
+  readDocument,
+  UsageError,
+  type Command,
+  type Io,
+} from '../cli.js';
 import { createSignalSources } from './controller.js';
 
 const USAGE = `Usage:
   mco explain -f <input.(json|yaml)> [-o table|json]
-  mco explain NAME [-n <namespace>] [--kubeconfig <path>] [--context <name>] [--signal-sources <file>] [-o table|json]
+  mco explain NAME [-n <namespace>] [--kubeconfig <path>] [--context <name>] [--signal-sources <file>]
+                   [--allow-cross-namespace-workloads] [-o table|json]
 
 Explains one evaluation of a placement (docs/api.md, "Explaining a decision"):
 for every ClusterProfile, whether it is eligible or the first thing that
@@ -33,7 +42,11 @@ engine's own evaluation: its verdict is exactly what "mco decide" decides.
 -f reads an "mco decide" input file. NAME reads the placement and the
 ClusterProfiles live from the hub, and the signals of its listed clusters from
 the capacity-signal source the controller would ask (--signal-sources, the
-controller's file); nothing is written.
+controller's file); nothing is written. Like the controller, it applies tenant
+isolation: a workload outside the placement's namespace makes the spec invalid
+(CrossNamespaceWorkload) unless --allow-cross-namespace-workloads is given (give
+it when the controller runs with it), and a source whose placementNamespaces
+leave out the placement's namespace is not asked.
 
 Options:
   -f, --file <path>          "mco decide" input, JSON or YAML ("-" reads stdin)
@@ -41,6 +54,10 @@ Options:
       --kubeconfig <path>    hub kubeconfig (default: $KUBECONFIG or ~/.kube/config)
       --context <name>       hub context (default: the current context)
       --signal-sources <f>   the controller's signal sources file (without it: no signals)
+      --allow-cross-namespace-workloads
+                             as the controller's flag: no tenant isolation (live only)
+      --cluster-profile-namespaces <a,b>
+                             as the controller's flag: only ClusterProfiles in these namespaces (default: all)
   -o, --output <format>      table (default) or json
   -h, --help                 show this help
 
@@ -48,7 +65,6 @@ Exit codes: 0 explained, 1 the hub could not be read, 2 bad usage or input.`;
 
 export const explainCommand: Command = {
   name: 'explain',
-  summary: 'Explain why a placement is (not) on each cluster, from a decide input file or live from the hub',
   usage: USAGE,
   async run(argv, io) {
     const { values, positionals } = parseArgs({
@@ -61,6 +77,8 @@ export const explainCommand: Command = {
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
         'signal-sources': { type: 'string' },
+        'allow-cross-namespace-workloads': { type: 'boolean' },
+        'cluster-profile-namespaces': { type: 'string' },
         output: { type: 'string', short: 'o' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -85,13 +103,15 @@ export const explainCommand: Command = {
         signals: doc.signals,
       };
     } else {
-      const kubeConfig = loadKubeConfig(values.kubeconfig, values.context);
+      const hub = loadHub(values.kubeconfig, values.context);
       try {
         input = await readLive(
-          kubeConfig,
+          hub,
           values.namespace ?? 'default',
           positionals[0]!,
           values['signal-sources'],
+          values['allow-cross-namespace-workloads'] !== true,
+          parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
           io,
         );
       } catch (error) {
@@ -109,59 +129,74 @@ export const explainCommand: Command = {
 /**
  * The snapshot the controller would decide on, read once without informers:
  * the placement, every ClusterProfile, and the signals of the listed clusters
- * from the placement's signal source.
+ * from the placement's signal source, under the controller's tenant isolation.
  */
 async function readLive(
-  kubeConfig: KubeConfig,
+  hub: KubeConnection,
   namespace: string,
   name: string,
   signalSourcesFile: string | undefined,
+  isolated: boolean,
+  clusterProfileNamespaces: readonly string[],
   io: Io,
 ): Promise<DecideInput> {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const placement = (await api.getNamespacedCustomObject({
-    group: PLACEMENT_GROUP,
-    version: 'v1alpha1',
-    namespace,
-    plural: 'multikubernetesclusterplacements',
-    name,
-  })) as {
+  const client = new KubeClient(hub);
+  let placement: {
     metadata: { name: string; namespace: string; generation?: number };
     spec?: unknown;
     status?: PlacementStatus;
   };
-  const profiles = (
-    (await api.listClusterCustomObject({
-      group: 'multicluster.x-k8s.io',
-      version: 'v1alpha1',
-      plural: 'clusterprofiles',
-    })) as { items: ClusterProfile[] }
-  ).items;
+  let profiles: ClusterProfile[];
+  try {
+    placement = await client.get(objectPath(PLACEMENTS, namespace, name));
+    profiles = (await client.get<{ items: ClusterProfile[] }>(resourcePath(CLUSTER_PROFILES))).items.filter(
+      (p) => clusterProfileNamespaces.length === 0 || clusterProfileNamespaces.includes(p.metadata.namespace),
+    );
+  } finally {
+    client.close();
+  }
   const now = new Date();
-  const signals = await observeSignals(kubeConfig, placement, profiles, signalSourcesFile, io);
-  return { now, placement, clusterProfiles: profiles, signals };
+  const signals = await observeSignals(hub, placement, profiles, signalSourcesFile, isolated, io);
+  return {
+    now,
+    placement,
+    clusterProfiles: profiles,
+    signals,
+    ...(isolated ? { requireWorkloadInPlacementNamespace: true } : {}),
+  };
 }
 
 async function observeSignals(
-  kubeConfig: KubeConfig,
+  hub: KubeConnection,
   placement: { metadata: { name: string; namespace: string }; spec?: unknown; status?: PlacementStatus },
   profiles: readonly ClusterProfile[],
   file: string | undefined,
+  isolated: boolean,
   io: Io,
 ): Promise<Signal[]> {
   const compiled = compilePlacementSpec(placement.spec);
   const autoscale = compiled.ok ? compiled.value.spec.scaling?.autoscaleForCapacity : undefined;
   if (!compiled.ok || !autoscale) return [];
+  // The controller never observes another namespace's workload: the engine reports the spec invalid.
+  if (isolated && crossNamespaceWorkload(compiled.value.spec, placement.metadata.namespace)) return [];
   if (!file) {
     io.stderr('mco explain: no --signal-sources given: every signal reads as missing\n');
     return [];
   }
   const logger = createLogger({ level: 'warn', write: io.stderr });
-  const sources = await createSignalSources(file, kubeConfig, new Registry(), logger);
+  const sources = await createSignalSources(file, hub, new Registry(), logger);
   try {
     const name = autoscale.signalSource ?? sources.defaultSource;
     const source = name === undefined ? undefined : sources.byName.get(name);
     if (!source) throw new UsageError(`${file}: no signal source "${name ?? '(default)'}" for this placement`);
+    const allowed = sources.namespaces.get(name!);
+    if (allowed && !allowed.includes(placement.metadata.namespace)) {
+      // As the controller: the source is not asked, so every signal reads as missing.
+      io.stderr(
+        `mco explain: signal source "${name}" does not serve namespace "${placement.metadata.namespace}" (its placementNamespaces): every signal reads as missing\n`,
+      );
+      return [];
+    }
     const byKey = new Map(profiles.map((p) => [clusterKey(p.metadata.namespace, p.metadata.name), p]));
     const clusters = (placement.status?.clusters ?? []).flatMap((c) => {
       const key = clusterKey(c.namespace, c.name);

@@ -2,16 +2,24 @@ import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { FluxTemplatesFileSchema, startFluxDelivery } from '@mco/flux';
+import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
-import { KUBECONFIG_HELP, loadKubeConfig, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import {
+  CLUSTER_PROFILE_NAMESPACES_HELP,
+  parseClusterProfileNamespaces,
+  KUBECONFIG_HELP,
+  loadHub,
+  parseOrThrow,
+  readDocument,
+  UsageError,
+  type Command,
+} from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const fluxCommand: Command = {
   name: 'flux',
-  summary:
-    'Keep Flux input providers or rendered Kustomizations/HelmReleases, and kubeconfig Secrets, per placed cluster',
   usage: `Usage: mco flux --provider-file <path> (--input-providers | --templates <path>) [options]
 
 Delivers what mco's placements decide through Flux (see docs/flux.md). In the
@@ -29,6 +37,8 @@ Options:
   --flux-namespace <ns>    Flux's namespace (default flux-system)
   --no-helm-releases       do not watch HelmReleases (only where helm-controller is not installed)
   --manager <value>        managed-by label value and field manager (default mco-flux)
+  --cluster-profile-namespaces <a,b>
+                           ${CLUSTER_PROFILE_NAMESPACES_HELP}
   --kubeconfig <path>      ${KUBECONFIG_HELP}
   --log-level <level>      debug, info, warn or error (default info)
   -h, --help               show this help
@@ -44,6 +54,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'flux-namespace': { type: 'string', default: 'flux-system' },
         'no-helm-releases': { type: 'boolean', default: false },
         manager: { type: 'string' },
+        'cluster-profile-namespaces': { type: 'string' },
         kubeconfig: { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
@@ -56,6 +67,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
     const level = values['log-level'] as LogLevel;
     if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     if (!values['provider-file']) {
       throw new UsageError('missing --provider-file <path>: the kubeconfig Secrets need credentials');
     }
@@ -85,17 +97,20 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-flux' });
-    const kubeConfig = loadKubeConfig(values.kubeconfig);
-    await checkHubAccess(kubeConfig, [PLACEMENTS, CLUSTER_PROFILES]);
+    const hub = loadHub(values.kubeconfig);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    const kubeConfig = toClientNodeKubeConfig(hub);
     const refreshBeforeMs = 5 * 60_000;
-    const access = createClusterAccess({ providers, hubKubeConfig: kubeConfig, refreshBeforeMs, logger });
+    const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
     const delivery = startFluxDelivery({
       kubeConfig,
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
       templates,
       helmReleases: !values['no-helm-releases'],
-      resolveAccess: (profile) => access.accessFor(profile),
+      // Every cached profile is a peer: a profile naming an older one's server is refused.
+      resolveAccess: (profile, peers) => access.accessFor(profile, undefined, peers),
+      clusterProfileNamespaces,
       refreshBeforeMs,
       ...(values.manager ? { manager: values.manager } : {}),
       logger,

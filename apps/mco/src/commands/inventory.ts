@@ -5,17 +5,11 @@ import { startHealthServer } from '@mco/controller';
 import { createLogger, type InventoryProvider, type InventoryProviderModule, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import {
-  KUBECONFIG_HELP,
-  loadKubeConfig,
-  parseListenAddress,
-  parseOrThrow,
-  readDocument,
-  UsageError,
-  type Command,
-} from '../cli.js';
+import { KUBECONFIG_HELP, parseListenAddress, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { loadKubeConfig } from '../client-node-hub.js';
 import { assertUniqueOwnership } from '../ownership.js';
-import { createPlugins, importPluginModule, inventoryProviders, type PluginEntry } from '../plugins.js';
+import { inventoryProviders } from '../inventory-providers.js';
+import { createPlugins, importPluginModule, type PluginEntry } from '../plugins.js';
 
 export const InventoryFileSchema = z.strictObject({
   providers: z
@@ -102,7 +96,6 @@ export async function runInventoryProviders(
 
 export const inventoryCommand: Command = {
   name: 'inventory',
-  summary: 'Run inventory providers that keep the hub ClusterProfiles in step (manual, GKE fleet, ...)',
   usage: `Usage: mco inventory --config <providers.yaml> [options]
 
 Runs the configured inventory providers until SIGTERM or SIGINT. Each keeps

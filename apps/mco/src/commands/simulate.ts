@@ -37,7 +37,6 @@ export async function runScenario(
 
 export const simulateCommand: Command = {
   name: 'simulate',
-  summary: 'Run a placement through a simulated fleet and compare it with baselines (HTML report)',
   usage: `Usage: mco simulate <scenario.(yaml|json)> [--report <out.html>] [--seed <n>] [--quiet]
 
 Simulates a day (or any span) of a GPU fleet at accelerated time: clusters

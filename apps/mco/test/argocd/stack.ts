@@ -205,6 +205,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         command: plugin,
         args: [plane.members[m]!.token('admin')],
       },
+      // The test members listen on loopback, which a provider reaches only when it names it.
+      allowedServers: [plane.members[m]!.server],
     }));
     writeFileSync(join(dir, 'providers.yaml'), JSON.stringify({ providers }));
 

@@ -1,16 +1,19 @@
 import { spawn } from 'node:child_process';
-import { McoError } from '@mco/runtime';
-import type { ExecConfig } from './provider-file.js';
+import { McoError, type Credential } from '@mco/runtime';
 
-/** What a credential plugin hands back; at least a token or a client certificate with its key. */
-export interface Credential {
-  readonly token?: string;
-  /** PEM. */
-  readonly clientCertificateData?: string;
-  /** PEM. */
-  readonly clientKeyData?: string;
-  /** When the plugin said the credential expires; absent: valid until a 401 invalidates it. */
-  readonly expiresAt?: Date;
+/**
+ * clientcmd ExecConfig: how to run a credential plugin (kubectl's
+ * `users[].user.exec`). @mco/cluster-access validates it with a zod schema;
+ * `loadKubeConfig` checks the fields it reads.
+ */
+export interface ExecConfig {
+  readonly apiVersion: 'client.authentication.k8s.io/v1' | 'client.authentication.k8s.io/v1beta1';
+  readonly command: string;
+  readonly args?: readonly string[] | null | undefined;
+  readonly env?: readonly { readonly name: string; readonly value: string }[] | null | undefined;
+  readonly provideClusterInfo?: boolean | undefined;
+  readonly interactiveMode?: 'Never' | 'IfAvailable' | 'Always' | undefined;
+  readonly installHint?: string | undefined;
 }
 
 /** The cluster as passed to a plugin in `KUBERNETES_EXEC_INFO` (clientcmd's ExecCredentialSpec.cluster). */
@@ -26,8 +29,10 @@ export interface ExecClusterInfo {
 }
 
 export interface ExecPluginOptions {
-  /** Names the access provider in errors. */
+  /** Names the access provider in errors (`access provider "<name>"`), or what `what` says. */
   readonly provider: string;
+  /** How errors name the plugin's owner instead, e.g. `kubeconfig user "admin"`. */
+  readonly owner?: string;
   readonly cluster?: ExecClusterInfo;
   /** Default 20 s; the plugin is killed after it. */
   readonly timeoutMs?: number;
@@ -64,7 +69,7 @@ export function redactTokens(text: string): string {
  * command; they never contain the plugin's standard output (it holds the token).
  */
 export function runExecPlugin(exec: ExecConfig, options: ExecPluginOptions): Promise<Credential> {
-  const what = `access provider "${options.provider}": credential plugin "${exec.command}"`;
+  const what = `${options.owner ?? `access provider "${options.provider}"`}: credential plugin "${exec.command}"`;
   if (exec.interactiveMode === 'Always') {
     return Promise.reject(
       new McoError('Unauthorized', `${what} needs a terminal (interactiveMode: Always) and mco has none`, false),
@@ -90,7 +95,11 @@ export function runExecPlugin(exec: ExecConfig, options: ExecPluginOptions): Pro
     let stdoutBytes = 0;
     let stderr = '';
     // Own process group, so that a timeout also kills what the plugin started (gcloud, sleep, ...).
-    const child = spawn(exec.command, exec.args ?? [], { env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    const child = spawn(exec.command, [...(exec.args ?? [])], {
+      env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
     const finish = (error: McoError | undefined, credential?: Credential) => {
       if (settled) return;
       settled = true;

@@ -1,4 +1,4 @@
-import type { Credential } from './exec-plugin.js';
+import type { Credential } from '@mco/runtime';
 
 export interface CachedCredential {
   /** The cached credential, or a fresh one when it is missing or about to expire. */

@@ -1,0 +1,276 @@
+import { BlockList, isIP } from 'node:net';
+import type { AccessProviderCluster, ClusterProfile } from '@mco/core';
+import { clusterKey } from '@mco/core';
+import { KUBECONFIG_SECRET_ANNOTATION } from './kubeconfig-secret.js';
+
+/**
+ * What a ClusterProfile may point mco's credentials at, per access provider
+ * (and for kubeconfig Secrets). Whoever can write a ClusterProfile chooses its
+ * server, proxy and TLS settings; this is the administrator's bound on that
+ * choice. See docs/cluster-access.md, "Which servers a profile may name".
+ */
+export interface ServerPolicy {
+  /**
+   * `https://host[:port][/path]` entries; a server must match one (same host,
+   * the port when the entry gives one, the path on a `/` boundary). `*.` in
+   * front of a host matches its subdomains. Absent: any https server that is
+   * not reserved. A reserved loopback, link-local or in-cluster host is only
+   * reached when an entry names that host exactly.
+   */
+  readonly allowedServers?: readonly string[] | undefined;
+  /** Accept `insecure-skip-tls-verify: true` from a profile (default false). */
+  readonly allowInsecureSkipTLSVerify?: boolean | undefined;
+  /** Proxies a profile's `proxy-url` may name (same matching); absent or empty: proxy-url is refused. */
+  readonly allowedProxyURLs?: readonly string[] | undefined;
+}
+
+/** Where the server and the policy came from, for messages that name the field. */
+export interface TrustContext {
+  /** ClusterProfile `namespace/name`. */
+  readonly cluster: string;
+  /** `access provider "google"` or `kubeconfig Secret fleet/lab-1`. */
+  readonly source: string;
+  /** The hub's own API server URL: never a member's server. */
+  readonly hubServer?: string | undefined;
+}
+
+export type TrustResult =
+  { readonly ok: true } | { readonly ok: false; readonly field: string; readonly error: string };
+
+/** Host names that reach the hub's own API server from inside the hub. */
+const HUB_NAMES = new Set([
+  'kubernetes',
+  'kubernetes.default',
+  'kubernetes.default.svc',
+  'kubernetes.default.svc.cluster.local',
+]);
+
+/** Loopback, link-local (the cloud metadata servers at 169.254.169.254 among them) and unspecified addresses. */
+const RESERVED_ADDRESSES = (() => {
+  const list = new BlockList();
+  list.addSubnet('127.0.0.0', 8, 'ipv4');
+  list.addSubnet('169.254.0.0', 16, 'ipv4');
+  list.addSubnet('0.0.0.0', 8, 'ipv4');
+  list.addAddress('::1', 'ipv6');
+  list.addAddress('::', 'ipv6');
+  list.addSubnet('fe80::', 10, 'ipv6');
+  list.addAddress('fd00:ec2::254', 'ipv6');
+  return list;
+})();
+
+/** Why a host is reserved (it reaches the hub's pod, node or metadata server), or undefined. */
+function reservedHost(hostname: string): string | undefined {
+  if (hostname === 'localhost' || hostname.endsWith('.localhost')) return 'a loopback name';
+  if (hostname === 'metadata' || hostname === 'metadata.google.internal') return 'a cloud metadata server';
+  if (hostname.endsWith('.svc') || hostname.endsWith('.svc.cluster.local') || hostname.endsWith('.cluster.local')) {
+    return 'an in-cluster service name of the hub';
+  }
+  const ip = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  const family = isIP(ip);
+  if (family === 0) return undefined;
+  // An IPv4-mapped IPv6 address reaches the IPv4 address.
+  const mapped = family === 6 ? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(ip) : null;
+  if (mapped) {
+    const n = (parseInt(mapped[1]!, 16) << 16) | parseInt(mapped[2]!, 16);
+    const v4 = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+    return RESERVED_ADDRESSES.check(v4, 'ipv4') ? 'a loopback, link-local or unspecified address' : undefined;
+  }
+  return RESERVED_ADDRESSES.check(ip, family === 4 ? 'ipv4' : 'ipv6')
+    ? 'a loopback, link-local or unspecified address'
+    : undefined;
+}
+
+function parseUrl(text: string): URL | undefined {
+  try {
+    return new URL(text);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Host without a trailing dot, lower case (the URL parser already lower-cases and normalises IPv4 forms). */
+function hostOf(url: URL): string {
+  return url.hostname.replace(/\.$/, '');
+}
+
+function portOf(url: URL): string {
+  return url.port || (url.protocol === 'https:' ? '443' : url.protocol === 'http:' ? '80' : '');
+}
+
+/**
+ * The form two servers are compared in: scheme, host, port (443 when
+ * implicit) and path without a trailing slash. Different paths on one host
+ * are different clusters (Connect Gateway). Undefined when not a URL.
+ */
+export function normalizeServer(server: string): string | undefined {
+  if (normalized.has(server)) return normalized.get(server);
+  const url = parseUrl(server);
+  const result = url ? `${url.protocol}//${hostOf(url)}:${portOf(url)}${url.pathname.replace(/\/+$/, '')}` : undefined;
+  // The duplicate check normalises every peer's server on each call: remember them (a fleet has few distinct ones).
+  if (normalized.size >= 10_000) normalized.clear();
+  normalized.set(server, result);
+  return result;
+}
+const normalized = new Map<string, string | undefined>();
+
+/** Is `url` matched by the allowlist entry `entry` (see ServerPolicy.allowedServers)? `exact`: no `*.` wildcard used. */
+function matchEntry(url: URL, entry: string): { matched: boolean; exact: boolean } {
+  const wildcard = /^([a-z0-9+.-]+:\/\/)\*\./i.exec(entry);
+  const pattern = parseUrl(wildcard ? entry.replace('*.', 'wildcard.') : entry);
+  if (!pattern || pattern.protocol !== url.protocol) return { matched: false, exact: false };
+  const host = hostOf(url);
+  const patternHost = hostOf(pattern);
+  const hostMatches = wildcard ? host.endsWith(patternHost.slice('wildcard'.length)) : host === patternHost;
+  if (!hostMatches) return { matched: false, exact: false };
+  // The URL parser drops a default port (`:443`), so whether the entry gives one is read from its text.
+  const authority = entry.split('//', 2)[1]?.split('/', 1)[0] ?? '';
+  if (/:\d+$/.test(authority) && portOf(pattern) !== portOf(url)) return { matched: false, exact: false };
+  const prefix = pattern.pathname.replace(/\/+$/, '');
+  const path = url.pathname;
+  const pathMatches = prefix === '' || path === prefix || path.startsWith(`${prefix}/`);
+  return { matched: pathMatches, exact: pathMatches && !wildcard };
+}
+
+/** Checks an allowlist entry of a provider file; the message says what is wrong, or undefined when it is fine. */
+export function allowlistEntryProblem(entry: string, schemes: readonly string[]): string | undefined {
+  const pattern = parseUrl(entry.replace(/^([a-z0-9+.-]+:\/\/)\*\./i, '$1wildcard.'));
+  if (!pattern || !pattern.hostname) return `"${entry}" is not a URL with a host`;
+  if (!schemes.includes(pattern.protocol))
+    return `"${entry}" must start with ${schemes.map((s) => `${s}//`).join(' or ')}`;
+  if (pattern.username || pattern.password) return `"${entry}" must not hold a user or password`;
+  if (pattern.search || pattern.hash) return `"${entry}" must not have a query or fragment`;
+  return undefined;
+}
+
+/**
+ * Checks the cluster a ClusterProfile (or kubeconfig Secret) gives against a
+ * policy, before any credential is obtained: https only, never the hub, a
+ * reserved host only when explicitly allowed, the allowlist when there is
+ * one, and insecure TLS and proxies only when opted in. Pure.
+ */
+export function checkClusterTrust(
+  cluster: Pick<AccessProviderCluster, 'server' | 'proxy-url' | 'insecure-skip-tls-verify'>,
+  policy: ServerPolicy,
+  context: TrustContext,
+): TrustResult {
+  const refuse = (field: string, why: string): TrustResult => ({
+    ok: false,
+    field,
+    error: `ClusterProfile ${context.cluster}: ${context.source}: ${field} ${why}`,
+  });
+  const server = cluster.server;
+  const url = parseUrl(server);
+  if (!url || !url.hostname) return refuse('cluster.server', `"${server}" is not a URL with a host`);
+  if (url.protocol !== 'https:') {
+    return refuse('cluster.server', `"${server}" is refused: mco sends credentials over https only`);
+  }
+  if (url.username || url.password) return refuse('cluster.server', `is refused: it holds a user or password`);
+  const host = hostOf(url);
+  const hub = context.hubServer ? parseUrl(context.hubServer) : undefined;
+  if (HUB_NAMES.has(host) || (hub && hostOf(hub) === host && portOf(hub) === portOf(url))) {
+    return refuse('cluster.server', `"${server}" is refused: it is the hub's own API server`);
+  }
+  const allowed = policy.allowedServers;
+  const matches = (allowed ?? []).map((entry) => matchEntry(url, entry));
+  if (allowed && !matches.some((m) => m.matched)) {
+    return refuse('cluster.server', `"${server}" is refused: it matches no allowedServers entry`);
+  }
+  const reserved = reservedHost(host);
+  if (reserved && !matches.some((m) => m.exact)) {
+    return refuse(
+      'cluster.server',
+      `"${server}" is refused: its host is ${reserved}; only an allowedServers entry naming that host allows it`,
+    );
+  }
+  if (cluster['insecure-skip-tls-verify'] === true && policy.allowInsecureSkipTLSVerify !== true) {
+    return refuse('cluster.insecure-skip-tls-verify', 'is refused: allowInsecureSkipTLSVerify is not set');
+  }
+  const proxy = cluster['proxy-url'];
+  if (proxy) {
+    const proxyUrl = parseUrl(proxy);
+    if (!proxyUrl || !proxyUrl.hostname) return refuse('cluster.proxy-url', `"${proxy}" is not a URL with a host`);
+    if (!(policy.allowedProxyURLs ?? []).some((entry) => matchEntry(proxyUrl, entry).matched)) {
+      return refuse('cluster.proxy-url', `"${proxy}" is refused: it matches no allowedProxyURLs entry`);
+    }
+  }
+  return { ok: true };
+}
+
+/**
+ * A profile claiming a server another profile already claims. The older
+ * profile keeps it (creation time, then `namespace/name`), the younger is
+ * refused: a newcomer cannot take over or block a working cluster, and
+ * nothing already written is deleted on its account. Only servers visible in
+ * ClusterProfile status are compared; profiles that name a kubeconfig Secret
+ * carry their own credential and are not. `claimOf` gives a profile's
+ * checked server (undefined when it claims none: refused, or a Secret). Pure.
+ */
+export function checkDuplicateServer(
+  profile: ClusterProfile,
+  server: string,
+  peers: Iterable<ClusterProfile>,
+  claimOf: (peer: ClusterProfile) => string | undefined,
+): TrustResult {
+  const normalized = normalizeServer(server);
+  const self = claimant(profile);
+  let holder: Claimant | undefined;
+  for (const peer of peers) {
+    const other = claimant(peer);
+    if (other.key === self.key || !claims(peer)) continue;
+    const claimed = claimOf(peer);
+    if (claimed === undefined || normalizeServer(claimed) !== normalized) continue;
+    if (isOlder(other, self) && (!holder || isOlder(other, holder))) holder = other;
+  }
+  if (!holder) return { ok: true };
+  return {
+    ok: false,
+    field: 'cluster.server',
+    error: `ClusterProfile ${self.key}: cluster.server "${server}" is refused: ClusterProfile ${holder.key} (older) names the same server`,
+  };
+}
+
+/**
+ * The holder of every claimed server (normalised) among `profiles`, by the
+ * rule of checkDuplicateServer: one pass for components that answer for many
+ * profiles at once (the Argo CD plugin's `server` output). Pure.
+ */
+export function serverHolders(
+  profiles: Iterable<ClusterProfile>,
+  claimOf: (profile: ClusterProfile) => string | undefined,
+): Map<string, string> {
+  const holders = new Map<string, Claimant>();
+  for (const profile of profiles) {
+    if (!claims(profile)) continue;
+    const claimed = claimOf(profile);
+    const normalized = claimed === undefined ? undefined : normalizeServer(claimed);
+    if (normalized === undefined) continue;
+    const current = holders.get(normalized);
+    const candidate = claimant(profile);
+    if (!current || isOlder(candidate, current)) holders.set(normalized, candidate);
+  }
+  return new Map([...holders].map(([server, holder]) => [server, holder.key]));
+}
+
+interface Claimant {
+  readonly key: string;
+  /** RFC 3339 in UTC, so it orders as a string; '' when unknown. */
+  readonly created: string;
+}
+
+function claimant(profile: ClusterProfile): Claimant {
+  return {
+    key: clusterKey(profile.metadata.namespace, profile.metadata.name),
+    created: profile.metadata.creationTimestamp ?? '',
+  };
+}
+
+/** Profiles being deleted, and those whose server is in a kubeconfig Secret, claim nothing. */
+function claims(profile: ClusterProfile): boolean {
+  return !profile.metadata.deletionTimestamp && !profile.metadata.annotations?.[KUBECONFIG_SECRET_ANNOTATION];
+}
+
+/** Older creation time first (a missing one counts as newest), then `namespace/name`. */
+function isOlder(a: Claimant, b: Claimant): boolean {
+  if (a.created !== b.created) return a.created !== '' && (b.created === '' || a.created < b.created);
+  return a.key < b.key;
+}

@@ -1,0 +1,422 @@
+import { createServer, type AddressInfo, type Socket } from 'node:net';
+import type { ClusterProfile } from '@mco/core';
+import { aClusterProfile } from '@mco/core/testing';
+import type { McoError } from '@mco/runtime';
+import { describe, expect, it } from 'vitest';
+import {
+  checkClusterTrust,
+  checkDuplicateServer,
+  createClusterAccess,
+  normalizeServer,
+  parseProviderFile,
+  type ServerPolicy,
+} from '../src/index.js';
+import { credentialScript, pluginDir } from './plugin-scripts.js';
+
+const context = { cluster: 'fleet/a', source: 'access provider "google"', hubServer: 'https://10.96.0.1:443' };
+const GATEWAY = 'https://connectgateway.googleapis.com/v1/projects/123/locations/global/gkeMemberships';
+const refused = (field: string, why: string) => ({
+  ok: false,
+  field,
+  error: `ClusterProfile fleet/a: access provider "google": ${field} ${why}`,
+});
+
+describe('checkClusterTrust', () => {
+  it.each<{ name: string; cluster: Record<string, unknown>; policy: ServerPolicy; want: unknown }>([
+    {
+      name: 'accepts any https server that is not reserved when the provider has no allowlist',
+      cluster: { server: 'https://35.1.2.3' },
+      policy: {},
+      want: { ok: true },
+    },
+    {
+      name: 'refuses a plain http server whatever the allowlist says',
+      cluster: { server: 'http://35.1.2.3' },
+      policy: { allowedServers: ['https://35.1.2.3'] },
+      want: refused('cluster.server', '"http://35.1.2.3" is refused: mco sends credentials over https only'),
+    },
+    {
+      name: 'refuses kubernetes.default.svc: it is the hub seen from inside',
+      cluster: { server: 'https://kubernetes.default.svc' },
+      policy: { allowedServers: ['https://kubernetes.default.svc'] },
+      want: refused('cluster.server', `"https://kubernetes.default.svc" is refused: it is the hub's own API server`),
+    },
+    {
+      name: 'refuses kubernetes.default with a trailing dot and an explicit port',
+      cluster: { server: 'https://kubernetes.default.:443/' },
+      policy: {},
+      want: refused('cluster.server', `"https://kubernetes.default.:443/" is refused: it is the hub's own API server`),
+    },
+    {
+      name: "refuses the hub's own API server URL, the port made explicit",
+      cluster: { server: 'https://10.96.0.1' },
+      policy: { allowedServers: ['https://10.96.0.1'] },
+      want: refused('cluster.server', `"https://10.96.0.1" is refused: it is the hub's own API server`),
+    },
+    {
+      name: 'refuses the metadata server at 169.254.169.254',
+      cluster: { server: 'https://169.254.169.254' },
+      policy: {},
+      want: refused(
+        'cluster.server',
+        '"https://169.254.169.254" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
+      ),
+    },
+    {
+      name: 'refuses loopback written as a decimal integer (the URL parser normalises it to 127.0.0.1)',
+      cluster: { server: 'https://2130706433:6443' },
+      policy: {},
+      want: refused(
+        'cluster.server',
+        '"https://2130706433:6443" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
+      ),
+    },
+    {
+      name: 'refuses loopback as an IPv4-mapped IPv6 address',
+      cluster: { server: 'https://[::ffff:127.0.0.1]:6443' },
+      policy: {},
+      want: refused(
+        'cluster.server',
+        '"https://[::ffff:127.0.0.1]:6443" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
+      ),
+    },
+    {
+      name: 'refuses an in-cluster service name of the hub',
+      cluster: { server: 'https://attacker.team-a.svc.cluster.local' },
+      policy: { allowedServers: ['https://*.cluster.local'] },
+      want: refused(
+        'cluster.server',
+        '"https://attacker.team-a.svc.cluster.local" is refused: its host is an in-cluster service name of the hub; only an allowedServers entry naming that host allows it',
+      ),
+    },
+    {
+      name: 'accepts loopback when an allowedServers entry names that host (tests, a laptop)',
+      cluster: { server: 'https://127.0.0.1:40123' },
+      policy: { allowedServers: ['https://127.0.0.1'] },
+      want: { ok: true },
+    },
+    {
+      name: 'refuses a server outside the allowlist',
+      cluster: { server: 'https://attacker.example' },
+      policy: { allowedServers: [GATEWAY] },
+      want: refused('cluster.server', '"https://attacker.example" is refused: it matches no allowedServers entry'),
+    },
+    {
+      name: 'accepts a server under an allowed path',
+      cluster: { server: `${GATEWAY}/prod-east` },
+      policy: { allowedServers: [`${GATEWAY}/`] },
+      want: { ok: true },
+    },
+    {
+      name: 'refuses a path that only shares a string prefix with the allowed one',
+      cluster: { server: 'https://connectgateway.googleapis.com/v1/projects/1234/x' },
+      policy: { allowedServers: ['https://connectgateway.googleapis.com/v1/projects/123'] },
+      want: refused(
+        'cluster.server',
+        '"https://connectgateway.googleapis.com/v1/projects/1234/x" is refused: it matches no allowedServers entry',
+      ),
+    },
+    {
+      name: 'refuses a host that only shares a string prefix with the allowed one',
+      cluster: { server: 'https://10.0.0.1.attacker.example' },
+      policy: { allowedServers: ['https://10.0.0.1'] },
+      want: refused(
+        'cluster.server',
+        '"https://10.0.0.1.attacker.example" is refused: it matches no allowedServers entry',
+      ),
+    },
+    {
+      name: 'accepts a subdomain of a *. entry and refuses the wrong port',
+      cluster: { server: 'https://eu-1.clusters.example.com:6443' },
+      policy: { allowedServers: ['https://*.clusters.example.com:443'] },
+      want: refused(
+        'cluster.server',
+        '"https://eu-1.clusters.example.com:6443" is refused: it matches no allowedServers entry',
+      ),
+    },
+    {
+      name: 'refuses a server holding a user and password',
+      cluster: { server: 'https://u:p@35.1.2.3' },
+      policy: {},
+      want: refused('cluster.server', 'is refused: it holds a user or password'),
+    },
+    {
+      name: 'refuses insecure-skip-tls-verify unless the provider opts in',
+      cluster: { server: 'https://35.1.2.3', 'insecure-skip-tls-verify': true },
+      policy: {},
+      want: refused('cluster.insecure-skip-tls-verify', 'is refused: allowInsecureSkipTLSVerify is not set'),
+    },
+    {
+      name: 'accepts insecure-skip-tls-verify when the provider opts in',
+      cluster: { server: 'https://35.1.2.3', 'insecure-skip-tls-verify': true },
+      policy: { allowInsecureSkipTLSVerify: true },
+      want: { ok: true },
+    },
+    {
+      name: 'refuses a proxy-url when the provider allows no proxy',
+      cluster: { server: 'https://35.1.2.3', 'proxy-url': 'http://attacker.example:3128' },
+      policy: {},
+      want: refused(
+        'cluster.proxy-url',
+        '"http://attacker.example:3128" is refused: it matches no allowedProxyURLs entry',
+      ),
+    },
+    {
+      name: 'accepts a proxy-url the provider allows',
+      cluster: { server: 'https://35.1.2.3', 'proxy-url': 'http://proxy.corp.example:3128' },
+      policy: { allowedProxyURLs: ['http://proxy.corp.example:3128'] },
+      want: { ok: true },
+    },
+    {
+      name: 'refuses text that is not a URL',
+      cluster: { server: 'not a url' },
+      policy: {},
+      want: refused('cluster.server', '"not a url" is not a URL with a host'),
+    },
+  ])('$name', ({ cluster, policy, want }) => {
+    expect(checkClusterTrust(cluster as { server: string }, policy, context)).toEqual(want);
+  });
+});
+
+describe('normalizeServer', () => {
+  it.each([
+    {
+      name: 'makes the default port explicit and drops a trailing slash',
+      server: 'https://A.example/',
+      want: 'https://a.example:443',
+    },
+    {
+      name: 'keeps the path, so two Connect Gateway memberships differ',
+      server: `${GATEWAY}/x/`,
+      want: `https://connectgateway.googleapis.com:443/v1/projects/123/locations/global/gkeMemberships/x`,
+    },
+    { name: 'says undefined for text that is not a URL', server: '::', want: undefined },
+  ])('$name', ({ server, want }) => {
+    expect(normalizeServer(server)).toBe(want);
+  });
+});
+
+function withServer(
+  key: string,
+  server: string,
+  created: string,
+  annotations?: Record<string, string>,
+): ClusterProfile {
+  const p = aClusterProfile(key, { server });
+  return {
+    ...p,
+    metadata: { ...p.metadata, creationTimestamp: created, ...(annotations ? { annotations } : {}) },
+  };
+}
+
+describe('checkDuplicateServer', () => {
+  const claimOf = (p: ClusterProfile) => p.status?.accessProviders?.[0]?.cluster?.server;
+  const legit = withServer('fleet/prod', 'https://prod.example:443', '2026-01-01T00:00:00Z');
+  it.each([
+    {
+      name: 'refuses a newer profile naming the server of an older one (the same server written differently)',
+      profile: withServer('team-b/copy', 'https://PROD.example/', '2026-02-01T00:00:00Z'),
+      peers: [legit],
+      want: {
+        ok: false,
+        field: 'cluster.server',
+        error:
+          'ClusterProfile team-b/copy: cluster.server "https://PROD.example/" is refused: ClusterProfile fleet/prod (older) names the same server',
+      },
+    },
+    {
+      name: 'keeps the older profile working when a newer one copies its server',
+      profile: legit,
+      peers: [legit, withServer('team-b/copy', 'https://prod.example', '2026-02-01T00:00:00Z')],
+      want: { ok: true },
+    },
+    {
+      name: 'breaks a tie of creation times by namespace/name',
+      profile: withServer('fleet/b', 'https://x.example', '2026-01-01T00:00:00Z'),
+      peers: [withServer('fleet/a', 'https://x.example', '2026-01-01T00:00:00Z')],
+      want: {
+        ok: false,
+        field: 'cluster.server',
+        error:
+          'ClusterProfile fleet/b: cluster.server "https://x.example" is refused: ClusterProfile fleet/a (older) names the same server',
+      },
+    },
+    {
+      name: 'ignores a peer that names a kubeconfig Secret (its server is not in its status to compare)',
+      profile: withServer('fleet/b', 'https://x.example', '2026-02-01T00:00:00Z'),
+      peers: [
+        withServer('fleet/a', 'https://x.example', '2026-01-01T00:00:00Z', {
+          'orchestra.multicluster.x-k8s.io/kubeconfig-secret': 'a',
+        }),
+      ],
+      want: { ok: true },
+    },
+    {
+      name: 'ignores a peer whose claim was itself refused',
+      profile: withServer('fleet/b', 'https://x.example', '2026-02-01T00:00:00Z'),
+      peers: [withServer('fleet/refused', 'https://x.example', '2026-01-01T00:00:00Z')],
+      claim: (p: ClusterProfile) => (p.metadata.name === 'refused' ? undefined : claimOf(p)),
+      want: { ok: true },
+    },
+  ])('$name', ({ profile, peers, claim, want }) => {
+    expect(checkDuplicateServer(profile, claimOf(profile)!, peers, claim ?? claimOf)).toEqual(want);
+  });
+});
+
+describe('parseProviderFile server policy', () => {
+  const file = (extra: string) =>
+    `providers: [{name: google, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: x}, ${extra}}]`;
+  it('reads allowedServers, allowInsecureSkipTLSVerify, allowedProxyURLs and kubeconfigSecrets', () => {
+    const parsed = parseProviderFile(
+      `${file(`allowedServers: ['${GATEWAY}/'], allowInsecureSkipTLSVerify: false, allowedProxyURLs: ['http://proxy:3128']`)}\nkubeconfigSecrets: {allowedServers: ['https://*.corp.example']}`,
+    );
+    expect(parsed).toEqual({
+      providers: [
+        {
+          name: 'google',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: 'x' },
+          allowedServers: [`${GATEWAY}/`],
+          allowInsecureSkipTLSVerify: false,
+          allowedProxyURLs: ['http://proxy:3128'],
+        },
+      ],
+      kubeconfigSecrets: { allowedServers: ['https://*.corp.example'] },
+    });
+  });
+  it.each([
+    {
+      name: 'an http allowedServers entry',
+      extra: `allowedServers: ['http://a']`,
+      message: 'p.yaml: providers.0.allowedServers.0: "http://a" must start with https://',
+    },
+    {
+      name: 'an entry that is not a URL',
+      extra: `allowedServers: ['a b']`,
+      message: 'p.yaml: providers.0.allowedServers.0: "a b" is not a URL with a host',
+    },
+    {
+      name: 'a proxy entry with a password',
+      extra: `allowedProxyURLs: ['http://u:p@proxy']`,
+      message: 'p.yaml: providers.0.allowedProxyURLs.0: "http://u:p@proxy" must not hold a user or password',
+    },
+  ])('names the field for $name', ({ extra, message }) => {
+    expect(() => parseProviderFile(file(extra), 'p.yaml')).toThrow(message);
+  });
+});
+
+describe('createClusterAccess refuses before any credential is obtained', () => {
+  const V1 = 'client.authentication.k8s.io/v1' as const;
+  it.each([
+    {
+      name: 'a server outside the provider allowlist',
+      cluster: { server: 'https://attacker.example' },
+      message:
+        'ClusterProfile fleet/hostile: access provider "p": cluster.server "https://attacker.example" is refused: it matches no allowedServers entry',
+    },
+    {
+      name: 'kubernetes.default.svc',
+      cluster: { server: 'https://kubernetes.default.svc' },
+      message: `ClusterProfile fleet/hostile: access provider "p": cluster.server "https://kubernetes.default.svc" is refused: it is the hub's own API server`,
+    },
+    {
+      name: 'insecure TLS',
+      cluster: { server: 'https://a.example', 'insecure-skip-tls-verify': true },
+      message:
+        'ClusterProfile fleet/hostile: access provider "p": cluster.insecure-skip-tls-verify is refused: allowInsecureSkipTLSVerify is not set',
+    },
+    {
+      name: 'a duplicate of an older profile server',
+      cluster: { server: 'https://a.example/' },
+      message:
+        'ClusterProfile fleet/hostile: cluster.server "https://a.example/" is refused: ClusterProfile fleet/legit (older) names the same server',
+    },
+  ])('refuses $name and never runs the credential plugin', async ({ cluster, message }) => {
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: 'tok' });
+    const manager = createClusterAccess({
+      providers: [
+        {
+          name: 'p',
+          execConfig: { apiVersion: V1, command },
+          allowedServers: ['https://a.example', 'https://b.example'],
+        },
+      ],
+    });
+    const make = (name: string, c: Record<string, unknown>, created: string): ClusterProfile => {
+      const p = aClusterProfile(`fleet/${name}`);
+      return {
+        ...p,
+        metadata: { ...p.metadata, creationTimestamp: created },
+        status: { accessProviders: [{ name: 'p', cluster: c as { server: string } }] },
+      };
+    };
+    const legit = make('legit', { server: 'https://a.example' }, '2026-01-01T00:00:00Z');
+    const hostile = make('hostile', cluster, '2026-02-01T00:00:00Z');
+    const error = (await manager.accessFor(hostile, undefined, [legit, hostile]).catch((e: unknown) => e)) as McoError;
+    const legitToken = await (await manager.accessFor(legit, undefined, [legit, hostile])).getToken();
+    expect({ code: error.code, message: error.message, legitToken, pluginRuns: dir.calls() }).toEqual({
+      code: 'Invalid',
+      message,
+      legitToken: 'tok',
+      pluginRuns: 1,
+    });
+  });
+});
+
+describe('a refused profile never reaches its endpoint', () => {
+  it('opens no connection to a hostile server or proxy, while the same endpoint allowed is reached', async () => {
+    // The attacker's endpoint: it counts connections and never answers.
+    const sockets: Socket[] = [];
+    const trap = createServer((socket) => void sockets.push(socket));
+    await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
+    const endpoint = `127.0.0.1:${(trap.address() as AddressInfo).port}`;
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: 'tok' });
+    const exec = { apiVersion: 'client.authentication.k8s.io/v1' as const, command };
+    const make = (name: string, provider: string, cluster: Record<string, unknown>): ClusterProfile => ({
+      ...aClusterProfile(`fleet/${name}`),
+      status: { accessProviders: [{ name: provider, cluster: cluster as { server: string } }] },
+    });
+    const manager = createClusterAccess({
+      providers: [
+        { name: 'strict', execConfig: exec, allowedServers: ['https://member.example'] },
+        { name: 'trusting', execConfig: exec, allowedServers: [`https://${endpoint}`] },
+      ],
+    });
+    const attempt = async (profile: ClusterProfile) => {
+      try {
+        const client = await manager.clientFor(profile, AbortSignal.timeout(500));
+        await client.client.get('/version', { signal: AbortSignal.timeout(500) });
+        return 'answered';
+      } catch (error) {
+        return (error as McoError).code === 'Invalid' ? 'refused' : 'no answer';
+      }
+    };
+    try {
+      const hostile = {
+        server: await attempt(make('server', 'strict', { server: `https://${endpoint}` })),
+        proxy: await attempt(
+          make('proxy', 'strict', { server: 'https://member.example', 'proxy-url': `http://${endpoint}` }),
+        ),
+      };
+      const connectionsAfterHostile = sockets.length;
+      const allowed = await attempt(make('allowed', 'trusting', { server: `https://${endpoint}` }));
+      expect({
+        hostile,
+        connectionsAfterHostile,
+        allowed,
+        reached: sockets.length > 0,
+        pluginRuns: dir.calls(),
+      }).toEqual({
+        hostile: { server: 'refused', proxy: 'refused' },
+        connectionsAfterHostile: 0,
+        allowed: 'no answer',
+        reached: true,
+        pluginRuns: 1,
+      });
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await new Promise((resolve) => trap.close(resolve));
+    }
+  });
+});

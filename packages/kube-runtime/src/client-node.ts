@@ -1,0 +1,125 @@
+import { readFileSync } from 'node:fs';
+import https from 'node:https';
+import { KubeConfig, type CustomObjectsApi, type RequestContext, type User } from '@kubernetes/client-node';
+import type { Credential, KubeConnection } from '@mco/runtime';
+import { KubeClient, type KubeClientOptions } from './client.js';
+
+// Bridges for the code that still uses @kubernetes/client-node (the adapters,
+// the inventory providers, the one-shot commands), in an entry point of their
+// own (`@mco/kube-runtime/client-node`): importing it loads client-node, the
+// main entry never does.
+
+/** The auth-provider name under which a converted connection's credential answers. */
+const AUTH_PROVIDER = 'mco-connection';
+let converted = 0;
+
+/**
+ * A client-node `KubeConfig` for a connection: its server and CA, and a user
+ * whose credential comes from the connection (client-node caches
+ * authenticators by user name, so every conversion gets its own).
+ */
+export function toClientNodeKubeConfig(connection: KubeConnection): KubeConfig {
+  const name = `mco-${++converted}`;
+  const kubeConfig = new KubeConfig();
+  kubeConfig.loadFromOptions({
+    clusters: [
+      {
+        name,
+        server: connection.server,
+        skipTLSVerify: connection.insecureSkipTlsVerify,
+        ...(connection.caData ? { caData: connection.caData } : {}),
+        ...(connection.tlsServerName ? { tlsServerName: connection.tlsServerName } : {}),
+        ...(connection.proxyUrl ? { proxyUrl: connection.proxyUrl } : {}),
+      },
+    ],
+    users: [{ name, authProvider: { name: AUTH_PROVIDER, config: {} } }],
+    contexts: [{ name, cluster: name, user: name }],
+    currentContext: name,
+  });
+  kubeConfig.addAuthenticator({
+    isAuthProvider: (user: User) => user.name === name && user.authProvider?.name === AUTH_PROVIDER,
+    async applyAuthentication(_user, opts) {
+      const credential = await connection.getCredential();
+      const o = opts as { headers?: Record<string, string>; cert?: Buffer; key?: Buffer };
+      if (credential.token) o.headers = { ...o.headers, Authorization: `Bearer ${credential.token}` };
+      if (credential.clientCertificateData && credential.clientKeyData) {
+        o.cert = Buffer.from(credential.clientCertificateData);
+        o.key = Buffer.from(credential.clientKeyData);
+      }
+    },
+  });
+  return kubeConfig;
+}
+
+/**
+ * A connection that makes requests with a client-node `KubeConfig`'s current
+ * context: its server and CA, and whatever credential it applies (token,
+ * client certificate, exec plugin, with client-node's own caching).
+ */
+export function connectionFromKubeConfig(kubeConfig: KubeConfig): KubeConnection {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current context with a cluster');
+  return {
+    server: cluster.server,
+    ...(cluster.caData ? { caData: cluster.caData } : {}),
+    ...(!cluster.caData && cluster.caFile ? { caData: readFileSync(cluster.caFile).toString('base64') } : {}),
+    ...(cluster.tlsServerName ? { tlsServerName: cluster.tlsServerName } : {}),
+    ...(cluster.proxyUrl ? { proxyUrl: cluster.proxyUrl } : {}),
+    insecureSkipTlsVerify: cluster.skipTLSVerify === true,
+    async getCredential(): Promise<Credential> {
+      const options: https.RequestOptions = { headers: {} };
+      await kubeConfig.applyToHTTPSOptions(options);
+      const authorization = String((options.headers as Record<string, unknown>).Authorization ?? '');
+      const token = authorization.startsWith('Bearer ') ? authorization.slice('Bearer '.length) : undefined;
+      return {
+        ...(token ? { token } : {}),
+        ...(options.cert && options.key
+          ? { clientCertificateData: String(options.cert), clientKeyData: String(options.key) }
+          : {}),
+      };
+    },
+    invalidate: () => {},
+  };
+}
+
+// client-node 1.4 builds a new https.Agent for every request, so every call
+// pays a TLS handshake; mco reuses one keep-alive agent per
+// kubeconfig, rebuilt when the TLS material changes (a rotated client cert).
+const keepAliveAgents = new WeakMap<KubeConfig, { signature: string; agent: https.Agent }>();
+
+/** A `KubeClient` over a client-node `KubeConfig` (`connectionFromKubeConfig`). */
+export function kubeClientFromKubeConfig(kubeConfig: KubeConfig, options?: KubeClientOptions): KubeClient {
+  return new KubeClient(connectionFromKubeConfig(kubeConfig), options);
+}
+
+function keepAliveAgent(kubeConfig: KubeConfig, created: https.Agent): https.Agent {
+  const o = created.options;
+  const signature = [o.ca, o.cert, o.key, o.pfx, o.rejectUnauthorized, o.servername]
+    .map((v) => (v === undefined ? '' : String(v)))
+    .join('\u0000');
+  const cached = keepAliveAgents.get(kubeConfig);
+  if (cached?.signature === signature) return cached.agent;
+  cached?.agent.destroy();
+  const agent = new https.Agent({ ...o, keepAlive: true, maxSockets: 64, maxFreeSockets: 16, timeout: 120_000 });
+  keepAliveAgents.set(kubeConfig, { signature, agent });
+  return agent;
+}
+
+// client-node's generated calls take observable-style middleware (anything
+// with toPromise). This one reuses the keep-alive agent, bounds a request's
+// duration (client-node 1.4 sets no timeout) and can set a patch's Content-Type.
+export type RequestOptions = Parameters<CustomObjectsApi['listClusterCustomObject']>[1];
+export function requestOptions(kubeConfig: KubeConfig, timeoutMs: number, contentType?: string): RequestOptions {
+  const resolved = <T>(value: T) => ({ toPromise: () => Promise.resolve(value) });
+  const middleware = {
+    pre: (context: RequestContext) => {
+      const agent = context.getAgent();
+      if (agent instanceof https.Agent) context.setAgent(keepAliveAgent(kubeConfig, agent));
+      context.setSignal(AbortSignal.timeout(timeoutMs));
+      if (contentType) context.setHeaderParam('Content-Type', contentType);
+      return resolved(context);
+    },
+    post: (response: unknown) => resolved(response),
+  };
+  return { middleware: [middleware], middlewareMergeStrategy: 'append' } as unknown as RequestOptions;
+}
