@@ -304,5 +304,47 @@ describeWithControlPlane(
       );
       expect((await versions())[applicationOf('east')]).toBe(before[applicationOf('east')]);
     }, 1_200_000); // five faults, each waiting on Argo CD: longer than the others on a loaded machine
+
+    // Issue 19, secret hygiene, on the real processes of everything above (the
+    // in-process run with hostile credentials is token-scan.integration.test.ts).
+    it('leaves no token (the plugin token, the rotated one, member and hub credentials) in any process log, Event, placement, ClusterProfile or /metrics', async () => {
+      const secrets: Record<string, string> = {
+        'plugin token': stack.token,
+        'rotated plugin token': `${stack.token}-rotated`,
+        ...stack.credentials(),
+      };
+      const pieces = Object.entries(secrets).flatMap(([name, secret]) =>
+        Array.from({ length: Math.max(1, secret.length - 15) }, (_, i) => ({ name, piece: secret.slice(i, i + 16) })),
+      );
+      const list = async (resource: typeof PLACEMENTS | { group: string; version: string; plural: string }) =>
+        ((await stack.custom.listClusterCustomObject({ ...resource })) as { items: unknown[] }).items.map((o) =>
+          JSON.stringify(o),
+        );
+      const metrics = async (name: string) => (await fetch(`${stack.httpUrl(name)}/metrics`)).text();
+      const collected: Record<string, string[]> = {
+        ...Object.fromEntries([...stack.fullLogs()].map(([role, log]) => [`log of ${role}`, log.split('\n')])),
+        events: (await stack.core.listEventForAllNamespaces()).items.map((e) => JSON.stringify(e)),
+        placements: await list(PLACEMENTS),
+        clusterProfiles: await list({ group: 'multicluster.x-k8s.io', version: 'v1alpha1', plural: 'clusterprofiles' }),
+        metrics: [
+          await metrics('controller-http'),
+          await metrics('refresher-http'),
+          await metrics('secret-syncer-http'),
+        ],
+      };
+      const leaks = Object.entries(collected).flatMap(([where, texts]) =>
+        texts.flatMap((text) =>
+          pieces.filter((p) => text.includes(p.piece)).map((p) => `${where}: ${p.name} in ${text.slice(0, 300)}`),
+        ),
+      );
+      expect({
+        leaks: [...new Set(leaks)],
+        // Not vacuous: every mco process logged, and the controller's metrics were read.
+        logged: ['controller', 'plugin', 'refresher', 'secret-syncer'].filter(
+          (role) => !collected[`log of ${role}`]?.join('').trim(),
+        ),
+        controllerMetrics: collected.metrics![0]!.includes('mco_controller_status_writes_total'),
+      }).toEqual({ leaks: [], logged: [], controllerMetrics: true });
+    });
   },
 );

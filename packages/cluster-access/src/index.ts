@@ -14,6 +14,7 @@ export {
   abortable,
   createCachedCredential,
   parseExecCredential,
+  redactTokens,
   runExecPlugin,
   type CachedCredential,
   type CachedCredentialOptions,

@@ -1,6 +1,6 @@
 import { McoError } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
-import { parseExecCredential, runExecPlugin, type ExecConfig } from '../src/index.js';
+import { parseExecCredential, runExecPlugin, redactTokens, type ExecConfig } from '../src/index.js';
 import { credentialScript, pluginDir } from './plugin-scripts.js';
 
 const V1 = 'client.authentication.k8s.io/v1' as const;
@@ -56,16 +56,33 @@ describe('runExecPlugin', () => {
 
   it("hands a failed plugin's standard error to onStderr (the log), not to the error", async () => {
     const dir = pluginDir();
-    const command = dir.script('plugin.sh', 'echo "token=sk-live-123 expired" >&2; exit 1');
+    const command = dir.script(
+      'plugin.sh',
+      'echo "error: token ya29.a0AfB_byC1234567890abcdefXYZ expired (HTTP 401)" >&2; exit 1',
+    );
     const heard: string[] = [];
     const error = (await runExecPlugin(
       { apiVersion: V1, command },
       { provider: 'google', onStderr: (text) => heard.push(text) },
     ).catch((e: unknown) => e)) as McoError;
-    expect({ heard, inError: error.message.includes('sk-live') }).toEqual({
-      heard: ['token=sk-live-123 expired'],
+    expect({ heard, inError: error.message.includes('ya29') }).toEqual({
+      heard: ['error: token [redacted 33 characters] expired (HTTP 401)'],
       inError: false,
     });
+  });
+
+  it.each([
+    ['a hex token', 'bad token 7bcd9545f2915aafc77d683165d798a2', 'bad token [redacted 32 characters]'],
+    ['a JWT', 'jwt eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJ4In0.c2ln rejected', 'jwt [redacted 41 characters] rejected'],
+    ['base64 with / and =', 'key=QUJDREVGR0hJSktMTU5PUA/+==;', '[redacted 30 characters];'],
+    ['15 characters, kept', 'id abcdefghijklmno ok', 'id abcdefghijklmno ok'],
+    [
+      'ordinary words and numbers',
+      'error: HTTP 401 Unauthorized (retry in 30s)',
+      'error: HTTP 401 Unauthorized (retry in 30s)',
+    ],
+  ])('redactTokens: %s', (_name, text, redacted) => {
+    expect(redactTokens(text)).toBe(redacted);
   });
 
   it.each([

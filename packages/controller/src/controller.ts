@@ -36,7 +36,12 @@ export interface ControllerOptions {
   readonly registry?: Registry;
   /** Also export process metrics (CPU, memory, event-loop lag). */
   readonly defaultMetrics?: boolean;
-  /** This replica's name in the Lease and in Events. */
+  /**
+   * This replica's name in the Lease and in Events. `<install>/<replica>`
+   * (the chart: `<release namespace>/<release name>/<pod>_<suffix>`) tells
+   * installs apart: every install shares one Lease, and a replica that sees
+   * another install holding it stands by, unready, and says so.
+   */
   readonly identity?: string;
   /** Leader election; undefined: this replica always leads (a single replica, or tests). */
   readonly leaderElection?: LeaderElectionSettings | undefined;
@@ -93,8 +98,10 @@ export interface Controller {
    * release the Lease, stop the informers. `release: false` imitates a crash.
    */
   stop(options?: { release?: boolean }): Promise<void>;
-  /** All informers listed everything (the /readyz condition). */
+  /** All informers listed everything and no other install holds the Lease (the /readyz condition). */
   isReady(): boolean;
+  /** The Lease holder's identity while another install holds it (this one stands by); otherwise undefined. */
+  standingByFor(): string | undefined;
   /** Resolves once every informer synced. */
   waitForSync(): Promise<void>;
   isLeader(): boolean;
@@ -143,6 +150,21 @@ export function createController(options: ControllerOptions): Controller {
   let elector: LeaderElector | undefined;
   let leading = false;
   const isLeader = () => (elector ? elector.isLeader() : leading);
+  let otherInstall: string | undefined;
+  const onHolderChanged = (holder: string) => {
+    const other =
+      holder !== '' && holder !== identity && installOf(holder) !== installOf(identity) ? holder : undefined;
+    if (other && !otherInstall) {
+      logger.warn('another mco install holds the controller lease; this install stands by and is not ready', {
+        holder: other,
+        install: installOf(identity),
+        lease: `${options.leaderElection?.namespace}/${options.leaderElection?.name}`,
+      });
+    } else if (!other && otherInstall) {
+      logger.info('the other install no longer holds the controller lease', { holder });
+    }
+    otherInstall = other;
+  };
 
   const inventoryLossGuard = new InventoryLossGuard(options.inventoryLoss);
   const metrics = createMetrics(
@@ -150,6 +172,7 @@ export function createController(options: ControllerOptions): Controller {
       queueDepth: () => queue.length,
       queueDelayed: () => queue.delayedCount,
       isLeader,
+      standingBy: () => otherInstall !== undefined,
       informers: () => informers.map((i) => i.health()),
       inventoryLossGuardEngaged: () => inventoryLossGuard.engaged,
     },
@@ -314,6 +337,7 @@ export function createController(options: ControllerOptions): Controller {
             logger,
             onStartedLeading: startLeading,
             onStoppedLeading: stopLeading,
+            onHolderChanged,
           });
           elector.start();
         } else {
@@ -333,10 +357,17 @@ export function createController(options: ControllerOptions): Controller {
       hub.close();
       logger.info('stopped', { identity });
     },
-    isReady: () => informers.every((i) => i.hasSynced()),
+    isReady: () => otherInstall === undefined && informers.every((i) => i.hasSynced()),
+    standingByFor: () => otherInstall,
     waitForSync,
     isLeader,
   };
+}
+
+/** The install part of a Lease identity `<install>/<replica>`: everything before the last `/` ('' without one). */
+export function installOf(identity: string): string {
+  const slash = identity.lastIndexOf('/');
+  return slash < 0 ? '' : identity.slice(0, slash);
 }
 
 /** A key no placement can have (names cannot contain a NUL); wakes idle workers. */

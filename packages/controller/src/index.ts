@@ -1,6 +1,7 @@
 // The public API of @mco/controller (docs/operations.md describes running it).
 export {
   createController,
+  installOf,
   type Controller,
   type ControllerOptions,
   type LeaderElectionSettings,

@@ -17,6 +17,8 @@ export interface MetricsSources {
   queueDepth(): number;
   queueDelayed(): number;
   isLeader(): boolean;
+  /** Another install holds the leader Lease; this one stands by. */
+  standingBy(): boolean;
   informers(): readonly InformerHealth[];
   /** Whether the inventory-loss guard holds removals caused by missing ClusterProfiles. */
   inventoryLossGuardEngaged(): boolean;
@@ -55,6 +57,14 @@ export function createMetrics(
     registers,
     collect() {
       this.set(sources.isLeader() ? 1 : 0);
+    },
+  });
+  new Gauge({
+    name: 'mco_controller_standby_for_other_install',
+    help: '1 while another mco install holds the shared leader Lease, so this one does not reconcile (and is not ready).',
+    registers,
+    collect() {
+      this.set(sources.standingBy() ? 1 : 0);
     },
   });
   new Gauge({

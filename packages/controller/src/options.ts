@@ -88,15 +88,16 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
   },
   {
     flag: 'leader-election-namespace',
-    env: 'POD_NAMESPACE',
-    default: 'mco-system',
-    help: 'namespace of the leader Lease',
+    env: 'MCO_LEADER_ELECTION_NAMESPACE',
+    // Not the pod's namespace: every install shares one Lease, so two installs never both act.
+    default: 'kube-system',
+    help: 'namespace of the leader Lease, shared by every install on the hub',
   },
   {
     flag: 'leader-election-id',
     env: 'MCO_LEADER_ELECTION_ID',
     default: 'mco-controller',
-    help: 'name of the leader Lease',
+    help: 'name of the leader Lease, shared by every install on the hub',
   },
   {
     flag: 'lease-duration',
@@ -121,6 +122,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     env: 'POD_NAME',
     default: undefined,
     help: 'name of this replica in the Lease and in Events (default: hostname); a random suffix is added',
+  },
+  {
+    flag: 'install',
+    env: 'MCO_INSTALL',
+    default: undefined,
+    help: 'name of this installation, e.g. <release namespace>/<release name>: prefixes the identity so that a replica seeing another install hold the shared Lease stands by and reports it',
   },
   { flag: 'workers', env: 'MCO_WORKERS', default: '4', help: 'placements reconciled concurrently' },
   {
@@ -216,6 +223,14 @@ const RawSchema = z.object({
   'renew-deadline': duration(500, 3_600_000),
   'retry-period': duration(100, 600_000),
   identity: z.string().min(1).max(200).optional(),
+  install: z
+    .string()
+    .regex(
+      /^[a-z0-9]([-a-z0-9./]*[a-z0-9])?$/,
+      'expected lower-case letters, digits, "-", "." and "/", e.g. mco-system/mco',
+    )
+    .max(200)
+    .optional(),
   workers: int(1, 64),
   'resync-period': duration(1000, 86_400_000),
   'signal-sources': z.string().min(1).optional(),
@@ -291,7 +306,8 @@ export function parseControllerConfig(
   if (v['leader-elect'] && !(v['retry-period'] < v['renew-deadline'] && v['renew-deadline'] < v['lease-duration'])) {
     return { ok: false, error: '--retry-period < --renew-deadline < --lease-duration is required' };
   }
-  const base = (v.identity ?? hostname()).slice(0, 180);
+  // The replica part has no '/', so that installOf() finds the install part.
+  const base = (v.identity ?? hostname()).replaceAll('/', '-').slice(0, 180);
   return {
     ok: true,
     value: {
@@ -307,7 +323,7 @@ export function parseControllerConfig(
           }
         : undefined,
       // A restarted pod keeps its name; the suffix tells its Lease records apart.
-      identity: `${base}_${randomBytes(4).toString('hex')}`,
+      identity: `${v.install ? `${v.install}/` : ''}${base}_${randomBytes(4).toString('hex')}`,
       workers: v.workers,
       resyncPeriodMs: v['resync-period'],
       signalSourcesFile: v['signal-sources'],

@@ -10,6 +10,8 @@ export interface HealthServerOptions {
   readonly isHealthy: () => boolean;
   /** /readyz: every informer synced. */
   readonly isReady: () => boolean;
+  /** Why /readyz fails, when there is more to say than "not ready" (no secrets: the body is public). */
+  readonly notReadyReason?: () => string | undefined;
 }
 
 export interface HealthServer {
@@ -29,10 +31,15 @@ export async function startHealthServer(options: HealthServerOptions): Promise<H
       request.destroy();
       return;
     }
-    const check = (ok: boolean) =>
-      response.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'ok\n' : 'not ready\n');
+    const check = (ok: boolean, reason?: string) =>
+      response
+        .writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(ok ? 'ok\n' : `not ready${reason ? `: ${reason}` : ''}\n`);
     if (path === '/healthz' || path === '/livez') return check(options.isHealthy());
-    if (path === '/readyz') return check(options.isReady());
+    if (path === '/readyz') {
+      const ready = options.isReady();
+      return check(ready, ready ? undefined : options.notReadyReason?.());
+    }
     if (path === '/metrics') {
       options.registry.metrics().then(
         (text) => response.writeHead(200, { 'content-type': options.registry.contentType }).end(text),

@@ -1,9 +1,17 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { CoordinationV1Api, loadYaml, type KubernetesObject, type V1ClusterRole } from '@kubernetes/client-node';
+import {
+  CoordinationV1Api,
+  loadAllYaml,
+  loadYaml,
+  type KubernetesObject,
+  type V1ClusterRole,
+  type V1Deployment,
+  type V1Role,
+} from '@kubernetes/client-node';
 import { loadYamlObjects } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { InventoryFileSchema } from '../../../apps/mco/src/commands/inventory.js';
@@ -12,6 +20,7 @@ import {
   Fleet,
   helmBinary,
   LEASE_NAME,
+  LEASE_NAMESPACE,
   RELEASE_NAMESPACE,
   renderChart,
   REPO,
@@ -92,10 +101,58 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       'ClusterRoleBinding/mco-controller',
       'ConfigMap/mco-signal-sources',
       'Deployment/mco-controller',
-      'Role/mco-leader-election',
-      'RoleBinding/mco-leader-election',
+      'Role/mco.mco-system.leader-election',
+      'RoleBinding/mco.mco-system.leader-election',
       'Service/mco-metrics',
       'ServiceAccount/mco',
+    ]);
+  });
+
+  it('renders one lock for every release: two releases in two namespaces share the Lease, each with its own non-clashing Role', () => {
+    const render = (release: string, namespace: string) => {
+      const objects = loadAllYaml(
+        execFileSync(helmBinary(), ['template', release, CHART, '--namespace', namespace], { encoding: 'utf8' }),
+      ) as KubernetesObject[];
+      const args = (objects.find((o) => o.kind === 'Deployment') as V1Deployment).spec!.template.spec!.containers[0]!
+        .args!;
+      const roles = objects.filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding');
+      return {
+        lock: args.filter((a) => /^--(leader-election-namespace|leader-election-id|install)=/.test(a)),
+        roles: roles.map((o) => `${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}`),
+        rules: (roles.find((o) => o.kind === 'Role') as V1Role).rules,
+      };
+    };
+    const rules = [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['mco-controller'],
+        verbs: ['get', 'update'],
+      },
+    ];
+    expect([render('mco', 'team-a'), render('other', 'team-b')]).toEqual([
+      {
+        lock: [
+          '--leader-election-namespace=kube-system',
+          '--leader-election-id=mco-controller',
+          '--install=team-a/mco',
+        ],
+        roles: ['Role kube-system/mco.team-a.leader-election', 'RoleBinding kube-system/mco.team-a.leader-election'],
+        rules,
+      },
+      {
+        lock: [
+          '--leader-election-namespace=kube-system',
+          '--leader-election-id=mco-controller',
+          '--install=team-b/other',
+        ],
+        roles: [
+          'Role kube-system/other-mco.team-b.leader-election',
+          'RoleBinding kube-system/other-mco.team-b.leader-election',
+        ],
+        rules,
+      },
     ]);
   });
 
@@ -196,6 +253,8 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
         '--kubeconfig',
         kubeconfig,
         '--listen=127.0.0.1:0',
+        `--leader-election-namespace=${LEASE_NAMESPACE}`,
+        `--install=${RELEASE_NAMESPACE}/mco`,
       ],
       {
         cwd: REPO,
@@ -227,7 +286,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       const code = await exited;
       const lease = await hub.admin
         .makeApiClient(CoordinationV1Api)
-        .readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE_NAME });
+        .readNamespacedLease({ namespace: LEASE_NAMESPACE, name: LEASE_NAME });
       const lines = stderr.trim().split('\n');
       const records = lines.map((l) => JSON.parse(l) as { level: string; msg: string });
       expect({

@@ -1,13 +1,14 @@
 import { expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
+import { createLogger } from '@mco/runtime';
 import { CLUSTER_PROFILES, createListWatch, Informer, PLACEMENT_DECISIONS, type KubeObject } from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import type { Controller } from '../src/index.js';
-import { FakeSignalSource, LEASE_NAME, RELEASE_NAMESPACE, waitFor, describeWithHub } from './support.js';
+import { FakeSignalSource, LEASE_NAME, LEASE_NAMESPACE, waitFor, describeWithHub } from './support.js';
 import { counterValue, testController, useControllerHub } from './support-controller.js';
 
 const leaderElection = {
-  namespace: RELEASE_NAMESPACE,
+  namespace: LEASE_NAMESPACE,
   name: LEASE_NAME,
   leaseDurationMs: 2_000,
   renewDeadlineMs: 1_500,
@@ -22,7 +23,7 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     (
       await env.hub.admin
         .makeApiClient(CoordinationV1Api)
-        .readNamespacedLease({ namespace: RELEASE_NAMESPACE, name: LEASE_NAME })
+        .readNamespacedLease({ namespace: LEASE_NAMESPACE, name: LEASE_NAME })
     ).spec?.holderIdentity;
 
   it('with two replicas only the leader writes; a released Lease is taken over at once', async () => {
@@ -60,6 +61,80 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     });
     await env.fleet.deletePlacement('ha', 'app');
     await waitFor('cleaned up', async () => (await env.fleet.decisions('ha')).length === 0);
+  });
+
+  it('two installs share the Lease: only the first reconciles, the second stands by (not ready, logging the holder) and takes over when the first is removed', async () => {
+    await env.fleet.namespace('installs');
+    await env.fleet.namespace('fleet-installs');
+    await env.fleet.createProfile('fleet-installs', 'one');
+    // Identities as the chart makes them: <release namespace>/<release name>/<pod>_<suffix>.
+    const a = start(
+      testController(env.hub.controllerKubeConfig(), { identity: 'team-a/mco/mco-controller-0_aaaa', leaderElection }),
+    );
+    await waitFor('install A leads', () => a.isLeader());
+    const bLogs: string[] = [];
+    const b = start(
+      testController(env.hub.controllerKubeConfig(), {
+        identity: 'team-b/mco/mco-controller-0_bbbb',
+        leaderElection,
+        logger: createLogger({ level: 'info', write: (line) => bLogs.push(line) }),
+      }),
+    );
+    await b.waitForSync();
+    await waitFor('B sees A holding the Lease', () => b.standingByFor() === a.identity);
+    await env.fleet.createPlacement('installs', 'app', allClusters);
+    await waitFor('decided', async () =>
+      (await env.fleet.states('installs', 'app')).includes('fleet-installs/one:ACTIVE'),
+    );
+    await env.fleet.createProfile('fleet-installs', 'two');
+    await waitFor('decided again', async () => (await env.fleet.states('installs', 'app')).length >= 2);
+    const writes = async (c: Controller) =>
+      (await counterValue(c, 'mco_controller_status_writes_total')) +
+      (await counterValue(c, 'mco_controller_placement_decision_writes_total'));
+    const standby = bLogs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((r) => r.holder === a.identity && r.level === 'warn');
+    expect({
+      aLeads: a.isLeader(),
+      aReady: a.isReady(),
+      bLeads: b.isLeader(),
+      bReady: b.isReady(),
+      bStandsByFor: b.standingByFor(),
+      bStandbyGauge: await counterValue(b, 'mco_controller_standby_for_other_install'),
+      bLogged: standby && { level: standby.level, msg: standby.msg, lease: standby.lease },
+      bWrites: await writes(b),
+      aWrote: (await writes(a)) > 0,
+      holder: await holder(),
+    }).toEqual({
+      aLeads: true,
+      aReady: true,
+      bLeads: false,
+      bReady: false,
+      bStandsByFor: a.identity,
+      bStandbyGauge: 1,
+      bLogged: {
+        level: 'warn',
+        msg: 'another mco install holds the controller lease; this install stands by and is not ready',
+        lease: `${LEASE_NAMESPACE}/${LEASE_NAME}`,
+      },
+      bWrites: 0,
+      aWrote: true,
+      holder: a.identity,
+    });
+
+    await a.stop(); // install A is uninstalled: its controller releases the Lease
+    await waitFor('install B leads', () => b.isLeader());
+    await env.fleet.createProfile('fleet-installs', 'three');
+    await waitFor('B decides', async () => (await env.fleet.states('installs', 'app')).length >= 3);
+    expect({
+      bReady: b.isReady(),
+      bStandsByFor: b.standingByFor(),
+      bStandbyGauge: await counterValue(b, 'mco_controller_standby_for_other_install'),
+      bWrote: (await writes(b)) > 0,
+      holder: await holder(),
+    }).toEqual({ bReady: true, bStandsByFor: undefined, bStandbyGauge: 0, bWrote: true, holder: b.identity });
+    await env.fleet.deletePlacement('installs', 'app');
+    await waitFor('cleaned up', async () => (await env.fleet.decisions('installs')).length === 0);
   });
 
   it('a leader killed mid-reconcile: the successor takes over after the lease expires and nothing is lost', async () => {

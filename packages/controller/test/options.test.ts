@@ -45,7 +45,7 @@ describe('parseControllerConfig', () => {
       kubeconfig: undefined,
       http: { host: '0.0.0.0', port: 8080 },
       leaderElection: {
-        namespace: 'mco-system',
+        namespace: 'kube-system',
         name: 'mco-controller',
         leaseDurationMs: 15_000,
         renewDeadlineMs: 10_000,
@@ -79,7 +79,7 @@ describe('parseControllerConfig', () => {
   it('takes a flag over its environment variable over the default', () => {
     const result = parseControllerConfig(
       { workers: '8', 'http-address': '127.0.0.1:9000' },
-      { MCO_WORKERS: '2', MCO_LOG_LEVEL: 'debug', POD_NAMESPACE: 'ops', MCO_LEADER_ELECT: 'true' },
+      { MCO_WORKERS: '2', MCO_LOG_LEVEL: 'debug', MCO_LEADER_ELECTION_NAMESPACE: 'ops', MCO_LEADER_ELECT: 'true' },
     );
     expect(
       result.ok && {
@@ -107,7 +107,10 @@ describe('parseControllerConfig', () => {
     { flags: { listen: 'localhost' }, error: /^--listen \(MCO_HTTP_ADDRESS\): expected host:port/ },
     { flags: { events: 'yes' }, error: /^--events \(MCO_EVENTS\)/ },
     { flags: { 'renew-deadline': '20s' }, error: /^--retry-period < --renew-deadline < --lease-duration/ },
-    { flags: { 'leader-election-namespace': 'Not_A_Name' }, error: /^--leader-election-namespace \(POD_NAMESPACE\)/ },
+    {
+      flags: { 'leader-election-namespace': 'Not_A_Name' },
+      error: /^--leader-election-namespace \(MCO_LEADER_ELECTION_NAMESPACE\)/,
+    },
     {
       flags: { 'cluster-profile-namespaces': 'fleet,Team_A' },
       error: /^--cluster-profile-namespaces \(MCO_CLUSTER_PROFILE_NAMESPACES\): "Team_A" is not a namespace name/,

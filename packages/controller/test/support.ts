@@ -29,7 +29,8 @@ import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, type KubeObject } fr
 export const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const CHART = join(REPO, 'apps', 'mco', 'chart');
 export const RELEASE_NAMESPACE = 'mco-system';
-/** Rendered with release name "mco", the chart's fullname is "mco". */
+/** The chart's defaults: one Lease shared by every install (controller.leaderElection.lockNamespace/lockName). */
+export const LEASE_NAMESPACE = 'kube-system';
 export const LEASE_NAME = 'mco-controller';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -12,6 +12,8 @@ import {
   type Signal,
 } from '@mco/core';
 import { aClusterProfile, anAutoscalingSpec, aPlacement, anAtCeilingSignal, aSteadySignal } from '@mco/core/testing';
+// Same package: the bench empties the regex caches to time a first evaluation.
+import { clearRe2Caches } from '../src/selection/regex.js';
 
 const REGIONS = ['us-east1', 'us-west1', 'europe-west4', 'asia-east1', 'me-central1'];
 const NOW = new Date('2026-01-01T12:00:00Z');
@@ -200,3 +202,80 @@ for (const n of [1_000, 10_000]) {
 console.log(rows.join('\n'));
 console.log(`\nLoad average at the end: ${load()}.`);
 console.log('Targets: ≤ 0.2 ms per placement at 1,000 clusters; ≤ 200 ms for the 1,000 × 1,000 pass.');
+
+// The costliest accepted cluster-name-regex patterns found (docs/performance.md,
+// "Regex cost"): lazy-DFA blow-ups that make re2js fall back to its NFA, and
+// long alternations of bounded classes, each within 1024 characters and
+// 2,000 instructions. Matched against the bench fleet's names and against
+// names of the longest legal length (63 + 1 + 253 characters, random).
+function alternation(piece: (i: number) => string): string {
+  const parts: string[] = [];
+  for (let i = 0; ; i++) {
+    const next = `(?:${[...parts, piece(i)].join('|')})q`;
+    if (next.length > 1024) return `(?:${parts.join('|')})q`;
+    parts.push(piece(i));
+  }
+}
+const WORST_PATTERNS: [string, string][] = [
+  ['DFA blow-up, 24 instructions', '[0-9][a-z0-9-]{20}9'],
+  ['DFA blow-up, 204 instructions', '[0-9][a-z0-9-]{200}9'],
+  ['DFA blow-up, 1,004 instructions', '[0-9][a-z0-9-]{1000}9'],
+  ['nested {0,30}{0,30}', '(?:.{0,30}-){0,30}q'],
+  ['alternation of 84 bounded classes', alternation((i) => `[a-${'bcdefghijklmnopqrstuvwxyz'[i % 25]}]{0,3}`)],
+];
+function randomName(length: number, seed: number): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789-';
+  let x = seed >>> 0;
+  let out = '';
+  for (let k = 0; k < length; k++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    out += alphabet[(x >>> 8) % alphabet.length];
+  }
+  return out;
+}
+const namesOf = (ns: number, name: number) =>
+  Array.from({ length: 1_000 }, (_, i) =>
+    aClusterProfile(`${randomName(ns, i * 7 + 1)}/${randomName(name, i * 13 + 5)}`, { controlPlaneHealthy: true }),
+  );
+const longNames = namesOf(20, 43);
+const longestNames = namesOf(63, 253);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const regexRows: string[] = [];
+regexRows.push('| pattern | names | first evaluation (cold) | next evaluations (warm) | warm, best window |');
+regexRows.push('| --- | --- | ---: | ---: | ---: |');
+let worstCold = 0;
+let worstWarm = 0;
+for (const [names, profiles] of [
+  ['bench fleet (21 characters)', fleet(1_000)],
+  ['random (64 characters)', longNames],
+  ['longest legal (317 characters)', longestNames],
+] as const) {
+  const inventory = createInventory(profiles);
+  for (const [what, regex] of WORST_PATTERNS) {
+    const spec = (): PlacementSpec => ({
+      clusterSelectorRules: [{ type: 'cluster-name-regex', arguments: { regex } }],
+    });
+    const evaluate = (s: PlacementSpec) =>
+      decide({ now: NOW, placement: aPlacement('apps/re', s), clusterProfiles: inventory });
+    const colds: number[] = [];
+    for (let run = 0; run < 3; run++) {
+      clearRe2Caches();
+      const s = spec(); // a new object: the compiled-spec cache is per object
+      const start = performance.now();
+      evaluate(s);
+      colds.push(performance.now() - start);
+    }
+    const s = spec();
+    const warm = measure(() => evaluate(s), 20, 20);
+    worstCold = Math.max(worstCold, median(colds));
+    worstWarm = Math.max(worstWarm, warm.median);
+    regexRows.push(
+      `| ${what} (\`${regex.length > 24 ? `${regex.slice(0, 24)}…` : regex}\`, ${regex.length} chars) | ${names} | ${fmt(median(colds))} | ${fmt(warm.median)} | ${fmt(warm.best)} |`,
+    );
+  }
+}
+console.log(`\nOne placement with one cluster-name-regex rule over 1,000 clusters; load average ${load()}\n`);
+console.log(regexRows.join('\n'));
+console.log(
+  `\nWorst first evaluation ${fmt(worstCold)}; worst warm evaluation ${fmt(worstWarm)} (target ≤ 50 ms warm).`,
+);

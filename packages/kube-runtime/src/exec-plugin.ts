@@ -40,15 +40,27 @@ export interface ExecPluginOptions {
   readonly baseEnv?: Readonly<Record<string, string | undefined>>;
   readonly signal?: AbortSignal;
   /**
-   * Hears the standard error of a plugin that failed (its last 1024 characters),
-   * for the log. It is never part of the error: errors reach status and Events,
-   * and a plugin may print anything there.
+   * Hears the standard error of a plugin that failed (its last 1024 characters,
+   * with `redactTokens` applied), for the log. It is never part of the error:
+   * errors reach status and Events, and a plugin may print anything there.
    */
   readonly onStderr?: (stderr: string) => void;
 }
 
 const MAX_STDOUT_BYTES = 1024 * 1024;
 const MAX_STDERR_CHARS = 1024;
+
+/**
+ * Replaces every run of 16 or more characters that could be part of a token
+ * (letters, digits and `+/=_.~-`: base64, base64url, hex, JWTs) with
+ * `[redacted N characters]`. A failing plugin may print the token it holds
+ * ("token abc... expired"), and its standard error goes to the log; words,
+ * numbers and messages survive, long paths and URLs do not (the command is
+ * logged beside it).
+ */
+export function redactTokens(text: string): string {
+  return text.replace(/[A-Za-z0-9+/=_.~-]{16,}/g, (run) => `[redacted ${run.length} characters]`);
+}
 
 /**
  * Runs a client-go credential plugin once and returns the credential it printed.
@@ -124,7 +136,7 @@ export function runExecPlugin(exec: ExecConfig, options: ExecPluginOptions): Pro
       if (code !== 0) {
         const how = code === null ? `was killed by ${signal}` : `exited with code ${code}`;
         const detail = stderr.trim() ? "; its standard error is in mco's log" : '';
-        if (detail) options.onStderr?.(stderr.trim());
+        if (detail) options.onStderr?.(redactTokens(stderr.trim()));
         return finish(new McoError('Unauthorized', `${what} ${how}${detail}`, true));
       }
       try {

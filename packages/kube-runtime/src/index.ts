@@ -48,6 +48,7 @@ export {
 } from './kubeconfig.js';
 export {
   parseExecCredential,
+  redactTokens,
   runExecPlugin,
   type ExecClusterInfo,
   type ExecConfig,

@@ -35,6 +35,8 @@ export interface LeaderElectionOptions {
   readonly logger?: Logger;
   readonly onStartedLeading?: () => void;
   readonly onStoppedLeading?: () => void;
+  /** Called when the Lease is seen with a different holder ('' when nobody holds it). */
+  readonly onHolderChanged?: (holder: string) => void;
 }
 
 /**
@@ -58,6 +60,8 @@ export class LeaderElector {
   private readonly logger: Logger;
   private readonly onStarted: () => void;
   private readonly onStopped: () => void;
+  private readonly onHolder: (holder: string) => void;
+  private seenHolder: string | undefined;
   private leading = false;
   /** Monotonic time (performance.now()) the last successful renewal was sent: wall-clock steps cannot stretch a term. */
   private lastRenewAt = 0;
@@ -82,6 +86,12 @@ export class LeaderElector {
     this.logger = (options.logger ?? silentLogger).child({ lease: `${options.namespace}/${options.name}` });
     this.onStarted = options.onStartedLeading ?? (() => {});
     this.onStopped = options.onStoppedLeading ?? (() => {});
+    this.onHolder = options.onHolderChanged ?? (() => {});
+  }
+
+  /** The holder of the Lease as last read or written ('' when free; undefined before the first read). */
+  get holder(): string | undefined {
+    return this.seenHolder;
   }
 
   /** True while this replica holds the Lease and renewed it within the renew deadline. */
@@ -143,6 +153,15 @@ export class LeaderElector {
     }
   }
 
+  private noteHolder(holder: string): void {
+    if (holder === this.seenHolder) return;
+    this.seenHolder = holder;
+    // Once per change of holder, not per retry: who a standby waits for.
+    if (holder !== '' && holder !== this.identity)
+      this.logger.info('the lease is held by another candidate', { holder });
+    this.onHolder(holder);
+  }
+
   private async tryAcquireOrRenew(): Promise<boolean> {
     // Wall-clock time only for what is written (renewTime, acquireTime); expiry
     // is judged on the monotonic clock from when this replica saw the Lease change.
@@ -169,6 +188,7 @@ export class LeaderElector {
           options,
         );
         this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: seen };
+        this.noteHolder(this.identity);
         return true;
       } catch (createError) {
         if (httpStatusOf(createError) !== 409) this.logger.warn('cannot create the lease', { error: createError });
@@ -181,7 +201,10 @@ export class LeaderElector {
     const holder = lease.spec?.holderIdentity ?? '';
     const duration = (lease.spec?.leaseDurationSeconds ?? 0) * 1000;
     const held = holder !== '' && holder !== this.identity;
-    if (held && observedAt + duration > seen) return false;
+    if (held && observedAt + duration > seen) {
+      this.noteHolder(holder);
+      return false;
+    }
     const transitions = lease.spec?.leaseTransitions ?? 0;
     const acquiring = holder !== this.identity;
     lease.spec = this.spec(
@@ -192,6 +215,7 @@ export class LeaderElector {
     try {
       this.lease = await this.client.replace<Lease>(`${this.path}/${encodeURIComponent(this.name)}`, lease, options);
       this.observed = { resourceVersion: this.lease.metadata?.resourceVersion, at: seen };
+      this.noteHolder(this.identity);
       return true;
     } catch (error) {
       if (httpStatusOf(error) !== 409) this.logger.warn('cannot update the lease', { error });
@@ -230,6 +254,7 @@ export class LeaderElector {
         timeoutMs: Math.max(1_000, this.retryPeriodMs),
       });
       this.logger.info('released the lease');
+      this.noteHolder('');
     } catch (error) {
       this.logger.warn('cannot release the lease; a successor waits for it to expire', { error });
     }

@@ -34,7 +34,12 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
 {{- define "mco.leaseName" -}}
-{{- printf "%s-controller" (include "mco.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- .Values.controller.leaderElection.lockName }}
+{{- end }}
+
+{{/* The Role and RoleBinding in the lock namespace: one per release, since every release puts them there. */}}
+{{- define "mco.lockRoleName" -}}
+{{- printf "%s.%s.leader-election" (include "mco.fullname" .) .Release.Namespace }}
 {{- end }}
 
 {{/*

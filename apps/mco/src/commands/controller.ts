@@ -102,6 +102,10 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
       // Liveness means "the process answers"; failing it during shutdown would only get the pod killed.
       isHealthy: () => true,
       isReady: () => !stopping && controller.isReady(),
+      notReadyReason: () => {
+        const holder = controller.standingByFor();
+        return holder && `another install holds the controller lease (${holder}); standing by`;
+      },
     });
     logger.info('starting', {
       identity: config.identity,

@@ -463,6 +463,30 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     return `http://127.0.0.1:${this.ports.get('plugin')}`;
   }
 
+  /** Everything each process wrote, by role (a restarted process appends to its file). */
+  fullLogs(): Map<string, string> {
+    return new Map(
+      [...this.processes.keys()].map((role) => [role, readFileSync(join(this.dir, `${role}.log`), 'utf8')]),
+    );
+  }
+
+  /** The secrets this walk-through hands out: members' tokens and each process's hub token. */
+  credentials(): Record<string, string> {
+    const hub = [...this.kubeconfigs.entries()].flatMap(([role, file]) => {
+      const users = (JSON.parse(readFileSync(file, 'utf8')) as { users?: { user?: { token?: string } }[] }).users;
+      return (users ?? []).flatMap((u) => (u.user?.token ? [[`hub token of ${role}`, u.user.token] as const] : []));
+    });
+    return Object.fromEntries([
+      ...MEMBERS.map((m) => [`member token of ${m}`, this.plane.members[m]!.token('admin')] as const),
+      ...hub,
+    ]);
+  }
+
+  /** http://127.0.0.1:<port> of a process's HTTP address (`controller-http`, `refresher-http`, ...). */
+  httpUrl(name: string): string {
+    return `http://127.0.0.1:${this.ports.get(name)}`;
+  }
+
   /** The last lines of each process's log, for failure messages. */
   logs(): string {
     return [...this.processes.entries()]

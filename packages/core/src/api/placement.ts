@@ -8,6 +8,13 @@ export const PLACEMENT_KIND = 'MultiKubernetesClusterPlacement';
 
 /** Longest `cluster-name-regex` pattern accepted (semantics.md section 2). */
 export const MAX_REGEX_LENGTH = 1024;
+/**
+ * Largest compiled `cluster-name-regex` program accepted, in re2js
+ * instructions. Any pattern of at most 1024 characters without counted
+ * repetition fits (about 1.5 instructions a character at most); `{n,m}`
+ * multiplies what it repeats (docs/api.md).
+ */
+export const MAX_REGEX_PROGRAM_SIZE = 2000;
 
 // Generous: a too-long regex must reach the engine to be reported as InvalidRegex.
 const shortString = z.string().max(4096);
