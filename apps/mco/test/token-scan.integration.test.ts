@@ -12,7 +12,8 @@ import {
   type ConfigSyncDelivery,
 } from '@mco/configsync';
 import { INPUT_PROVIDERS, startFluxDelivery, type FluxDelivery } from '@mco/flux';
-import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, requestOptions } from '@mco/kube-runtime';
+import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
 import { sharedCrdsDir } from '@mco/testkit';
 import { Registry } from 'prom-client';
@@ -168,7 +169,12 @@ ${user}
         sources: [{ name: 'members', plugin: 'kubernetes', config: { providers, timeoutSeconds: 2 } }],
       }),
     );
-    const sources = await createSignalSources(sourcesFile, hub.admin, registry, logger('signals'));
+    const sources = await createSignalSources(
+      sourcesFile,
+      connectionFromKubeConfig(hub.admin),
+      registry,
+      logger('signals'),
+    );
     const controller = env.start(
       testController(hub.controllerKubeConfig(), {
         registry,
@@ -180,7 +186,11 @@ ${user}
 
     const pluginTokenFile = join(dir, 'plugin-token');
     writeFileSync(pluginTokenFile, `${TOKENS.plugin}\n`);
-    const access = createClusterAccess({ providers, hubKubeConfig: hub.admin, logger: logger('cluster-access') });
+    const access = createClusterAccess({
+      providers,
+      hub: connectionFromKubeConfig(hub.admin),
+      logger: logger('cluster-access'),
+    });
     let delivery: ArgoCdDelivery | undefined;
     let flux: FluxDelivery | undefined;
     let configSync: ConfigSyncDelivery | undefined;
