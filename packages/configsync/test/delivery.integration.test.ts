@@ -259,7 +259,15 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     const rbac = (parseYamlDocuments(rendered) as (KubernetesObject & { subjects?: object[] })[]).filter((o) =>
       ['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? ''),
     );
-    expect(rbac.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding']);
+    expect(rbac.map((o) => `${o.kind} ${o.metadata?.namespace ?? ''}/${o.metadata?.name}`).sort()).toEqual([
+      'ClusterRole /mco-configsync',
+      'ClusterRoleBinding /mco-configsync',
+      'Role fleet/mco-configsync-kubeconfigs',
+      // The Lease every install's `mco configsync` shares: only one acts on the members.
+      'Role kube-system/mco-configsync.mco-system.leader-election',
+      'RoleBinding fleet/mco-configsync-kubeconfigs',
+      'RoleBinding kube-system/mco-configsync.mco-system.leader-election',
+    ]);
     for (const o of rbac) o.subjects?.push({ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'plugin' });
     await cp.hub.apply(rbac);
     const east = cp.members.east!;

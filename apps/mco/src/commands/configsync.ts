@@ -35,7 +35,7 @@ Options:
   --status-interval <seconds>      how often members' sync status is read again (default 60)
   --leader-elect                   run only while holding a Lease (several replicas)
   --cluster-profile-namespaces <a,b> ${CLUSTER_PROFILE_NAMESPACES_HELP}
-  --leader-election-namespace <ns> namespace of the Lease (default mco-system)
+  --leader-election-namespace <ns> namespace of the Lease mco-configsync, shared by every install (default kube-system)
   --log-level <level>              debug, info, warn or error (default info)
   -h, --help                       show this help
 
@@ -51,7 +51,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'status-interval': { type: 'string', default: '60' },
         'leader-elect': { type: 'boolean', default: false },
         'cluster-profile-namespaces': { type: 'string' },
-        'leader-election-namespace': { type: 'string', default: 'mco-system' },
+        'leader-election-namespace': { type: 'string', default: 'kube-system' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
       },
