@@ -96,13 +96,20 @@ describeWithHub('no test token in any log line, Event, status or metric of a ful
     const credential = (t: string) =>
       `printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' '${t}'`;
     const exec = (command: string) => ({ apiVersion: 'client.authentication.k8s.io/v1' as const, command });
+    // The members are on loopback, which mco reaches only when the allowlist names it.
+    const allowedServers = [SERVER];
     const providers = [
-      { name: 'exec-ok', execConfig: exec(script('ok.sh', credential(TOKENS.exec))) },
+      { name: 'exec-ok', execConfig: exec(script('ok.sh', credential(TOKENS.exec))), allowedServers },
       {
         name: 'exec-fail',
         execConfig: exec(script('fail.sh', `echo "cannot refresh ${TOKENS.execStderr}: expired" >&2\nexit 1`)),
+        allowedServers,
       },
-      { name: 'exec-garbage', execConfig: exec(script('garbage.sh', `echo "token=${TOKENS.execStdout} not json"`)) },
+      {
+        name: 'exec-garbage',
+        execConfig: exec(script('garbage.sh', `echo "token=${TOKENS.execStdout} not json"`)),
+        allowedServers,
+      },
     ];
     const kubeconfig = (user: string) => `apiVersion: v1
 kind: Config
@@ -166,7 +173,13 @@ ${user}
       sourcesFile,
       JSON.stringify({
         defaultSource: 'members',
-        sources: [{ name: 'members', plugin: 'kubernetes', config: { providers, timeoutSeconds: 2 } }],
+        sources: [
+          {
+            name: 'members',
+            plugin: 'kubernetes',
+            config: { providers, kubeconfigSecrets: { allowedServers }, timeoutSeconds: 2 },
+          },
+        ],
       }),
     );
     const sources = await createSignalSources(
@@ -188,6 +201,7 @@ ${user}
     writeFileSync(pluginTokenFile, `${TOKENS.plugin}\n`);
     const access = createClusterAccess({
       providers,
+      kubeconfigSecrets: { allowedServers },
       hub: connectionFromKubeConfig(hub.admin),
       logger: logger('cluster-access'),
     });
