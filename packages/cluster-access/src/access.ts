@@ -1,7 +1,7 @@
 import type { AccessProviderCluster, ClusterProfile } from '@mco/core';
 import { clusterKey } from '@mco/core';
 import { createCachedCredential, runExecPlugin, type CachedCredential, type ExecClusterInfo } from '@mco/kube-runtime';
-import { McoError, silentLogger, type Credential, type KubeConnection, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, type KubeConnection, type Logger } from '@mco/runtime';
 import type { ProviderConfig, ProviderFile } from './provider-file.js';
 
 /** Name of the access-provider cluster extension that is passed to the plugin as `config`. */
@@ -13,18 +13,8 @@ export interface ClusterAccess extends KubeConnection {
   readonly cluster: string;
   /** The access provider used, or `kubeconfig-secret`. */
   readonly provider: string;
-  readonly server: string;
-  /** Base64 PEM bundle, as in a kubeconfig. */
-  readonly caData?: string;
-  readonly tlsServerName?: string;
-  readonly proxyUrl?: string;
-  readonly insecureSkipTlsVerify: boolean;
-  /** The current credential; refreshed shortly before it expires, one refresh at a time. */
-  getCredential(signal?: AbortSignal): Promise<Credential>;
   /** The bearer token; an McoError (`Unauthorized`) when the credential is a client certificate. */
   getToken(signal?: AbortSignal): Promise<string>;
-  /** Forgets the cached credential (call it after a 401). */
-  invalidate(): void;
 }
 
 export type SelectedProvider =

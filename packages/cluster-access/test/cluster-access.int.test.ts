@@ -50,6 +50,23 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     } as ClusterProfile;
   };
 
+  /** Access through a credential plugin printing the east member's admin token (loopback named in allowedServers). */
+  const execAccess = (options: { qps?: number; burst?: number } = {}) => {
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
+    const access = createClusterAccess({
+      providers: [
+        {
+          name: 'p',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
+          allowedServers: ['https://127.0.0.1'],
+        },
+      ],
+      ...options,
+    });
+    return { dir, access };
+  };
+
   it('reads a kubeconfig Secret from the hub, and picks up a rotated token on the next read', async () => {
     const access = createClusterAccess({
       providers: [],
@@ -98,17 +115,7 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
   });
 
   it('gives each member cluster its own client, authenticated with the plugin token', async () => {
-    const dir = pluginDir();
-    const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
-    const access = createClusterAccess({
-      providers: [
-        {
-          name: 'p',
-          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
-          allowedServers: ['https://127.0.0.1'],
-        },
-      ],
-    });
+    const { access } = execAccess();
     // Two profiles for one member (no peers given, so no duplicate check): one client each.
     const profile = (name: string) =>
       ({
@@ -135,16 +142,7 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
   });
 
   it('talks to a member with an exec-plugin token and holds each cluster to its own QPS', async () => {
-    const dir = pluginDir();
-    const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
-    const access = createClusterAccess({
-      providers: [
-        {
-          name: 'p',
-          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
-          allowedServers: ['https://127.0.0.1'],
-        },
-      ],
+    const { dir, access } = execAccess({
       qps: 20,
       burst: 1,
     });
