@@ -87,7 +87,10 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
       (await env.fleet.states('installs', 'app')).includes('fleet-installs/one:ACTIVE'),
     );
     await env.fleet.createProfile('fleet-installs', 'two');
-    await waitFor('decided again', async () => (await env.fleet.states('installs', 'app')).length >= 2);
+    // Other tests' ClusterProfiles match all-clusters too: wait for this test's own cluster by name.
+    await waitFor('decided again', async () =>
+      (await env.fleet.states('installs', 'app')).includes('fleet-installs/two:ACTIVE'),
+    );
     const writes = async (c: Controller) =>
       (await counterValue(c, 'mco_controller_status_writes_total')) +
       (await counterValue(c, 'mco_controller_placement_decision_writes_total'));
@@ -125,7 +128,9 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     await a.stop(); // install A is uninstalled: its controller releases the Lease
     await waitFor('install B leads', () => b.isLeader());
     await env.fleet.createProfile('fleet-installs', 'three');
-    await waitFor('B decides', async () => (await env.fleet.states('installs', 'app')).length >= 3);
+    await waitFor('B decides', async () =>
+      (await env.fleet.states('installs', 'app')).includes('fleet-installs/three:ACTIVE'),
+    );
     expect({
       bReady: b.isReady(),
       bStandsByFor: b.standingByFor(),
