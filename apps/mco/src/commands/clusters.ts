@@ -1,11 +1,10 @@
 import { parseArgs } from 'node:util';
-import { CustomObjectsApi, KubeConfig, setHeaderOptions } from '@kubernetes/client-node';
+import { KubeConfig } from '@kubernetes/client-node';
 import { INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '@mco/controller';
 import {
   CLUSTER_MANAGER_LABEL,
   CONTROL_PLANE_HEALTHY,
   formatTaint,
-  PLACEMENT_GROUP,
   TAINTS_ANNOTATION,
   type ClusterProfile,
 } from '@mco/core';
@@ -18,9 +17,10 @@ import {
   syncClusterProfiles,
   type SyncReport,
 } from '@mco/provider-manual';
+import { CLUSTER_PROFILES, KubeClient, objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
 import { McoError, toMcoError } from '@mco/runtime';
 import { stringify } from 'yaml';
-import { explainFailure, KUBECONFIG_HELP, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
+import { explainFailure, KUBECONFIG_HELP, loadHub, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
 import { loadKubeConfig } from '../client-node-hub.js';
 import {
   changeTaints,
@@ -133,7 +133,7 @@ export const clustersCommand: Command = {
         extra,
         values.namespace ?? 'fleet',
         values.overwrite ?? false,
-        () => loadKubeConfig(values.kubeconfig, values['hub-context']),
+        () => new KubeClient(loadHub(values.kubeconfig, values['hub-context'])),
         io,
       );
     }
@@ -141,6 +141,8 @@ export const clustersCommand: Command = {
     const namespace = values.namespace ?? 'fleet';
     const manager = values.manager ?? MANUAL_MANAGER;
     const hub = () => loadKubeConfig(values.kubeconfig, values['hub-context']);
+    // The one-shot reads and annotations: mco's own client, with its request deadline.
+    const hubClient = () => new KubeClient(loadHub(values.kubeconfig, values['hub-context']));
     try {
       switch (verb) {
         case 'apply': {
@@ -195,9 +197,9 @@ export const clustersCommand: Command = {
           return printReport(report, io, values['dry-run'] ?? false);
         }
         case 'list':
-          return await list(hub(), values.manager, values.output ?? 'table', io);
+          return await list(hubClient(), values.manager, values.output ?? 'table', io);
         case 'confirm-removal':
-          return await confirmRemoval(hub(), values.namespace, io);
+          return await confirmRemoval(hubClient(), values.namespace, io);
         default:
           throw new UsageError(
             `unknown subcommand "${verb}" (apply, from-kubeconfig, list, taint, cordon, uncordon, drain, confirm-removal)`,
@@ -272,56 +274,47 @@ function printReport(report: SyncReport, io: Io, dryRun: boolean): number {
  * controller's inventory-loss guard then stops holding their removals for the
  * losses it saw before that time.
  */
-async function confirmRemoval(kc: KubeConfig, namespace: string | undefined, io: Io): Promise<number> {
-  const api = kc.makeApiClient(CustomObjectsApi);
-  const [group, version, plural] = [PLACEMENT_GROUP, 'v1alpha1', 'multikubernetesclusterplacements'];
-  const page = (await (
-    namespace
-      ? api.listNamespacedCustomObject({ group, version, plural, namespace })
-      : api.listClusterCustomObject({ group, version, plural })
-  ).catch((error: unknown) => {
-    throw toMcoError(error, 'list placements');
-  })) as { items: { metadata: { name: string; namespace: string } }[] };
-  const targets = page.items
-    .map((p) => p.metadata)
-    .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
-  const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-  for (const { namespace: ns, name } of targets) {
-    await api
-      .patchNamespacedCustomObject(
-        {
-          group,
-          version,
-          plural,
-          namespace: ns,
-          name,
-          body: { metadata: { annotations: { [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: at } } },
-        },
-        setHeaderOptions('Content-Type', 'application/merge-patch+json'),
-      )
+async function confirmRemoval(hub: KubeClient, namespace: string | undefined, io: Io): Promise<number> {
+  try {
+    const page = await hub
+      .get<{ items: { metadata: { name: string; namespace: string } }[] }>(resourcePath(PLACEMENTS, namespace))
       .catch((error: unknown) => {
-        throw toMcoError(error, `annotate placement ${ns}/${name}`);
+        throw toMcoError(error, 'list placements');
       });
-    io.stdout(`confirmed  ${ns}/${name}\n`);
+    const targets = page.items
+      .map((p) => p.metadata)
+      .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
+    const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    for (const { namespace: ns, name } of targets) {
+      await hub
+        .patch(objectPath(PLACEMENTS, ns, name), 'merge', {
+          metadata: { annotations: { [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: at } },
+        })
+        .catch((error: unknown) => {
+          throw toMcoError(error, `annotate placement ${ns}/${name}`);
+        });
+      io.stdout(`confirmed  ${ns}/${name}\n`);
+    }
+    io.stdout(`${targets.length} placement(s) confirmed at ${at}\n`);
+    return 0;
+  } finally {
+    hub.close();
   }
-  io.stdout(`${targets.length} placement(s) confirmed at ${at}\n`);
-  return 0;
 }
 
-async function list(kc: KubeConfig, manager: string | undefined, output: string, io: Io): Promise<number> {
+async function list(hub: KubeClient, manager: string | undefined, output: string, io: Io): Promise<number> {
   if (output !== 'table' && output !== 'json') throw new UsageError(`-o ${output}: expected table or json`);
   let items: ClusterProfile[];
   try {
-    const page = (await kc.makeApiClient(CustomObjectsApi).listClusterCustomObject({
-      group: 'multicluster.x-k8s.io',
-      version: 'v1alpha1',
-      plural: 'clusterprofiles',
-      ...(manager ? { labelSelector: `${CLUSTER_MANAGER_LABEL}=${manager}` } : {}),
-    })) as { items: ClusterProfile[] };
+    const page = await hub.get<{ items: ClusterProfile[] }>(resourcePath(CLUSTER_PROFILES), {
+      query: manager ? { labelSelector: `${CLUSTER_MANAGER_LABEL}=${manager}` } : {},
+    });
     items = page.items;
   } catch (error) {
     io.stderr(`mco clusters list: ${(error as Error).message}\n`);
     return 1;
+  } finally {
+    hub.close();
   }
   const rows = items
     .map((p) => ({
@@ -354,7 +347,7 @@ async function taintCommand(
   args: readonly string[],
   defaultNamespace: string,
   overwrite: boolean,
-  hub: () => KubeConfig,
+  hub: () => KubeClient,
   io: Io,
 ): Promise<number> {
   const [target, ...rest] = args;
@@ -376,8 +369,9 @@ async function taintCommand(
       changes = [];
   }
   if (verb !== 'taint' && rest.length > 0) throw new UsageError(`unexpected argument "${rest[0]}"`);
+  const client = hub();
   try {
-    const result = await updateTaints(hub(), namespace!, name!, (current) =>
+    const result = await updateTaints(client, namespace!, name!, (current) =>
       verb === 'uncordon'
         ? current.filter((t) => ![CORDON_TAINT, DRAIN_TAINT].some((c) => c.key === t.key && c.effect === t.effect))
         : changeTaints(current, changes, new Date(), overwrite),
@@ -390,6 +384,8 @@ async function taintCommand(
     if (error instanceof UsageError) throw error;
     io.stderr(`mco clusters ${verb}: ${describe(error)}\n`);
     return 1;
+  } finally {
+    client.close();
   }
 }
 

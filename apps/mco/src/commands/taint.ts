@@ -1,4 +1,3 @@
-import { CustomObjectsApi, setHeaderOptions, type KubeConfig } from '@kubernetes/client-node';
 import {
   CLUSTER_PROFILE_API_VERSION,
   formatTaint,
@@ -9,6 +8,7 @@ import {
   type Taint,
   type TaintEffect,
 } from '@mco/core';
+import { CLUSTER_PROFILES, objectPath, type KubeClient } from '@mco/kube-runtime';
 import { UsageError } from '../cli.js';
 
 /**
@@ -98,14 +98,13 @@ export interface TaintResult {
  * resourceVersion it read, so a concurrent change is a conflict, not lost.
  */
 export async function updateTaints(
-  kubeConfig: KubeConfig,
+  hub: KubeClient,
   namespace: string,
   name: string,
   change: (current: readonly Taint[]) => Taint[],
 ): Promise<TaintResult> {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const target = { group: 'multicluster.x-k8s.io', version: 'v1alpha1', plural: 'clusterprofiles', namespace, name };
-  const profile = (await api.getNamespacedCustomObject(target)) as ClusterProfile;
+  const path = objectPath(CLUSTER_PROFILES, namespace, name);
+  const profile = await hub.get<ClusterProfile>(path);
   const parsed = parseTaints(profile.metadata.annotations);
   if (parsed.error) {
     throw new UsageError(
@@ -118,15 +117,11 @@ export async function updateTaints(
   if (after.length === 0) {
     // Removing the annotation whoever wrote it (an apply only drops fields its own manager owned).
     if (profile.metadata.annotations?.[TAINTS_ANNOTATION] !== undefined) {
-      await api.patchNamespacedCustomObject(
-        {
-          ...target,
-          body: {
-            metadata: { resourceVersion: profile.metadata.resourceVersion, annotations: { [TAINTS_ANNOTATION]: null } },
-          },
-          fieldManager: TAINT_FIELD_MANAGER,
-        },
-        setHeaderOptions('Content-Type', 'application/merge-patch+json'),
+      await hub.patch(
+        path,
+        'merge',
+        { metadata: { resourceVersion: profile.metadata.resourceVersion, annotations: { [TAINTS_ANNOTATION]: null } } },
+        { query: { fieldManager: TAINT_FIELD_MANAGER } },
       );
     }
   } else if (!unchanged) {
@@ -140,10 +135,7 @@ export async function updateTaints(
         annotations: { [TAINTS_ANNOTATION]: JSON.stringify(after) },
       },
     };
-    await api.patchNamespacedCustomObject(
-      { ...target, body, fieldManager: TAINT_FIELD_MANAGER, force: true },
-      setHeaderOptions('Content-Type', 'application/apply-patch+yaml'),
-    );
+    await hub.patch(path, 'apply', body, { query: { fieldManager: TAINT_FIELD_MANAGER, force: true } });
   }
   return { key: `${namespace}/${name}`, before, after };
 }
