@@ -3,6 +3,7 @@
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import {
+  compileRe2,
   createInventory,
   decide,
   type ClusterProfile,
@@ -14,6 +15,7 @@ import {
 import { aClusterProfile, anAutoscalingSpec, aPlacement, anAtCeilingSignal, aSteadySignal } from '@mco/core/testing';
 // Same package: the bench empties the regex caches to time a first evaluation.
 import { clearRe2Caches } from '../src/selection/regex.js';
+import { randomName } from '../test/helpers.js';
 
 const REGIONS = ['us-east1', 'us-west1', 'europe-west4', 'asia-east1', 'me-central1'];
 const NOW = new Date('2026-01-01T12:00:00Z');
@@ -223,16 +225,6 @@ const WORST_PATTERNS: [string, string][] = [
   ['nested {0,30}{0,30}', '(?:.{0,30}-){0,30}q'],
   ['alternation of 84 bounded classes', alternation((i) => `[a-${'bcdefghijklmnopqrstuvwxyz'[i % 25]}]{0,3}`)],
 ];
-function randomName(length: number, seed: number): string {
-  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789-';
-  let x = seed >>> 0;
-  let out = '';
-  for (let k = 0; k < length; k++) {
-    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
-    out += alphabet[(x >>> 8) % alphabet.length];
-  }
-  return out;
-}
 const namesOf = (ns: number, name: number) =>
   Array.from({ length: 1_000 }, (_, i) =>
     aClusterProfile(`${randomName(ns, i * 7 + 1)}/${randomName(name, i * 13 + 5)}`, { controlPlaneHealthy: true }),
@@ -241,8 +233,8 @@ const longNames = namesOf(20, 43);
 const longestNames = namesOf(63, 253);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const regexRows: string[] = [];
-regexRows.push('| pattern | names | first evaluation (cold) | next evaluations (warm) | warm, best window |');
-regexRows.push('| --- | --- | ---: | ---: | ---: |');
+regexRows.push('| pattern | names | engine | first evaluation (cold) | next evaluations (warm) | warm, best window |');
+regexRows.push('| --- | --- | --- | ---: | ---: | ---: |');
 let worstCold = 0;
 let worstWarm = 0;
 for (const [names, profiles] of [
@@ -265,12 +257,14 @@ for (const [names, profiles] of [
       evaluate(s);
       colds.push(performance.now() - start);
     }
+    const compiled = compileRe2(regex);
+    const engine = compiled.ok ? compiled.value.engine : 'invalid';
     const s = spec();
     const warm = measure(() => evaluate(s), 20, 20);
     worstCold = Math.max(worstCold, median(colds));
     worstWarm = Math.max(worstWarm, warm.median);
     regexRows.push(
-      `| ${what} (\`${regex.length > 24 ? `${regex.slice(0, 24)}…` : regex}\`, ${regex.length} chars) | ${names} | ${fmt(median(colds))} | ${fmt(warm.median)} | ${fmt(warm.best)} |`,
+      `| ${what} (\`${regex.length > 24 ? `${regex.slice(0, 24)}…` : regex}\`, ${regex.length} chars) | ${names} | ${engine} | ${fmt(median(colds))} | ${fmt(warm.median)} | ${fmt(warm.best)} |`,
     );
   }
 }

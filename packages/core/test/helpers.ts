@@ -69,3 +69,15 @@ export const TRANSITION_TABLE: Record<TransitionId, [ClusterState | null, Cluste
   R2: ['UNHEALTHY', null],
   R3: ['EVICTING', null],
 };
+
+/** A deterministic pseudo-random DNS-label-ish string (benchmarks and regex-cost tests). */
+export function randomName(length: number, seed: number): string {
+  const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789-';
+  let x = seed >>> 0;
+  let out = '';
+  for (let k = 0; k < length; k++) {
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
+    out += alphabet[(x >>> 8) % alphabet.length];
+  }
+  return out;
+}

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileRe2 } from '@mco/core';
+import { matchWith } from '../src/selection/regex.js';
 import { preparedTool } from '@mco/testkit';
 
 interface Vector {
@@ -29,6 +30,9 @@ describe('cluster-name-regex uses Go RE2 semantics (re2js)', () => {
     }
     expect(compiled.ok).toBe(true);
     if (compiled.ok) expect(compiled.value.test(v.input!)).toBe(v.match);
+    // Both engines the pattern may run on (regex.ts moves DFA blow-ups to the NFA).
+    expect(matchWith('nfa', v.pattern, v.input!)).toBe(v.match);
+    expect(matchWith('dfa', v.pattern, v.input!)).toBe(v.match);
   });
 
   // tools/go-helpers/re2check, built before the tests by scripts/prepare-tools.mjs.

@@ -10,8 +10,8 @@ import {
   type PlacementSpec,
   type PlacementStatus,
 } from '@mco/core';
-import { clearRe2Caches, estimateProgramSize } from '../src/selection/regex.js';
-import { condition, listed, run } from './helpers.js';
+import { clearRe2Caches, estimateProgramSize, matchWith } from '../src/selection/regex.js';
+import { condition, listed, randomName, run } from './helpers.js';
 
 const fleet: ClusterProfile[] = [aClusterProfile('prod/us-east1'), aClusterProfile('prod/eu-west4')];
 const regexRule = (regex: string): PlacementSpec => ({
@@ -174,6 +174,64 @@ describe('the per-(pattern, key) match cache', () => {
           }
         },
       ),
+    );
+  });
+});
+
+describe("the engine choice (re2js's lazy DFA, or its NFA once the DFA thrashes)", () => {
+  const names = Array.from({ length: 200 }, (_, i) => `${randomName(20, i * 7 + 1)}/${randomName(43, i * 13 + 5)}`);
+  const compile = (pattern: string) => {
+    clearRe2Caches();
+    const compiled = compileRe2(pattern);
+    if (!compiled.ok) throw new Error(compiled.error);
+    return compiled.value;
+  };
+
+  it.each(['[0-9][a-z0-9-]{20}9', '[0-9][a-z0-9-]{40}9'])(
+    'moves /%s/, whose DFA builds a state every few characters, to the NFA with the same answers',
+    (pattern) => {
+      const re = compile(pattern);
+      expect(re.engine).toBe('dfa');
+      const answers = names.map((n) => re.testUncached(n));
+      expect(re.engine).toBe('nfa');
+      expect(answers).toEqual(names.map((n) => matchWith('dfa', pattern, n)));
+      expect(answers.filter(Boolean).length).toBeGreaterThan(0);
+    },
+  );
+
+  it.each([
+    '^(us|eu)-(east|west)[0-9]+/gpu-.*$',
+    `(${Array.from({ length: 40 }, (_, i) => randomName(18, i * 31 + 3)).join('|')})`,
+    '(?i)[a-z]+-[0-9]{3}',
+    'c0[0-5]',
+  ])('keeps /%s/, whose DFA settles, on the DFA', (pattern) => {
+    const re = compile(pattern);
+    for (const n of names) re.testUncached(n);
+    expect(re.engine).toBe('dfa');
+  });
+
+  const atom = fc.constantFrom('a', '[a-c]', '\\d', '.', '-', '(?i:b)', 'a|b', '\\b', '^', '$', '[^a]');
+  const quantifier = fc.constantFrom('', '*', '+?', '?', '{2}', '{1,}', '{0,3}');
+  const pattern = fc
+    .array(
+      fc.tuple(
+        fc.oneof(
+          atom,
+          atom.map((a) => `(${a})`),
+        ),
+        quantifier,
+      ),
+      { minLength: 1, maxLength: 6 },
+    )
+    .map((pieces) => pieces.map(([a, q]) => a + q).join(''));
+  const input = fc.stringMatching(/^[abc0-9/-]{0,16}$/);
+
+  it('the NFA answers exactly as the DFA on random patterns and names', () => {
+    fc.assert(
+      fc.property(pattern, input, (p, k) => {
+        expect(matchWith('nfa', p, k)).toBe(matchWith('dfa', p, k));
+      }),
+      { numRuns: 2_000 },
     );
   });
 });

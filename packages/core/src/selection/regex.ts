@@ -11,6 +11,8 @@ export interface Re2Pattern {
   test(input: string): boolean;
   /** Runs the match without the cache; for tests and benchmarks. */
   testUncached(input: string): boolean;
+  /** The re2js engine that answers uncached matches now (see `watchDfa`). */
+  readonly engine: 'dfa' | 'nfa';
 }
 
 // Compiling is far costlier than matching, and a fleet re-evaluates the same
@@ -75,12 +77,15 @@ function compileUncached(pattern: string): Result<Re2Pattern, string> {
   }
   const programSize = compiled.programSize();
   if (programSize > MAX_REGEX_PROGRAM_SIZE) return err(tooLarge(programSize.toLocaleString('en')));
-  const testUncached = (input: string) => compiled.test(input);
+  const testUncached = watchDfa(compiled);
   const matches = new Map<string, boolean>();
   return ok({
     source: pattern,
     programSize,
     testUncached,
+    get engine() {
+      return testUncached.engine;
+    },
     test(input: string): boolean {
       const known = matches.get(input);
       if (known !== undefined) return known;
@@ -96,6 +101,53 @@ function compileUncached(pattern: string): Result<Re2Pattern, string> {
       return result;
     },
   });
+}
+
+// re2js's lazy DFA builds its states as the input meets them and, unlike
+// RE2's, never gives up on a pattern: one whose DFA has exponentially many
+// states (`[0-9][a-z0-9-]{20}9`) builds about a state per character on long
+// names, each costlier than a step of the NFA. So count the states each match
+// builds; once a pattern has built more than one per 8 characters over its
+// first 2,000, or filled the DFA's memory, match it with the backtracker/NFA
+// that re2js runs for submatches (`matcher().find()`): same answers, 5–14×
+// faster on such patterns (docs/performance.md, "Regex cost").
+const DFA_WATCH_CHARS = 2_000;
+const DFA_STATES_PER_CHAR = 1 / 8;
+
+interface DfaWatchedMatch {
+  (input: string): boolean;
+  readonly engine: 'dfa' | 'nfa';
+}
+
+function watchDfa(compiled: RE2JS): DfaWatchedMatch {
+  const nfa = (input: string) => matchByNfa(compiled, input);
+  // Internal to re2js (the test suite checks it is still there): its lazy DFA and the states it holds.
+  const dfa = (compiled as unknown as { re2Input?: { dfa?: { stateCount?: unknown } } }).re2Input?.dfa;
+  let engine: 'dfa' | 'nfa' = 'dfa';
+  let built = 0;
+  let chars = 0;
+  const match = (input: string): boolean => {
+    if (engine === 'nfa') return nfa(input);
+    const before = dfa?.stateCount;
+    const result = compiled.test(input);
+    const after = dfa?.stateCount;
+    if (typeof before !== 'number' || typeof after !== 'number') return result;
+    // Fewer states than before: the DFA filled its memory and started again.
+    if (after < before) engine = 'nfa';
+    built += after - before;
+    chars += input.length;
+    if (chars >= DFA_WATCH_CHARS && built > chars * DFA_STATES_PER_CHAR) engine = 'nfa';
+    return result;
+  };
+  return Object.defineProperty(match, 'engine', { get: () => engine }) as DfaWatchedMatch;
+}
+
+const matchByNfa = (compiled: RE2JS, input: string) => compiled.matcher(input).find();
+
+/** Matches with one re2js engine; for tests that compare the two. */
+export function matchWith(engine: 'dfa' | 'nfa', pattern: string, input: string): boolean {
+  const compiled = RE2JS.compile(pattern);
+  return engine === 'dfa' ? compiled.test(input) : matchByNfa(compiled, input);
 }
 
 const tooLarge = (size: string) =>
