@@ -26,22 +26,28 @@ export const PLACEMENT_DECISIONS: WatchedResource = {
 
 /**
  * Start-up check of a long-running command: the hub answers and this identity
- * may list every resource the command watches. A failure (unreachable API,
- * missing CRD, missing RBAC) is a UsageError in one line, exit code 2,
- * instead of informers retrying the same error forever.
+ * may list every resource the command watches (ClusterProfiles in each of
+ * `clusterProfileNamespaces` when given, as the informer lists them). A failure
+ * (unreachable API, missing CRD, missing RBAC) is a UsageError in one line,
+ * exit code 2, instead of informers retrying the same error forever.
  */
 export async function checkHubAccess(
   hub: KubeConnection,
   resources: readonly WatchedResource[],
+  clusterProfileNamespaces: readonly string[] = [],
   timeoutMs = 15_000,
 ): Promise<void> {
   const client = new KubeClient(hub, { timeoutMs });
   try {
     for (const r of resources) {
-      try {
-        await client.get(resourcePath(r), { query: { limit: 1 } });
-      } catch (error) {
-        throw new UsageError(`cannot list ${r.plural}.${r.group}: ${explainFailure(error)}`);
+      const namespaces = r === CLUSTER_PROFILES && clusterProfileNamespaces.length ? clusterProfileNamespaces : [''];
+      for (const namespace of namespaces) {
+        try {
+          await client.get(resourcePath(r, namespace), { query: { limit: 1 } });
+        } catch (error) {
+          const where = namespace ? ` in ${namespace}` : '';
+          throw new UsageError(`cannot list ${r.plural}.${r.group}${where}: ${explainFailure(error)}`);
+        }
       }
     }
   } finally {

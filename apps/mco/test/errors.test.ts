@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { silentLogger } from '@mco/runtime';
 import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -184,6 +184,56 @@ describeWithControlPlane('start-up errors on a real kube-apiserver', { sharedCrd
         'mco argocd-plugin: cannot list multikubernetesclusterplacements.orchestra.multicluster.x-k8s.io: ' +
         'multikubernetesclusterplacements.orchestra.multicluster.x-k8s.io is forbidden: User "plugin" cannot list resource ' +
         '"multikubernetesclusterplacements" in API group "orchestra.multicluster.x-k8s.io" at the cluster scope: ' +
+        "grant this permission (the chart's RBAC lists what mco needs) or use another kubeconfig",
+    });
+  });
+
+  it('with --cluster-profile-namespaces, missing read access in one of them is one line naming that namespace, exit 2', async () => {
+    const rbac = 'rbac.authorization.k8s.io/v1';
+    const readProfiles = {
+      apiGroups: ['multicluster.x-k8s.io'],
+      resources: ['clusterprofiles'],
+      verbs: ['list', 'watch'],
+    };
+    await cp.hub.apply([
+      ...['fleet', 'team-a'].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
+      {
+        apiVersion: rbac,
+        kind: 'ClusterRole',
+        metadata: { name: 'scoped-reader' },
+        rules: [
+          {
+            apiGroups: ['orchestra.multicluster.x-k8s.io'],
+            resources: ['multikubernetesclusterplacements'],
+            verbs: ['list', 'watch'],
+          },
+        ],
+      },
+      {
+        apiVersion: rbac,
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'scoped-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'scoped-reader' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'controller' }],
+      },
+      { apiVersion: rbac, kind: 'Role', metadata: { name: 'profiles', namespace: 'fleet' }, rules: [readProfiles] },
+      {
+        apiVersion: rbac,
+        kind: 'RoleBinding',
+        metadata: { name: 'profiles', namespace: 'fleet' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'profiles' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'controller' }],
+      },
+    ] as KubernetesObject[]);
+    const scoped = file('scoped.kubeconfig', cp.hub.kubeConfigFor('controller').exportConfig());
+    const args = ['--token-file', tokenFile, '--kubeconfig', scoped];
+    expect(oneLine(await mco('argocd-plugin', ...args, '--cluster-profile-namespaces=fleet,team-a'))).toEqual({
+      code: 2,
+      lines: 1,
+      stderr:
+        'mco argocd-plugin: cannot list clusterprofiles.multicluster.x-k8s.io in team-a: ' +
+        'clusterprofiles.multicluster.x-k8s.io is forbidden: User "controller" cannot list resource ' +
+        '"clusterprofiles" in API group "multicluster.x-k8s.io" in the namespace "team-a": ' +
         "grant this permission (the chart's RBAC lists what mco needs) or use another kubeconfig",
     });
   });

@@ -103,21 +103,22 @@ describeWithControlPlane("the chart's inventory RBAC on a real kube-apiserver", 
     });
   });
 
+  const EVERY_READER = {
+    'argocd.plugin.enabled': 'true',
+    'argocd.plugin.existingSecret': 'token',
+    'argocd.clusterSecretSync.enabled': 'true',
+    'argocd.clusterSecretSync.providers[0].name': 'google',
+    'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
+    'argocd.clusterSecretSync.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
+    'flux.enabled': 'true',
+    'flux.providers[0].name': 'google',
+    'flux.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
+    'flux.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
+    'configsync.enabled': 'true',
+  };
+
   it('passes --cluster-profile-namespaces to every Deployment that reads ClusterProfiles', () => {
-    const rendered = renderChart({
-      ...SCOPED,
-      'argocd.plugin.enabled': 'true',
-      'argocd.plugin.existingSecret': 'token',
-      'argocd.clusterSecretSync.enabled': 'true',
-      'argocd.clusterSecretSync.providers[0].name': 'google',
-      'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
-      'argocd.clusterSecretSync.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
-      'flux.enabled': 'true',
-      'flux.providers[0].name': 'google',
-      'flux.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
-      'flux.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
-      'configsync.enabled': 'true',
-    });
+    const rendered = renderChart({ ...SCOPED, ...EVERY_READER });
     const scoped = rendered
       .filter((o) => o.kind === 'Deployment')
       .map((o) => ({
@@ -136,6 +137,43 @@ describeWithControlPlane("the chart's inventory RBAC on a real kube-apiserver", 
       // The inventory writes ClusterProfiles; its providers' own namespaces bound it (checked by the chart).
       { name: 'mco-inventory', flag: undefined },
     ]);
+  });
+
+  it('gives every Deployment that reads ClusterProfiles a Role in each listed namespace and no cluster-wide read, or the ClusterRole rule when none is listed', async () => {
+    const READS: readonly AccessCheck[] = [
+      ['list', PROFILES, 'clusterprofiles', 'fleet'],
+      ['watch', PROFILES, 'clusterprofiles', 'team-a'],
+      ['list', PROFILES, 'clusterprofiles', 'team-b'],
+      ['watch', PROFILES, 'clusterprofiles', ''],
+    ];
+    const readers = async (values: Record<string, string>) => {
+      const rendered = renderChart({ ...values, ...EVERY_READER });
+      const rbac = rendered.filter((o) => component(o) !== 'inventory' && RBAC_KINDS.includes(o.kind ?? ''));
+      const namespaces = [...new Set(rbac.flatMap((o) => (o.metadata?.namespace ? [o.metadata.namespace] : [])))];
+      await plane.hub.apply(namespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })));
+      await plane.hub.apply(rbac);
+      const accounts = rendered
+        .filter((o) => o.kind === 'Deployment' && component(o) !== 'inventory')
+        .map(
+          (o) =>
+            (o as unknown as { spec: { template: { spec: { serviceAccountName: string } } } }).spec.template.spec
+              .serviceAccountName,
+        );
+      const result: Record<string, string[]> = {};
+      for (const account of accounts) {
+        const access = await serviceAccountAccess(plane.hub, RELEASE_NAMESPACE, account, READS);
+        result[account] = READS.filter((c) => access[accessCheckKey(c)]).map(accessCheckKey);
+      }
+      return result;
+    };
+    const scoped = await readers(SCOPED);
+    expect(Object.keys(scoped).length).toBe(6);
+    for (const granted of Object.values(scoped)) {
+      expect(granted).toEqual([accessCheckKey(READS[0]!), accessCheckKey(READS[1]!)]);
+    }
+    // The same accounts without clusterProfileNamespaces: the Roles are left from above, the ClusterRoles read everywhere.
+    const wide = await readers(INVENTORY);
+    for (const granted of Object.values(wide)) expect(granted).toEqual(READS.map(accessCheckKey));
   });
 
   it('refuses to render a provider that would list outside the Roles it gets, naming it', async () => {

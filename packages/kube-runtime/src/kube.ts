@@ -43,10 +43,9 @@ export function objectPath(resource: Resource, namespace: string, name: string):
 export interface ListWatchScope {
   readonly namespace?: string;
   /**
-   * Only objects in these namespaces (e.g. `--cluster-profile-namespaces`): one
-   * namespace is listed and watched there; several are watched in all
-   * namespaces and the others dropped before they reach the cache. Empty or
-   * absent: every namespace.
+   * Only objects in these namespaces (e.g. `--cluster-profile-namespaces`):
+   * each namespace is listed and watched on its own, so a Role in each is all
+   * the RBAC needed. Empty or absent: every namespace.
    */
   readonly namespaces?: readonly string[] | undefined;
   readonly labelSelector?: string;
@@ -58,35 +57,88 @@ export function createListWatch<T extends KubeObject>(
   resource: Resource,
   options: ListWatchScope & { requestTimeoutMs?: number } = {},
 ): ListWatch<T> {
-  const only = options.namespaces?.length ? new Set(options.namespaces) : undefined;
-  if (only && options.namespace && !only.has(options.namespace)) {
+  const only = options.namespaces?.length ? [...new Set(options.namespaces)].sort() : undefined;
+  if (only && options.namespace && !only.includes(options.namespace)) {
     throw new Error(`createListWatch: namespace ${options.namespace} is outside namespaces`);
   }
-  const namespace = options.namespace ?? (only?.size === 1 ? [...only][0] : undefined);
-  const listWatch = createScopedListWatch<T>(client, resource, { ...options, namespace });
-  return only && !namespace ? filterNamespaces(listWatch, only) : listWatch;
+  const namespace = options.namespace ?? (only?.length === 1 ? only[0] : undefined);
+  if (!only || namespace) return createScopedListWatch<T>(client, resource, { ...options, namespace });
+  return mergeNamespaces(
+    new Map(only.map((ns) => [ns, createScopedListWatch<T>(client, resource, { ...options, namespace: ns })])),
+  );
 }
 
-/** Drops objects outside `namespaces` (a namespace never changes, so each event is judged alone). Exported for tests. */
-export function filterNamespaces<T extends KubeObject>(
-  listWatch: ListWatch<T>,
-  namespaces: ReadonlySet<string>,
-): ListWatch<T> {
-  const inside = (object: T) => namespaces.has(object.metadata?.namespace ?? '');
+/**
+ * One list-watch over several namespaces, each listed and watched on its own.
+ * It keeps each namespace's resourceVersion itself (they are not comparable
+ * across streams): a watch resumes every namespace from its own last list,
+ * event or bookmark, whatever version the informer passes. The first stream to
+ * end ends the others; the informer then watches again, or relists on 410 Gone.
+ * Exported for tests.
+ */
+export function mergeNamespaces<T extends KubeObject>(perNamespace: ReadonlyMap<string, ListWatch<T>>): ListWatch<T> {
+  const namespaces = [...perNamespace.keys()];
+  let versions = new Map<string, string>();
+  let listing = new Map<string, string>();
   return {
-    async list(page) {
-      const result = await listWatch.list(page);
-      return { ...result, items: result.items.filter(inside) };
+    // The continue token walks the namespaces in order: `<index>` or `<index>:<the namespace's own token>`.
+    async list({ limit, continue: token }) {
+      const colon = token?.indexOf(':') ?? -1;
+      const index = token ? Number(colon < 0 ? token : token.slice(0, colon)) : 0;
+      if (!Number.isInteger(index) || index < 0 || index >= namespaces.length) {
+        throw new Error(`mergeNamespaces: bad continue token ${JSON.stringify(token)}`);
+      }
+      if (index === 0 && !token) listing = new Map();
+      const namespace = namespaces[index]!;
+      const page = await perNamespace.get(namespace)!.list({
+        limit,
+        continue: colon < 0 ? undefined : token!.slice(colon + 1),
+      });
+      listing.set(namespace, page.resourceVersion);
+      const next = page.continue
+        ? `${index}:${page.continue}`
+        : index + 1 < namespaces.length
+          ? String(index + 1)
+          : undefined;
+      // The whole list is in: from now on watches resume from it.
+      if (!next) versions = listing;
+      return { items: page.items, resourceVersion: page.resourceVersion, continue: next };
     },
-    watch: (resourceVersion, timeoutSeconds, onEvent, onDone) =>
-      listWatch.watch(
-        resourceVersion,
-        timeoutSeconds,
-        (type, object) => {
-          if (type === 'BOOKMARK' || type === 'ERROR' || inside(object)) onEvent(type, object);
-        },
-        onDone,
-      ),
+    async watch(_resourceVersion, timeoutSeconds, onEvent, onDone) {
+      const resumeFrom = versions;
+      const ends: (() => void)[] = [];
+      let done = false;
+      const endAll = () => {
+        done = true;
+        for (const end of ends.splice(0)) end();
+      };
+      try {
+        for (const namespace of namespaces) {
+          const end = await perNamespace.get(namespace)!.watch(
+            resumeFrom.get(namespace) ?? '',
+            timeoutSeconds,
+            (type, object) => {
+              // After the first stream ended the informer takes no more events, so none may move a version on.
+              if (done) return;
+              const rv = object.metadata?.resourceVersion;
+              if (rv && type !== 'ERROR') resumeFrom.set(namespace, rv);
+              onEvent(type, object);
+            },
+            (error) => {
+              if (done) return;
+              endAll();
+              onDone(error);
+            },
+          );
+          if (done) end();
+          else ends.push(end);
+        }
+      } catch (error) {
+        endAll();
+        throw error;
+      }
+      return endAll;
+    },
   };
 }
 

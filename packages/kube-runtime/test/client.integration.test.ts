@@ -6,7 +6,9 @@ import { join } from 'node:path';
 import { httpStatusOf, type KubeConnection } from '@mco/runtime';
 import { describeWithControlPlane, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { serviceAccountKubeConfig } from '@mco/testkit';
 import {
+  createInformer,
   createObjectWriter,
   KubeApiError,
   KubeClient,
@@ -130,6 +132,82 @@ describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
 
   // 410 Gone on a watch from an expired resourceVersion, and the relist after it, are tested through the
   // informer in packages/controller/test/leader.integration.test.ts (a custom resource's watch cache answers it).
+
+  it('an informer over two namespaces (--cluster-profile-namespaces) needs only a Role in each, follows both across watch restarts, and never sees a third', async () => {
+    const [a, b, c] = ['mn-a', 'mn-b', 'mn-c'];
+    for (const name of [a, b, c]) {
+      await client.create('/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    }
+    await client.create(resourcePath({ group: '', version: 'v1', plural: 'serviceaccounts' }, a), {
+      apiVersion: 'v1',
+      kind: 'ServiceAccount',
+      metadata: { name: 'reader' },
+    });
+    for (const namespace of [a, b]) {
+      const rbac = (plural: string) =>
+        resourcePath({ group: 'rbac.authorization.k8s.io', version: 'v1', plural }, namespace);
+      await client.create(rbac('roles'), {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'Role',
+        metadata: { name: 'read-configmaps' },
+        rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list', 'watch'] }],
+      });
+      await client.create(rbac('rolebindings'), {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'read-configmaps' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'read-configmaps' },
+        subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: a }],
+      });
+    }
+    const writer = createObjectWriter(client, CONFIGMAPS, { fieldManager: 'mco-test' });
+    const put = (namespace: string, name: string, step: number) =>
+      writer.apply({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name, namespace, labels: { mn: '1' } },
+        data: { step: String(step) },
+      });
+    for (const namespace of [a, b, c]) await put(namespace, 'first', 0);
+
+    const dir = mkdtempSync(join(tmpdir(), 'mco-reader-'));
+    const file = join(dir, 'kubeconfig');
+    writeFileSync(file, (await serviceAccountKubeConfig(cp.hub, a, 'reader')).exportConfig());
+    const reader = new KubeClient(loadKubeConfig({ path: file }), { timeoutMs: 10_000 });
+    // Watches the server ends every 1-2 s, so the steps below cross watch restarts.
+    const informer = createInformer<KubeObject>(reader, CONFIGMAPS, {
+      scope: { namespaces: [b, a], labelSelector: 'mn=1' },
+      tuning: { watchTimeoutSeconds: 1 },
+    });
+    const step = (key: string) => (informer.get(key) as { data?: { step?: string } } | undefined)?.data?.step;
+    informer.start();
+    try {
+      await informer.waitForSync();
+      expect(informer.keys().sort()).toEqual([`${a}/first`, `${b}/first`]);
+      for (let i = 1; i <= 4; i++) {
+        const watches = informer.health().watches;
+        await put(a, 'first', i);
+        await put(b, `added-${i}`, i);
+        await put(c, 'first', i);
+        await until(() => step(`${a}/first`) === String(i) && step(`${b}/added-${i}`) === String(i));
+        await until(() => informer.health().watches > watches);
+      }
+      await writer.delete({ metadata: { name: 'first', namespace: b } });
+      await until(() => informer.get(`${b}/first`) === undefined);
+      expect({
+        keys: informer.keys().sort(),
+        lastError: informer.health().lastError,
+        lists: informer.health().lists,
+      }).toEqual({
+        keys: [`${a}/first`, ...[1, 2, 3, 4].map((i) => `${b}/added-${i}`)],
+        lastError: undefined,
+        lists: 1,
+      });
+    } finally {
+      await informer.stop();
+      reader.close();
+    }
+  });
 
   it('elects a leader with MicroTime Lease times the API server accepts', async () => {
     let leading = false;

@@ -51,6 +51,55 @@ profiles outside clusterProfileNamespaces are ignored (empty: every namespace).
 {{- end }}
 
 {{/*
+ClusterProfile read access of one reader (controller, Argo CD jobs, Flux, Config
+Sync) when clusterProfileNamespaces is set: a Role and RoleBinding in each of
+those namespaces, since the reader lists and watches each on its own. Empty:
+nothing here, the reader's ClusterRole has the rule (see mco.clusterProfileRule).
+Takes a dict: root ($), name, account, labels (rendered), verbs (a list).
+*/}}
+{{- define "mco.clusterProfileReaderRoles" -}}
+{{- range .root.Values.clusterProfileNamespaces }}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: {{ $.name }}-clusterprofiles
+  namespace: {{ . }}
+  labels:
+    {{- $.labels | nindent 4 }}
+rules:
+  - apiGroups: [multicluster.x-k8s.io]
+    resources: [clusterprofiles]
+    verbs: [{{ join ", " $.verbs }}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: {{ $.name }}-clusterprofiles
+  namespace: {{ . }}
+  labels:
+    {{- $.labels | nindent 4 }}
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: Role
+  name: {{ $.name }}-clusterprofiles
+subjects:
+  - kind: ServiceAccount
+    name: {{ $.account }}
+    namespace: {{ $.root.Release.Namespace }}
+{{- end }}
+{{- end }}
+
+{{/* A reader's ClusterRole rule for ClusterProfiles, only when every namespace is read. Takes a dict: root ($), verbs. */}}
+{{- define "mco.clusterProfileRule" -}}
+{{- if not .root.Values.clusterProfileNamespaces }}
+  - apiGroups: [multicluster.x-k8s.io]
+    resources: [clusterprofiles]
+    verbs: [{{ join ", " .verbs }}]
+{{- end }}
+{{- end }}
+
+{{/*
 Namespaces the inventory providers write ClusterProfiles in: inventory.namespaces,
 else clusterProfileNamespaces. Non-empty: Roles there instead of a ClusterRole.
 */}}

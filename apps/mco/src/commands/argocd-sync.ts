@@ -95,7 +95,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-sync' });
     const hub = loadHub(values.kubeconfig);
-    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES], clusterProfileNamespaces);
     const kubeConfig = toClientNodeKubeConfig(hub);
     const providers = values['provider-file'] ? await readProviderFile(values['provider-file']) : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.providers.map((p) => p.name);

@@ -68,7 +68,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     const registry = new Registry();
     const sources = await createSignalSources(config.signalSourcesFile, hub, registry, logger);
     // The files are valid; hub problems (unreachable, no CRD, no RBAC, no Lease namespace) end the start-up in one line.
-    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES, PLACEMENT_DECISIONS]);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES, PLACEMENT_DECISIONS], config.clusterProfileNamespaces);
     if (config.leaderElection) {
       await ensureLeaseNamespace(hub, config.leaderElection.namespace, config.leaderElection.name, logger);
     }

@@ -98,7 +98,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-flux' });
     const hub = loadHub(values.kubeconfig);
-    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES]);
+    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES], clusterProfileNamespaces);
     const kubeConfig = toClientNodeKubeConfig(hub);
     const refreshBeforeMs = 5 * 60_000;
     const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
