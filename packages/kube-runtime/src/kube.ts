@@ -118,10 +118,11 @@ export function mergeNamespaces<T extends KubeObject>(perNamespace: ReadonlyMap<
             resumeFrom.get(namespace) ?? '',
             timeoutSeconds,
             (type, object) => {
-              // After the first stream ended the informer takes no more events, so none may move a version on.
+              // Once a stream has ended the informer takes no more events, so none may move a version on;
+              // an ERROR ends the informer's watch, so it ends every stream at once.
               if (done) return;
-              const rv = object.metadata?.resourceVersion;
-              if (rv && type !== 'ERROR') resumeFrom.set(namespace, rv);
+              if (type === 'ERROR') endAll();
+              else if (object.metadata?.resourceVersion) resumeFrom.set(namespace, object.metadata.resourceVersion);
               onEvent(type, object);
             },
             (error) => {

@@ -33,6 +33,18 @@ const objectAt = (namespace: string, name: string, resourceVersion: string): Kub
   metadata: { namespace, name, resourceVersion },
 });
 
+/** Starts a watch of `merged` from `resourceVersion`, recording each event as `TYPE ns/name` and how it ended. */
+async function recordedWatch(merged: ListWatch<KubeObject>, resourceVersion: string) {
+  const record = { seen: [] as string[], done: 'open' as unknown };
+  await merged.watch(
+    resourceVersion,
+    0,
+    (type, o) => record.seen.push(`${type} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`),
+    (e) => (record.done = e),
+  );
+  return record;
+}
+
 /** fleet (listed at version 10) and team-a (at 20, `teamAPages`) merged, after one complete list. */
 async function listedOnce(teamAPages: string[][]) {
   const fleet = namespaceStream('fleet', [['a']], '10');
@@ -78,33 +90,40 @@ describe('mergeNamespaces (--cluster-profile-namespaces over several namespaces)
 
   it('resumes each namespace from its own list, events and bookmarks, whatever version it is given', async () => {
     const { fleet, teamA, merged } = await listedOnce([['b']]);
-    const seen: string[] = [];
-    let done: unknown = 'open';
-    await merged.watch(
-      '20',
-      0,
-      (type, o) => seen.push(`${type} ${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`),
-      (e) => (done = e),
-    );
+    const watch = await recordedWatch(merged, '20');
     fleet.open[0]!.onEvent('MODIFIED', objectAt('fleet', 'a', '11'));
     teamA.open[0]!.onEvent('BOOKMARK', { metadata: { resourceVersion: '25' } });
-    teamA.open[0]!.onEvent('ERROR', { metadata: { resourceVersion: '99' } });
     // The server ends fleet's watch: team-a's is ended too, and the merged watch is done once.
     fleet.open[0]!.onDone(null);
     teamA.open[0]!.onDone(new Error('late'));
     teamA.open[0]!.onEvent('ADDED', objectAt('team-a', 'late', '30'));
-    await merged.watch(
-      '11',
-      0,
-      () => {},
-      () => {},
-    );
-    expect({ seen, done, fleetStarts: fleet.starts, teamAStarts: teamA.starts, teamAEnded: teamA.ended() }).toEqual({
-      seen: ['MODIFIED fleet/a', 'BOOKMARK /', 'ERROR /'],
+    await recordedWatch(merged, '11');
+    expect({
+      ...watch,
+      fleetStarts: fleet.starts,
+      teamAStarts: teamA.starts,
+      teamAEnded: teamA.ended(),
+    }).toEqual({
+      seen: ['MODIFIED fleet/a', 'BOOKMARK /'],
       done: null,
       fleetStarts: ['10', '11'],
       teamAStarts: ['20', '25'],
       teamAEnded: 1,
+    });
+  });
+
+  it('ends every stream at an ERROR event, so no later event moves a version the informer did not take', async () => {
+    const { fleet, teamA, merged } = await listedOnce([['b']]);
+    const watch = await recordedWatch(merged, '');
+    fleet.open[0]!.onEvent('ERROR', { metadata: {} });
+    teamA.open[0]!.onEvent('MODIFIED', objectAt('team-a', 'b', '21'));
+    fleet.open[0]!.onDone(null);
+    await recordedWatch(merged, '');
+    expect({ ...watch, ended: [fleet.ended(), teamA.ended()], teamAStarts: teamA.starts }).toEqual({
+      seen: ['ERROR /'],
+      done: 'open',
+      ended: [1, 1],
+      teamAStarts: ['20', '20'],
     });
   });
 
@@ -114,12 +133,7 @@ describe('mergeNamespaces (--cluster-profile-namespaces over several namespaces)
     pages.length = 0; // team-a's next list fails
     await merged.list({ limit: 10 });
     await expect(merged.list({ limit: 10, continue: '1' })).rejects.toThrow('team-a: list failed');
-    await merged.watch(
-      '',
-      0,
-      () => {},
-      () => {},
-    );
+    await recordedWatch(merged, '');
     expect([fleet.starts, teamA.starts]).toEqual([['10'], ['20']]);
   });
 
