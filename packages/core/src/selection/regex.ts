@@ -169,6 +169,9 @@ export function estimateProgramSize(pattern: string): number {
     sum: number; // finished units of the current branch
     last: number; // the unit a quantifier would apply to
     lastIsChar: boolean; // `last` is one unquantified character or class
+    lastRepeat: string; // `last` is x*, x+ or x? (a trailing `?`: non-greedy): that operator, else ''
+    repeated: string; // for the quantifier just read: the lastRepeat of what it applies to
+    onlyRepeat: string; // the finished branch was one unit with this lastRepeat
     branches: number; // finished branches (alternatives before a `|`)
     alternatives: number; // their summed size
     allChars: boolean; // every finished branch was one character or class
@@ -178,6 +181,9 @@ export function estimateProgramSize(pattern: string): number {
     sum: 0,
     last: 0,
     lastIsChar: false,
+    lastRepeat: '',
+    repeated: '',
+    onlyRepeat: '',
     branches: 0,
     alternatives: 0,
     allChars: true,
@@ -190,9 +196,11 @@ export function estimateProgramSize(pattern: string): number {
     f.sum += f.last;
     f.last = weight;
     f.lastIsChar = isChar;
+    f.lastRepeat = '';
   };
   const endBranch = (f: Frame) => {
     f.allChars &&= f.sum === 0 && f.lastIsChar;
+    f.onlyRepeat = f.sum === 0 ? f.lastRepeat : '';
     f.alternatives += f.sum + f.last;
     f.branches++;
     f.sum = 0;
@@ -208,8 +216,12 @@ export function estimateProgramSize(pattern: string): number {
   };
   const n = pattern.length;
   let i = 0;
+  // A `?` right after a quantifier makes it non-greedy (Perl syntax has no `a**`): it costs nothing.
+  let afterQuantifier = false;
   while (i < n) {
     const c = pattern[i]!;
+    const lazy = afterQuantifier && c === '?';
+    afterQuantifier = false;
     if (c === '\\') {
       const next = pattern[i + 1];
       if (next === 'Q') {
@@ -257,15 +269,33 @@ export function estimateProgramSize(pattern: string): number {
       } else i++;
       stack.push(frame(capturing));
     } else if (c === ')') {
-      if (stack.length > 1) unit(close(stack.pop()!));
-      else unit(1);
+      if (stack.length > 1) {
+        const group = stack.pop()!;
+        unit(close(group));
+        // (?:x+)+ is x+ once compiled: a plain group of one repeat is that repeat.
+        top().lastRepeat = !group.capturing && group.branches === 1 ? group.onlyRepeat : '';
+      } else unit(1);
       i++;
     } else if (c === '|') {
       endBranch(top());
       i++;
+    } else if (lazy) {
+      // re2js drops a repeat of a repeat with the same operator and greediness: (?:x+?)+? is x+?.
+      const f = top();
+      if (f.lastRepeat) {
+        const was = f.repeated === f.lastRepeat;
+        f.lastRepeat += '?';
+        const now = f.repeated === f.lastRepeat;
+        f.last += (was ? 1 : 0) - (now ? 1 : 0);
+      }
+      i++;
     } else if (c === '*' || c === '+' || c === '?') {
-      top().last += 1;
-      top().lastIsChar = false;
+      const f = top();
+      f.repeated = f.lastRepeat;
+      if (f.repeated !== c) f.last += 1;
+      f.lastRepeat = c;
+      f.lastIsChar = false;
+      afterQuantifier = true;
       i++;
     } else if (c === '{') {
       const m = /^\{(\d+)(?:(,)(\d*))?\}/.exec(pattern.slice(i, i + 24));
@@ -281,6 +311,8 @@ export function estimateProgramSize(pattern: string): number {
             ? Math.max(min, 1) * f.last + 1 // x{n,} is n-1 copies and x+
             : min * f.last + Math.max(0, max - min) * (f.last + 1);
         f.lastIsChar = false;
+        f.lastRepeat = '';
+        afterQuantifier = true;
         i += m[0].length;
       } else {
         unit(1, true);
