@@ -66,7 +66,7 @@ for (const pass of passes) {
 }
 
 function countReports(report) {
-  const totals = { passed: 0, failed: 0, skipped: 0 };
+  const totals = { passed: 0, failed: 0, skipped: 0, failures: [] };
   for (const ws of workspaces) {
     const file = join(ws, report);
     if (!existsSync(file)) continue;
@@ -74,8 +74,29 @@ function countReports(report) {
     totals.passed += json.numPassedTests ?? 0;
     totals.failed += json.numFailedTests ?? 0;
     totals.skipped += (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
+    totals.failures.push(...failuresOf(ws, json));
   }
   return totals;
+}
+
+// Each failed test (or a file that failed outside any test) with the first
+// lines of its error, so the last lines of a CI log name what failed.
+function failuresOf(ws, json) {
+  const out = [];
+  const firstLines = (text) =>
+    (text ?? '')
+      .split('\n')
+      .filter((line) => line.trim())
+      .slice(0, 4)
+      .map((line) => `      ${line.trim().slice(0, 300)}`)
+      .join('\n');
+  for (const file of json.testResults ?? []) {
+    const where = file.name?.startsWith(root) ? file.name.slice(root.length) : (file.name ?? ws);
+    const failed = (file.assertionResults ?? []).filter((a) => a.status === 'failed');
+    for (const a of failed) out.push(`  ${where} > ${a.fullName}\n${firstLines(a.failureMessages?.[0])}`);
+    if (failed.length === 0 && file.status === 'failed') out.push(`  ${where}\n${firstLines(file.message)}`);
+  }
+  return out;
 }
 
 function format({ passed, failed, skipped }) {
@@ -83,7 +104,10 @@ function format({ passed, failed, skipped }) {
 }
 
 console.log(`\nwall time: prepare ${((testStart - prepareStart) / 1000).toFixed(0)} s, tests ${seconds(testStart)} s`);
-for (const summary of summaries) console.log(summary.line);
+for (const summary of summaries) {
+  console.log(summary.line);
+  for (const failure of summary.failures) console.log(failure);
+}
 // The closing line: skips of the unit pass are by design, so only the first pass's skips count.
 console.log(
   `\n${format({
