@@ -1,5 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PatchStrategy } from '@kubernetes/client-node';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import { describeWithControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
@@ -9,9 +11,12 @@ import {
   applicationOf,
   argoClusterOf,
   ArgoStack,
+  CLUSTER_PROFILES,
+  FLEET,
   IDLE,
   NORMAL,
   PLACEMENTS,
+  profileOf,
   WORKLOAD_NS,
   type Application,
   type Member,
@@ -73,22 +78,19 @@ describeWithControlPlane(
       Object.fromEntries(
         ((await stack.applicationSet()).status?.conditions ?? []).map((c) => [c.type, `${c.status}: ${c.message}`]),
       );
+    // A merge patch, so it cannot race Argo CD or mco's refresher, which add and
+    // remove the same annotation: a JSON patch chosen from an earlier read fails
+    // with 422 when the key went away in between.
     const setRefresh = async (value: string | null) => {
-      const annotations = (await stack.applicationSet()).metadata?.annotations;
-      const key = `/metadata/annotations/${REFRESH.replace('/', '~1')}`;
-      // A JSON patch cannot add a key to a missing map: add the map then.
-      const op =
-        value === null
-          ? { op: 'remove', path: key }
-          : annotations
-            ? { op: 'add', path: key, value }
-            : { op: 'add', path: '/metadata/annotations', value: { [REFRESH]: value } };
-      await stack.custom.patchNamespacedCustomObject({
-        ...APPLICATION_SETS,
-        namespace: ARGOCD,
-        name: 'hello-world-applicationset',
-        body: [op],
-      });
+      await stack.custom.patchNamespacedCustomObject(
+        {
+          ...APPLICATION_SETS,
+          namespace: ARGOCD,
+          name: 'hello-world-applicationset',
+          body: { metadata: { annotations: { [REFRESH]: value } } },
+        },
+        requestOptions(stack.plane.hub.adminKubeConfig(), 10_000, PatchStrategy.MergePatch),
+      );
     };
     /**
      * Makes Argo CD reconcile now, as a user would: it reacts to the refresh
@@ -96,8 +98,7 @@ describeWithControlPlane(
      * reconcile (Argo CD keeps it on error) is removed first.
      */
     const refreshNow = async () => {
-      const appSet = await stack.applicationSet();
-      if (appSet.metadata?.annotations?.[REFRESH] !== undefined) await setRefresh(null);
+      await setRefresh(null);
       await setRefresh('true');
     };
     /** Argo CD removes the annotation once a reconcile succeeded. */
@@ -200,6 +201,44 @@ describeWithControlPlane(
       const left = await wait('the west Application to be gone', apps, (a) => !a.has(applicationOf('west')));
       expect([...left.keys()]).toEqual([applicationOf('east')]);
       expect(left.get(applicationOf('east'))!.metadata!.resourceVersion).toBe(eastVersion);
+    });
+
+    it('a change reaches Argo CD at once even when a failed reconcile left the refresh annotation', async () => {
+      // The plugin is down when the placement scales out: the refresher's refresh
+      // makes Argo CD reconcile, which fails; Argo CD keeps the annotation and
+      // retries only after 3 minutes. Writing the same annotation again would not
+      // wake it, so the refresher removes the stale one and adds it back.
+      await stack.stopProcess('plugin', { kill: true });
+      await stack.setHpa('east', AT_CEILING);
+      await waitListed(`${clusterEntry('east')}:ACTIVE,${clusterEntry('west')}:ACTIVE`);
+      await failedWith(/connection refused|connect/i);
+      const failedAt = Date.now();
+      stack.start('plugin');
+      await wait(
+        'the plugin to be ready',
+        () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),
+        (s) => s === 200,
+      );
+      const stale = (await stack.applicationSet()).metadata?.annotations?.[REFRESH];
+      // The next change of the plugin's answer: a label of the profile west.
+      await stack.custom.patchNamespacedCustomObject(
+        {
+          ...CLUSTER_PROFILES,
+          namespace: FLEET,
+          name: profileOf('west'),
+          body: { metadata: { labels: { tier: 'gold' } } },
+        },
+        requestOptions(stack.plane.hub.adminKubeConfig(), 10_000, PatchStrategy.MergePatch),
+      );
+      await wait('the Application of west', apps, (a) => a.has(applicationOf('west')));
+      const refreshes = (stack.fullLogs().get('refresher') ?? '').split('\n').filter((l) => l.includes('refreshed'));
+      expect({
+        staleBeforeTheChange: stale,
+        lastRefreshReplacedIt: refreshes.at(-1)?.includes('"replacedStaleAnnotation":true'),
+        // Seconds after the change, not Argo CD's retry 3 minutes after the failure
+        // (the margin: the failure was seen a poll after it happened).
+        beforeArgoRetry: Date.now() - failedAt < 170_000,
+      }).toEqual({ staleBeforeTheChange: 'true', lastRefreshReplacedIt: true, beforeArgoRetry: true });
     });
 
     it('faults never delete or change an Application, and Argo CD follows the placement again afterwards', async () => {

@@ -7,7 +7,11 @@ export const APPLICATION_SETS = { group: 'argoproj.io', version: 'v1alpha1', plu
 
 /** The part of an ApplicationSet this package reads. */
 export interface ApplicationSetLike {
-  readonly metadata?: { readonly name?: string; readonly namespace?: string };
+  readonly metadata?: {
+    readonly name?: string;
+    readonly namespace?: string;
+    readonly annotations?: Readonly<Record<string, string>>;
+  };
   readonly spec?: { readonly generators?: readonly unknown[] };
 }
 

@@ -40,17 +40,20 @@ export function createApplicationSetClient(
       } while (next);
       return items;
     },
-    async refresh(namespace, name) {
-      try {
-        await api.patchNamespacedCustomObject(
+    async refresh(namespace, name, stale) {
+      const patch = (value: string | null) =>
+        api.patchNamespacedCustomObject(
           {
             ...APPLICATION_SETS,
             namespace,
             name,
-            body: { metadata: { annotations: { [REFRESH_ANNOTATION]: 'true' } } },
+            body: { metadata: { annotations: { [REFRESH_ANNOTATION]: value } } },
           },
           requestOptions(kubeConfig, timeoutMs, PatchStrategy.MergePatch),
         );
+      try {
+        if (stale) await patch(null);
+        await patch('true');
       } catch (error) {
         if (httpStatusOf(error) !== 404) throw error;
       }

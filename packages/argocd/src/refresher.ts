@@ -1,15 +1,20 @@
 import type { ClusterProfile, Placement } from '@mco/core';
 import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { selectAccessProvider } from './access.js';
-import { placementsOf, type ApplicationSetLike } from './applicationsets.js';
+import { placementsOf, REFRESH_ANNOTATION, type ApplicationSetLike } from './applicationsets.js';
 import { createPlacementCheck, type ObjectCache } from './cache.js';
 import { placementParameters, type ProfileLookup } from './parameters.js';
 
 /** What the refresher needs from the API server (`createApplicationSetClient` implements it). */
 export interface ApplicationSetClient {
   list(): Promise<ApplicationSetLike[]>;
-  /** Merge-patches the refresh annotation onto one ApplicationSet; resolves quietly if it is gone. */
-  refresh(namespace: string, name: string): Promise<void>;
+  /**
+   * Merge-patches the refresh annotation onto one ApplicationSet; resolves
+   * quietly if it is gone. `stale`: the annotation is there already (Argo CD
+   * keeps it after a failed reconcile), so it is removed first: Argo CD
+   * reconciles when the annotation appears, not when it is written again.
+   */
+  refresh(namespace: string, name: string, stale: boolean): Promise<void>;
 }
 
 export interface RefresherOptions {
@@ -137,8 +142,13 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
         if (!namespace || !name) continue;
         const used = placementsOf(appSet).filter((key) => keys.has(key));
         if (used.length === 0) continue;
-        await options.applicationSets.refresh(namespace, name);
-        logger.info('refreshed ApplicationSet', { applicationSet: `${namespace}/${name}`, placements: used });
+        const stale = appSet.metadata?.annotations?.[REFRESH_ANNOTATION] !== undefined;
+        await options.applicationSets.refresh(namespace, name, stale);
+        logger.info('refreshed ApplicationSet', {
+          applicationSet: `${namespace}/${name}`,
+          placements: used,
+          ...(stale ? { replacedStaleAnnotation: true } : {}),
+        });
       }
       for (const key of keys) pending.delete(key);
       retryMs = baseRetryMs;

@@ -8,6 +8,7 @@ import {
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
+  Watch,
   type KubernetesObject,
   type V1Secret,
 } from '@kubernetes/client-node';
@@ -451,6 +452,49 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       );
       expect(await annotationOf('other')).toBeUndefined();
       await clearAnnotation('web');
+    }
+  });
+
+  it('replaces a refresh annotation a failed reconcile left: it disappears and appears again, the change Argo CD reconciles on', async () => {
+    await eventually('baseline', answer, answered(['fleet.east']));
+    // Argo CD keeps the annotation when a reconcile fails (the plugin was down, say).
+    await custom.patchNamespacedCustomObject(
+      {
+        ...APPLICATION_SETS,
+        namespace: 'argocd',
+        name: 'web',
+        body: { metadata: { annotations: { [REFRESH_ANNOTATION]: 'true' } } },
+      },
+      requestOptions(hub, 10_000, PatchStrategy.MergePatch),
+    );
+    const seen: string[] = [];
+    const watch = await new Watch(hub).watch(
+      `/apis/argoproj.io/v1alpha1/namespaces/argocd/applicationsets`,
+      { fieldSelector: 'metadata.name=web' },
+      (type: string, object: { metadata: { annotations?: Record<string, string> } }) => {
+        const present = object.metadata.annotations?.[REFRESH_ANNOTATION] !== undefined;
+        if (seen.at(-1) !== String(present)) seen.push(String(present));
+      },
+      () => undefined,
+    );
+    try {
+      await eventually(
+        'the watch to report the annotation',
+        async () => seen,
+        (s) => s.length > 0,
+      );
+      await setPlacement({ clusters: [active('east'), active('west')] });
+      await eventually(
+        'the annotation to go and come back',
+        async () => seen,
+        (s) => s.length === 3,
+      );
+      expect(seen).toEqual(['true', 'false', 'true']);
+    } finally {
+      watch.abort();
+      await clearAnnotation('web');
+      await setPlacement({ clusters: [active('east')] });
+      await eventually('back to east alone', answer, answered(['fleet.east']));
     }
   });
 

@@ -7,6 +7,7 @@ import {
   createApplicationSetRefresher,
   createCachedPlacementView,
   createSecretSyncer,
+  REFRESH_ANNOTATION,
   RELEASED_AT_ANNOTATION,
   type ApplicationSetLike,
   type ClusterAccessLike,
@@ -123,6 +124,33 @@ describe('the ApplicationSet refresher', () => {
     await s.refresher.idle();
     s.refresher.stop();
     expect(s.refreshed.sort()).toEqual(expected);
+  });
+
+  it('replaces an annotation a failed reconcile left (stale), since Argo CD reconciles only when it appears', async () => {
+    const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
+    const profiles = new FakeCache<ClusterProfile>([aClusterProfile('fleet/a'), aClusterProfile('fleet/b')]);
+    const left = appSet('web-set', 'web');
+    const calls: string[] = [];
+    const refresher = createApplicationSetRefresher({
+      placements,
+      clusterProfiles: profiles,
+      applicationSets: {
+        list: async () => [
+          { ...left, metadata: { ...left.metadata, annotations: { [REFRESH_ANNOTATION]: 'true' } } },
+          { ...appSet('other-set', 'web') },
+        ],
+        refresh: async (namespace, name, stale) => void calls.push(`${namespace}/${name} stale=${stale}`),
+      },
+      debounceMs: 5,
+    });
+    refresher.start();
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await refresher.idle();
+    placements.set(aPlacement('apps/web', {}, listed('a', 'b')));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    await refresher.idle();
+    refresher.stop();
+    expect(calls.sort()).toEqual(['argocd/other-set stale=false', 'argocd/web-set stale=true']);
   });
 
   it('retries a failed refresh until it goes through', async () => {

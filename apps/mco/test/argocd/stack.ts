@@ -20,6 +20,7 @@ import {
   type V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
 import {
+  eventually,
   freePort,
   loadYamlObjects,
   parseYamlDocuments,
@@ -349,6 +350,24 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       const role = roleOf(command);
       this.commands.set(role, command);
       if (role !== 'refresher' || (options.refresh ?? true)) this.start(role);
+    }
+    // As a user waits for a rollout: every process ready before the placement and
+    // the ApplicationSet exist. Otherwise Argo CD's first reconcile may meet a plugin
+    // that is not listening yet and wait out its 3-minute error requeue.
+    const ready: [Role, string][] = [
+      ['controller', 'controller-http'],
+      ['plugin', 'plugin'],
+      ['refresher', 'refresher-http'],
+      ['secret-syncer', 'secret-syncer-http'],
+    ];
+    for (const [role, port] of ready) {
+      if (!this.processes.has(role)) continue;
+      await eventually(
+        `${role} to be ready`,
+        () => fetch(`${this.httpUrl(port)}/readyz`).then((r) => r.status),
+        (status) => status === 200,
+        180_000,
+      );
     }
 
     // Walk-through step 4: MCO's hello-world placement and ApplicationSet, unchanged
