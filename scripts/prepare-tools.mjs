@@ -2,10 +2,10 @@
 // Prepares every external program the tests use (kube-apiserver and etcd,
 // helm, Go helper programs, delivery engines), once, before any test starts:
 // runs each tools/<name>/build.sh (a cached build is instant and silent) and
-// records the paths in a manifest that @mco/testkit's preparedTool() reads.
-// Tests never build. Outside CI a tool that cannot be built (no Go) is
+// records the paths in a manifest that @mco/testkit's preparedTool() reads;
+// then builds the mco bundle from the current sources. Tests never build. Outside CI a tool that cannot be built (no Go) is
 // reported in one line and its tests skip; under CI=true that is an error.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -69,4 +69,17 @@ if (built.length === 0 && failed.length === 0) {
   }
   console.log(`prepare: done in ${total} s`);
 }
+
+// The `mco` bundle (apps/mco/dist), which the tests of the built artefact run
+// as users do (`node apps/mco/bin/mco.js ...`): rebuilt from the current
+// sources here, so no test builds it and none rebuilds it under another's feet.
+const bundleStart = Date.now();
+const bundle = spawnSync('npx', ['--no-install', 'tsup'], { cwd: join(root, 'apps', 'mco'), encoding: 'utf8' });
+if (bundle.status !== 0) {
+  process.stderr.write(`${bundle.stdout ?? ''}${bundle.stderr ?? ''}`);
+  console.log('prepare: building the mco bundle (apps/mco/dist) failed; its tests will fail');
+  process.exit(1);
+}
+console.log(`prepare: built the mco bundle (apps/mco/dist) in ${((Date.now() - bundleStart) / 1000).toFixed(1)} s`);
+
 if (inCi && failed.length > 0) process.exit(1);

@@ -115,7 +115,7 @@ describeWithControlPlane(
         (c) => c.ErrorOccurred?.startsWith('True') === true && pattern.test(c.ErrorOccurred),
       );
 
-    // Bundles mco and starts three apiservers and three processes: minutes on a loaded machine.
+    // Three apiservers and five processes: minutes on a loaded machine.
     beforeAll(async () => {
       stack = await ArgoStack.start({ behavior: BEHAVIOR });
     }, 600_000);

@@ -1,25 +1,17 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { builtMco } from './built.js';
 
 // The deployed artefact is the tsup bundle (the @mco packages inlined), not the
 // TypeScript sources the other tests import: run it as a user would, against a
 // real kube-apiserver.
-const APP = new URL('..', import.meta.url).pathname;
-const BIN = join(APP, 'bin', 'mco.js');
+const BIN = builtMco();
 const REPO = new URL('../../..', import.meta.url).pathname;
-
-// Both suites below run the bundle: the first of them to start builds it (they run one after the other).
-let built = false;
-function buildBundle(): void {
-  if (built) return;
-  execFileSync('npx', ['tsup'], { cwd: APP, stdio: 'ignore' });
-  built = true;
-}
 
 describeWithControlPlane('the built mco bundle on a real kube-apiserver', { sharedCrds: true }, () => {
   let cp: ControlPlane;
@@ -28,7 +20,6 @@ describeWithControlPlane('the built mco bundle on a real kube-apiserver', { shar
   const mco = (...args: string[]) => spawnSync(process.execPath, [BIN, ...args], { encoding: 'utf8', timeout: 60_000 });
 
   beforeAll(async () => {
-    buildBundle();
     cp = await startControlPlane();
     await cp.hub.installCrds([join(sharedCrdsDir()!, 'multicluster.x-k8s.io_clusterprofiles.yaml')]);
     await cp.hub
@@ -93,7 +84,6 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
   let home: string;
 
   beforeAll(async () => {
-    buildBundle();
     cp = await startControlPlane();
     // A user's machine: a kubeconfig in $KUBECONFIG, nothing else (no ~/.kube, no in-cluster account).
     home = mkdtempSync(join(tmpdir(), 'mco-laptop-'));

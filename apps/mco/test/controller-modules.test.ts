@@ -1,22 +1,21 @@
-import { execFileSync, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { builtMco } from './built.js';
 
 // `mco controller` must never load @kubernetes/client-node: importing it costs
 // about 65 MiB of RSS (docs/performance.md, issue 17). The built bundle is run
 // with a module resolve hook that records every module it loads; the
 // `clusters` command, which still uses client-node, shows that the hook sees it.
-const APP = new URL('..', import.meta.url).pathname;
-const BIN = join(APP, 'bin', 'mco.js');
+const BIN = builtMco();
 
 describe('the modules each mco command loads', () => {
   const dir = mkdtempSync(join(tmpdir(), 'mco-modules-'));
   const register = join(dir, 'register.mjs');
 
   beforeAll(() => {
-    execFileSync('npx', ['tsup'], { cwd: APP, stdio: 'ignore' });
     writeFileSync(
       join(dir, 'hooks.mjs'),
       [

@@ -2,8 +2,7 @@
 // member kube-apiservers, Argo CD's own argocd-applicationset-controller
 // (tools/argocd), and the built `mco controller` and `mco argocd-plugin` as
 // processes. Shared by the end-to-end test and the latency benchmark.
-import { execFileSync } from 'node:child_process';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +34,7 @@ import {
   type ControlPlane,
   type ServerProcess,
 } from '@mco/testkit';
+import { builtMco } from '../built.js';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 const APP = join(REPO, 'apps', 'mco');
@@ -146,7 +146,8 @@ export class ArgoStack {
     readonly plane: ControlPlane,
     readonly dir: string,
     readonly token: string,
-    private readonly bundle: { dir: string; entry: string },
+    /** apps/mco/bin/mco.js: the built bundle. */
+    private readonly mco: string,
     private readonly argocd: string,
   ) {
     const admin = plane.hub.adminKubeConfig();
@@ -159,16 +160,10 @@ export class ArgoStack {
   /** Everything of the walk-through up to (and including) the three processes and the hello-world objects. */
   static async start(options: StackOptions = {}): Promise<ArgoStack> {
     const argocd = requireTool('argocd');
+    const mco = builtMco();
+    const plane = await startControlPlane({ clusters: [...MEMBERS] });
     const dir = mkdtempSync(join(tmpdir(), 'mco-argocd-real-'));
-    const bundle = buildBundle();
-    let plane: ControlPlane;
-    try {
-      plane = await startControlPlane({ clusters: [...MEMBERS] });
-    } catch (error) {
-      rmSync(bundle.dir, { recursive: true, force: true });
-      throw error;
-    }
-    const stack = new ArgoStack(plane, dir, randomBytes(36).toString('base64'), bundle, argocd);
+    const stack = new ArgoStack(plane, dir, randomBytes(36).toString('base64'), mco, argocd);
     try {
       await stack.setUp(options);
     } catch (error) {
@@ -417,7 +412,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         ? startServer(join(this.argocd, 'argocd-applicationset-controller'), args, join(this.dir, `${role}.log`), {
             KUBECONFIG: this.kubeconfigs.get(role)!,
           })
-        : startServer(process.execPath, [this.bundle.entry, command[1]!, ...args], join(this.dir, `${role}.log`));
+        : startServer(process.execPath, [this.mco, command[1]!, ...args], join(this.dir, `${role}.log`));
     this.reaper.track(server.child.pid);
     this.processes.set(role, server);
   }
@@ -586,7 +581,6 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       this.stalledHub.closeAllConnections();
       await new Promise((resolve) => this.stalledHub!.close(resolve));
     }
-    rmSync(this.bundle.dir, { recursive: true, force: true });
     await this.plane.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
@@ -607,22 +601,4 @@ function roleOf(command: string[]): Role {
     return 'secret-syncer';
   }
   throw new Error(`docs/argocd.md walk-through: unexpected command "${command.join(' ')}"`);
-}
-
-/**
- * Builds the `mco` bundle as users run it (tsup, the same config as `npm run
- * build`) into a private directory, so concurrent test files never rebuild
- * the bundle under each other's processes. The directory lies under the
- * repository's node_modules because the bundle keeps third-party packages
- * external and Node resolves them from the bundle's own location upwards.
- * Returns the entry point; the caller removes `dir`.
- */
-function buildBundle(): { dir: string; entry: string } {
-  const cache = join(REPO, 'node_modules', '.cache');
-  mkdirSync(cache, { recursive: true });
-  const dir = mkdtempSync(join(cache, 'mco-argocd-e2e-'));
-  execFileSync('npx', ['tsup', '--out-dir', join(dir, 'dist')], { cwd: APP, stdio: 'ignore' });
-  mkdirSync(join(dir, 'bin'));
-  copyFileSync(join(APP, 'bin', 'mco.js'), join(dir, 'bin', 'mco.js'));
-  return { dir, entry: join(dir, 'bin', 'mco.js') };
 }
