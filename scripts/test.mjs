@@ -86,7 +86,7 @@ function failuresOf(ws, json) {
   const firstLines = (text) =>
     (text ?? '')
       .split('\n')
-      .filter((line) => line.trim())
+      .filter((line) => line.trim() && !/node_modules|node:internal|<anonymous>/.test(line))
       .slice(0, 4)
       .map((line) => `      ${line.trim().slice(0, 300)}`)
       .join('\n');
