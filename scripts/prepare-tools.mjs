@@ -3,8 +3,9 @@
 // helm, Go helper programs, delivery engines), once, before any test starts:
 // runs each tools/<name>/build.sh (a cached build is instant and silent) and
 // records the paths in a manifest that @mco/testkit's preparedTool() reads;
-// then builds the mco bundle from the current sources. Tests never build. Outside CI a tool that cannot be built (no Go) is
-// reported in one line and its tests skip; under CI=true that is an error.
+// then builds the mco bundle from the current sources. Tests never build.
+// Outside CI a tool that cannot be built (no Go) is reported in one line and
+// its tests skip; under CI=true that is an error.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -77,7 +78,7 @@ const bundleStart = Date.now();
 const bundle = spawnSync('npx', ['--no-install', 'tsup'], { cwd: join(root, 'apps', 'mco'), encoding: 'utf8' });
 if (bundle.status !== 0) {
   process.stderr.write(`${bundle.stdout ?? ''}${bundle.stderr ?? ''}`);
-  console.log('prepare: building the mco bundle (apps/mco/dist) failed; its tests will fail');
+  console.log('prepare: building the mco bundle (apps/mco/dist) failed');
   process.exit(1);
 }
 console.log(`prepare: built the mco bundle (apps/mco/dist) in ${((Date.now() - bundleStart) / 1000).toFixed(1)} s`);
