@@ -85,17 +85,18 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
     };
     return appSet.metadata.annotations?.[REFRESH_ANNOTATION];
   };
-  /** What Argo CD's controller does after a refresh: it removes the annotation. */
-  const clearAnnotation = (name: string) =>
+  const setAnnotation = (name: string, value: string | null) =>
     custom.patchNamespacedCustomObject(
       {
         ...APPLICATION_SETS,
         namespace: 'argocd',
         name,
-        body: { metadata: { annotations: { [REFRESH_ANNOTATION]: null } } },
+        body: { metadata: { annotations: { [REFRESH_ANNOTATION]: value } } },
       },
       requestOptions(hub, 10_000, PatchStrategy.MergePatch),
     );
+  /** What Argo CD's controller does after a refresh: it removes the annotation. */
+  const clearAnnotation = (name: string) => setAnnotation(name, null);
   const secretOf = (name: string) =>
     core.readNamespacedSecret({ namespace: 'argocd', name }).then(
       (s) => s,
@@ -458,15 +459,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   it('replaces a refresh annotation a failed reconcile left: it disappears and appears again, the change Argo CD reconciles on', async () => {
     await eventually('baseline', answer, answered(['fleet.east']));
     // Argo CD keeps the annotation when a reconcile fails (the plugin was down, say).
-    await custom.patchNamespacedCustomObject(
-      {
-        ...APPLICATION_SETS,
-        namespace: 'argocd',
-        name: 'web',
-        body: { metadata: { annotations: { [REFRESH_ANNOTATION]: 'true' } } },
-      },
-      requestOptions(hub, 10_000, PatchStrategy.MergePatch),
-    );
+    await setAnnotation('web', 'true');
     const seen: string[] = [];
     const watch = await new Watch(hub).watch(
       `/apis/argoproj.io/v1alpha1/namespaces/argocd/applicationsets`,
