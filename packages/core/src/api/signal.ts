@@ -24,5 +24,20 @@ export const SignalSchema = z.object({
   workloadHealthy: z.boolean().optional(),
   atCapacityCeiling: z.boolean().optional(),
   wantsScaleIn: z.boolean().optional(),
+  readyReplicas: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe("The workload's ready replicas on this cluster (Deployment status.readyReplicas)."),
+  transportError: z
+    .object({
+      reason: z.string().min(1).describe('What failed: refused, timeout, tls, dns, ...'),
+      consecutivePolls: z.number().int().min(1).describe('Polls in a row that ended in a transport error.'),
+    })
+    .optional()
+    .describe(
+      'The source could not reach the cluster at all (connection refused, timeout, TLS): distinct from missing data.',
+    ),
 });
 export type Signal = z.infer<typeof SignalSchema>;
