@@ -9,10 +9,8 @@ export const GPU_STOCKOUT_SCENARIO = `# mco simulate examples/scenarios/gpu-stoc
 # us-central1 has run out of L4 GPUs: the cluster-autoscaler cannot add nodes
 # (FailedScaleUp) and pods stay Pending. mco sees the cluster at its capacity
 # ceiling and places the workload in the next cheapest cluster (us-east4).
-# GPUs come back at 06:00. With fail-back, once us-central1 has had room for
-# an hour, mco drains us-east4 slowly (10% every 10 minutes, slower than new
-# GPU nodes come up) and the workload returns to the cheaper region; without
-# it, us-east4 would stay until traffic falls in the evening.
+# GPUs come back at 06:00; us-east4 stays until traffic falls in the evening,
+# unless fail-back is on ("mco with fail-back" in the comparison).
 name: gpu-stockout
 description: Regional GPU stockout during a morning ramp, and recovery.
 seed: 7
@@ -69,9 +67,6 @@ placement:
         maxClusters: 3
         useDraining: true
         workloadDetails: { namespace: inference, deploymentName: gemma-server, hpaName: gemma-server }
-        behavior:
-          failBack: { enabled: true, stabilizationWindowSeconds: 3600 }
-          drain: { stepIntervalSeconds: 600, stepPercent: 10 }
 demand: # requests/s
   piecewise:
     - { at: 0h, value: 30 }

@@ -18,6 +18,8 @@ export {
 export {
   simulate,
   defaultPolicies,
+  MCO_POLICIES,
+  type EnginePolicy,
   GPU_HOUR_COST_PROPERTY,
   POLICIES,
   POLICY_LABELS,
@@ -47,6 +49,46 @@ export {
 export { createRandom, hashRandom, type Random } from './random.js';
 export { baseDemand, demandSeries } from './demand.js';
 export { parseDuration, formatDuration, formatElapsed } from './duration.js';
-export { formatConsole, formatTimeline, formatTimelineEntry, formatSummary, summaryRows } from './format.js';
+export {
+  formatConsole,
+  formatTimeline,
+  formatTimelineEntry,
+  formatSummary,
+  formatTable,
+  summaryRows,
+  metrics,
+  type Metric,
+} from './format.js';
 export { renderReport } from './report.js';
+export {
+  simulateSeeds,
+  metricStats,
+  policiesOf,
+  verdicts,
+  formatStat,
+  formatSeeds,
+  formatSeedsConsole,
+  formatSeedsSummary,
+  formatVerdicts,
+  formatVerdictTable,
+  replaceVerdictTable,
+  EQUIVALENT_COST_SHARE,
+  EQUIVALENT_UNSERVED_PP,
+  VERDICT_TABLE_BEGIN,
+  VERDICT_TABLE_END,
+  type MultiSeedResult,
+  type MetricStats,
+  type Stat,
+  type Verdict,
+  type VerdictKind,
+} from './compare.js';
+export {
+  decideMcoV02,
+  preferenceOrder,
+  atCeilingV02,
+  wantsFewerThanMinV02,
+  type McoV02Input,
+  type PolicyDecision,
+} from './mco-v02.js';
+export { decidePickN, pickNSize } from './pick-n.js';
 export { GPU_STOCKOUT_SCENARIO } from './embedded.js';

@@ -20,29 +20,41 @@ import {
 import { demandSeries } from './demand.js';
 import { expandEvents, targetsOf, type Action, type ClusterConditions } from './events.js';
 import { HorizontalPodAutoscaler, NodePoolModel, Pods, spreadLoad } from './model.js';
+import { decideMcoV02, preferenceOrder, type PolicyDecision } from './mco-v02.js';
+import { decidePickN, pickNSize } from './pick-n.js';
 import { hashRandom } from './random.js';
 import type { ClusterSpec, Scenario } from './scenario.js';
 
-/** The policies one run compares. */
-export const POLICIES = ['mco', 'mco-fail-back', 'mco-as-documented', 'always-on'] as const;
+/**
+ * The policies one run can compare: mco itself (as written, and with
+ * fail-back), and the baselines it must beat. Every baseline gets the same
+ * world and the same placement: its eligibility and order of preference.
+ */
+export const POLICIES = ['mco', 'mco-fail-back', 'mco-v0.2', 'pick-n', 'always-on', 'mco-without-hysteresis'] as const;
 export type PolicyName = (typeof POLICIES)[number];
 
 export const POLICY_LABELS: Readonly<Record<PolicyName, string>> = {
   mco: 'mco',
   'mco-fail-back': 'mco with fail-back',
-  'mco-as-documented': 'MCO as documented',
+  'mco-v0.2': 'MCO v0.2 as documented',
+  'pick-n': 'pick-N',
   'always-on': 'all eligible clusters always on',
+  'mco-without-hysteresis': 'mco without hysteresis or health',
 };
 
+/** The policies that are mco; the others are baselines, each judged against them. */
+export const MCO_POLICIES: readonly PolicyName[] = ['mco', 'mco-fail-back'];
+
 /**
- * The policies a scenario runs by default: all of them, except "mco with
- * fail-back" when it would be the same as "mco" (the placement enables
- * fail-back itself) or means nothing (no autoscaling).
+ * The policies a scenario runs by default: mco, the three baselines, and
+ * "mco with fail-back" unless it would be the same as "mco" (the placement
+ * enables fail-back itself) or means nothing (no autoscaling). "mco without
+ * hysteresis or health", an ablation of mco, runs only when asked for.
  */
 export function defaultPolicies(scenario: Scenario): readonly PolicyName[] {
   const autoscale = scenario.placement.spec?.scaling?.autoscaleForCapacity;
   const redundant = !autoscale || autoscale.behavior?.failBack?.enabled === true;
-  return POLICIES.filter((p) => p !== 'mco-fail-back' || !redundant);
+  return POLICIES.filter((p) => p !== 'mco-without-hysteresis' && (p !== 'mco-fail-back' || !redundant));
 }
 
 /** Where a cluster stands in one tick: its state in the placement, or what delivery is doing. */
@@ -145,6 +157,8 @@ export interface FailBackOutcome {
 
 export interface PolicyRun {
   readonly policy: PolicyName;
+  /** The policy's label, e.g. `pick-N (n=2)`. */
+  readonly label: string;
   readonly timeline: readonly TimelineEntry[];
   readonly samples: readonly TickSample[];
   readonly summary: Summary;
@@ -172,8 +186,12 @@ export interface SimulateOptions {
   readonly onEvaluation?: (evaluation: Evaluation) => void;
 }
 
+/** The policies evaluated by mco's engine, `decide` of @mco/core. */
+export type EnginePolicy = Exclude<PolicyName, 'mco-v0.2' | 'pick-n'>;
+
+/** An evaluation by mco's engine (the baselines mco-v0.2 and pick-N have their own code and are not reported). */
 export interface Evaluation {
-  readonly policy: PolicyName;
+  readonly policy: EnginePolicy;
   /** Seconds since the start. */
   readonly t: number;
   readonly input: DecideInput;
@@ -199,9 +217,9 @@ export function simulate(scenario: Scenario, options: SimulateOptions = {}): Sim
   };
 }
 
-/** The inputs a policy hands to the engine. */
+/** The placement a policy evaluates: mco-v0.2 and pick-N read it as it is written. */
 function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
-  if (policy === 'mco') return spec;
+  if (policy === 'mco' || policy === 'mco-v0.2' || policy === 'pick-n') return spec;
   if (policy === 'always-on') {
     const { scaling: _scaling, ...rest } = spec;
     return rest;
@@ -221,7 +239,7 @@ function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
       behavior: { ...behavior, failBack: { ...failBack, enabled: true } },
     });
   }
-  // MCO as documented: scale-in as soon as the HPA wants below its minimum, no windows, no cooldown, no fail-back.
+  // An ablation of mco: scale-in as soon as the HPA wants below its minimum, no windows, no cooldown, no fail-back.
   return withAutoscale({
     ...autoscale,
     behavior: {
@@ -232,7 +250,7 @@ function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
   });
 }
 
-/** The baselines know nothing of health: ControlPlaneHealthy and workloadHealthy are stripped. */
+/** Only mco checks health: the baselines get no ControlPlaneHealthy and no workloadHealthy. */
 const usesHealth = (policy: PolicyName) => policy === 'mco' || policy === 'mco-fail-back';
 
 /** The ClusterProfile property that carries a cluster's `gpuHourCost`, for property sorters. */
@@ -252,6 +270,8 @@ class SimCluster {
   state: ClusterState | undefined;
   signal: Signal | undefined;
   lastFailedScaleUp: number | undefined;
+  /** Polls in a row that could not reach the cluster. */
+  transportErrors = 0;
 
   constructor(
     readonly spec: ClusterSpec,
@@ -290,6 +310,10 @@ class Run {
   private readonly selection: ReturnType<typeof compileSelection>;
   private status: PlacementStatus | undefined;
   private nextAction = 0;
+  /** mco-v0.2 and pick-N: the eligible clusters in order of preference at the start. */
+  private order: readonly string[] | undefined;
+  /** pick-N: the number of clusters. */
+  private pickN = 0;
 
   constructor(
     private readonly scenario: Scenario,
@@ -315,6 +339,7 @@ class Run {
     for (let k = 0; k < this.demand.length; k++) this.step(k, k * tick);
     return {
       policy: this.policy,
+      label: this.policy === 'pick-n' ? `pick-N (n=${this.pickN})` : POLICY_LABELS[this.policy],
       timeline: this.timeline,
       samples: this.samples,
       summary: this.summarize(),
@@ -390,7 +415,22 @@ class Run {
     }
 
     for (const c of this.clusters) {
-      if (!c.conditions.reachable || !c.hpa?.status) continue;
+      if (!c.conditions.reachable) {
+        // The source polls every listed cluster; one it cannot reach is a transport error, not missing data.
+        if (c.state === undefined && !c.deployed) continue;
+        c.transportErrors++;
+        c.signal = {
+          cluster: c.key,
+          observedAt: this.timestamp(t),
+          transportError: { reason: 'timeout', consecutivePolls: c.transportErrors },
+        };
+        continue;
+      }
+      c.transportErrors = 0;
+      if (!c.hpa?.status) {
+        if (c.signal?.transportError) c.signal = undefined;
+        continue;
+      }
       if (hashRandom(this.seed, 'dropout', c.key, k) < c.conditions.dropout) continue; // keeps the last signal
       c.signal = this.observe(c, t, k);
     }
@@ -434,6 +474,7 @@ class Run {
         ...(hpa.scalingLimited ? { scalingLimited: { ...hpa.scalingLimited } } : {}),
       },
       pendingPods: c.pods.pending,
+      readyReplicas: c.pods.ready,
       failedScaleUp: c.pool.failedScaleUpWithin(t, this.scenario.signals.failedScaleUpWindow),
       ...(healthy !== undefined && usesHealth(this.policy) ? { workloadHealthy: healthy } : {}),
     };
@@ -484,8 +525,7 @@ class Run {
       clusterProfiles: this.profiles(),
       signals,
     };
-    const decision = decide(input);
-    this.onEvaluation?.({ policy: this.policy, t, input, decision });
+    const decision = this.evaluate(input, t);
     this.status = decision.status;
     for (const tr of decision.transitions) this.timeline.push({ t, kind: 'transition', ...tr });
 
@@ -503,6 +543,37 @@ class Run {
         if (c.deployed) c.removeAt ??= t + this.scenario.workload.removeDelay;
       }
     }
+  }
+
+  /** One evaluation by the policy: mco's engine, or a baseline's own code. */
+  private evaluate(input: DecideInput, t: number): PolicyDecision {
+    const { placement } = input;
+    const nowMs = this.startMs() + t * 1000;
+    const clusterProfiles = input.clusterProfiles as ClusterProfile[];
+    if (this.policy === 'mco-v0.2' || this.policy === 'pick-n') {
+      this.order ??= preferenceOrder(this.spec, clusterProfiles);
+      if (this.policy === 'mco-v0.2') {
+        const signals = input.signals ?? [];
+        return decideMcoV02({
+          nowMs,
+          spec: this.spec,
+          clusterProfiles,
+          signals,
+          status: placement.status,
+          order: this.order,
+        });
+      }
+      if (this.pickN === 0) {
+        const { workload } = this.scenario;
+        const perPod = (workload.capacityPerReplica * workload.hpa.targetUtilization) / 100;
+        const peak = Math.ceil(Math.max(0, ...this.demand) / perPod - 1e-9);
+        this.pickN = pickNSize(this.order, new Map(this.clusters.map((c) => [c.key, c.spec])), peak);
+      }
+      return decidePickN({ nowMs, spec: this.spec, clusterProfiles, status: placement.status, n: this.pickN });
+    }
+    const decision = decide(input);
+    this.onEvaluation?.({ policy: this.policy as EnginePolicy, t, input, decision });
+    return decision;
   }
 
   private applyActions(t: number): void {
@@ -592,9 +663,10 @@ class Run {
     let nonPreferredTicks = 0;
     const prices = this.clusters.map((c) => c.spec.gpuHourCost);
     for (const s of this.samples) {
-      // What an unreachable cluster holds is neither capacity nor a known cost: it is not counted.
+      // One rule for cluster-hours, node-hours and cost: a deployed cluster counts whether or not it is
+      // reachable (its nodes run, and are billed, through an outage). Its pending pods are unknown.
       const reachable = s.clusters.filter((c) => c.reachable);
-      const running = reachable.filter((c) => c.deployed).length;
+      const running = s.clusters.filter((c) => c.deployed).length;
       pendingPodTicks += reachable.reduce((a, c) => a + c.pending, 0);
       demand += s.demand;
       served += s.served;
@@ -602,9 +674,8 @@ class Run {
       clusterTicksAboveNeed += Math.max(0, running - s.clustersNeeded);
       const scheduled = reachable.reduce((a, c) => a + c.replicas - c.pending, 0);
       replicaTicksAboveNeed += Math.max(0, scheduled - s.need);
-      nodeTicks += reachable.reduce((a, c) => a + c.nodes, 0);
+      nodeTicks += s.clusters.reduce((a, c) => a + c.nodes, 0);
       s.clusters.forEach((c, i) => {
-        if (!c.reachable) return;
         costTicks += c.nodes * (prices[i] ?? 0);
         if (c.deployed && !c.preferred) nonPreferredTicks++;
       });

@@ -39,6 +39,17 @@ export interface LineChartOptions {
   readonly yLabel: string;
   readonly markers?: readonly Marker[];
   readonly height?: number;
+  /** Default 960 (small multiples use less). */
+  readonly width?: number;
+  /** Shaded bands between two series, e.g. demand above what was served. */
+  readonly areas?: readonly Area[];
+}
+
+export interface Area {
+  readonly label: string;
+  readonly color: string;
+  readonly upper: readonly number[];
+  readonly lower: readonly number[];
 }
 
 /** At most `max` points per series: bucket means, so long runs stay light. */
@@ -90,18 +101,40 @@ function timeAxis(x: (t: number) => number, duration: number, top: number, botto
     .join('');
 }
 
-function legend(items: readonly { label: string; color: string; dash?: boolean }[], y: number): string {
-  let x = MARGIN.left;
-  return items
+interface LegendItem {
+  readonly label: string;
+  readonly color: string;
+  readonly dash?: boolean;
+  readonly area?: boolean;
+}
+
+/** Legend entries laid out in rows that fit `width`: the SVG text and the number of rows. */
+function legend(
+  items: readonly LegendItem[],
+  y: number,
+  width: number,
+  left = MARGIN.left,
+): { svg: string; rows: number } {
+  let x = left;
+  let row = 0;
+  const svg = items
     .map((item) => {
-      const out =
-        `<line x1="${x}" x2="${x + 18}" y1="${y}" y2="${y}" stroke="${item.color}" stroke-width="3"` +
-        `${item.dash ? ' stroke-dasharray="5 3"' : ''}/>` +
-        `<text class="legend" x="${x + 22}" y="${y + 4}">${escapeHtml(item.label)}</text>`;
-      x += 36 + item.label.length * 7;
+      const span = 36 + item.label.length * 6.2;
+      if (x > left && x + span > width - MARGIN.right) {
+        x = left;
+        row++;
+      }
+      const ly = y + row * 16;
+      const mark = item.area
+        ? `<rect x="${x}" y="${ly - 5}" width="18" height="10" fill="${item.color}" fill-opacity="0.35"/>`
+        : `<line x1="${x}" x2="${x + 18}" y1="${ly}" y2="${ly}" stroke="${item.color}" stroke-width="3"` +
+          `${item.dash ? ' stroke-dasharray="5 3"' : ''}/>`;
+      const out = `<g class="legend-item">${mark}<text class="legend" x="${x + 22}" y="${ly + 4}">${escapeHtml(item.label)}</text></g>`;
+      x += span;
       return out;
     })
     .join('');
+  return { svg: `<g class="legend">${svg}</g>`, rows: row + 1 };
 }
 
 function markerLines(markers: readonly Marker[], x: (t: number) => number, top: number, bottom: number): string {
@@ -117,14 +150,16 @@ function markerLines(markers: readonly Marker[], x: (t: number) => number, top: 
 
 /** A line chart over time with a legend above it. */
 export function lineChart(o: LineChartOptions): string {
-  const height = o.height ?? 300;
-  const legendRows = 1;
-  const top = MARGIN.top + legendRows * 16;
+  const width = o.width ?? WIDTH;
+  const items: LegendItem[] = [...o.series, ...(o.areas ?? []).map((a) => ({ ...a, area: true }))];
+  const key = legend(items, MARGIN.top - 6, width);
+  const height = (o.height ?? 300) + (key.rows - 1) * 16;
+  const top = MARGIN.top + key.rows * 16;
   const bottom = height - MARGIN.bottom;
   const left = MARGIN.left;
-  const right = WIDTH - MARGIN.right;
+  const right = width - MARGIN.right;
   const x = (t: number) => left + ((right - left) * t) / Math.max(1, o.duration);
-  const max = Math.max(0, ...o.series.flatMap((s) => s.values));
+  const max = Math.max(0, ...o.series.flatMap((s) => s.values), ...(o.areas ?? []).flatMap((a) => a.upper));
   const { top: yTop, step } = niceScale(max * 1.05);
   const y = (v: number) => bottom - ((bottom - top) * v) / yTop;
 
@@ -134,6 +169,20 @@ export function lineChart(o: LineChartOptions): string {
       `<line class="grid" x1="${left}" x2="${right}" y1="${r1(y(v))}" y2="${r1(y(v))}"/>` +
       `<text class="tick" x="${left - 6}" y="${r1(y(v) + 4)}" text-anchor="end">${Number(v.toFixed(2))}</text>`;
   }
+  const areas = (o.areas ?? [])
+    .map((a) => {
+      const up = downsample(o.times, a.upper, 600);
+      const low = downsample(o.times, a.lower, 600);
+      const points = [
+        ...up.times.map((t, i) => `${r1(x(t))},${r1(y(up.values[i]!))}`),
+        ...low.times.map((t, i) => `${r1(x(t))},${r1(y(low.values[i]!))}`).reverse(),
+      ];
+      return (
+        `<polygon class="area" data-area="${escapeHtml(a.label)}" points="${points.join(' ')}"` +
+        ` fill="${a.color}" fill-opacity="0.35" stroke="none"/>`
+      );
+    })
+    .join('');
   const paths = o.series
     .map((s) => {
       const d = downsample(o.times, s.values, 1200);
@@ -154,14 +203,15 @@ export function lineChart(o: LineChartOptions): string {
     .join('');
   return (
     `<svg class="chart" data-chart="${escapeHtml(o.id)}" role="img" aria-label="${escapeHtml(o.title)}"` +
-    ` width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" xmlns="http://www.w3.org/2000/svg">` +
+    ` width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" xmlns="http://www.w3.org/2000/svg">` +
     `<title>${escapeHtml(o.title)}</title>` +
-    legend(o.series, MARGIN.top - 6) +
+    key.svg +
     grid +
     timeAxis(x, o.duration, top, bottom) +
     `<line class="axis" x1="${left}" x2="${left}" y1="${top}" y2="${bottom}"/>` +
     `<line class="axis" x1="${left}" x2="${right}" y1="${bottom}" y2="${bottom}"/>` +
     `<text class="axis-label" transform="translate(14 ${r1((top + bottom) / 2)}) rotate(-90)" text-anchor="middle">${escapeHtml(o.yLabel)}</text>` +
+    areas +
     markerLines(o.markers ?? [], x, top, bottom) +
     paths +
     `</svg>`
@@ -184,6 +234,8 @@ export interface LaneChartOptions {
   readonly lanes: readonly Lane[];
   readonly colors: Readonly<Record<string, string>>;
   readonly markers?: readonly Marker[];
+  /** Default 960 (small multiples use less). */
+  readonly width?: number;
 }
 
 /** Runs of equal values: [start index, end index (exclusive), value]. */
@@ -201,12 +253,16 @@ function runs<T>(values: readonly T[]): [number, number, T][] {
 
 /** One swimlane per cluster, coloured by state over time. */
 export function laneChart(o: LaneChartOptions): string {
+  const width = o.width ?? WIDTH;
   const laneHeight = 26;
   const bandHeight = 5;
   const gap = 10;
   const left = 150;
-  const right = WIDTH - MARGIN.right;
-  const top = MARGIN.top + 16;
+  const right = width - MARGIN.right;
+  const bandLegend = o.lanes[0]?.bands.map((b) => ({ label: b.label, color: b.color, area: true })) ?? [];
+  const legendItems = [...Object.entries(o.colors).map(([label, color]) => ({ label, color })), ...bandLegend];
+  const key = legend(legendItems, MARGIN.top - 6, width, 8);
+  const top = MARGIN.top + key.rows * 16;
   const bottom = top + o.lanes.length * (laneHeight + bandHeight + gap);
   const height = bottom + MARGIN.bottom;
   const x = (t: number) => left + ((right - left) * t) / Math.max(1, o.duration);
@@ -243,13 +299,11 @@ export function laneChart(o: LaneChartOptions): string {
       );
     })
     .join('');
-  const bandLegend = o.lanes[0]?.bands.map((b) => ({ label: b.label, color: b.color })) ?? [];
-  const legendItems = [...Object.entries(o.colors).map(([label, color]) => ({ label, color })), ...bandLegend];
   return (
     `<svg class="chart" data-chart="${escapeHtml(o.id)}" role="img" aria-label="${escapeHtml(o.title)}"` +
-    ` width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" xmlns="http://www.w3.org/2000/svg">` +
+    ` width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" xmlns="http://www.w3.org/2000/svg">` +
     `<title>${escapeHtml(o.title)}</title>` +
-    legend(legendItems, MARGIN.top - 6) +
+    key.svg +
     timeAxis(x, o.duration, top, bottom) +
     lanes +
     markerLines(o.markers ?? [], x, top, bottom) +

@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { GPU_STOCKOUT_SCENARIO, formatIssues, parseScenarioText } from '@mco/simulator';
 import type { Command } from '../cli.js';
-import { parseSeed, runScenario } from './simulate.js';
+import { parseSeed, parseSeedCount, runScenario } from './simulate.js';
 
 export const demoCommand: Command = {
   name: 'demo',
-  usage: `Usage: mco demo [--report <out.html>] [--seed <n>] [--quiet]
+  usage: `Usage: mco demo [--report <out.html>] [--seeds <n>] [--seed <n>] [--quiet]
 
 Runs the built-in GPU-stockout scenario (examples/scenarios/gpu-stockout.yaml)
 at accelerated time with the real mco engine: a GPU inference service in
@@ -18,7 +18,8 @@ of the HTML report. "mco simulate" runs your own scenarios.
 
 Options:
   -o, --report <path>  where to write the HTML report (default: <tmp>/mco-demo/gpu-stockout-report.html)
-      --seed <n>       seed of the random draws (default: the scenario's seed)
+      --seeds <n>      how many seeds to run (default 1, to stay quick; mco simulate runs 5)
+      --seed <n>       the first seed (default: the scenario's seed)
   -q, --quiet          do not print the timeline
   -h, --help           show this help`,
   async run(argv, io) {
@@ -27,6 +28,7 @@ Options:
       options: {
         report: { type: 'string', short: 'o' },
         seed: { type: 'string' },
+        seeds: { type: 'string' },
         quiet: { type: 'boolean', short: 'q' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -41,6 +43,7 @@ Options:
     // The embedded scenario is checked by the simulator's tests; failing here is a bug, not bad input.
     if (!parsed.ok) throw new Error(`the embedded scenario is invalid:\n${formatIssues(parsed.error)}`);
     const report = values.report ?? join(tmpdir(), 'mco-demo', 'gpu-stockout-report.html');
-    return runScenario(parsed.value, { report, seed, quiet: values.quiet === true }, io);
+    const seeds = parseSeedCount(values.seeds, 1);
+    return runScenario(parsed.value, { report, seed, seeds, quiet: values.quiet === true }, io);
   },
 };
