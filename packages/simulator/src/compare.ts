@@ -104,7 +104,10 @@ export interface Verdict {
   /** Means over the seeds. */
   readonly cost: { readonly policy: number; readonly baseline: number };
   readonly unservedPercent: { readonly policy: number; readonly baseline: number };
-  /** One line, e.g. `trades off: cheaper by 12.3%, loses 0.40 pp more`. */
+  /**
+   * One line, e.g. `trades off: cheaper by 12.3%, loses 0.40 pp more`; a tie
+   * reads `same cost (+0.4%)` or `same loss (−0.01 pp)`.
+   */
   readonly text: string;
 }
 
@@ -135,8 +138,9 @@ export function verdicts(multi: MultiSeedResult): Verdict[] {
       };
       const costShare = cost.baseline === 0 ? (cost.policy === 0 ? 0 : Infinity) : cost.policy / cost.baseline - 1;
       const lossPp = unserved.policy - unserved.baseline;
-      const costSign = Math.abs(costShare) <= EQUIVALENT_COST_SHARE ? 0 : Math.sign(costShare);
-      const lossSign = Math.abs(lossPp) <= EQUIVALENT_UNSERVED_PP ? 0 : Math.sign(lossPp);
+      // The thresholds are inclusive; 1e-9 absorbs binary rounding (0.52 − 0.5 > 0.02 in floating point).
+      const costSign = Math.abs(costShare) <= EQUIVALENT_COST_SHARE + 1e-9 ? 0 : Math.sign(costShare);
+      const lossSign = Math.abs(lossPp) <= EQUIVALENT_UNSERVED_PP + 1e-9 ? 0 : Math.sign(lossPp);
       const kind: VerdictKind =
         costSign === 0 && lossSign === 0
           ? 'equivalent'
@@ -147,8 +151,15 @@ export function verdicts(multi: MultiSeedResult): Verdict[] {
               : 'trades off';
       const pct = `${(Math.abs(costShare) * 100).toFixed(1)}%`;
       const pp = `${Math.abs(lossPp).toFixed(2)} pp`;
-      const costText = costShare <= 0 ? `cheaper by ${pct}` : `dearer by ${pct}`;
-      const lossText = lossPp <= 0 ? `loses ${pp} less` : `loses ${pp} more`;
+      const signed = (n: number, text: string) => `${n < 0 ? '−' : '+'}${text}`;
+      const costText =
+        costSign === 0
+          ? `same cost (${signed(costShare, pct)})`
+          : costShare < 0
+            ? `cheaper by ${pct}`
+            : `dearer by ${pct}`;
+      const lossText =
+        lossSign === 0 ? `same loss (${signed(lossPp, pp)})` : lossPp < 0 ? `loses ${pp} less` : `loses ${pp} more`;
       return {
         policy,
         baseline,

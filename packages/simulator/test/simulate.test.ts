@@ -62,9 +62,11 @@ describe('the engine sees what a real fleet would show', () => {
   const evaluations: Evaluation[] = [];
   const result = simulate(loadScenario('gpu-stockout'), { onEvaluation: (e) => evaluations.push(e) });
 
-  it('calls the engine once per tick per policy, plus once at the start', () => {
+  it('calls the engine once per tick per engine policy, plus once at the start; the baselines with code of their own are not reported', () => {
     const ticks = result.runs[0]!.samples.length;
     expect(ticks).toBe(12 * 120);
+    expect(result.runs.map((r) => r.policy)).toEqual(['mco', 'mco-fail-back', 'mco-v0.2', 'pick-n', 'always-on']);
+    expect(new Set(evaluations.map((e) => e.policy))).toEqual(new Set(['mco', 'mco-fail-back', 'always-on']));
     expect(evaluations.length).toBe(3 * (ticks + 1));
   });
 
@@ -100,10 +102,7 @@ describe('the engine sees what a real fleet would show', () => {
   });
 
   it('shows an HPA status like a real one: ScalingLimited TooFewReplicas at the minimum before scale-in', () => {
-    // mco fails back before the HPA gets there; MCO as documented scales in on it.
-    const p2 = evaluations.find(
-      (e) => e.policy === 'mco-as-documented' && e.decision.transitions.some((t) => t.id === 'P2'),
-    )!;
+    const p2 = evaluations.find((e) => e.policy === 'mco' && e.decision.transitions.some((t) => t.id === 'P2'))!;
     const signal = p2.input.signals!.find((s) => s.cluster === 'fleet/us-east4')!;
     expect(signal.hpa).toEqual({
       currentReplicas: 2,
@@ -114,11 +113,15 @@ describe('the engine sees what a real fleet would show', () => {
     });
   });
 
-  it('gives MCO as documented no stabilization, no cooldown, no fail-back and no health; always-on no scaling', () => {
-    const documented = evaluations.find((e) => e.policy === 'mco-as-documented' && e.t > 3600)!;
+  it('gives "mco without hysteresis or health" no stabilization, no cooldown, no fail-back and no health; always-on no scaling', () => {
+    const ablation: Evaluation[] = [];
+    simulate(loadScenario('gpu-stockout'), {
+      policies: ['mco-without-hysteresis'],
+      onEvaluation: (e) => ablation.push(e),
+    });
+    const documented = ablation.find((e) => e.t > 3600)!;
     const spec = documented.input.placement.spec as { scaling: { autoscaleForCapacity: { behavior: unknown } } };
     expect(spec.scaling.autoscaleForCapacity.behavior).toEqual({
-      drain: { stepIntervalSeconds: 600, stepPercent: 10 },
       scaleOut: { stabilizationWindowSeconds: 0 },
       scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
     });
@@ -148,31 +151,25 @@ describe('shipped scenarios', () => {
     ]);
   });
 
-  it('gpu-stockout: mco scales out on the first FailedScaleUp, serves the ramp, and fails back to the cheaper region', () => {
+  it('gpu-stockout: mco scales out on the first FailedScaleUp, serves the ramp, and keeps us-east4 until load falls', () => {
     const result = simulate(loadScenario('gpu-stockout'));
     const mco = run(result, 'mco');
-    const documented = run(result, 'mco-as-documented');
+    const documented = run(result, 'mco-v0.2');
+    const pickN = run(result, 'pick-n');
     const alwaysOn = run(result, 'always-on');
-    expect(result.runs.map((r) => r.policy)).toEqual(['mco', 'mco-as-documented', 'always-on']);
     expect(moves(mco)).toEqual([
       [0, 'P1', 'fleet/us-central1'],
       [4560, 'P1', 'fleet/us-east4'],
-      [25_620, 'P2', 'fleet/us-east4'],
-      [32_880, 'R1', 'fleet/us-east4'],
+      [36_090, 'P2', 'fleet/us-east4'],
+      [36_210, 'R1', 'fleet/us-east4'],
     ]);
-    expect(transitions(mco)[2]!.reason).toMatch(
-      /^fail-back: higher-priority fleet\/us-central1 below capacity ceiling/,
-    );
-    // Without fail-back, us-east4 stays until load falls in the evening.
-    expect(moves(documented).slice(2)).toEqual([
-      [35_790, 'P2', 'fleet/us-east4'],
-      [36_450, 'R1', 'fleet/us-east4'],
-    ]);
-    // Ahead on cost and hours on the pricier region, with no more unserved demand.
-    expect(mco.summary.cost!).toBeLessThan(documented.summary.cost!);
-    expect(mco.summary.nonPreferredClusterHours).toBeLessThan(documented.summary.nonPreferredClusterHours - 0.5);
-    expect(mco.summary.pendingPodMinutes).toBeLessThanOrEqual(documented.summary.pendingPodMinutes);
-    expect(mco.summary.unservedPercent).toBeLessThanOrEqual(documented.summary.unservedPercent);
+    // MCO v0.2 scales out on the same evidence; it scales in as soon as the HPA wants fewer than its minimum.
+    expect(moves(documented).slice(0, 2)).toEqual(moves(mco).slice(0, 2));
+    expect(moves(documented)[2]![0]).toBeLessThan(36_090);
+    // pick-N, sized for the peak on the preferred cluster alone, has nowhere to go during the stockout.
+    expect(pickN.label).toBe('pick-N (n=1)');
+    expect(moves(pickN)).toEqual([[0, 'P1', 'fleet/us-central1']]);
+    expect(pickN.summary.unservedPercent).toBeGreaterThan(20);
     expect(mco.timeline.filter((e) => e.kind !== 'transition' && e.t === 4560).map((e) => e.kind)).toEqual(['fleet']);
     expect(listed(mco)).toEqual(['fleet/us-central1:ACTIVE']);
     expect(mco.summary.stockouts).toEqual([
@@ -200,10 +197,10 @@ describe('shipped scenarios', () => {
     expect(mco.summary.unservedPercent).toBeLessThan(0.5);
   });
 
-  it('noisy-signals: stabilization keeps mco steady where MCO as documented flaps, and it serves more', () => {
+  it('noisy-signals: stabilization keeps mco steady where MCO v0.2 flaps, and it serves more', () => {
     const result = simulate(loadScenario('noisy-signals'));
     const mco = run(result, 'mco');
-    const documented = run(result, 'mco-as-documented');
+    const documented = run(result, 'mco-v0.2');
     expect(mco.summary.transitions).toBeLessThanOrEqual(6);
     expect(documented.summary.transitions).toBeGreaterThan(3 * mco.summary.transitions);
     expect(mco.summary.unservedPercent).toBeLessThan(documented.summary.unservedPercent);
@@ -214,10 +211,10 @@ describe('shipped scenarios', () => {
     ]);
   });
 
-  it('region-outage: mco replaces the unreachable cluster; without health checking MCO as documented never does', () => {
+  it('region-outage: mco replaces the unreachable cluster; without health checking MCO v0.2 never does', () => {
     const result = simulate(loadScenario('region-outage'));
     const mco = run(result, 'mco');
-    const documented = run(result, 'mco-as-documented');
+    const documented = run(result, 'mco-v0.2');
     expect(moves(mco)).toEqual([
       [0, 'P1', 'fleet/us-central1'],
       [7320, 'H1', 'fleet/us-central1'],
@@ -251,6 +248,48 @@ describe('shipped scenarios', () => {
   });
 });
 
+describe('an unreachable region', () => {
+  const evaluations: Evaluation[] = [];
+  const result = simulate(loadScenario('region-outage'), { onEvaluation: (e) => evaluations.push(e) });
+  const signalAt = (t: number) =>
+    evaluations
+      .find((e) => e.policy === 'mco' && e.t === t)!
+      .input.signals!.find((s) => s.cluster === 'fleet/us-central1');
+
+  it('reports a transport error, counting consecutive polls, while the region is down; then data again', () => {
+    // The outage runs from 2h to 4h; the first poll after it fails at 2h.
+    expect(signalAt(7200 - 30)?.transportError).toBeUndefined();
+    expect([0, 1, 2].map((k) => signalAt(7200 + 30 * k))).toEqual(
+      [1, 2, 3].map((n, k) => ({
+        cluster: 'fleet/us-central1',
+        observedAt: `2026-01-01T02:0${k === 2 ? '1' : '0'}:${k === 1 ? '30' : '00'}Z`,
+        transportError: { reason: 'timeout', consecutivePolls: n },
+      })),
+    );
+    expect(SignalSchema.safeParse(signalAt(7200)).success).toBe(true);
+    const after = evaluations.filter((e) => e.policy === 'mco-fail-back' && e.t >= 4 * 3600 + 600);
+    expect(after.flatMap((e) => e.input.signals!).some((s) => s.transportError)).toBe(false);
+  });
+
+  it("fills readyReplicas, the workload's ready pods on that cluster, in every signal with data", () => {
+    const signals = evaluations.flatMap((e) => e.input.signals!).filter((s) => !s.transportError);
+    expect(signals.length).toBeGreaterThan(1000);
+    expect(signals.every((s) => s.readyReplicas! >= 0 && s.readyReplicas! <= s.hpa!.currentReplicas!)).toBe(true);
+    expect(signals.some((s) => s.readyReplicas! < s.hpa!.currentReplicas!)).toBe(true);
+  });
+
+  it('counts a deployed cluster in cluster-hours, node-hours and cost whether or not it is reachable', () => {
+    // MCO v0.2 keeps us-central1 through the outage: 8 cluster-hours out of 8, its nodes billed throughout.
+    const documented = run(result, 'mco-v0.2');
+    expect(documented.summary.clusterHours).toBe(8);
+    const nodeTicks = documented.samples.reduce((a, s) => a + s.clusters.reduce((b, c) => b + c.nodes, 0), 0);
+    expect(documented.summary.nodeHours).toBeCloseTo((nodeTicks * 30) / 3600, 9);
+    const unreachable = documented.samples.filter((s) => !s.clusters[0]!.reachable);
+    expect(unreachable.length).toBe(240);
+    expect(unreachable.every((s) => s.clusters[0]!.deployed && s.clusters[0]!.nodes > 0)).toBe(true);
+  });
+});
+
 describe('fail-back (semantics.md section 10.3)', () => {
   /** A shipped scenario whose placement gets another `behavior`. */
   const withBehavior = (name: string, behavior: AutoscaleForCapacity['behavior']): Scenario => {
@@ -264,8 +303,6 @@ describe('fail-back (semantics.md section 10.3)', () => {
       },
     };
   };
-  /** gpu-stockout as it was before the demo turned fail-back on: the default drain, no failBack. */
-  const withoutFailBack = () => withBehavior('gpu-stockout', undefined);
 
   it("publishes each cluster's gpuHourCost as the ClusterProfile property gpu-hour-cost", () => {
     const evaluations: Evaluation[] = [];
@@ -281,8 +318,7 @@ describe('fail-back (semantics.md section 10.3)', () => {
   });
 
   it('adds "mco with fail-back" to a placement that does not enable it: fails back at 06:17, at the price of pending pods', () => {
-    const result = simulate(withoutFailBack());
-    expect(result.runs.map((r) => r.policy)).toEqual(['mco', 'mco-fail-back', 'mco-as-documented', 'always-on']);
+    const result = simulate(loadScenario('gpu-stockout'), { policies: ['mco', 'mco-fail-back'] });
     const mco = run(result, 'mco');
     const failBack = run(result, 'mco-fail-back');
     expect(moves(mco).slice(2)).toEqual([
@@ -306,14 +342,15 @@ describe('fail-back (semantics.md section 10.3)', () => {
   });
 
   it('runs "mco with fail-back" by default only when the placement autoscales and does not enable fail-back itself', () => {
-    expect(defaultPolicies(loadScenario('gpu-stockout'))).toEqual(['mco', 'mco-as-documented', 'always-on']);
+    const failBack = withBehavior('gpu-stockout', { failBack: { enabled: true } });
+    expect(defaultPolicies(failBack)).toEqual(['mco', 'mco-v0.2', 'pick-n', 'always-on']);
     const scenario = loadScenario('lose-eligibility');
-    expect(defaultPolicies(scenario)).toEqual(['mco', 'mco-fail-back', 'mco-as-documented', 'always-on']);
+    expect(defaultPolicies(scenario)).toEqual(['mco', 'mco-fail-back', 'mco-v0.2', 'pick-n', 'always-on']);
     const noScaling: Scenario = {
       ...scenario,
       placement: { ...scenario.placement, spec: { ...scenario.placement.spec, scaling: undefined } },
     };
-    expect(defaultPolicies(noScaling)).toEqual(['mco', 'mco-as-documented', 'always-on']);
+    expect(defaultPolicies(noScaling)).toEqual(['mco', 'mco-v0.2', 'pick-n', 'always-on']);
   });
 
   it.each([
@@ -366,8 +403,8 @@ describe('output', () => {
         .filter(Boolean)
         .map((l) => l.replace(/\s{2,}.*/, '')),
     ).toEqual([
-      'unserved demand (pending-pod-minutes)',
       'unserved requests (%)',
+      'unserved demand (pending-pod-minutes)',
       'cluster-hours (workload deployed)',
       'idle cluster-hours (above need)',
       'idle replica-hours (above need)',
@@ -382,7 +419,9 @@ describe('output', () => {
     expect(lines.slice(1, 4)).toEqual([
       '',
       'Summary:',
-      expect.stringMatching(/^\s+mco\s+MCO as documented\s+all eligible clusters always on$/),
+      expect.stringMatching(
+        /^\s+mco\s+mco with fail-back\s+MCO v0.2 as documented\s+pick-N \(n=1\)\s+all eligible clusters always on$/,
+      ),
     ]);
   });
 
@@ -390,6 +429,7 @@ describe('output', () => {
     const html = renderReport(result);
     expect(html.startsWith('<!doctype html>')).toBe(true);
     expect(html).not.toMatch(/<script|<link|src=|url\(|@import/i);
-    expect(html.match(/<svg class="chart"/g)?.length).toBe(1 + 3 * 3);
+    // Two cumulative charts, then per policy: lanes, demand and served, replicas, pending pods.
+    expect(html.match(/<svg class="chart"/g)?.length).toBe(2 + 5 * 4);
   });
 });
