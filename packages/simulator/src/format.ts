@@ -8,7 +8,8 @@ export function formatTimelineEntry(entry: TimelineEntry): string {
   if (entry.kind === 'event') return `${at}  --  ${entry.text}`;
   if (entry.kind === 'fleet') return `${at}  ..  ${entry.text}`;
   const move = `${entry.from ?? '(none)'} -> ${entry.to ?? '(removed)'}`;
-  return `${at}  ${entry.id}  ${entry.cluster}  ${move}: ${entry.reason}`;
+  const where = entry.placement ? `${entry.placement} on ${entry.cluster}` : entry.cluster;
+  return `${at}  ${entry.id}  ${where}  ${move}: ${entry.reason}`;
 }
 
 export function formatTimeline(run: PolicyRun): string {

@@ -118,7 +118,7 @@ function timelineTable(timeline: readonly TimelineEntry[]): string {
     .map((e) =>
       e.kind !== 'transition'
         ? `<tr class="${e.kind}"><td>${formatElapsed(e.t)}</td><td class="id">${e.kind}</td><td colspan="3">${escapeHtml(e.text)}</td></tr>`
-        : `<tr class="transition"><td>${formatElapsed(e.t)}</td><td class="id">${e.id}</td><td>${escapeHtml(e.cluster)}</td>` +
+        : `<tr class="transition"><td>${formatElapsed(e.t)}</td><td class="id">${e.id}</td><td>${escapeHtml(e.placement ? `${e.placement} on ${e.cluster}` : e.cluster)}</td>` +
           `<td>${e.from ?? '—'} → ${e.to ?? 'removed'}</td><td>${escapeHtml(e.reason)}</td></tr>`,
     )
     .join('');

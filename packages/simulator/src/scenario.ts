@@ -164,7 +164,7 @@ export const ScenarioSchema = z.strictObject({
   start: TimestampSchema.default('2026-01-01T00:00:00Z'),
   duration: DurationSchema,
   tick: DurationSchema.default(30),
-  workload: WorkloadSchema,
+  workload: WorkloadSchema.optional(),
   fleet: z.strictObject({
     namespace: name.default('fleet').describe('Namespace of the ClusterProfiles.'),
     nodePool: NodePoolPatchSchema.optional().describe('Defaults for every cluster.'),
@@ -177,8 +177,22 @@ export const ScenarioSchema = z.strictObject({
       ),
     })
     .default({ failedScaleUpWindow: 600 }),
-  placement: PlacementSchema.describe('A MultiKubernetesClusterPlacement (status optional).'),
-  demand: DemandSchema,
+  placement: PlacementSchema.optional().describe('A MultiKubernetesClusterPlacement (status optional).'),
+  demand: DemandSchema.optional(),
+  placements: z
+    .array(
+      z.strictObject({
+        placement: PlacementSchema,
+        workload: WorkloadSchema,
+        demand: DemandSchema,
+      }),
+    )
+    .min(1)
+    .max(20)
+    .optional()
+    .describe(
+      'Several workloads, each with its placement and demand, sharing the fleet: the workloads on one cluster share its node pool. Instead of workload, placement and demand.',
+    ),
   events: z.array(EventSchema).max(1000).default([]),
 });
 export type ScenarioInput = z.input<typeof ScenarioSchema>;
@@ -189,15 +203,33 @@ export interface ClusterSpec {
   readonly region: string;
   readonly labels: Readonly<Record<string, string>>;
   readonly nodePool: NodePool;
+  /** The first workload's HPA on this cluster (workload.hpa with the cluster's overrides). */
   readonly hpa: Hpa;
+  /** The cluster's own HPA overrides, applied to every workload. */
+  readonly hpaOverrides: Partial<Hpa>;
   readonly gpuHourCost: number | undefined;
 }
 
-/** A checked scenario with every default applied. */
-export interface Scenario extends Omit<ParsedScenario, 'fleet' | 'placement' | 'workload'> {
-  readonly workload: Omit<ParsedScenario['workload'], 'hpa'> & { readonly hpa: Hpa };
-  readonly fleet: { readonly namespace: string; readonly clusters: readonly ClusterSpec[] };
+type ParsedWorkload = NonNullable<ParsedScenario['workload']>;
+export type Workload = Omit<ParsedWorkload, 'hpa'> & { readonly hpa: Hpa };
+export type Demand = NonNullable<ParsedScenario['demand']>;
+
+/** One workload of a scenario: its placement, the workload it places, and its demand. */
+export interface PlacedWorkload {
   readonly placement: Placement;
+  readonly workload: Workload;
+  readonly demand: Demand;
+}
+
+/** A checked scenario with every default applied. */
+export interface Scenario extends Omit<ParsedScenario, 'fleet' | 'placement' | 'workload' | 'demand' | 'placements'> {
+  /** The first workload's (the only one's, unless `placements` has several). */
+  readonly workload: Workload;
+  readonly placement: Placement;
+  readonly demand: Demand;
+  /** Every workload, the first one included. */
+  readonly placements: readonly PlacedWorkload[];
+  readonly fleet: { readonly namespace: string; readonly clusters: readonly ClusterSpec[] };
 }
 
 /** One problem in a scenario: the field at fault (e.g. `fleet.clusters[1].name`) and what is wrong. */
@@ -237,27 +269,63 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
   if (s.tick >= 1 && s.duration / s.tick > MAX_TICKS)
     issue('duration', `more than ${MAX_TICKS} ticks; use a longer tick`);
 
+  // One workload (workload, placement, demand) or several (placements), each checked under its own path.
+  const single = s.workload !== undefined || s.placement !== undefined || s.demand !== undefined;
+  if (single === (s.placements !== undefined))
+    issue('placements', 'set either workload, placement and demand, or placements');
+  const given = s.placements
+    ? s.placements.map((p, i) => ({ path: `placements[${i}].`, ...p }))
+    : [{ path: '', placement: s.placement, workload: s.workload, demand: s.demand }];
+  given.forEach((g) => {
+    for (const key of ['workload', 'placement', 'demand'] as const)
+      if (g[key] === undefined) issue(`${g.path}${key}`, 'required');
+  });
+
   const clusters: ClusterSpec[] = [];
   const names = new Set<string>();
   s.fleet.clusters.forEach((c, i) => {
     if (names.has(c.name)) issue(`fleet.clusters[${i}].name`, `duplicate cluster name ${c.name}`);
     names.add(c.name);
     const nodePool: NodePool = { ...DEFAULT_NODE_POOL, ...s.fleet.nodePool, ...c.nodePool };
-    const hpa: Hpa = { ...DEFAULT_HPA, ...s.workload.hpa, ...c.hpa };
     if (nodePool.minNodes > nodePool.maxNodes) issue(`fleet.clusters[${i}].nodePool.minNodes`, 'exceeds maxNodes');
-    if (hpa.minReplicas > hpa.maxReplicas) issue(`fleet.clusters[${i}].hpa.minReplicas`, 'exceeds maxReplicas');
-    clusters.push({ name: c.name, region: c.region, labels: c.labels, nodePool, hpa, gpuHourCost: c.gpuHourCost });
+    const hpas = given.map((g) => ({ ...DEFAULT_HPA, ...g.workload?.hpa, ...c.hpa }) as Hpa);
+    hpas.forEach((hpa, w) => {
+      if (hpa.minReplicas > hpa.maxReplicas) {
+        issue(
+          `fleet.clusters[${i}].hpa.minReplicas`,
+          `exceeds maxReplicas${given.length > 1 ? ` of placements[${w}]` : ''}`,
+        );
+      }
+    });
+    const hpa = hpas[0]!;
+    clusters.push({
+      name: c.name,
+      region: c.region,
+      labels: c.labels,
+      nodePool,
+      hpa,
+      hpaOverrides: { ...c.hpa },
+      gpuHourCost: c.gpuHourCost,
+    });
   });
   const regions = new Set(clusters.map((c) => c.region));
 
-  const placementSpec = s.placement.spec ?? {};
-  const selection = compileSelection(placementSpec);
-  if (!selection.ok) issue(`placement.${selection.error.field}`, selection.error.message);
-
-  const points = s.demand.piecewise ?? [];
-  if (!s.demand.piecewise && !s.demand.diurnal) issue('demand', 'set piecewise, diurnal or both');
-  points.forEach((p, i) => {
-    if (i > 0 && p.at < points[i - 1]!.at) issue(`demand.piecewise[${i}].at`, 'points must be in time order');
+  const placementNames = new Set<string>();
+  given.forEach((g) => {
+    if (g.placement) {
+      const selection = compileSelection(g.placement.spec ?? {});
+      if (!selection.ok) issue(`${g.path}placement.${selection.error.field}`, selection.error.message);
+      const id = `${g.placement.metadata.namespace ?? 'default'}/${g.placement.metadata.name}`;
+      if (placementNames.has(id)) issue(`${g.path}placement.metadata.name`, `duplicate placement ${id}`);
+      placementNames.add(id);
+    }
+    if (!g.demand) return;
+    const points = g.demand.piecewise ?? [];
+    if (!g.demand.piecewise && !g.demand.diurnal) issue(`${g.path}demand`, 'set piecewise, diurnal or both');
+    points.forEach((p, i) => {
+      if (i > 0 && p.at < points[i - 1]!.at)
+        issue(`${g.path}demand.piecewise[${i}].at`, 'points must be in time order');
+    });
   });
 
   s.events.forEach((e, i) => {
@@ -278,13 +346,19 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
   });
 
   if (issues.length > 0) return { ok: false, error: issues };
+  const placements: PlacedWorkload[] = given.map((g) => ({
+    placement: g.placement!,
+    workload: { ...g.workload!, hpa: { ...DEFAULT_HPA, ...g.workload!.hpa } },
+    demand: g.demand!,
+  }));
+  const { placements: _p, workload: _w, placement: _pl, demand: _d, ...rest } = s;
   return {
     ok: true,
     value: {
-      ...s,
-      workload: { ...s.workload, hpa: { ...DEFAULT_HPA, ...s.workload.hpa } },
+      ...rest,
+      ...placements[0]!,
+      placements,
       fleet: { namespace: s.fleet.namespace, clusters },
-      placement: s.placement,
     },
   };
 }

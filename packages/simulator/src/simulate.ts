@@ -19,11 +19,11 @@ import {
 } from '@mco/core';
 import { demandSeries } from './demand.js';
 import { expandEvents, targetsOf, type Action, type ClusterConditions } from './events.js';
-import { HorizontalPodAutoscaler, NodePoolModel, Pods, spreadLoad } from './model.js';
+import { HorizontalPodAutoscaler, NodePoolModel, Pods, spreadLoad, type LoadShare } from './model.js';
 import { decideMcoV02, preferenceOrder, type PolicyDecision } from './mco-v02.js';
 import { decidePickN, pickNSize } from './pick-n.js';
 import { hashRandom } from './random.js';
-import type { ClusterSpec, Scenario } from './scenario.js';
+import { DEFAULT_HPA, type ClusterSpec, type Hpa, type PlacedWorkload, type Scenario } from './scenario.js';
 
 /**
  * The policies one run can compare: mco itself (as written, and with
@@ -68,6 +68,8 @@ export type TimelineEntry =
   | {
       readonly t: number;
       readonly kind: 'transition';
+      /** The placement (`namespace/name`), when the scenario has several. */
+      readonly placement?: string;
       readonly id: TransitionId;
       readonly cluster: string;
       readonly from: ClusterState | null;
@@ -77,12 +79,15 @@ export type TimelineEntry =
 
 export interface ClusterSample {
   readonly lane: LaneState;
+  /** This workload's share of the cluster's nodes (all of them when the pool serves it alone). */
+  readonly nodeShare: number;
   /** The workload's Deployment exists in the cluster. */
   readonly deployed: boolean;
   /** The Deployment's replicas (any phase). */
   readonly replicas: number;
   readonly ready: number;
   readonly pending: number;
+  /** Nodes of the cluster's node pool (shared by every workload on the cluster). */
   readonly nodes: number;
   readonly stockedOut: boolean;
   readonly reachable: boolean;
@@ -155,15 +160,34 @@ export interface FailBackOutcome {
   readonly maxCyclesPerWindow: number;
 }
 
-export interface PolicyRun {
-  readonly policy: PolicyName;
-  /** The policy's label, e.g. `pick-N (n=2)`. */
-  readonly label: string;
-  readonly timeline: readonly TimelineEntry[];
+/** One placement's part of a run. */
+export interface PlacementRun {
+  /** `namespace/name` of the placement. */
+  readonly placement: string;
   readonly samples: readonly TickSample[];
   readonly summary: Summary;
   /** The placement status at the end. */
   readonly status: PlacementStatus;
+}
+
+export interface PolicyRun {
+  readonly policy: PolicyName;
+  /** The policy's label, e.g. `pick-N (n=2)`. */
+  readonly label: string;
+  /** Events, fleet notes and every placement's transitions, in time order. */
+  readonly timeline: readonly TimelineEntry[];
+  /** The first placement's samples. */
+  readonly samples: readonly TickSample[];
+  /**
+   * Fleet-wide: the placement's summary when there is one; with several, the
+   * sums over them (unserved requests as a share of all their demand; each
+   * node pool's node-hours and cost split between the workloads by their pods).
+   */
+  readonly summary: Summary;
+  /** The first placement's status at the end. */
+  readonly status: PlacementStatus;
+  /** Every placement's samples, summary and status, in scenario order. */
+  readonly placements: readonly PlacementRun[];
 }
 
 export interface SimulationResult {
@@ -207,13 +231,21 @@ export interface Evaluation {
 export function simulate(scenario: Scenario, options: SimulateOptions = {}): SimulationResult {
   const seed = options.seed ?? scenario.seed;
   const ticks = Math.floor(scenario.duration / scenario.tick);
-  const demand = demandSeries(scenario.demand, ticks, scenario.tick, seed);
+  // The first workload is the one of the top-level fields (a caller may have replaced them).
+  const { placement, workload } = scenario;
+  const placements = [{ placement, workload, demand: scenario.demand }, ...scenario.placements.slice(1)];
+  // Each workload draws its own noise; the first one from the seed itself.
+  const demand = placements.map((p, i) =>
+    demandSeries(p.demand, ticks, scenario.tick, i === 0 ? seed : (seed + i * 0x9e3779b9) >>> 0),
+  );
   const policies = options.policies ?? defaultPolicies(scenario);
   return {
     scenario,
     seed,
     clusters: scenario.fleet.clusters.map((c) => clusterKey(scenario.fleet.namespace, c.name)),
-    runs: policies.map((policy) => new Run(scenario, policy, demand, seed, options.onEvaluation).execute()),
+    runs: policies.map((policy) =>
+      new Run({ ...scenario, placements }, policy, demand, seed, options.onEvaluation).execute(),
+    ),
   };
 }
 
@@ -256,22 +288,13 @@ const usesHealth = (policy: PolicyName) => policy === 'mco' || policy === 'mco-f
 /** The ClusterProfile property that carries a cluster's `gpuHourCost`, for property sorters. */
 export const GPU_HOUR_COST_PROPERTY = 'gpu-hour-cost';
 
+/** A member cluster: its conditions and its node pool, shared by every workload placed on it. */
 class SimCluster {
   readonly key: string;
   readonly conditions: ClusterConditions;
   controlPlaneSince = 0;
   readonly pool: NodePoolModel;
-  pods = new Pods();
-  hpa: HorizontalPodAutoscaler | undefined;
-  deployAt: number | undefined;
-  removeAt: number | undefined;
-  /** draining.desiredMaxReplicas published for this cluster, when the drainer applies it. */
-  drainMax: number | undefined;
-  state: ClusterState | undefined;
-  signal: Signal | undefined;
   lastFailedScaleUp: number | undefined;
-  /** Polls in a row that could not reach the cluster. */
-  transportErrors = 0;
 
   constructor(
     readonly spec: ClusterSpec,
@@ -288,6 +311,29 @@ class SimCluster {
     };
     this.pool = new NodePoolModel(spec.nodePool);
   }
+}
+
+/** One workload on one cluster: its Deployment, HPA and what delivery and the signal source do with them. */
+class Placed {
+  pods = new Pods();
+  hpa: HorizontalPodAutoscaler | undefined;
+  deployAt: number | undefined;
+  removeAt: number | undefined;
+  /** draining.desiredMaxReplicas published for this cluster, when the drainer applies it. */
+  drainMax: number | undefined;
+  state: ClusterState | undefined;
+  signal: Signal | undefined;
+  /** Polls in a row that could not reach the cluster. */
+  transportErrors = 0;
+
+  constructor(
+    readonly cluster: SimCluster,
+    readonly hpaSpec: Hpa,
+  ) {}
+
+  get key(): string {
+    return this.cluster.key;
+  }
 
   get deployed(): boolean {
     return this.hpa !== undefined;
@@ -295,152 +341,235 @@ class SimCluster {
 
   /** HPA bounds in force: a drainer lowers maxReplicas to desiredMaxReplicas (and minReplicas with it). */
   bounds(): { min: number; max: number } {
-    const max = Math.min(this.spec.hpa.maxReplicas, this.drainMax ?? Infinity);
-    return { min: Math.min(this.spec.hpa.minReplicas, max), max };
+    const max = Math.min(this.hpaSpec.maxReplicas, this.drainMax ?? Infinity);
+    return { min: Math.min(this.hpaSpec.minReplicas, max), max };
+  }
+}
+
+/** One placement and its workload in a run: what it placed where, and what the engine decided for it. */
+class Tenant {
+  readonly on: Placed[];
+  readonly samples: TickSample[] = [];
+  readonly spec: PlacementSpec;
+  readonly useDraining: boolean;
+  readonly selection: ReturnType<typeof compileSelection>;
+  readonly name: string;
+  status: PlacementStatus | undefined;
+  /** mco-v0.2 and pick-N: the eligible clusters in order of preference at the start. */
+  order: readonly string[] | undefined;
+  /** pick-N: the number of clusters. */
+  pickN = 0;
+  /** This tick's load on each cluster. */
+  endpoints: number[] = [];
+  shares: readonly LoadShare[] = [];
+
+  constructor(
+    readonly index: number,
+    readonly placed: PlacedWorkload,
+    readonly demand: readonly number[],
+    clusters: readonly SimCluster[],
+    policy: PolicyName,
+  ) {
+    this.on = clusters.map(
+      (c) =>
+        new Placed(c, index === 0 ? c.spec.hpa : { ...DEFAULT_HPA, ...placed.workload.hpa, ...c.spec.hpaOverrides }),
+    );
+    this.spec = policySpec(policy, placed.placement.spec ?? {});
+    this.useDraining = this.spec.scaling?.autoscaleForCapacity?.useDraining === true;
+    this.status = placed.placement.status;
+    this.selection = compileSelection(placed.placement.spec ?? {});
+    const meta = placed.placement.metadata;
+    this.name = `${meta.namespace ?? 'default'}/${meta.name}`;
+  }
+
+  get workload() {
+    return this.placed.workload;
+  }
+
+  /** Replicas that serve `demand` at the HPA target. */
+  need(demand: number): number {
+    const perPod = (this.workload.capacityPerReplica * this.workload.hpa.targetUtilization) / 100;
+    return Math.ceil(demand / perPod - 1e-9);
+  }
+
+  /** Keys for random draws: the first workload keeps the cluster's key alone, so one workload draws as before. */
+  drawKey(c: Placed): string {
+    return this.index === 0 ? c.key : `${c.key}#${this.index}`;
   }
 }
 
 class Run {
   private readonly clusters: SimCluster[];
+  private readonly tenants: Tenant[];
   private readonly actions: Action[];
   private readonly timeline: TimelineEntry[] = [];
-  private readonly samples: TickSample[] = [];
-  private readonly spec: PlacementSpec;
-  private readonly useDraining: boolean;
-  private readonly selection: ReturnType<typeof compileSelection>;
-  private status: PlacementStatus | undefined;
   private nextAction = 0;
-  /** mco-v0.2 and pick-N: the eligible clusters in order of preference at the start. */
-  private order: readonly string[] | undefined;
-  /** pick-N: the number of clusters. */
-  private pickN = 0;
 
   constructor(
     private readonly scenario: Scenario,
     private readonly policy: PolicyName,
-    private readonly demand: readonly number[],
+    demand: readonly (readonly number[])[],
     private readonly seed: number,
     private readonly onEvaluation: SimulateOptions['onEvaluation'],
   ) {
     this.clusters = scenario.fleet.clusters.map((c) => new SimCluster(c, scenario.fleet.namespace));
+    this.tenants = scenario.placements.map((p, i) => new Tenant(i, p, demand[i]!, this.clusters, policy));
     this.actions = expandEvents(scenario);
-    this.spec = policySpec(policy, scenario.placement.spec ?? {});
-    this.useDraining = this.spec.scaling?.autoscaleForCapacity?.useDraining === true;
-    this.status = scenario.placement.status;
-    this.selection = compileSelection(scenario.placement.spec ?? {});
   }
 
   execute(): PolicyRun {
     const { tick } = this.scenario;
     this.applyActions(0);
-    this.decideAt(0, []); // the starting placement...
-    const warm = this.clusters.filter((c) => c.deployAt !== undefined && c.conditions.reachable);
-    for (const c of warm) this.deployWarm(c, warm.length);
-    for (let k = 0; k < this.demand.length; k++) this.step(k, k * tick);
+    for (const tenant of this.tenants) {
+      this.decideAt(tenant, 0, []); // the starting placement...
+      const warm = tenant.on.filter((c) => c.deployAt !== undefined && c.cluster.conditions.reachable);
+      for (const c of warm) this.deployWarm(tenant, c, warm.length);
+    }
+    const ticks = this.tenants[0]!.demand.length;
+    for (let k = 0; k < ticks; k++) this.step(k, k * tick);
+    const placements = this.tenants.map((tenant) => ({
+      placement: tenant.name,
+      samples: tenant.samples,
+      summary: this.summarize(tenant),
+      status: tenant.status ?? {},
+    }));
     return {
       policy: this.policy,
-      label: this.policy === 'pick-n' ? `pick-N (n=${this.pickN})` : POLICY_LABELS[this.policy],
+      label: this.label(),
       timeline: this.timeline,
-      samples: this.samples,
-      summary: this.summarize(),
-      status: this.status ?? {},
+      samples: placements[0]!.samples,
+      summary: placements.length === 1 ? placements[0]!.summary : this.fleetSummary(placements),
+      status: placements[0]!.status,
+      placements,
     };
   }
 
-  /** ...already runs when the simulation starts, sized for the starting demand. */
-  private deployWarm(c: SimCluster, listed: number): void {
-    const { hpa } = c.spec;
-    const perPod = (this.scenario.workload.capacityPerReplica * hpa.targetUtilization) / 100;
-    const replicas = Math.min(hpa.maxReplicas, Math.max(hpa.minReplicas, Math.ceil(this.demand[0]! / listed / perPod)));
-    const pool = c.spec.nodePool;
-    c.pool.nodes = Math.min(pool.maxNodes, Math.max(pool.minNodes, Math.ceil(replicas / pool.podsPerNode)));
+  private label(): string {
+    if (this.policy !== 'pick-n') return POLICY_LABELS[this.policy];
+    const ns = [...new Set(this.tenants.map((t) => t.pickN))];
+    return `pick-N (n=${ns.join(', ')})`;
+  }
+
+  /** ...already runs when the simulation starts, sized for the starting demand (and given the nodes it needs). */
+  private deployWarm(tenant: Tenant, c: Placed, listed: number): void {
+    const hpa = c.hpaSpec;
+    const replicas = Math.min(
+      hpa.maxReplicas,
+      Math.max(
+        hpa.minReplicas,
+        Math.ceil(tenant.demand[0]! / listed / ((tenant.workload.capacityPerReplica * hpa.targetUtilization) / 100)),
+      ),
+    );
+    const pool = c.cluster.spec.nodePool;
+    const taken = this.tenants.reduce(
+      (a, t) => a + (t === tenant ? 0 : t.on[this.clusters.indexOf(c.cluster)]!.pods.scheduled),
+      0,
+    );
+    const nodes = Math.ceil((taken + replicas) / pool.podsPerNode);
+    c.cluster.pool.nodes = Math.min(pool.maxNodes, Math.max(pool.minNodes, c.cluster.pool.nodes, nodes));
     c.hpa = new HorizontalPodAutoscaler(hpa);
-    c.pods.ready = Math.min(replicas, c.pool.slots);
+    c.pods.ready = Math.max(0, Math.min(replicas, c.cluster.pool.slots - taken));
     c.pods.pending = replicas - c.pods.ready;
     c.deployAt = undefined;
   }
 
   private step(k: number, t: number): void {
-    const { workload } = this.scenario;
     this.applyActions(t);
 
     // Delivery (Argo CD, Flux...) acts on the listed clusters after its delay.
-    for (const c of this.clusters) {
-      if (!c.conditions.reachable) continue;
-      if (c.deployAt !== undefined && t >= c.deployAt) {
-        c.hpa = new HorizontalPodAutoscaler(c.spec.hpa);
-        c.pods = new Pods();
-        c.pods.scaleTo(c.bounds().min);
-        c.deployAt = undefined;
-      }
-      if (c.removeAt !== undefined && t >= c.removeAt) {
-        c.hpa = undefined;
-        c.pods = new Pods();
-        c.signal = undefined;
-        c.drainMax = undefined;
-        c.removeAt = undefined;
+    for (const tenant of this.tenants) {
+      for (const c of tenant.on) {
+        if (!c.cluster.conditions.reachable) continue;
+        if (c.deployAt !== undefined && t >= c.deployAt) {
+          c.hpa = new HorizontalPodAutoscaler(c.hpaSpec);
+          c.pods = new Pods();
+          c.pods.scaleTo(c.bounds().min);
+          c.deployAt = undefined;
+        }
+        if (c.removeAt !== undefined && t >= c.removeAt) {
+          c.hpa = undefined;
+          c.pods = new Pods();
+          c.signal = undefined;
+          c.drainMax = undefined;
+          c.removeAt = undefined;
+        }
       }
     }
 
-    for (const c of this.clusters) {
-      if (!c.conditions.reachable) continue;
-      c.pool.advance(t, c.conditions.stockedOut);
-      c.pods.advance(t);
+    for (const c of this.clusters) if (c.conditions.reachable) c.pool.advance(t, c.conditions.stockedOut);
+    for (const tenant of this.tenants) {
+      for (const c of tenant.on) if (c.cluster.conditions.reachable) c.pods.advance(t);
     }
 
-    const endpoints = this.clusters.map((c) =>
-      c.conditions.reachable && c.deployed ? Math.min(c.pods.ready, c.drainMax ?? Infinity) : 0,
-    );
-    const shares = spreadLoad(this.demand[k]!, endpoints, workload.capacityPerReplica);
-
-    this.clusters.forEach((c, i) => {
-      if (!c.conditions.reachable || !c.hpa) return;
-      const { min, max } = c.bounds();
-      const replicas = c.hpa.sync(t, {
-        currentReplicas: c.pods.total,
-        readyReplicas: c.pods.ready,
-        load: shares[i]!.load,
-        capacityPerReplica: workload.capacityPerReplica,
-        minReplicas: min,
-        maxReplicas: max,
+    for (const tenant of this.tenants) {
+      const { capacityPerReplica } = tenant.workload;
+      tenant.endpoints = tenant.on.map((c) =>
+        c.cluster.conditions.reachable && c.deployed ? Math.min(c.pods.ready, c.drainMax ?? Infinity) : 0,
+      );
+      tenant.shares = spreadLoad(tenant.demand[k]!, tenant.endpoints, capacityPerReplica);
+      tenant.on.forEach((c, i) => {
+        if (!c.cluster.conditions.reachable || !c.hpa) return;
+        const { min, max } = c.bounds();
+        const replicas = c.hpa.sync(t, {
+          currentReplicas: c.pods.total,
+          readyReplicas: c.pods.ready,
+          load: tenant.shares[i]!.load,
+          capacityPerReplica,
+          minReplicas: min,
+          maxReplicas: max,
+        });
+        c.pods.scaleTo(replicas);
       });
-      c.pods.scaleTo(replicas);
+    }
+
+    // The workloads on a cluster share its node pool: free slots go to them in the order of the placements.
+    this.clusters.forEach((c, i) => {
+      if (!c.conditions.reachable) return;
+      const placed = this.tenants.map((tenant) => tenant.on[i]!);
+      this.tenants.forEach((tenant, w) => {
+        const others = placed.reduce((a, q, v) => a + (v === w ? 0 : q.pods.scheduled), 0);
+        placed[w]!.pods.schedule(t, c.pool.slots - others, tenant.workload.podStartup);
+      });
+      const pending = placed.reduce((a, p) => a + p.pods.pending, 0);
+      c.pool.autoscale(
+        t,
+        pending,
+        placed.reduce((a, p) => a + p.pods.scheduled, 0),
+      );
+      this.noteFailedScaleUp(c, t, pending);
     });
 
-    for (const c of this.clusters) {
-      if (!c.conditions.reachable) continue;
-      c.pods.schedule(t, c.pool.slots, workload.podStartup);
-      c.pool.autoscale(t, c.pods.pending, c.pods.scheduled);
-      this.noteFailedScaleUp(c, t);
+    for (const tenant of this.tenants) {
+      for (const c of tenant.on) this.poll(tenant, c, t, k);
+      const signals = tenant.on.flatMap((c) => (c.signal ? [c.signal] : []));
+      this.decideAt(tenant, t, signals);
+      this.sample(tenant, k, t);
     }
+  }
 
-    for (const c of this.clusters) {
-      if (!c.conditions.reachable) {
-        // The source polls every listed cluster; one it cannot reach is a transport error, not missing data.
-        if (c.state === undefined && !c.deployed) continue;
-        c.transportErrors++;
-        c.signal = {
-          cluster: c.key,
-          observedAt: this.timestamp(t),
-          transportError: { reason: 'timeout', consecutivePolls: c.transportErrors },
-        };
-        continue;
-      }
-      c.transportErrors = 0;
-      if (!c.hpa?.status) {
-        if (c.signal?.transportError) c.signal = undefined;
-        continue;
-      }
-      if (hashRandom(this.seed, 'dropout', c.key, k) < c.conditions.dropout) continue; // keeps the last signal
-      c.signal = this.observe(c, t, k);
+  /** The signal source polls every listed or deployed cluster; one it cannot reach is a transport error, not missing data. */
+  private poll(tenant: Tenant, c: Placed, t: number, k: number): void {
+    if (!c.cluster.conditions.reachable) {
+      if (c.state === undefined && !c.deployed) return;
+      c.transportErrors++;
+      c.signal = {
+        cluster: c.key,
+        observedAt: this.timestamp(t),
+        transportError: { reason: 'timeout', consecutivePolls: c.transportErrors },
+      };
+      return;
     }
-    const signals = this.clusters.flatMap((c) => (c.signal ? [c.signal] : []));
-    this.decideAt(t, signals);
-    this.sample(k, t, endpoints, shares);
+    c.transportErrors = 0;
+    if (!c.hpa?.status) {
+      if (c.signal?.transportError) c.signal = undefined;
+      return;
+    }
+    if (hashRandom(this.seed, 'dropout', tenant.drawKey(c), k) < c.cluster.conditions.dropout) return; // keeps the last signal
+    c.signal = this.observe(tenant, c, t, k);
   }
 
   /** A FailedScaleUp after a quiet signal window goes into the timeline: it explains the scale-out that follows. */
-  private noteFailedScaleUp(c: SimCluster, t: number): void {
+  private noteFailedScaleUp(c: SimCluster, t: number, pending: number): void {
     const events = c.pool.events;
     let last;
     for (let i = events.length - 1; i >= 0 && events[i]!.t === t; i--) {
@@ -453,14 +582,14 @@ class Run {
     this.timeline.push({
       t,
       kind: 'fleet',
-      text: `${c.key}: cluster-autoscaler FailedScaleUp (${last.message}); ${c.pods.pending} pod(s) pending`,
+      text: `${c.key}: cluster-autoscaler FailedScaleUp (${last.message}); ${pending} pod(s) pending`,
     });
   }
 
-  /** The signal a capacity-signal source would report for the cluster now (semantics.md section 5). */
-  private observe(c: SimCluster, t: number, k: number): Signal {
+  /** The signal a capacity-signal source would report for the workload on the cluster now (semantics.md section 5). */
+  private observe(tenant: Tenant, c: Placed, t: number, k: number): Signal {
     const hpa = c.hpa!.status!;
-    const flap = hashRandom(this.seed, 'unhealthy', c.key, k) < c.conditions.unhealthy;
+    const flap = hashRandom(this.seed, 'unhealthy', tenant.drawKey(c), k) < c.cluster.conditions.unhealthy;
     // A source cannot tell a workload that is still starting from a broken one: no ready pod is unknown.
     const healthy = flap ? false : c.pods.ready > 0 ? true : undefined;
     return {
@@ -475,7 +604,7 @@ class Run {
       },
       pendingPods: c.pods.pending,
       readyReplicas: c.pods.ready,
-      failedScaleUp: c.pool.failedScaleUpWithin(t, this.scenario.signals.failedScaleUpWindow),
+      failedScaleUp: c.cluster.pool.failedScaleUpWithin(t, this.scenario.signals.failedScaleUpWindow),
       ...(healthy !== undefined && usesHealth(this.policy) ? { workloadHealthy: healthy } : {}),
     };
   }
@@ -513,67 +642,67 @@ class Run {
     }));
   }
 
-  private decideAt(t: number, signals: Signal[]): void {
-    const placement = this.scenario.placement;
+  private decideAt(tenant: Tenant, t: number, signals: Signal[]): void {
+    const placement = tenant.placed.placement;
     const input: DecideInput = {
       now: new Date(this.startMs() + t * 1000),
       placement: {
         metadata: { ...placement.metadata, generation: placement.metadata.generation ?? 1 },
-        spec: this.spec,
-        status: this.status,
+        spec: tenant.spec,
+        status: tenant.status,
       },
       clusterProfiles: this.profiles(),
       signals,
     };
-    const decision = this.evaluate(input, t);
-    this.status = decision.status;
-    for (const tr of decision.transitions) this.timeline.push({ t, kind: 'transition', ...tr });
+    const decision = this.evaluate(tenant, input, t);
+    tenant.status = decision.status;
+    const several = this.tenants.length > 1;
+    for (const tr of decision.transitions) {
+      this.timeline.push({ t, kind: 'transition', ...(several ? { placement: tenant.name } : {}), ...tr });
+    }
 
     const listed = new Map((decision.status.clusters ?? []).map((e) => [clusterKey(e.namespace, e.name), e]));
-    for (const c of this.clusters) {
+    for (const c of tenant.on) {
       const entry = listed.get(c.key);
       c.state = entry?.state;
       // A cluster that left the list keeps its drained HPA until delivery deletes it.
-      if (entry || !c.deployed) c.drainMax = this.useDraining ? entry?.draining?.desiredMaxReplicas : undefined;
+      if (entry || !c.deployed) c.drainMax = tenant.useDraining ? entry?.draining?.desiredMaxReplicas : undefined;
       if (entry) {
         c.removeAt = undefined;
-        if (!c.deployed) c.deployAt ??= t + this.scenario.workload.deployDelay;
+        if (!c.deployed) c.deployAt ??= t + tenant.workload.deployDelay;
       } else {
         c.deployAt = undefined;
-        if (c.deployed) c.removeAt ??= t + this.scenario.workload.removeDelay;
+        if (c.deployed) c.removeAt ??= t + tenant.workload.removeDelay;
       }
     }
   }
 
   /** One evaluation by the policy: mco's engine, or a baseline's own code. */
-  private evaluate(input: DecideInput, t: number): PolicyDecision {
+  private evaluate(tenant: Tenant, input: DecideInput, t: number): PolicyDecision {
     const { placement } = input;
     const nowMs = this.startMs() + t * 1000;
     const clusterProfiles = input.clusterProfiles as ClusterProfile[];
     if (this.policy === 'mco-v0.2' || this.policy === 'pick-n') {
-      this.order ??= preferenceOrder(this.spec, clusterProfiles);
+      tenant.order ??= preferenceOrder(tenant.spec, clusterProfiles);
       if (this.policy === 'mco-v0.2') {
         const signals = input.signals ?? [];
-        return decideMcoV02({
-          nowMs,
-          spec: this.spec,
-          clusterProfiles,
-          signals,
-          status: placement.status,
-          order: this.order,
-        });
+        const status = placement.status;
+        return decideMcoV02({ nowMs, spec: tenant.spec, clusterProfiles, signals, status, order: tenant.order });
       }
-      if (this.pickN === 0) {
-        const { workload } = this.scenario;
-        const perPod = (workload.capacityPerReplica * workload.hpa.targetUtilization) / 100;
-        const peak = Math.ceil(Math.max(0, ...this.demand) / perPod - 1e-9);
-        this.pickN = pickNSize(this.order, new Map(this.clusters.map((c) => [c.key, c.spec])), peak);
+      if (tenant.pickN === 0) {
+        const peak = tenant.need(Math.max(0, ...tenant.demand));
+        tenant.pickN = pickNSize(tenant.order, new Map(tenant.on.map((c) => [c.key, this.roomSpec(c)])), peak);
       }
-      return decidePickN({ nowMs, spec: this.spec, clusterProfiles, status: placement.status, n: this.pickN });
+      return decidePickN({ nowMs, spec: tenant.spec, clusterProfiles, status: placement.status, n: tenant.pickN });
     }
     const decision = decide(input);
     this.onEvaluation?.({ policy: this.policy as EnginePolicy, t, input, decision });
     return decision;
+  }
+
+  /** The cluster as pick-N sizes it: the workload's HPA there and the cluster's node pool. */
+  private roomSpec(c: Placed): ClusterSpec {
+    return { ...c.cluster.spec, hpa: c.hpaSpec };
   }
 
   private applyActions(t: number): void {
@@ -589,31 +718,48 @@ class Run {
     }
   }
 
-  private sample(k: number, t: number, endpoints: readonly number[], shares: readonly { served: number }[]): void {
-    const { workload } = this.scenario;
-    const demand = this.demand[k]!;
-    const perPod = (workload.capacityPerReplica * workload.hpa.targetUtilization) / 100;
-    const need = Math.ceil(demand / perPod - 1e-9);
-    const { clustersNeeded, preferred } = this.oracle(need);
-    this.samples.push({
+  private sample(tenant: Tenant, k: number, t: number): void {
+    const { workload } = tenant;
+    const demand = tenant.demand[k]!;
+    const need = tenant.need(demand);
+    const { clustersNeeded, preferred } = this.oracle(tenant, need);
+    tenant.samples.push({
       t,
       demand,
-      capacity: endpoints.reduce((a, b) => a + b, 0) * workload.capacityPerReplica,
-      served: shares.reduce((a, s) => a + s.served, 0),
+      capacity: tenant.endpoints.reduce((a, b) => a + b, 0) * workload.capacityPerReplica,
+      served: tenant.shares.reduce((a, s) => a + s.served, 0),
       need,
       clustersNeeded,
-      clusters: this.clusters.map((c) => ({
+      clusters: tenant.on.map((c, i) => ({
         lane: c.state ?? (c.deployed ? 'REMOVING' : 'OFF'),
+        nodeShare: this.nodeShare(tenant, i),
         deployed: c.deployed,
         replicas: c.deployed ? c.pods.total : 0,
         ready: c.deployed ? c.pods.ready : 0,
         pending: c.deployed ? c.pods.pending : 0,
-        nodes: c.pool.nodes,
-        stockedOut: c.conditions.stockedOut,
-        reachable: c.conditions.reachable,
+        nodes: c.cluster.pool.nodes,
+        stockedOut: c.cluster.conditions.stockedOut,
+        reachable: c.cluster.conditions.reachable,
         preferred: preferred.has(c.key),
       })),
     });
+  }
+
+  /**
+   * The workload's share of cluster i's nodes: its share of the scheduled pods;
+   * with none scheduled, an equal share among the workloads deployed there;
+   * with none deployed, an equal share among all (so a pool that serves one
+   * workload is always wholly its own).
+   */
+  private nodeShare(tenant: Tenant, i: number): number {
+    if (this.tenants.length === 1) return 1;
+    const placed = this.tenants.map((x) => x.on[i]!);
+    const mine = tenant.on[i]!;
+    const scheduled = placed.reduce((a, p) => a + p.pods.scheduled, 0);
+    if (scheduled > 0) return mine.pods.scheduled / scheduled;
+    const deployed = placed.filter((p) => p.deployed).length;
+    if (deployed > 0) return mine.deployed ? 1 / deployed : 0;
+    return 1 / placed.length;
   }
 
   /**
@@ -623,16 +769,16 @@ class Run {
    * - `clustersNeeded`: the fewest clusters whose room holds the replicas needed; at least 1;
    * - `preferred`: the highest-priority clusters whose room holds them (at least the first).
    */
-  private oracle(need: number): { clustersNeeded: number; preferred: ReadonlySet<string> } {
-    if (!this.selection.ok) return { clustersNeeded: 1, preferred: new Set() };
-    const byKey = new Map(this.clusters.map((c) => [c.key, c]));
-    const rooms = selectClusters(this.selection.value, createInventory(this.profiles()))
+  private oracle(tenant: Tenant, need: number): { clustersNeeded: number; preferred: ReadonlySet<string> } {
+    if (!tenant.selection.ok) return { clustersNeeded: 1, preferred: new Set() };
+    const byKey = new Map(tenant.on.map((c) => [c.key, c]));
+    const rooms = selectClusters(tenant.selection.value, createInventory(this.profiles()))
       .eligible.map((e) => byKey.get(e.key)!)
-      .filter((c) => c.conditions.reachable)
+      .filter((c) => c.cluster.conditions.reachable)
       .map((c) => {
-        const pool = c.spec.nodePool;
-        const nodes = c.conditions.stockedOut ? c.pool.nodes : pool.maxNodes;
-        return { key: c.key, room: Math.min(c.spec.hpa.maxReplicas, nodes * pool.podsPerNode) };
+        const pool = c.cluster.spec.nodePool;
+        const nodes = c.cluster.conditions.stockedOut ? c.cluster.pool.nodes : pool.maxNodes;
+        return { key: c.key, room: Math.min(c.hpaSpec.maxReplicas, nodes * pool.podsPerNode) };
       });
     const fill = (ordered: readonly { key: string; room: number }[]) => {
       const taken: string[] = [];
@@ -650,8 +796,9 @@ class Run {
     };
   }
 
-  private summarize(): Summary {
-    const { tick, workload } = this.scenario;
+  private summarize(tenant: Tenant): Summary {
+    const { tick } = this.scenario;
+    const { workload } = tenant;
     let pendingPodTicks = 0;
     let demand = 0;
     let served = 0;
@@ -662,7 +809,7 @@ class Run {
     let costTicks = 0;
     let nonPreferredTicks = 0;
     const prices = this.clusters.map((c) => c.spec.gpuHourCost);
-    for (const s of this.samples) {
+    for (const s of tenant.samples) {
       // One rule for cluster-hours, node-hours and cost: a deployed cluster counts whether or not it is
       // reachable (its nodes run, and are billed, through an outage). Its pending pods are unknown.
       const reachable = s.clusters.filter((c) => c.reachable);
@@ -674,9 +821,9 @@ class Run {
       clusterTicksAboveNeed += Math.max(0, running - s.clustersNeeded);
       const scheduled = reachable.reduce((a, c) => a + c.replicas - c.pending, 0);
       replicaTicksAboveNeed += Math.max(0, scheduled - s.need);
-      nodeTicks += s.clusters.reduce((a, c) => a + c.nodes, 0);
       s.clusters.forEach((c, i) => {
-        costTicks += c.nodes * (prices[i] ?? 0);
+        nodeTicks += c.nodes * c.nodeShare;
+        costTicks += c.nodes * c.nodeShare * (prices[i] ?? 0);
         if (c.deployed && !c.preferred) nonPreferredTicks++;
       });
     }
@@ -689,7 +836,7 @@ class Run {
       const bites = pools.flatMap((p) => p.events.filter((e) => e.reason === 'FailedScaleUp' && e.t >= event.at));
       const first = bites.length > 0 ? Math.min(...bites.map((e) => e.t)) : null;
       const restored =
-        first === null ? undefined : this.samples.find((s) => s.t >= first && s.demand <= s.capacity * band);
+        first === null ? undefined : tenant.samples.find((s) => s.t >= first && s.demand <= s.capacity * band);
       return [
         {
           at: event.at,
@@ -709,21 +856,45 @@ class Run {
       nodeHours: nodeTicks * hours,
       cost: prices.some((p) => p !== undefined) ? costTicks * hours : null,
       nonPreferredClusterHours: nonPreferredTicks * hours,
-      transitions: this.timeline.filter((e) => e.kind === 'transition').length,
-      failBack: this.failBackOutcome(),
+      transitions: this.timeline.filter(
+        (e) => e.kind === 'transition' && (this.tenants.length === 1 || e.placement === tenant.name),
+      ).length,
+      failBack: this.failBackOutcome(tenant),
       stockouts,
     };
   }
 
+  /** Fleet-wide: sums over the placements; unserved requests as a share of all their demand. */
+  private fleetSummary(placements: readonly { samples: readonly TickSample[]; summary: Summary }[]): Summary {
+    const sum = (f: (s: Summary) => number) => placements.reduce((a, p) => a + f(p.summary), 0);
+    const demandOf = (p: { samples: readonly TickSample[] }) => p.samples.reduce((a, s) => a + s.demand, 0);
+    const demand = placements.reduce((a, p) => a + demandOf(p), 0);
+    const unserved = placements.reduce((a, p) => a + (demandOf(p) * p.summary.unservedPercent) / 100, 0);
+    const first = placements[0]!.summary;
+    return {
+      pendingPodMinutes: sum((s) => s.pendingPodMinutes),
+      unservedPercent: demand === 0 ? 0 : (100 * unserved) / demand,
+      clusterHours: sum((s) => s.clusterHours),
+      clusterHoursAboveNeed: sum((s) => s.clusterHoursAboveNeed),
+      replicaHoursAboveNeed: sum((s) => s.replicaHoursAboveNeed),
+      nodeHours: sum((s) => s.nodeHours),
+      cost: first.cost === null ? null : sum((s) => s.cost ?? 0),
+      nonPreferredClusterHours: sum((s) => s.nonPreferredClusterHours),
+      transitions: sum((s) => s.transitions),
+      failBack: null,
+      stockouts: first.stockouts,
+    };
+  }
+
   /** Fail-backs and the reactivations that undid them (flapping), when the policy fails back. */
-  private failBackOutcome(): FailBackOutcome | null {
-    const behavior = resolveBehavior(this.spec.scaling?.autoscaleForCapacity?.behavior);
-    if (!this.spec.scaling?.autoscaleForCapacity || !behavior.failBackEnabled) return null;
+  private failBackOutcome(tenant: Tenant): FailBackOutcome | null {
+    const behavior = resolveBehavior(tenant.spec.scaling?.autoscaleForCapacity?.behavior);
+    if (!tenant.spec.scaling?.autoscaleForCapacity || !behavior.failBackEnabled) return null;
     const lastFailBack = new Map<string, number>();
     const cycleStarts: number[] = [];
     let failBacks = 0;
     for (const e of this.timeline) {
-      if (e.kind !== 'transition') continue;
+      if (e.kind !== 'transition' || (this.tenants.length > 1 && e.placement !== tenant.name)) continue;
       if (e.id === 'P2' && e.reason.startsWith('fail-back:')) {
         failBacks++;
         lastFailBack.set(e.cluster, e.t);

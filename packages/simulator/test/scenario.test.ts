@@ -77,6 +77,7 @@ describe('parseScenario', () => {
           backoff: 300,
         },
         hpa: { minReplicas: 2, maxReplicas: 8, targetUtilization: 70, scaleDownStabilization: 300, tolerance: 0.1 },
+        hpaOverrides: {},
       },
       namespace: 'fleet',
     });
