@@ -115,7 +115,7 @@ const mean = (values: readonly number[]) => values.reduce((a, b) => a + b, 0) / 
 
 /**
  * The verdict of each mco policy (mco, and mco with fail-back when it ran)
- * against each baseline, comparing means over the seeds: on cost and on
+ * against each baseline, comparing fleet-wide means over the seeds: on cost and on
  * unserved requests, a difference within 1% of the baseline's cost or within
  * 0.02 percentage points is a tie. Better on one and no worse on the other:
  * dominates; the reverse: is dominated; better on one, worse on the other:
@@ -218,12 +218,27 @@ export function formatVerdicts(multi: MultiSeedResult): string {
  */
 export function formatSeedsConsole(multi: MultiSeedResult, options: { readonly timeline?: boolean } = {}): string {
   const first = multi.results[0]!;
-  const summary = multi.seeds.length === 1 ? formatSummary(first) : formatSeedsSummary(multi);
-  const heading = multi.seeds.length === 1 ? 'Summary:' : 'Summary (mean [min–max] over the seeds):';
+  const table = (m: MultiSeedResult) => (m.seeds.length === 1 ? formatSummary(m.results[0]!) : formatSeedsSummary(m));
+  const several = first.runs[0]!.placements.length > 1;
+  const heading = `Summary${several ? ', fleet-wide' : ''}${multi.seeds.length === 1 ? '' : ' (mean [min–max] over the seeds)'}:`;
+  const perPlacement = several
+    ? first.runs[0]!.placements.map((p, i) => `\nPlacement ${p.placement}:\n${table(placementView(multi, i))}`).join('')
+    : '';
   return (
     `${formatHeader(first, formatSeeds(multi.seeds))}${formatMainTimeline(first, options)}` +
-    `\n${heading}\n${summary}${formatVerdicts(multi)}`
+    `\n${heading}\n${table(multi)}${perPlacement}${formatVerdicts(multi)}`
   );
+}
+
+/** The same runs seen from one placement: each policy's summary is that placement's. */
+export function placementView(multi: MultiSeedResult, placement: number): MultiSeedResult {
+  return {
+    ...multi,
+    results: multi.results.map((r) => ({
+      ...r,
+      runs: r.runs.map((run) => ({ ...run, summary: run.placements[placement]!.summary })),
+    })),
+  };
 }
 
 /** The markers around the verdict table in docs/simulator.md. */
@@ -246,7 +261,7 @@ export function formatVerdictTable(
       const cells = baselines.map((b) => {
         const v = list.find((x) => x.policy === policy && x.baseline === b);
         if (!v) return '—';
-        const n = b === 'pick-n' ? ` (${/n=[\d–]+/.exec(v.baselineLabel)?.[0] ?? ''})` : '';
+        const n = b === 'pick-n' ? ` (${/n=[^)]+/.exec(v.baselineLabel)?.[0] ?? ''})` : '';
         return `${v.text}${n}`;
       });
       const seeds = `${multi.seeds[0]}–${multi.seeds.at(-1)}`;

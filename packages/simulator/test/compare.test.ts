@@ -170,7 +170,7 @@ describe('docs/simulator.md', () => {
       const [first, last] = row[1]!.split('–').map(Number);
       expect(last! - first!).toBe(4);
       for (const cell of row.slice(3))
-        expect(cell).toMatch(new RegExp(`${VERDICT.source.slice(0, -1)}( \\(n=[\\d–]+\\))?$`));
+        expect(cell).toMatch(new RegExp(`${VERDICT.source.slice(0, -1)}( \\(n=[\\d–, ]+\\))?$`));
     }
   });
 });

@@ -19,8 +19,11 @@ import {
   type Evaluation,
   type PolicyName,
   type PolicyRun,
+  atCeilingV02,
   type Scenario,
   type SimulationResult,
+  type Summary,
+  type TickSample,
   type TimelineEntry,
 } from '../src/index.js';
 
@@ -37,6 +40,7 @@ const transitions = (r: PolicyRun) =>
   r.timeline.filter((e): e is Extract<TimelineEntry, { kind: 'transition' }> => e.kind === 'transition');
 /** `[time, id, cluster]` of every transition: the shape of a run's decisions. */
 const moves = (r: PolicyRun) => transitions(r).map((e) => [e.t, e.id, e.cluster]);
+const signalOf = (e: Evaluation, cluster: string) => e.input.signals?.find((s) => s.cluster === cluster);
 const listed = (r: PolicyRun) => (r.status.clusters ?? []).map((c) => `${c.namespace}/${c.name}:${c.state}`);
 
 describe('determinism', () => {
@@ -140,7 +144,7 @@ describe('the engine sees what a real fleet would show', () => {
 });
 
 describe('shipped scenarios', () => {
-  it('are the six documented ones', () => {
+  it('are the seven documented ones', () => {
     expect(readdirSync(SCENARIOS).sort()).toEqual([
       'diurnal.yaml',
       'fail-back-flapping.yaml',
@@ -148,6 +152,7 @@ describe('shipped scenarios', () => {
       'lose-eligibility.yaml',
       'noisy-signals.yaml',
       'region-outage.yaml',
+      'shared-gpu-quota.yaml',
     ]);
   });
 
@@ -287,6 +292,66 @@ describe('an unreachable region', () => {
     const unreachable = documented.samples.filter((s) => !s.clusters[0]!.reachable);
     expect(unreachable.length).toBe(240);
     expect(unreachable.every((s) => s.clusters[0]!.deployed && s.clusters[0]!.nodes > 0)).toBe(true);
+  });
+});
+
+describe('placements sharing a node pool (shared-gpu-quota)', () => {
+  const evaluations: Evaluation[] = [];
+  const scenario = loadScenario('shared-gpu-quota');
+  const result = simulate(scenario, { policies: ['mco'], onEvaluation: (e) => evaluations.push(e) });
+  const mco = run(result, 'mco');
+  const [chat, embeddings] = mco.placements;
+  const QUOTA = 12; // us-central1's nodePool.maxNodes × podsPerNode
+  const scheduledOn = (samples: readonly TickSample[], k: number, cluster: number) =>
+    samples[k]!.clusters[cluster]!.replicas - samples[k]!.clusters[cluster]!.pending;
+
+  it('never schedules more pods on the shared pool than its quota, and never grows it beyond', () => {
+    expect(scenario.placements.map((p) => p.placement.metadata.name)).toEqual(['chat', 'embeddings']);
+    const totals = chat!.samples.map(
+      (_, k) => scheduledOn(chat!.samples, k, 0) + scheduledOn(embeddings!.samples, k, 0),
+    );
+    expect(Math.max(...totals)).toBe(QUOTA);
+    expect(Math.max(...chat!.samples.map((s) => s.clusters[0]!.nodes))).toBe(QUOTA);
+  });
+
+  it("when chat fills the pool, embeddings' new pods stay pending and its signal is at its ceiling; it scales out", () => {
+    // The first tick at which embeddings has pods pending on us-central1 while the pool is full.
+    const k = embeddings!.samples.findIndex(
+      (s, i) =>
+        s.clusters[0]!.pending > 0 &&
+        scheduledOn(chat!.samples, i, 0) + scheduledOn(embeddings!.samples, i, 0) === QUOTA,
+    );
+    expect(k).toBeGreaterThan(0);
+    expect(scheduledOn(chat!.samples, k, 0)).toBeGreaterThan(scheduledOn(embeddings!.samples, k, 0));
+    const t = embeddings!.samples[k]!.t;
+    // Within the next few ticks the cluster-autoscaler reports it cannot add a node (max node group size reached).
+    const ceiling = evaluations.find(
+      (e) =>
+        e.t >= t && e.input.placement.metadata.name === 'embeddings' && atCeilingV02(signalOf(e, 'fleet/us-central1')),
+    )!;
+    const signal = signalOf(ceiling, 'fleet/us-central1')!;
+    expect(signal.pendingPods).toBeGreaterThan(0);
+    expect(signal.failedScaleUp).toBe(true);
+    expect(ceiling.t - t).toBeLessThanOrEqual(120);
+    expect(ceiling.decision.transitions.map((tr) => [tr.id, tr.cluster])).toEqual([['P1', 'fleet/us-east4']]);
+  });
+
+  it('reports metrics per placement and fleet-wide: the pools counted once, split by pods', () => {
+    const sum = (f: (s: Summary) => number) => f(chat!.summary) + f(embeddings!.summary);
+    expect(mco.summary.clusterHours).toBeCloseTo(
+      sum((s) => s.clusterHours),
+      9,
+    );
+    expect(mco.summary.pendingPodMinutes).toBeCloseTo(
+      sum((s) => s.pendingPodMinutes),
+      9,
+    );
+    // Every node of every pool, once.
+    const nodeTicks = chat!.samples.reduce((a, s) => a + s.clusters.reduce((b, c) => b + c.nodes, 0), 0);
+    expect(mco.summary.nodeHours).toBeCloseTo((nodeTicks * 30) / 3600, 6);
+    expect(sum((s) => s.nodeHours)).toBeCloseTo(mco.summary.nodeHours, 6);
+    expect(chat!.summary.nodeHours).toBeGreaterThan(embeddings!.summary.nodeHours);
+    expect(mco.timeline.filter((e) => e.kind === 'transition').every((e) => 'placement' in e)).toBe(true);
   });
 });
 
