@@ -102,7 +102,7 @@ function summaryTable(multi: MultiSeedResult): string {
           const d = s.mean - base.mean;
           const shown = metric.seconds ? formatDuration(Math.round(Math.abs(d))) : Math.abs(d).toFixed(metric.digits);
           const sign = round(d) === 0 ? '±' : d > 0 ? '+' : '−';
-          const cls = !metric.lowerIsBetter || round(d) === 0 ? '' : d > 0 ? ' better' : ' worse';
+          const cls = !metric.lowerIsBetter || round(d) === 0 ? '' : d > 0 ? ' worse' : ' better';
           delta = `<span class="delta${cls}" title="this policy minus ${escapeHtml(policies[0]!.label)}">${sign}${shown} vs ${escapeHtml(policies[0]!.label)}</span>`;
         }
         return `<td class="num${isBest ? ' best' : ''}">${escapeHtml(formatStat(s, metric.digits, metric.seconds))}${delta}</td>`;

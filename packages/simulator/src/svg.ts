@@ -77,6 +77,13 @@ function niceScale(max: number): { top: number; step: number } {
   return { top: Math.ceil(max / step) * step, step };
 }
 
+/** An axis value, short: 1.5M, 250k, 12.5. */
+function compact(v: number): string {
+  if (Math.abs(v) >= 1e6) return `${Number((v / 1e6).toFixed(2))}M`;
+  if (Math.abs(v) >= 1e4) return `${Number((v / 1e3).toFixed(1))}k`;
+  return String(Number(v.toFixed(2)));
+}
+
 /** Hour ticks for the time axis, about 6 to 12 of them. */
 function timeTicks(duration: number): number[] {
   const hours = duration / 3600;
@@ -167,7 +174,7 @@ export function lineChart(o: LineChartOptions): string {
   for (let v = 0; v <= yTop + 1e-9; v += step) {
     grid +=
       `<line class="grid" x1="${left}" x2="${right}" y1="${r1(y(v))}" y2="${r1(y(v))}"/>` +
-      `<text class="tick" x="${left - 6}" y="${r1(y(v) + 4)}" text-anchor="end">${Number(v.toFixed(2))}</text>`;
+      `<text class="tick" x="${left - 6}" y="${r1(y(v) + 4)}" text-anchor="end">${compact(v)}</text>`;
   }
   const areas = (o.areas ?? [])
     .map((a) => {
