@@ -2,6 +2,7 @@ import {
   formatSeeds,
   formatStat,
   metricStats,
+  placementView,
   policiesOf,
   verdicts,
   type MultiSeedResult,
@@ -314,6 +315,13 @@ export function renderReport(result: SimulationResult, options: { readonly multi
         `<details id="policy-${run.policy}"${i === 0 ? ' open' : ''}><summary>${escapeHtml(run.label)}: replicas, pending pods, timeline</summary>${policyDetails(result, run)}</details>`,
     )
     .join('');
+  const placements = main.placements;
+  const perPlacement =
+    placements.length > 1
+      ? placements
+          .map((p, i) => `<h3>Placement ${escapeHtml(p.placement)}</h3>${summaryTable(placementView(multi, i))}`)
+          .join('') + `<p class="note">The charts below show placement ${escapeHtml(placements[0]!.placement)}.</p>`
+      : '';
   const seedNote =
     multi.seeds.length === 1
       ? `seed ${result.seed}`
@@ -334,8 +342,8 @@ export function renderReport(result: SimulationResult, options: { readonly multi
 ${scenario.description ? `<p>${escapeHtml(scenario.description)}</p>` : ''}
 <p class="meta">${meta}</p></header>
 ${verdictSection(multi)}
-<section id="summary"><h2>Summary</h2>
-${summaryTable(multi)}
+<section id="summary"><h2>Summary${perPlacement ? ', fleet-wide' : ''}</h2>
+${summaryTable(multi)}${perPlacement}
 <p class="note">${multi.seeds.length > 1 ? 'Each figure: the mean over the seeds [lowest–highest]. ' : ''}Green: the best value of the row (lower is better); under each value, its difference from mco.
 <b>mco</b>: the placement as written, run by the real @mco/core engine.
 <b>mco with fail-back</b> (when the placement does not enable it itself): the same with <code>behavior.failBack.enabled</code>.

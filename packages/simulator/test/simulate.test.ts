@@ -10,6 +10,7 @@ import {
 import { describe, expect, it } from 'vitest';
 import {
   formatConsole,
+  formatSeedsConsole,
   formatTimeline,
   formatTimelineEntry,
   parseScenarioText,
@@ -352,6 +353,18 @@ describe('placements sharing a node pool (shared-gpu-quota)', () => {
     expect(sum((s) => s.nodeHours)).toBeCloseTo(mco.summary.nodeHours, 6);
     expect(chat!.summary.nodeHours).toBeGreaterThan(embeddings!.summary.nodeHours);
     expect(mco.timeline.filter((e) => e.kind === 'transition').every((e) => 'placement' in e)).toBe(true);
+  });
+
+  it('prints and reports the comparison fleet-wide, then per placement', () => {
+    const text = formatSeedsConsole({ scenario, seeds: [result.seed], results: [result] }, { timeline: false });
+    expect(text.split('\n').filter((l) => /^(Summary|Placement)/.test(l))).toEqual([
+      'Summary, fleet-wide:',
+      'Placement default/chat:',
+      'Placement default/embeddings:',
+    ]);
+    const html = renderReport(result);
+    expect(html.match(/<table class="summary">/g)?.length).toBe(3);
+    expect(html).toContain('<h3>Placement default/embeddings</h3>');
   });
 });
 
