@@ -344,7 +344,7 @@ ${scenario.description ? `<p>${escapeHtml(scenario.description)}</p>` : ''}
 ${verdictSection(multi)}
 <section id="summary"><h2>Summary${perPlacement ? ', fleet-wide' : ''}</h2>
 ${summaryTable(multi)}${perPlacement}
-<p class="note">${multi.seeds.length > 1 ? 'Each figure: the mean over the seeds [lowest–highest]. ' : ''}Green: the best value of the row (lower is better); under each value, its difference from mco.
+<p class="note">${multi.seeds.length > 1 ? 'Each figure: the mean over the seeds [lowest–highest]. ' : ''}Shaded green: the best value of the row (lower is better). Under each value, its difference from mco: green where that policy does better than mco, red where it does worse.
 <b>mco</b>: the placement as written, run by the real @mco/core engine.
 <b>mco with fail-back</b> (when the placement does not enable it itself): the same with <code>behavior.failBack.enabled</code>.
 <b>MCO v0.2 as documented</b>: Google MCO's documented algorithm, its own code: the placement's order, scale-out at the capacity ceiling, scale-in when the HPA wants fewer than its minimum, draining when <code>useDraining</code> is set, no health checking.
