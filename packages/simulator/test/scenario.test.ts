@@ -34,6 +34,13 @@ function aScenarioDocument(): Record<string, unknown> {
 
 type Doc = ReturnType<typeof aScenarioDocument> & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/** The issues of a document that must be invalid. */
+function issues(doc: unknown): readonly ScenarioIssue[] {
+  const result = parseScenario(doc);
+  if (result.ok) throw new Error('expected the document to be invalid');
+  return result.error;
+}
+
 describe('parseScenario', () => {
   it('applies the defaults of every section', () => {
     const result = parseScenario(aScenarioDocument());
@@ -216,6 +223,60 @@ describe('parseScenario', () => {
     const doc = aScenarioDocument() as Doc;
     change(doc);
     expect(parseScenario(doc)).toEqual({ ok: false, error: issues });
+  });
+
+  it('takes several placements instead of workload, placement and demand; the first one is also the top-level one', () => {
+    const doc = aScenarioDocument() as Doc;
+    const { workload, placement, demand } = doc;
+    const other = {
+      workload: { ...workload, hpa: { maxReplicas: 4 } },
+      demand,
+      placement: { ...placement, metadata: { name: 'q' } },
+    };
+    delete doc.workload;
+    delete doc.placement;
+    delete doc.demand;
+    doc.fleet.clusters[1].hpa = { minReplicas: 1 };
+    doc.placements = [{ workload, placement, demand }, other];
+    const result = parseScenario(doc);
+    if (!result.ok) throw new Error(formatIssues(result.error));
+    const s = result.value;
+    expect(s.placements.map((p) => p.placement.metadata.name)).toEqual(['p', 'q']);
+    expect(s.placement).toBe(s.placements[0]!.placement);
+    expect(s.placements[1]!.workload.hpa).toEqual({
+      minReplicas: 1,
+      maxReplicas: 4,
+      targetUtilization: 70,
+      scaleDownStabilization: 300,
+      tolerance: 0.1,
+    });
+    expect(s.fleet.clusters[1]!.hpaOverrides).toEqual({ minReplicas: 1 });
+  });
+
+  it('names the field when the two forms are mixed, a placement lacks a part, or two placements share a name', () => {
+    const doc = aScenarioDocument() as Doc;
+    const { workload, placement, demand } = doc;
+    doc.placements = [{ workload, placement, demand }];
+    expect(issues(doc)).toEqual([
+      { field: 'placements', message: 'set either workload, placement and demand, or placements' },
+    ]);
+    delete doc.workload;
+    delete doc.placement;
+    delete doc.demand;
+    doc.placements = [
+      { workload, placement, demand },
+      { workload, placement },
+    ];
+    expect(issues(doc).map((i) => i.field)).toEqual(['placements[1].demand']);
+    doc.placements = [
+      { workload, placement, demand },
+      { workload, placement, demand: { diurnal: { mean: 1, amplitude: 1, peakAt: 0 } } },
+    ];
+    expect(issues(doc)).toEqual([
+      { field: 'placements[1].placement.metadata.name', message: 'duplicate placement default/p' },
+    ]);
+    delete doc.placements;
+    expect(issues(doc).map((i) => i.field)).toEqual(['placements', 'workload', 'placement', 'demand']);
   });
 
   it('reports a YAML syntax error on the document', () => {
