@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { describeWithControlPlane, thirdPartyCrd, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { builtMco } from './built.js';
 
@@ -13,7 +13,7 @@ import { builtMco } from './built.js';
 const BIN = builtMco();
 const REPO = new URL('../../..', import.meta.url).pathname;
 
-describeWithControlPlane('the built mco bundle on a real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('the built mco bundle on a real kube-apiserver', () => {
   let cp: ControlPlane;
   let kubeconfig: string;
   const dir = mkdtempSync(join(tmpdir(), 'mco-bundle-'));
@@ -21,7 +21,7 @@ describeWithControlPlane('the built mco bundle on a real kube-apiserver', { shar
 
   beforeAll(async () => {
     cp = await startControlPlane();
-    await cp.hub.installCrds([join(sharedCrdsDir()!, 'multicluster.x-k8s.io_clusterprofiles.yaml')]);
+    await cp.hub.installCrds([thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml')]);
     await cp.hub
       .adminKubeConfig()
       .makeApiClient(CoreV1Api)
