@@ -83,7 +83,7 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
   let cp: ControlPlane;
   let run: { code: number | null; stdout: string; stderr: string; stoppedAll: boolean };
   let home: string;
-  let plugin: string; // the plugin's address: the walk-through's 127.0.0.1:4355, on a free port here
+  let pluginAddress: string; // the plugin's address: the walk-through's 127.0.0.1:4355, on a free port here
 
   beforeAll(async () => {
     cp = await startControlPlane();
@@ -95,8 +95,8 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
     // Another process (a user's own mco, say) may hold the walk-through's port: run it on a free one.
     if (!blocks.includes(WALK_THROUGH_PLUGIN))
       throw new Error(`the walk-through no longer uses ${WALK_THROUGH_PLUGIN}`);
-    plugin = `127.0.0.1:${await freePort()}`;
-    const script = ['set -euo pipefail', blocks.replaceAll(WALK_THROUGH_PLUGIN, plugin)];
+    pluginAddress = `127.0.0.1:${await freePort()}`;
+    const script = ['set -euo pipefail', blocks.replaceAll(WALK_THROUGH_PLUGIN, pluginAddress)];
     // Its own process group, so whatever the script leaves running can be found and stopped.
     const child = spawn('bash', ['-c', script.join('\n')], {
       cwd: REPO,
@@ -154,7 +154,7 @@ describeLaptop(`docs/install.md "${LAPTOP}", run as written`, {}, () => {
     }).toEqual({
       controller: ['mco-controller'],
       plugin: ['mco-argocd-plugin'],
-      listening: expect.objectContaining({ address: plugin }),
+      listening: expect.objectContaining({ address: pluginAddress }),
     });
     expect(controller.length).toBeGreaterThan(1);
     expect(JSON.stringify(logs)).not.toContain(readFileSync(join(home, demo!, 'token'), 'utf8').trim());
