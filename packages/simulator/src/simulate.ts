@@ -214,7 +214,7 @@ function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
     scaling: { ...spec.scaling, autoscaleForCapacity: next },
   });
   if (policy === 'mco-fail-back') {
-    // Fail-back needs draining (semantics.md section 10.3); the placement's window, if any, is kept.
+    // Fail-back needs draining (docs/placement-rules.md §10.3); the placement's window, if any, is kept.
     return withAutoscale({
       ...autoscale,
       useDraining: true,
@@ -417,7 +417,7 @@ class Run {
     });
   }
 
-  /** The signal a capacity-signal source would report for the cluster now (semantics.md section 5). */
+  /** The signal a capacity-signal source would report for the cluster now (docs/placement-rules.md §5). */
   private observe(c: SimCluster, t: number, k: number): Signal {
     const hpa = c.hpa!.status!;
     const flap = hashRandom(this.seed, 'unhealthy', c.key, k) < c.conditions.unhealthy;
