@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { silentLogger } from '@mco/runtime';
-import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { describeWithControlPlane, thirdPartyCrd, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadHub } from '../src/cli.js';
 import { main } from '../src/main.js';
@@ -148,15 +148,14 @@ describe('kubeconfig lookup, the same for every command', () => {
   });
 });
 
-describeWithControlPlane('start-up errors on a real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('start-up errors on a real kube-apiserver', () => {
   let cp: ControlPlane;
   let admin: string;
   beforeAll(async () => {
     cp = await startControlPlane();
-    const crds = sharedCrdsDir()!;
     await cp.hub.installCrds([
-      join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
-      join(crds, 'multicluster.x-k8s.io_placementdecisions.yaml'),
+      thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
+      thirdPartyCrd('multicluster.x-k8s.io_placementdecisions.yaml'),
       new URL('../chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url)
         .pathname,
     ]);

@@ -9,7 +9,7 @@ import { main } from '../src/main.js';
 import { crdSources, describeWithHub, waitFor } from '../../../packages/controller/test/support.js';
 import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
 
-// The Argo CD half of the inventory-loss guard (semantics.md 10.5): when 40% of
+// The Argo CD half of the inventory-loss guard (docs/placement-rules.md §10.5): when 40% of
 // the ClusterProfiles vanish at once, and when the ClusterProfile CRD is
 // deleted and reinstalled, the real controller holds the clusters and neither
 // the cluster Secrets the syncer wrote nor the plugin generator's parameters

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { silentLogger } from '@mco/runtime';
-import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { describeWithControlPlane, thirdPartyCrd, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../src/main.js';
@@ -194,11 +194,11 @@ describe('mco inventory provider modules (module: a package name or a path)', ()
   });
 });
 
-describeWithControlPlane('mco inventory on a real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('mco inventory on a real kube-apiserver', () => {
   let cp: ControlPlane;
   beforeAll(async () => {
     cp = await startControlPlane();
-    await cp.hub.installCrds([join(sharedCrdsDir()!, 'multicluster.x-k8s.io_clusterprofiles.yaml')]);
+    await cp.hub.installCrds([thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml')]);
     await cp.hub
       .adminKubeConfig()
       .makeApiClient(CoreV1Api)

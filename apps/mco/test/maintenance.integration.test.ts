@@ -8,7 +8,7 @@ import { main } from '../src/main.js';
 import { describeWithHub, FakeSignalSource, waitFor } from '../../../packages/controller/test/support.js';
 import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
 
-// Cluster maintenance (semantics.md 10.1) end to end: profiles declared by the
+// Cluster maintenance (docs/placement-rules.md §10.1) end to end: profiles declared by the
 // manual provider, `mco clusters drain|uncordon|cordon|taint` writing the taints
 // annotation with their own field manager, the controller evicting and
 // replacing, the provider's next sync leaving the annotation alone.

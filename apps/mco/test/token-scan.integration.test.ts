@@ -15,7 +15,7 @@ import { INPUT_PROVIDERS, startFluxDelivery, type FluxDelivery } from '@mco/flux
 import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS } from '@mco/kube-runtime';
 import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
-import { sharedCrdsDir } from '@mco/testkit';
+import { preparedTool, thirdPartyCrd } from '@mco/testkit';
 import { Registry } from 'prom-client';
 import { expect, it } from 'vitest';
 import { createSignalSources } from '../src/commands/controller.js';
@@ -71,15 +71,16 @@ describeWithHub('no test token in any log line, Event, status or metric of a ful
     await fleet.namespace('scan');
     await fleet.namespace('fleet-scan');
     await fleet.namespace('argocd');
-    // Flux's CRDs come from ../shared/crds; without it (a checkout elsewhere) the Flux half is left out.
-    const crds = sharedCrdsDir();
-    if (!crds && process.env.CI === 'true') throw new Error('../shared/crds is missing');
-    if (!crds) console.warn('[token-scan] ../shared/crds not found: running without Flux delivery');
+    // Flux's CRDs come from the flux and flux-operator tool builds; when they are not prepared (outside CI) the
+    // Flux half is left out. Under CI thirdPartyCrd fails on a missing tool.
+    const crds = process.env.CI === 'true' || (preparedTool('flux') && preparedTool('flux-operator')) !== undefined;
+    if (!crds)
+      console.warn('[token-scan] the flux and flux-operator tools are not prepared: running without Flux delivery');
     if (crds) {
       await fleet.namespace('flux-system');
       await hub.plane.hub.installCrds([
-        join(crds, 'fluxcd.controlplane.io_resourcesetinputproviders.yaml'),
-        join(crds, 'kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+        thirdPartyCrd('fluxcd.controlplane.io_resourcesetinputproviders.yaml'),
+        thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
       ]);
     }
     const dir = mkdtempSync(join(tmpdir(), 'mco-token-scan-'));

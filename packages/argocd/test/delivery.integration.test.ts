@@ -23,7 +23,7 @@ import {
   eventually,
   renderChart,
   serviceAccountKubeConfig,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   type ControlPlane,
 } from '@mco/testkit';
@@ -46,7 +46,7 @@ const TOKEN = 'plugin-token-e2e';
 const ARGOCD_COMPONENTS = ['argocd-plugin', 'argocd-applicationset-refresher', 'argocd-secret-syncer'];
 const active = (name: string) => ({ name, namespace: 'fleet', state: 'ACTIVE' as const, lastTransitionTime: T });
 
-describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { tools: ['argocd'] }, () => {
   let plane: ControlPlane;
   let dir: string;
   let hub: KubeConfig;
@@ -111,11 +111,11 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
 
   beforeAll(async () => {
     plane = await startControlPlane({ clusters: ['member'] });
-    const crds = sharedCrdsDir()!;
     await plane.hub.installCrds([
-      join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
-      join(crds, 'reference-mco-v0.2.0_multikubernetesclusterplacements.yaml'),
-      join(crds, 'argoproj.io_applicationsets.yaml'),
+      thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
+      new URL('../../core/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url)
+        .pathname,
+      thirdPartyCrd('argoproj.io_applicationsets.yaml'),
     ]);
     hub = plane.hub.adminKubeConfig();
     custom = hub.makeApiClient(CustomObjectsApi);

@@ -10,7 +10,7 @@ import {
   describeWithControlPlane,
   loadYamlObjects,
   preparedTool,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   type ControlPlane,
 } from '@mco/testkit';
@@ -223,13 +223,12 @@ describe("MCO's sample ApplicationSets against the plugin's real answers", () =>
   });
 });
 
-describeWithControlPlane('the samples on the real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('the samples on the real kube-apiserver', { tools: ['argocd'] }, () => {
   let plane: ControlPlane;
 
   beforeAll(async () => {
     plane = await startControlPlane();
-    const crds = sharedCrdsDir()!;
-    await plane.hub.installCrds([join(crds, 'argoproj.io_applicationsets.yaml')]);
+    await plane.hub.installCrds([thirdPartyCrd('argoproj.io_applicationsets.yaml')]);
     await plane.hub.apply(
       ['argocd', 'hello-world-server', 'gemma-server'].map((name) => ({
         apiVersion: 'v1',

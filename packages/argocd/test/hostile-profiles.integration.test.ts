@@ -15,7 +15,7 @@ import { createLogger } from '@mco/runtime';
 import {
   describeWithControlPlane,
   eventually,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   type ControlPlane,
 } from '@mco/testkit';
@@ -31,7 +31,7 @@ interface Refusal {
   readonly reason: string;
 }
 
-describeWithControlPlane('hostile ClusterProfiles on the real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('hostile ClusterProfiles on the real kube-apiserver', () => {
   let plane: ControlPlane;
   let dir: string;
   let hub: KubeConfig;
@@ -96,10 +96,10 @@ describeWithControlPlane('hostile ClusterProfiles on the real kube-apiserver', {
 
   beforeAll(async () => {
     plane = await startControlPlane({ clusters: ['member'] });
-    const crds = sharedCrdsDir()!;
     await plane.hub.installCrds([
-      join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
-      join(crds, 'reference-mco-v0.2.0_multikubernetesclusterplacements.yaml'),
+      thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
+      new URL('../../core/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url)
+        .pathname,
     ]);
     hub = plane.hub.adminKubeConfig();
     custom = hub.makeApiClient(CustomObjectsApi);

@@ -3,12 +3,11 @@
 // manager name is held by a Lease; a second live syncer with the same name
 // writes nothing and says who holds it; a crashed holder's Lease expires; a
 // different name runs alongside.
-import { join } from 'node:path';
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, PatchStrategy, V1MicroTime } from '@kubernetes/client-node';
 import { CLUSTER_PROFILES } from '@mco/kube-runtime';
 import { requestOptions } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
-import { describeWithControlPlane, sharedCrdsDir, startControlPlane, type ControlPlane } from '@mco/testkit';
+import { describeWithControlPlane, thirdPartyCrd, startControlPlane, type ControlPlane } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { managerLeaseName, startArgoCdDelivery, type ArgoCdDelivery } from '../src/index.js';
 
@@ -34,7 +33,7 @@ describe('managerLeaseName', () => {
   });
 });
 
-describeWithControlPlane('cluster Secret manager names on the real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('cluster Secret manager names on the real kube-apiserver', () => {
   let plane: ControlPlane;
   const deliveries: ArgoCdDelivery[] = [];
 
@@ -70,10 +69,10 @@ describeWithControlPlane('cluster Secret manager names on the real kube-apiserve
 
   beforeAll(async () => {
     plane = await startControlPlane();
-    const crds = sharedCrdsDir()!;
     await plane.hub.installCrds([
-      join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
-      join(crds, 'reference-mco-v0.2.0_multikubernetesclusterplacements.yaml'),
+      thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
+      new URL('../../core/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url)
+        .pathname,
     ]);
     await plane.hub.apply(
       ['fleet', 'argocd'].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),

@@ -7,7 +7,6 @@
 // Prints figures; asserts nothing.
 //
 //   npm run bench -w @mco/configsync     (tsx --conditions=source bench/configsync.bench.ts)
-import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
@@ -16,7 +15,7 @@ import { createClusterAccess } from '@mco/cluster-access';
 import type { ClusterProfile, PlacementCluster } from '@mco/core';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { requestOptions } from '@mco/kube-runtime/client-node';
-import { sharedCrdsDir, startControlPlane } from '@mco/testkit';
+import { startControlPlane, thirdPartyCrd } from '@mco/testkit';
 import {
   CONDITION_TYPE,
   TEMPLATE_ANNOTATION,
@@ -65,11 +64,9 @@ async function until(what: string, done: () => boolean, timeoutMs = 600_000) {
   }
 }
 
-const crds = sharedCrdsDir();
-if (!crds) throw new Error('../shared/crds is needed (ClusterProfile CRD)');
 const cp = await startControlPlane();
 try {
-  await cp.hub.installCrds([MKCP_CRD, join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml')]);
+  await cp.hub.installCrds([MKCP_CRD, thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml')]);
   const admin = cp.hub.adminKubeConfig();
   const custom = admin.makeApiClient(CustomObjectsApi);
   await cp.hub.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fleet' } }]);

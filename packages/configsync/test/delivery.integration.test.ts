@@ -1,7 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
   CoreV1Api,
@@ -19,7 +18,7 @@ import {
   describeWithControlPlane,
   parseYamlDocuments,
   requireTool,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   toYaml,
   type ClusterHandle,
@@ -97,7 +96,7 @@ interface Obj extends KubernetesObject {
   status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
 }
 
-describeWithControlPlane('Config Sync delivery on real member kube-apiservers', { sharedCrds: true }, () => {
+describeWithControlPlane('Config Sync delivery on real member kube-apiservers', () => {
   let cp: ControlPlane;
   let hubAdmin: KubeConfig;
   let custom: CustomObjectsApi;
@@ -186,8 +185,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
 
   beforeAll(async () => {
     cp = await startControlPlane({ clusters: ['east', 'west'] });
-    const crds = sharedCrdsDir()!;
-    await cp.hub.installCrds([MKCP_CRD, join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml')]);
+    await cp.hub.installCrds([MKCP_CRD, thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml')]);
     hubAdmin = cp.hub.adminKubeConfig();
     custom = hubAdmin.makeApiClient(CustomObjectsApi);
     blackhole = createServer((socket) => sockets.push(socket));
@@ -201,8 +199,8 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
       .replaceAll('REPOSYNC_RECONCILER_CLUSTERROLE', 'shop-deployer');
     for (const m of [cp.members.east!, cp.members.west!]) {
       await m.installCrds([
-        join(crds, 'configsync.gke.io_reposyncs.yaml'),
-        join(crds, 'configsync.gke.io_rootsyncs.yaml'),
+        thirdPartyCrd('configsync.gke.io_reposyncs.yaml'),
+        thirdPartyCrd('configsync.gke.io_rootsyncs.yaml'),
       ]);
       await m.apply(
         ['shop', 'config-management-system'].map((name) => ({

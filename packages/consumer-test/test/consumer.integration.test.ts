@@ -14,7 +14,7 @@ import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client
 import {
   describeWithControlPlane,
   preparedTool,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   type ControlPlane,
 } from '@mco/testkit';
@@ -319,7 +319,7 @@ interface Profile {
 
 describeWithControlPlane(
   'two providers made from the template, run by mco inventory in one namespace',
-  { sharedCrds: true, tools: ['npm-packages'] },
+  { tools: ['npm-packages'] },
   () => {
     let cp: ControlPlane;
     let dir: string;
@@ -331,7 +331,7 @@ describeWithControlPlane(
     beforeAll(async () => {
       ({ dir } = await installScratch());
       cp = await startControlPlane();
-      await cp.hub.installCrds([join(sharedCrdsDir()!, 'multicluster.x-k8s.io_clusterprofiles.yaml')]);
+      await cp.hub.installCrds([thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml')]);
       const admin: KubeConfig = cp.hub.adminKubeConfig();
       await admin.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: 'fleet' } } });
       api = admin.makeApiClient(CustomObjectsApi);

@@ -61,7 +61,7 @@ export interface ControllerOptions {
   readonly allowCrossNamespaceWorkloads?: boolean;
   readonly signalPollIntervalMs?: number;
   readonly signalTimeoutMs?: number;
-  /** The inventory-loss guard (semantics.md section 10.5; defaults 30%, at least 3, within 5 min). */
+  /** The inventory-loss guard (docs/placement-rules.md §10.5; defaults 30%, at least 3, within 5 min). */
   readonly inventoryLoss?: InventoryLossGuardOptions;
   /** Informers relist when no event or bookmark arrived for this long. */
   readonly watchIdleTimeoutMs?: number;

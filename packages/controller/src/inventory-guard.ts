@@ -13,7 +13,7 @@ export interface InventoryLossGuardOptions {
 }
 
 /**
- * The fleet-wide inventory-loss guard (semantics.md section 10.5): engages when
+ * The fleet-wide inventory-loss guard (docs/placement-rules.md §10.5): engages when
  * the ClusterProfile count drops by more than `threshold` (and at least
  * `minLost`) from its peak within `windowMs`; while engaged, removals caused by
  * missing profiles are held. It releases when the count recovers to within the

@@ -124,7 +124,7 @@ export function createMetrics(
     }),
     transitions: new Counter({
       name: 'mco_controller_transitions_total',
-      help: 'Cluster state transitions written, by transition id (semantics.md section 3).',
+      help: 'Cluster state transitions written, by transition id (docs/placement-rules.md §3).',
       labelNames: ['transition'],
       registers,
     }),

@@ -265,7 +265,7 @@ export interface ControllerConfig {
   readonly signalSourcesFile: string | undefined;
   readonly signalPollIntervalMs: number;
   readonly signalTimeoutMs: number;
-  /** The inventory-loss guard (semantics.md section 10.5). */
+  /** The inventory-loss guard (docs/placement-rules.md §10.5). */
   readonly inventoryLoss: { readonly threshold: number; readonly windowMs: number };
   readonly watchIdleTimeoutMs: number;
   readonly requestTimeoutMs: number;

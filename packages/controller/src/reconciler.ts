@@ -69,7 +69,7 @@ export interface ReconcilerOptions {
   /** A trusted single-tenant hub: placements may name workloads in other namespaces. */
   readonly allowCrossNamespaceWorkloads?: boolean;
   readonly signalTimeoutMs?: number;
-  /** Holds removals caused by missing ClusterProfiles after a sudden loss of many (semantics.md section 10.5). */
+  /** Holds removals caused by missing ClusterProfiles after a sudden loss of many (docs/placement-rules.md §10.5). */
   readonly inventoryLossGuard?: InventoryLossGuard;
   /** Autoscaling placements are re-evaluated at least this often, to read fresh signals. */
   readonly signalPollIntervalMs?: number;

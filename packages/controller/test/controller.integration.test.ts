@@ -274,7 +274,7 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
     await env.fleet.namespace('fleet-inv');
     const controller = start(testController(env.hub.controllerKubeConfig()));
     await env.fleet.createProfile('fleet-inv', 'x', { tier: 'gold' });
-    // A deleted profile's cluster is EVICTING for profileLossGraceSeconds before it goes (semantics.md 10.5).
+    // A deleted profile's cluster is EVICTING for profileLossGraceSeconds before it goes (docs/placement-rules.md §10.5).
     await env.fleet.createPlacement('inv', 'api', {
       ...rde('tier', ['gold']),
       scaling: { behavior: { profileLossGraceSeconds: 1 } },

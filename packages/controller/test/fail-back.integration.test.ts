@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { waitFor, describeWithHub, FakeSignalSource } from './support.js';
 import { testController, useControllerHub } from './support-controller.js';
 
-// Fail-back (semantics.md section 10.3) run by the controller unchanged, on a
+// Fail-back (docs/placement-rules.md §10.3) run by the controller unchanged, on a
 // real kube-apiserver: a stockout moves the workload to the fallback cluster,
 // and once the preferred cluster has had room for the window the fallback is
 // drained step by step and removed.

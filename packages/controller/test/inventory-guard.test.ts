@@ -8,7 +8,7 @@ function feed(guard: InventoryLossGuard, samples: [number, number][]): (string |
   return samples.map(([minute, count]) => guard.observe(count, minute * MIN));
 }
 
-describe('the inventory-loss guard (semantics.md 10.5)', () => {
+describe('the inventory-loss guard (docs/placement-rules.md §10.5)', () => {
   it('engages when more than 30% and at least 3 profiles vanish within 5 minutes, and releases when they return', () => {
     const guard = new InventoryLossGuard();
     const changes = feed(guard, [

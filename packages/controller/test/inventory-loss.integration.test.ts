@@ -5,7 +5,7 @@ import { INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '../src/index.js';
 import { crdSources, describeWithHub, waitFor } from './support.js';
 import { testController, useControllerHub } from './support-controller.js';
 
-describeWithHub('the inventory-loss guard on a real kube-apiserver (semantics.md 10.5)', () => {
+describeWithHub('the inventory-loss guard on a real kube-apiserver (docs/placement-rules.md §10.5)', () => {
   const env = useControllerHub();
 
   it('keeps every cluster after 40% of the profiles vanish at once and after the ClusterProfile CRD is deleted and reinstalled, until confirmed or restored', async () => {

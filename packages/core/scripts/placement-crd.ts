@@ -39,8 +39,8 @@ export const PLACEMENT_CRD_FILE = `${PLACEMENT_GROUP}_${PLACEMENT_PLURAL}.yaml`;
 
 // --- Google MCO v0.2.0 compatibility ------------------------------------------
 //
-// Every object Google's v0.2.0 CRD accepts must be accepted here (semantics.md
-// section 1). That CRD bounds nothing but `minClustersBelowCapacityCeiling >= 1`
+// Every object Google's v0.2.0 CRD accepts must be accepted here (docs/placement-rules.md
+// §1). That CRD bounds nothing but `minClustersBelowCapacityCeiling >= 1`
 // and the state enum, so its fields carry no extra bounds here either: no CEL rule
 // iterates them (so the cost budget does not need them) and the apiserver's
 // request size limit bounds them anyway. mco's own fields keep zod's bounds.

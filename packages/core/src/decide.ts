@@ -39,7 +39,7 @@ export interface DecideInput {
   readonly clusterProfiles: readonly ClusterProfile[] | Inventory;
   readonly signals?: readonly Signal[];
   /**
-   * Set by the controller's inventory-loss guard (semantics.md section 10.5):
+   * Set by the controller's inventory-loss guard (docs/placement-rules.md §10.5):
    * the fleet shrank suddenly, so no cluster is removed because its ClusterProfile
    * is missing; such clusters stay listed and `Satisfied` is Unknown.
    */
@@ -79,14 +79,14 @@ export const CONDITION_SATISFIED = 'Satisfied';
 
 /**
  * Decides which clusters should run a placement's workload now
- * (semantics.md). Pure and deterministic: same input, same output.
+ * (docs/placement-rules.md). Pure and deterministic: same input, same output.
  */
 export function decide(input: DecideInput): Decision {
   return evaluatePlacement(input).decision;
 }
 
 /**
- * Hears why an evaluation did not do more (semantics.md 10.4): `cluster` is a
+ * Hears why an evaluation did not do more (docs/placement-rules.md §10.4): `cluster` is a
  * ClusterProfile `namespace/name`, or undefined for the placement as a whole.
  */
 export type NoteSink = (cluster: string | undefined, note: string) => void;
@@ -449,7 +449,7 @@ class Evaluation {
 
   /**
    * Step 1: per listed cluster at most one E/H/R transition, E before H before R
-   * (semantics.md section 3). `removeIneligibleAtOnce`: without autoscaling there
+   * (docs/placement-rules.md §3). `removeIneligibleAtOnce`: without autoscaling there
    * is nothing to drain, so E1/E3 is followed by R3 in the same evaluation.
    */
   private applyLifecycle(removeIneligibleAtOnce: boolean): void {

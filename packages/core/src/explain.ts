@@ -16,7 +16,7 @@ import { compileTerm } from './selection/selectors.js';
 import { formatTaint } from './selection/taints.js';
 import { formatTime, parseTime, SECOND } from './time.js';
 
-/** One ClusterProfile (or listed cluster) seen through one evaluation (semantics.md 10.4). */
+/** One ClusterProfile (or listed cluster) seen through one evaluation (docs/placement-rules.md §10.4). */
 export interface ClusterExplanation {
   /** `namespace/name`. */
   readonly cluster: string;

@@ -11,7 +11,7 @@ import type { PlacementStatus } from './api/placement.js';
 export const SCHEDULER_NAME = 'mco';
 
 /**
- * The PlacementDecision slices of a placement (semantics.md section 8): every
+ * The PlacementDecision slices of a placement (docs/placement-rules.md §8): every
  * listed cluster, at most 100 per slice, in status order so that an unchanged
  * status gives identical objects. `reason` carries the cluster's state.
  * Slices are named `<placement>-<index>`.

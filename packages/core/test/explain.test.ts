@@ -14,7 +14,7 @@ import {
 import { decide, explain, type ClusterProfile, type DecideInput, type PlacementSpec } from '@mco/core';
 import { at, listed } from './helpers.js';
 
-// semantics.md 10.4: the engine explains an evaluation, from the evaluation decide runs.
+// docs/placement-rules.md §10.4: the engine explains an evaluation, from the evaluation decide runs.
 
 const NOW = new Date(at(600));
 const input = (

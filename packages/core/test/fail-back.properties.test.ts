@@ -10,7 +10,7 @@ import {
 } from '@mco/core/testing';
 import { decide, type Decision, type PlacementSpec, type PlacementStatus, type Signal } from '@mco/core';
 
-// Properties of fail-back (semantics.md section 10.3) over random timelines:
+// Properties of fail-back (docs/placement-rules.md §10.3) over random timelines:
 // a fleet of four clusters (priority c0 > c1 > c2 > c3), random observations
 // and random time steps, each evaluation fed the previous status, as the
 // controller does.

@@ -10,7 +10,7 @@ import {
 import type { PlacementSpec, Signal } from '@mco/core';
 import { at, condition, listed, moves, run, states, type Case } from './helpers.js';
 
-// Fail-back to preferred clusters (semantics.md section 10.3): fleet/a is
+// Fail-back to preferred clusters (docs/placement-rules.md §10.3): fleet/a is
 // preferred over fleet/b (namespace/name order, no preferences).
 
 const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
@@ -334,7 +334,7 @@ const rows: Row[] = [
   },
 ];
 
-describe('fail-back to preferred clusters (semantics.md section 10.3)', () => {
+describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () => {
   it.each(rows)('$name', (row) => {
     const d = run(row.input);
     expect(states(d)).toEqual(row.states);

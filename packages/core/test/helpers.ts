@@ -54,7 +54,7 @@ export const moves = (d: Decision): string[] =>
 
 export const condition = (d: Decision, type: string) => d.status.conditions?.find((c) => c.type === type);
 
-/** The state table of semantics.md section 3: (from, to) of every transition id. */
+/** The state table of docs/placement-rules.md §3: (from, to) of every transition id. */
 export const TRANSITION_TABLE: Record<TransitionId, [ClusterState | null, ClusterState | null]> = {
   P1: [null, 'ACTIVE'],
   P2: ['ACTIVE', 'SCALING_IN'],

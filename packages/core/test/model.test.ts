@@ -7,7 +7,7 @@ import { TRANSITION_TABLE } from './helpers.js';
 
 // Model-based test: random sequences of fleet events, each followed by an
 // evaluation whose status is fed back, as the controller does. After every
-// evaluation the invariants of semantics.md must hold.
+// evaluation the invariants of docs/placement-rules.md must hold.
 
 const KEYS = ['fleet/c0', 'fleet/c1', 'fleet/c2', 'fleet/c3', 'fleet/c4'] as const;
 type Key = (typeof KEYS)[number];

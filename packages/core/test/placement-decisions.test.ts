@@ -17,7 +17,7 @@ const statusWith = (n: number): PlacementStatus => ({
 });
 const placement = { metadata: { name: 'web', namespace: 'apps' } };
 
-describe('PlacementDecision slices (semantics.md section 8)', () => {
+describe('PlacementDecision slices (docs/placement-rules.md §8)', () => {
   it('puts every listed cluster into one slice with the placement-key label and the state as reason', () => {
     expect(buildPlacementDecisions(placement, statusWith(2))).toEqual([
       {

@@ -4,7 +4,7 @@ import { aClusterProfile, anAutoscalingSpec, aPlacement, arbFleet, arbStatusClus
 import { decide, type ClusterProfile, type Decision, type PlacementCluster, type PlacementSpec } from '@mco/core';
 import { at, condition, listed, moves, run, states, T0, type Case } from './helpers.js';
 
-// semantics.md section 10.5: losing inventory is not an intent to move.
+// docs/placement-rules.md §10.5: losing inventory is not an intent to move.
 
 const fleet: ClusterProfile[] = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
 const without = (key: string) => fleet.filter((p) => `${p.metadata.namespace}/${p.metadata.name}` !== key);
@@ -186,7 +186,7 @@ const rows: Row[] = [
   },
 ];
 
-describe('a missing ClusterProfile is not an intent to move (semantics.md section 10.5)', () => {
+describe('a missing ClusterProfile is not an intent to move (docs/placement-rules.md §10.5)', () => {
   it.each(rows)('$name', (row) => {
     const d = decide({
       now: new Date(T0 + row.input.now * 1000),

@@ -202,7 +202,7 @@ describe('properties of the engine', () => {
     );
   });
 
-  it('every transition matches the state table of semantics.md section 3', () => {
+  it('every transition matches the state table of docs/placement-rules.md §3', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const d = evaluate(s);

@@ -6,7 +6,7 @@ import { compareQuantities, parseQuantity } from '../src/selection/quantity.js';
 import { scoreBySorter } from '../src/selection/properties.js';
 import { condition, run } from './helpers.js';
 
-// semantics.md 10.2: property selectors and sorters on ClusterProfile status.properties.
+// docs/placement-rules.md §10.2: property selectors and sorters on ClusterProfile status.properties.
 
 const fleet: ClusterProfile[] = [
   aClusterProfile('gpu/a', {

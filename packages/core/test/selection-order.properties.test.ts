@@ -4,7 +4,7 @@ import { aClusterProfile } from '@mco/core/testing';
 import { compileSelection, createInventory, selectClusters, type PlacementSpec, type Taint } from '@mco/core';
 import { preferenceScores } from '../src/selection/select.js';
 
-// The priority order (semantics.md 2.4, 10.1, 10.2) is computed with a counting
+// The priority order (docs/placement-rules.md §2.4, 10.1, 10.2) is computed with a counting
 // sort and ranks with a map or a scan of the list, depending on how many
 // clusters are tracked: both are checked here against plain reference code on
 // fleets larger than the other property tests use (up to 40 clusters, so more

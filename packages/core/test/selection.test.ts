@@ -54,7 +54,7 @@ describe('selectors read only what a cluster really has', () => {
   });
 });
 
-describe('eligibility and priority order (semantics.md section 2)', () => {
+describe('eligibility and priority order (docs/placement-rules.md §2)', () => {
   it.each<[string, PlacementSpec, string[]]>([
     [
       'neither rules nor affinity: every candidate not being deleted, by namespace/name',

@@ -22,7 +22,7 @@ import {
 import { compileTolerations } from '../src/selection/taints.js';
 import { at, condition, listed, moves, run, states } from './helpers.js';
 
-// semantics.md 10.1: taints (annotation mco.x-k8s.io/taints) and tolerations (spec.tolerations).
+// docs/placement-rules.md §10.1: taints (annotation mco.x-k8s.io/taints) and tolerations (spec.tolerations).
 
 const taint = (key: string, effect: Taint['effect'], extra: Partial<Taint> = {}): Taint => ({ key, effect, ...extra });
 const autoscale = (tolerations?: Toleration[], min = 1): PlacementSpec => ({

@@ -602,7 +602,7 @@ const rows: Row[] = [
   },
 ];
 
-describe('state transitions (semantics.md section 3)', () => {
+describe('state transitions (docs/placement-rules.md §3)', () => {
   it.each(rows)('$name', (row) => {
     const d = run(row.input);
     expect(states(d)).toEqual(row.states);

@@ -24,7 +24,7 @@ import {
   type Resource,
 } from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
-import { controlPlaneSkipReason, sharedCrdsDir, startControlPlane } from '@mco/testkit';
+import { controlPlaneSkipReason, thirdPartyCrd, startControlPlane } from '@mco/testkit';
 import {
   INPUT_PROVIDERS,
   KUSTOMIZATIONS,
@@ -41,7 +41,7 @@ const NS = 'flux-system';
 const T = '2026-01-01T00:00:00Z';
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
-const skip = controlPlaneSkipReason({ sharedCrds: true });
+const skip = controlPlaneSkipReason({ tools: ['flux', 'flux-operator'] });
 if (skip) {
   console.log(`flux bench skipped: ${skip}`);
   process.exit(0);
@@ -49,12 +49,11 @@ if (skip) {
 
 const plane = await startControlPlane();
 try {
-  const crds = sharedCrdsDir()!;
   await plane.hub.installCrds([
-    join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
+    thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
     join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
-    join(crds, 'fluxcd.controlplane.io_resourcesetinputproviders.yaml'),
-    join(crds, 'kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+    thirdPartyCrd('fluxcd.controlplane.io_resourcesetinputproviders.yaml'),
+    thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
   ]);
   const hub = plane.hub.adminKubeConfig();
   const custom = hub.makeApiClient(CustomObjectsApi);

@@ -24,7 +24,7 @@ import {
   renderChart,
   requireTool,
   serviceAccountKubeConfig,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   toYaml,
   type ControlPlane,
@@ -95,7 +95,7 @@ const TEMPLATE: FluxTemplate = {
 
 describeWithControlPlane(
   'Flux delivery on the real kube-apiserver with Flux CRDs',
-  { sharedCrds: true, tools: ['helm'] },
+  { tools: ['helm', 'flux', 'flux-operator', 'helm-controller-crds'] },
   () => {
     let plane: ControlPlane;
     let dir: string;
@@ -131,14 +131,13 @@ describeWithControlPlane(
 
     beforeAll(async () => {
       plane = await startControlPlane({ clusters: ['member'] });
-      const crds = sharedCrdsDir()!;
       await plane.hub.installCrds([
-        join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
+        thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
         join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
-        join(crds, 'fluxcd.controlplane.io_resourcesetinputproviders.yaml'),
-        join(crds, 'fluxcd.controlplane.io_resourcesets.yaml'),
-        join(crds, 'kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
-        join(crds, 'helm.toolkit.fluxcd.io_helmreleases.yaml'),
+        thirdPartyCrd('fluxcd.controlplane.io_resourcesetinputproviders.yaml'),
+        thirdPartyCrd('fluxcd.controlplane.io_resourcesets.yaml'),
+        thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+        thirdPartyCrd('helm.toolkit.fluxcd.io_helmreleases.yaml'),
       ]);
       hub = plane.hub.adminKubeConfig();
       custom = hub.makeApiClient(CustomObjectsApi);

@@ -18,7 +18,7 @@ import {
   describeWithControlPlane,
   parseYamlDocuments,
   preparedTool,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   type ControlPlane,
 } from '@mco/testkit';
@@ -64,7 +64,7 @@ const toolDir = preparedTool('flux-operator');
 
 describeWithControlPlane(
   'Flux Operator mode end to end: real flux-operator v0.59.0 turns mco input providers into Kustomizations',
-  { sharedCrds: true, tools: ['flux-operator'] },
+  { tools: ['flux-operator', 'flux', 'helm-controller-crds'] },
   () => {
     let plane: ControlPlane;
     let dir: string;
@@ -110,15 +110,14 @@ describeWithControlPlane(
 
     beforeAll(async () => {
       plane = await startControlPlane();
-      const crds = sharedCrdsDir()!;
       // flux-operator's CRDs from the module version it was built from; the
-      // Kustomization and HelmRelease CRDs are Flux's (../shared/crds).
+      // Kustomization and HelmRelease CRDs are Flux's (tools/flux, tools/helm-controller-crds).
       const operatorCrds = join(toolDir!, 'crds');
       await plane.hub.installCrds([
-        join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
+        thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
         join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
-        join(crds, 'kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
-        join(crds, 'helm.toolkit.fluxcd.io_helmreleases.yaml'),
+        thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+        thirdPartyCrd('helm.toolkit.fluxcd.io_helmreleases.yaml'),
         ...readdirSync(operatorCrds)
           .filter((f) => f.endsWith('.yaml'))
           .map((f) => join(operatorCrds, f)),

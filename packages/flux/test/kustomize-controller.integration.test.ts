@@ -30,7 +30,7 @@ import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/clie
 import {
   describeWithControlPlane,
   preparedTool,
-  sharedCrdsDir,
+  thirdPartyCrd,
   startControlPlane,
   type ClusterHandle,
   type ControlPlane,
@@ -87,7 +87,7 @@ const toolDir = preparedTool('flux');
 
 describeWithControlPlane(
   'Flux delivery end to end: real kustomize-controller v1.9.5 applies to member apiservers',
-  { sharedCrds: true, tools: ['flux'] },
+  { tools: ['flux'] },
   () => {
     let plane: ControlPlane;
     let dir: string;
@@ -131,11 +131,10 @@ describeWithControlPlane(
 
     beforeAll(async () => {
       plane = await startControlPlane({ clusters: ['one', 'two'] });
-      const crds = sharedCrdsDir()!;
       // kustomize-controller's own CRDs and source-controller's, from the module versions it was built from.
       const fluxCrds = join(toolDir!, 'crds');
       await plane.hub.installCrds([
-        join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
+        thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
         join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
         ...readdirSync(fluxCrds)
           .filter((f) => f.endsWith('.yaml'))

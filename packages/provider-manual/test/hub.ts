@@ -1,15 +1,13 @@
 import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile } from '@mco/core';
-import { loadYamlObjects, sharedCrdsDir, type ClusterHandle } from '@mco/testkit';
+import { loadYamlObjects, thirdPartyCrd, type ClusterHandle } from '@mco/testkit';
 import { fileURLToPath } from 'node:url';
 
 export const RBAC_FILE = fileURLToPath(new URL('../deploy/rbac.yaml', import.meta.url));
 
-/** The real ClusterProfile CRD from ../shared/crds. */
+/** The real ClusterProfile CRD (the chart's copy). */
 export function clusterProfileCrd(): string {
-  const dir = sharedCrdsDir();
-  if (!dir) throw new Error('../shared/crds is missing: the ClusterProfile CRD is needed');
-  return `${dir}/multicluster.x-k8s.io_clusterprofiles.yaml`;
+  return thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml');
 }
 
 export async function createNamespaces(hub: ClusterHandle, names: readonly string[]): Promise<void> {

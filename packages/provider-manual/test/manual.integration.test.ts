@@ -23,7 +23,7 @@ import {
 const caData = readFileSync(fileURLToPath(new URL('./fixtures/ca.pem', import.meta.url))).toString('base64');
 const now = () => new Date('2026-03-01T12:00:00Z');
 
-describeWithControlPlane('manual provider against a real kube-apiserver', { sharedCrds: true }, () => {
+describeWithControlPlane('manual provider against a real kube-apiserver', () => {
   let cp: ControlPlane;
   let provider: KubeConfig;
   let dir: string;

@@ -80,7 +80,7 @@ export interface SignalObservation {
 }
 
 /**
- * Observes the placed workload on clusters and reports semantics.md section 5
+ * Observes the placed workload on clusters and reports docs/placement-rules.md §5
  * signals, each stamped with `observedAt`. Sources observe; they never decide.
  * A cluster it cannot observe is left out (a missing signal), never guessed,
  * and reported in `errors`. `abort` fires on shutdown or at the caller's

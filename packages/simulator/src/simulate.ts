@@ -264,7 +264,7 @@ function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
     scaling: { ...spec.scaling, autoscaleForCapacity: next },
   });
   if (policy === 'mco-fail-back') {
-    // Fail-back needs draining (semantics.md section 10.3); the placement's window, if any, is kept.
+    // Fail-back needs draining (docs/placement-rules.md §10.3); the placement's window, if any, is kept.
     return withAutoscale({
       ...autoscale,
       useDraining: true,
@@ -586,7 +586,7 @@ class Run {
     });
   }
 
-  /** The signal a capacity-signal source would report for the workload on the cluster now (semantics.md section 5). */
+  /** The signal a capacity-signal source would report for the workload on the cluster now (docs/placement-rules.md §5). */
   private observe(tenant: Tenant, c: Placed, t: number, k: number): Signal {
     const hpa = c.hpa!.status!;
     const flap = hashRandom(this.seed, 'unhealthy', tenant.drawKey(c), k) < c.cluster.conditions.unhealthy;

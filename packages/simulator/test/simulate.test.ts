@@ -371,7 +371,7 @@ describe('placements sharing a node pool (shared-gpu-quota)', () => {
   });
 });
 
-describe('fail-back (semantics.md section 10.3)', () => {
+describe('fail-back (docs/placement-rules.md §10.3)', () => {
   /** A shipped scenario whose placement gets another `behavior`. */
   const withBehavior = (name: string, behavior: AutoscaleForCapacity['behavior']): Scenario => {
     const scenario = loadScenario(name);

@@ -34,4 +34,5 @@ export {
 } from './objects.js';
 export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
 export { eventually } from './wait.js';
-export { controlPlaneSkipReason, describeWithControlPlane, sharedCrdsDir, type RequirementOptions } from './vitest.js';
+export { controlPlaneSkipReason, describeWithControlPlane, type RequirementOptions } from './vitest.js';
+export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } from './crds.js';

@@ -1,22 +1,12 @@
-import { existsSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { describe } from 'vitest';
 import { controlPlaneAvailability, ENABLE_HINT } from './binaries.js';
 import { PREPARE_HINT, preparedTool } from './tools.js';
 
-/**
- * `../shared/crds` beside the repository (third-party CRDs, test data), or
- * `$MCO_SHARED_CRDS` (a git worktree sits elsewhere), or undefined when absent.
- */
-export function sharedCrdsDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const dir = env.MCO_SHARED_CRDS || fileURLToPath(new URL('../../../../shared/crds', import.meta.url));
-  return existsSync(dir) ? dir : undefined;
-}
-
 export interface RequirementOptions {
-  /** The suite also needs `../shared/crds`. */
-  readonly sharedCrds?: boolean;
-  /** Other prepared tools the suite needs (names of `tools/<name>/`), e.g. `helm`. */
+  /**
+   * Other prepared tools the suite needs (names of `tools/<name>/`), e.g.
+   * `helm`, or `argocd` for the ApplicationSet CRD (see thirdPartyCrd).
+   */
   readonly tools?: readonly string[];
 }
 
@@ -37,9 +27,6 @@ export function controlPlaneSkipReason(
   if (!availability.available) return `${availability.reason}; to enable: ${ENABLE_HINT}`;
   const missing = (options.tools ?? []).filter((name) => preparedTool(name, env) === undefined);
   if (missing.length > 0) return `${missing.join(', ')} not prepared; to enable: ${PREPARE_HINT}`;
-  if (options.sharedCrds && !sharedCrdsDir()) {
-    return 'no ../shared/crds beside the repository (third-party CRDs used as test data)';
-  }
   return undefined;
 }
 

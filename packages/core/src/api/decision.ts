@@ -6,7 +6,7 @@ import type { ClusterState, PlacementStatus } from './placement.js';
 import { SignalSchema } from './signal.js';
 
 /**
- * The input of `mco decide` (semantics.md section 9). The placement's spec is
+ * The input of `mco decide` (docs/placement-rules.md §9). The placement's spec is
  * checked by the engine itself: an invalid spec is reported in the status
  * conditions, not rejected here.
  */

@@ -6,7 +6,7 @@ export const PLACEMENT_GROUP = 'orchestra.multicluster.x-k8s.io';
 export const PLACEMENT_API_VERSION = `${PLACEMENT_GROUP}/v1alpha1`;
 export const PLACEMENT_KIND = 'MultiKubernetesClusterPlacement';
 
-/** Longest `cluster-name-regex` pattern accepted (semantics.md section 2). */
+/** Longest `cluster-name-regex` pattern accepted (docs/placement-rules.md §2). */
 export const MAX_REGEX_LENGTH = 1024;
 /**
  * Largest compiled `cluster-name-regex` program accepted, in re2js

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { TimestampSchema } from './common.js';
 
 /**
- * One observation of the placed workload on one cluster (semantics.md section 5).
+ * One observation of the placed workload on one cluster (docs/placement-rules.md §5).
  * Every field but `cluster` and `observedAt` is optional: absent means unknown.
  */
 export const SignalSchema = z.object({

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { TimestampSchema } from './common.js';
 
-/** The ClusterProfile annotation holding an operator's taints (semantics.md 10.1): a JSON list of taints. */
+/** The ClusterProfile annotation holding an operator's taints (docs/placement-rules.md §10.1): a JSON list of taints. */
 export const TAINTS_ANNOTATION = 'mco.x-k8s.io/taints';
 
 /** OCM's effects: not eligible; never added but a listed cluster stays; eligible but ordered last. */

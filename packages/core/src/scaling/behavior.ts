@@ -1,6 +1,6 @@
 import type { Behavior, ScalingBehavior } from '../api/placement.js';
 
-/** Every timing knob of a placement, defaults applied (semantics.md section 6). */
+/** Every timing knob of a placement, defaults applied (docs/placement-rules.md §6). */
 export interface ResolvedBehavior {
   readonly scaleOutStabilizationSeconds: number;
   readonly scaleInStabilizationSeconds: number;
@@ -10,7 +10,7 @@ export interface ResolvedBehavior {
   readonly evictionTimeoutSeconds: number;
   readonly unhealthyTimeoutSeconds: number;
   readonly signalStaleAfterSeconds: number;
-  /** Without autoscaling: how long a cluster whose ClusterProfile is missing stays EVICTING (semantics.md 10.5). */
+  /** Without autoscaling: how long a cluster whose ClusterProfile is missing stays EVICTING (docs/placement-rules.md §10.5). */
   readonly profileLossGraceSeconds: number;
   readonly failBackEnabled: boolean;
   readonly failBackStabilizationSeconds: number;

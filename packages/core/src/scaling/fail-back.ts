@@ -4,7 +4,7 @@ import { parseTime, SECOND } from '../time.js';
 import type { SignalAssessment } from './signals.js';
 
 /*
- * Fail-back to preferred clusters (semantics.md section 10.3). After a
+ * Fail-back to preferred clusters (docs/placement-rules.md §10.3). After a
  * stockout the workload would otherwise stay on the lower-priority cluster
  * until load falls; with `behavior.failBack` the preferred clusters take it
  * back once they have had room for a whole window. The move is an ordinary

@@ -31,7 +31,7 @@ export class ClusterProperty {
 }
 
 /**
- * The candidates of semantics.md section 2.1: ClusterProfiles not being deleted,
+ * The candidates of docs/placement-rules.md §2.1: ClusterProfiles not being deleted,
  * in `namespace/name` byte order. Build it once per snapshot and share it across
  * placements; it is immutable.
  */
@@ -40,7 +40,7 @@ export interface Inventory {
   readonly byKey: ReadonlyMap<ClusterKey, InventoryCluster>;
   /**
    * ClusterProfiles with a deletionTimestamp: an intent to remove the cluster,
-   * unlike a profile that is simply absent (semantics.md section 10.5).
+   * unlike a profile that is simply absent (docs/placement-rules.md §10.5).
    */
   readonly deleting: ReadonlySet<ClusterKey>;
 }

@@ -10,7 +10,7 @@ export const SORT_ORDERS = ['Ascending', 'Descending'] as const;
 const selectorError = (field: string, message: string): SpecError => ({ reason: 'InvalidSelector', field, message });
 
 /**
- * A `propertySelector` on ClusterProfile `status.properties` (semantics.md 10.2).
+ * A `propertySelector` on ClusterProfile `status.properties` (docs/placement-rules.md §10.2).
  * Gt/Ge/Lt/Le compare Kubernetes quantities; a value that is not a quantity
  * matches none of them. Eq/Ne compare quantities when both sides are
  * quantities ("1Gi" Eq "1024Mi"), else the exact strings, so a non-numeric

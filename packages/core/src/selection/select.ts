@@ -93,11 +93,11 @@ export interface SelectionResult {
   readonly eligible: readonly InventoryCluster[];
   /** Position of a cluster in `eligible`, or undefined when it is not eligible. */
   rankOf(key: ClusterKey): number | undefined;
-  /** Whether a listed cluster may stay (semantics.md section 3, "no longer eligible"). */
+  /** Whether a listed cluster may stay (docs/placement-rules.md §3, "no longer eligible"). */
   isStillEligible(key: ClusterKey): boolean;
   /** Why `isStillEligible` is false, for the transition's reason. */
   ineligibleBecause(key: ClusterKey): string;
-  /** What the cluster's taints mean for this placement (semantics.md 10.1). */
+  /** What the cluster's taints mean for this placement (docs/placement-rules.md §10.1). */
   taintsOf(key: ClusterKey): TaintVerdict;
   /** The earliest moment (ms) a time-limited toleration runs out, if any does. */
   readonly tolerationExpiresAt: number | undefined;
@@ -209,7 +209,7 @@ export function selectClusters(
 
 /**
  * The preference score of each cluster, in `clusters` order: the weights of
- * the matching preferences plus each sorter's share (semantics.md 2.4, 10.2).
+ * the matching preferences plus each sorter's share (docs/placement-rules.md §2.4, 10.2).
  */
 export function preferenceScores(clusters: readonly InventoryCluster[], selection: Selection): Float64Array {
   const scores = new Float64Array(clusters.length);
