@@ -20,9 +20,9 @@ import {
  * Google's Multi-Cluster Orchestrator (MCO) v0.2 as documented, as a baseline
  * policy of its own: it shares no decision code with mco's engine. MCO's
  * controller source was never published; every rule below cites the public
- * source it comes from (GoogleCloudPlatform/gke-fleet-management, directory
- * multi-cluster-orchestrator/):
- *   [overview]  docs/overview.md
+ * source it comes from, in GoogleCloudPlatform/gke-fleet-management, directory
+ * multi-cluster-orchestrator/ (paths below are relative to it):
+ *   [overview]  https://github.com/GoogleCloudPlatform/gke-fleet-management/blob/main/multi-cluster-orchestrator/docs/overview.md
  *   [readme]    README.md
  *   [types]     api/v1alpha1/multikubernetesclusterplacement_types.go (v0.1)
  *   [crd]       fleet-charts/orchestrator/templates/crd/ (v0.2.0)
