@@ -178,6 +178,7 @@ ${user}
             name: 'members',
             plugin: 'kubernetes',
             config: { providers, kubeconfigSecrets: { allowedServers }, timeoutSeconds: 2 },
+            placementNamespaces: ['*'],
           },
         ],
       }),

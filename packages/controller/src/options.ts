@@ -364,10 +364,22 @@ export const SignalSourcesFileSchema = z.object({
         plugin: z.string().min(1),
         config: z.unknown().optional(),
         /**
-         * Namespaces whose placements may use this source; absent: every
-         * namespace. On a shared hub, give each team's source its namespaces.
+         * Namespaces whose placements may use this source; `['*']`: every
+         * namespace. Required: a source left without it must not quietly
+         * serve every team of a shared hub.
          */
-        placementNamespaces: z.array(z.string().min(1).max(63)).max(1000).optional(),
+        placementNamespaces: z
+          .array(z.string().min(1).max(63), {
+            error: (issue) =>
+              issue.input === undefined
+                ? "required: the namespaces whose placements may use this source, or ['*'] for every namespace"
+                : undefined,
+          })
+          .min(1, "list at least one namespace, or ['*'] for every namespace")
+          .max(1000)
+          .refine((namespaces) => !namespaces.includes('*') || namespaces.length === 1, {
+            message: "'*' (every namespace) stands alone: list namespaces, or ['*']",
+          }),
       }),
     )
     .max(64)

@@ -55,14 +55,20 @@ describe('mco controller', () => {
     },
     {
       name: 'an unknown signal-source plugin',
-      argv: ['--signal-sources', sourcesFile('unknown.yaml', 'sources: [{name: a, plugin: datadog}]')],
+      argv: [
+        '--signal-sources',
+        sourcesFile('unknown.yaml', 'sources: [{name: a, plugin: datadog, placementNamespaces: ["*"]}]'),
+      ],
       error: /sources\[0\]\.plugin: unknown signal-source plugin "datadog" \(known: kubernetes, prometheus\)/,
     },
     {
       name: 'a plugin configuration the plugin rejects',
       argv: [
         '--signal-sources',
-        sourcesFile('bad-config.yaml', 'sources: [{name: p, plugin: prometheus, config: {url: 42}}]'),
+        sourcesFile(
+          'bad-config.yaml',
+          'sources: [{name: p, plugin: prometheus, config: {url: 42}, placementNamespaces: ["*"]}]',
+        ),
       ],
       error: /sources\[0\]\.config\.url: /,
     },
@@ -72,10 +78,35 @@ describe('mco controller', () => {
         '--signal-sources',
         sourcesFile(
           'twice.yaml',
-          'sources: [{name: p, plugin: prometheus, config: {url: "http://a:9090"}}, {name: p, plugin: prometheus, config: {url: "http://b:9090"}}]',
+          'sources: [{name: p, plugin: prometheus, config: {url: "http://a:9090"}, placementNamespaces: [a]}, {name: p, plugin: prometheus, config: {url: "http://b:9090"}, placementNamespaces: [b]}]',
         ),
       ],
       error: /sources\[1\]\.name: "p" is used twice/,
+    },
+    {
+      name: 'a source without placementNamespaces (it would serve every namespace)',
+      argv: [
+        '--signal-sources',
+        sourcesFile('no-namespaces.yaml', 'sources: [{name: p, plugin: prometheus, config: {url: "http://a:9090"}}]'),
+      ],
+      error:
+        /sources\[0\]\.placementNamespaces: required: the namespaces whose placements may use this source, or \['\*'\] for every namespace/,
+    },
+    {
+      name: 'an empty placementNamespaces',
+      argv: [
+        '--signal-sources',
+        sourcesFile('empty.yaml', 'sources: [{name: p, plugin: prometheus, placementNamespaces: []}]'),
+      ],
+      error: /sources\[0\]\.placementNamespaces: list at least one namespace, or \['\*'\] for every namespace/,
+    },
+    {
+      name: "'*' beside a namespace",
+      argv: [
+        '--signal-sources',
+        sourcesFile('star.yaml', 'sources: [{name: p, plugin: prometheus, placementNamespaces: ["*", team-a]}]'),
+      ],
+      error: /sources\[0\]\.placementNamespaces: '\*' \(every namespace\) stands alone/,
     },
     {
       name: 'a default source that is not listed',

@@ -41,6 +41,8 @@ Signal sources (--signal-sources <file>, YAML):
     - name: prom                 # what spec.scaling.autoscaleForCapacity.signalSource names
       plugin: prometheus         # one of: ${signalSourceModules.map((m) => m.name).join(', ') || 'none'}
       config: {...}              # the plugin's own configuration
+      placementNamespaces: [team-a]   # required: namespaces whose placements may
+                                 # use it, or ['*'] for every namespace
 
 Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
   async run(argv, io) {
@@ -153,8 +155,11 @@ export async function createSignalSources(
   if (document.defaultSource !== undefined && !byName.has(document.defaultSource)) {
     throw new UsageError(`${file}: defaultSource "${document.defaultSource}" is not among the sources`);
   }
+  // A source absent from the map serves every namespace: that is what ['*'] says.
   const namespaces = new Map(
-    document.sources.flatMap((s) => (s.placementNamespaces ? [[s.name, s.placementNamespaces] as const] : [])),
+    document.sources.flatMap((s) =>
+      s.placementNamespaces[0] === '*' ? [] : [[s.name, s.placementNamespaces] as const],
+    ),
   );
   return { byName, defaultSource: document.defaultSource, namespaces };
 }
