@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../../apps/mco/src/main.js';
-import { CONTROLLER_FLAGS } from '../src/index.js';
+import { CONTROLLER_FLAGS, flagSyntax } from '../src/index.js';
 
 // `mco controller` refuses bad configuration at start, naming what is wrong,
 // before it talks to any cluster.
@@ -35,9 +35,7 @@ function sourcesFile(name: string, text: string): string {
 describe('mco controller', () => {
   it('documents every flag and its environment variable in --help', async () => {
     const { code, stdout } = await run(['controller', '--help']);
-    const missing = CONTROLLER_FLAGS.filter(
-      (f) => !stdout.includes(`--${f.flag} <v>`) || !stdout.includes(`env ${f.env}`),
-    );
+    const missing = CONTROLLER_FLAGS.filter((f) => !stdout.includes(flagSyntax(f)) || !stdout.includes(`env ${f.env}`));
     expect({ code, missing, plugins: stdout.includes('one of: kubernetes, prometheus') }).toEqual({
       code: 0,
       missing: [],
