@@ -41,8 +41,7 @@ Signal sources (--signal-sources <file>, YAML):
     - name: prom                 # what spec.scaling.autoscaleForCapacity.signalSource names
       plugin: prometheus         # one of: ${signalSourceModules.map((m) => m.name).join(', ') || 'none'}
       config: {...}              # the plugin's own configuration
-      placementNamespaces: [team-a]   # required: namespaces whose placements may
-                                 # use it, or ['*'] for every namespace
+      placementNamespaces: [team-a]  # required: whose placements may use it; ['*']: all
 
 Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
   async run(argv, io) {
