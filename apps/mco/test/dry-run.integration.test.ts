@@ -86,12 +86,12 @@ describeWithControlPlane('every dry run on a real kube-apiserver stores nothing'
 
   it.each([
     {
-      name: 'mco clusters apply --prune --dry-run: one created, one updated, one pruned',
+      name: 'mco clusters apply --prune --dry-run: one created, two updated, one pruned',
       argv: () => [
         'clusters',
         'apply',
         '-f',
-        clustersFile('one-pruned.yaml', ['a', 'd'], 'region: us'),
+        clustersFile('one-pruned.yaml', ['a', 'b', 'd'], 'region: us'),
         '--prune',
         '--manager',
         'lab',
@@ -100,9 +100,9 @@ describeWithControlPlane('every dry run on a real kube-apiserver stores nothing'
       stdout: [
         'created    fleet/d',
         'updated    fleet/a',
-        'deleted    fleet/b',
+        'updated    fleet/b',
         'deleted    fleet/c',
-        '1 created, 1 updated, 2 deleted, 0 unchanged, 0 skipped, 0 failed (4 writes, dry run: nothing stored)',
+        '1 created, 2 updated, 1 deleted, 0 unchanged, 0 skipped, 0 failed (4 writes, dry run: nothing stored)',
       ],
     },
     {
@@ -141,7 +141,7 @@ describeWithControlPlane('every dry run on a real kube-apiserver stores nothing'
       stdout: [
         'created    team-a/t3',
         'updated    team-a/t1',
-        '1 created, 1 updated, 0 deleted, 0 unchanged, 0 skipped, 0 failed (3 writes, dry run: nothing stored)',
+        '1 created, 1 updated, 0 deleted, 0 unchanged, 0 skipped, 0 failed (2 writes, dry run: nothing stored)',
       ],
     },
     {
