@@ -53,7 +53,7 @@ describe('parseFlags', () => {
 });
 
 describe('mco controller switches', () => {
-  const config = (args: string[], env: Record<string, string> = {}) => {
+  const config = (args: string[], env: Record<string, string | undefined> = {}) => {
     const c = controllerConfigFromArgs(['--kubeconfig', 'hub.yaml', ...args], env);
     if (c === 'help') throw new Error('help');
     return {

@@ -19,9 +19,10 @@ function files(dir: string, ends: readonly string[]): string[] {
 
 /** `regex:` values of YAML or JSON text: plain, 'single-quoted' or "double-quoted". */
 function regexesIn(text: string): string[] {
-  return [...text.matchAll(/["']?\bregex["']?:[ \t]*(?:'((?:[^']|'')*)'|"((?:[^"\\]|\\.)*)"|([^\s,}'"#][^\s,}#]*))/g)].map(
-    ([, single, double, plain]) =>
-      single !== undefined ? single.replaceAll("''", "'") : double !== undefined ? JSON.parse(`"${double}"`) : plain!,
+  return [
+    ...text.matchAll(/["']?\bregex["']?:[ \t]*(?:'((?:[^']|'')*)'|"((?:[^"\\]|\\.)*)"|([^\s,}'"#][^\s,}#]*))/g),
+  ].map(([, single, double, plain]) =>
+    single !== undefined ? single.replaceAll("''", "'") : double !== undefined ? JSON.parse(`"${double}"`) : plain!,
   );
 }
 
