@@ -50,6 +50,7 @@ const GROUP_BITS = 8;
 const GROUPS_PER_WORD = 32 / GROUP_BITS;
 const GROUP_VALUES = 1 << GROUP_BITS;
 const ASCII = 128;
+const OTHER_MASKS = 256;
 
 /** The positions (rune instructions) of a program: what a match's cost grows with. */
 export function countPositions(program: Re2Program): number {
@@ -95,7 +96,8 @@ export class BitMatcher {
   /** The empty-width flags the program asks about: only they tell contexts apart. */
   private readonly usedFlags: number;
   private readonly asciiMasks: Int32Array;
-  private readonly otherMask: Int32Array;
+  /** Masks of the runes beyond ASCII met so far (Kubernetes names have none), up to `OTHER_MASKS`. */
+  private readonly otherMasks = new Map<number, Int32Array>();
   private readonly steps: (Steps | undefined)[] = new Array<Steps | undefined>(64).fill(undefined);
   /** No thread starts after the first offset (the pattern begins with ^ or \A): once none is live, none will be. */
   private readonly onlyAtBegin: boolean;
@@ -122,7 +124,6 @@ export class BitMatcher {
     this.words = Math.max(1, Math.ceil(positions.length / 32));
     this.asciiMasks = new Int32Array(ASCII * this.words);
     for (let r = 0; r < ASCII; r++) this.maskOf(r, this.asciiMasks, r * this.words);
-    this.otherMask = new Int32Array(this.words);
     this.seen = new Uint32Array(this.inst.length);
     this.live = new Int32Array(this.words);
     this.next = new Int32Array(this.words);
@@ -146,9 +147,7 @@ export class BitMatcher {
       let masks = asciiMasks;
       let at = rune * words;
       if (rune >= ASCII) {
-        masks = this.otherMask;
-        masks.fill(0);
-        this.maskOf(rune, masks, 0);
+        masks = this.otherMasks.get(rune) ?? this.otherMaskOf(rune);
         at = 0;
       }
       if (usedFlags !== 0)
@@ -178,6 +177,13 @@ export class BitMatcher {
       rune = following;
     }
     return false;
+  }
+
+  private otherMaskOf(rune: number): Int32Array {
+    const mask = new Int32Array(this.words);
+    this.maskOf(rune, mask, 0);
+    if (this.otherMasks.size < OTHER_MASKS) this.otherMasks.set(rune, mask);
+    return mask;
   }
 
   private accepts(pc: number, rune: number): boolean {
