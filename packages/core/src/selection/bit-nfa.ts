@@ -4,7 +4,7 @@
 // such as `[0-9][a-z0-9-]{20}9`, its NFA steps every live thread one by one,
 // and `[\pL\pN\pP\pS]{1000}` on 1,000 names of 317 characters took seconds
 // with either. Here the live threads are one bit each, and one character
-// costs at most `positions / 4` table lookups of `positions / 32` words,
+// costs at most `positions / 8` table lookups of `positions / 32` words,
 // whatever the pattern: the cost is bounded by the program's positions
 // (`MAX_REGEX_POSITIONS`) and the name's length.
 //
