@@ -47,11 +47,12 @@ const cpuMs = (since: NodeJS.CpuUsage) => {
   const used = process.cpuUsage(since);
   return (used.user + used.system) / 1000;
 };
+// The median of 5 cold runs, and the best one: on a loaded machine the closest to the undisturbed cost.
 const rows = [
-  '| pattern | names | positions | first evaluation (cold) | its CPU time | next evaluations (warm) |',
-  '| --- | --- | ---: | ---: | ---: | ---: |',
+  '| pattern | names | positions | first evaluation (cold) | best of 5 | its CPU time | next evaluations (warm) |',
+  '| --- | --- | ---: | ---: | ---: | ---: | ---: |',
 ];
-let worstCold = { ms: 0, cpu: 0, what: '' };
+let worstCold = { ms: 0, best: 0, cpu: 0, what: '' };
 for (const [names, profiles] of NAME_SETS) {
   const inventory = createInventory(profiles);
   for (const [what, regex] of PATTERNS) {
@@ -75,10 +76,13 @@ for (const [names, profiles] of NAME_SETS) {
     const s = spec();
     const warm = measure(() => evaluate(s), 20, 20);
     const cold = median(colds);
-    if (cold > worstCold.ms && compiled.ok) worstCold = { ms: cold, cpu: median(cpus), what: `${what}, ${names}` };
+    const best = Math.min(...colds);
+    if (cold > worstCold.ms && compiled.ok)
+      worstCold = { ms: cold, best: Math.max(worstCold.best, best), cpu: median(cpus), what: `${what}, ${names}` };
+    else if (compiled.ok) worstCold.best = Math.max(worstCold.best, best);
     const shown = (regex.length > 28 ? `${regex.slice(0, 28)}…` : regex).replaceAll('|', '\\|'); // a Markdown table cell
     rows.push(
-      `| ${what} (\`${shown}\`) | ${names} | ${compiled.ok ? compiled.value.positions : 'refused'} | ${fmt(cold)} | ${fmt(median(cpus))} | ${fmt(warm.median)} |`,
+      `| ${what} (\`${shown}\`) | ${names} | ${compiled.ok ? compiled.value.positions : 'refused'} | ${fmt(cold)} | ${fmt(best)} | ${fmt(median(cpus))} | ${fmt(warm.median)} |`,
     );
   }
 }
@@ -91,5 +95,5 @@ for (const [what, regex] of PATTERNS) {
 }
 console.log(
   `\nWorst first evaluation of an accepted pattern: ${fmt(worstCold.ms)} (CPU ${fmt(worstCold.cpu)}; ${worstCold.what}); ` +
-    `target ≤ 50 ms. Load average at the end: ${load()}.`,
+    `worst best of 5: ${fmt(worstCold.best)}; target ≤ 50 ms. Load average at the end: ${load()}.`,
 );
