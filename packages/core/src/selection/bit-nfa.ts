@@ -4,9 +4,9 @@
 // such as `[0-9][a-z0-9-]{20}9`, its NFA steps every live thread one by one,
 // and `[\pL\pN\pP\pS]{1000}` on 1,000 names of 317 characters took seconds
 // with either. Here the live threads are one bit each, and one character
-// costs at most `positions / 8` table lookups of `positions / 32` words,
-// whatever the pattern: the cost is bounded by the program's positions
-// (`MAX_REGEX_POSITIONS`) and the name's length.
+// costs at most `positions / 8` table lookups of two words, whatever the
+// pattern: the cost is bounded by the program's positions
+// (`MAX_REGEX_POSITIONS`, 64) and the name's length.
 //
 // The program is re2js's, so parsing, simplification, Unicode classes, case
 // folding and the empty-width assertions keep Go's RE2 semantics; the tests
@@ -48,6 +48,9 @@ const NO_WORD_BOUNDARY = 32;
 /** Live threads are grouped by this many bits; a group's successors are one table lookup. */
 const GROUP_BITS = 8;
 const GROUPS_PER_WORD = 32 / GROUP_BITS;
+/** Live threads fit two 32-bit words: `MAX_REGEX_POSITIONS` is 64, and `test` keeps them in two variables. */
+const WORDS = 2;
+export const MAX_BIT_POSITIONS = 32 * WORDS;
 const GROUP_VALUES = 1 << GROUP_BITS;
 const ASCII = 128;
 const OTHER_MASKS = 256;
@@ -92,7 +95,8 @@ export class BitMatcher {
   private readonly start: number;
   private readonly positions: readonly number[];
   private readonly positionOf: Int32Array;
-  private readonly words: number;
+  /** Groups of `GROUP_BITS` positions in use. */
+  private readonly groups: number;
   /** The empty-width flags the program asks about: only they tell contexts apart. */
   private readonly usedFlags: number;
   private readonly asciiMasks: Int32Array;
@@ -103,8 +107,6 @@ export class BitMatcher {
   private readonly onlyAtBegin: boolean;
   private readonly seen: Uint32Array;
   private generation = 0;
-  private live: Int32Array;
-  private next: Int32Array;
 
   constructor(program: Re2Program) {
     this.inst = program.inst;
@@ -121,31 +123,30 @@ export class BitMatcher {
     }
     this.positions = positions;
     this.usedFlags = usedFlags;
-    this.words = Math.max(1, Math.ceil(positions.length / 32));
-    this.asciiMasks = new Int32Array(ASCII * this.words);
-    for (let r = 0; r < ASCII; r++) this.maskOf(r, this.asciiMasks, r * this.words);
+    if (positions.length > MAX_BIT_POSITIONS)
+      throw new Error(`${positions.length} positions; the matcher holds ${MAX_BIT_POSITIONS}`);
+    this.groups = Math.max(1, Math.ceil(positions.length / GROUP_BITS));
+    this.asciiMasks = new Int32Array(ASCII * WORDS);
+    for (let r = 0; r < ASCII; r++) this.maskOf(r, this.asciiMasks, r * WORDS);
     this.seen = new Uint32Array(this.inst.length);
-    this.live = new Int32Array(this.words);
-    this.next = new Int32Array(this.words);
-    const restart = new Int32Array(this.words);
+    const restart = new Int32Array(WORDS);
     this.onlyAtBegin = !this.closure(this.start, 63 & ~BEGIN_TEXT, restart, 0) && restart.every((w) => w === 0);
   }
 
   test(input: string): boolean {
-    const { words, asciiMasks, usedFlags } = this;
-    let live = this.live;
-    let next = this.next;
+    const { asciiMasks, usedFlags } = this;
     const length = input.length;
     let rune = length > 0 ? input.codePointAt(0)! : -1;
     let steps = this.stepsFor(emptyContext(-1, rune));
     if (steps.startMatches) return true;
-    for (let w = 0; w < words; w++) live[w] = steps.start[w]!;
+    let live0 = steps.start[0]!;
+    let live1 = steps.start[1]!;
     for (let offset = 0; offset < length;) {
       const after = offset + (rune > 0xffff ? 2 : 1);
       let following = after < length ? input.charCodeAt(after) : -1;
       if (following >= 0xd800 && following <= 0xdbff) following = input.codePointAt(after)!;
       let masks = asciiMasks;
-      let at = rune * words;
+      let at = rune * WORDS;
       if (rune >= ASCII) {
         masks = this.otherMasks.get(rune) ?? this.otherMaskOf(rune);
         at = 0;
@@ -153,26 +154,28 @@ export class BitMatcher {
       if (usedFlags !== 0)
         steps = this.steps[emptyContext(rune, following) & usedFlags] ?? this.stepsFor(emptyContext(rune, following));
       const { follow, followMatches, start } = steps;
-      for (let w = 0; w < words; w++) next[w] = start[w]!;
+      let next0 = start[0]!;
+      let next1 = start[1]!;
       let matches = steps.startMatches;
-      let any = 0;
-      for (let w = 0; w < words; w++) {
-        let bits = live[w]! & masks[at + w]!;
-        any |= bits;
-        for (let g = w * GROUPS_PER_WORD; bits !== 0; g++, bits >>>= GROUP_BITS) {
-          const value = bits & (GROUP_VALUES - 1);
-          if (value === 0) continue;
-          const row = g * GROUP_VALUES + value;
-          if (followMatches[row]) matches = true;
-          const from = row * words;
-          for (let v = 0; v < words; v++) next[v]! |= follow[from + v]!;
-        }
+      const bits0 = live0 & masks[at]!;
+      const bits1 = live1 & masks[at + 1]!;
+      // Each group of 8 live positions: one row of the table, the union of their successors.
+      for (let g = 0, bits = bits0; bits !== 0; g++, bits >>>= GROUP_BITS) {
+        const row = g * GROUP_VALUES + (bits & (GROUP_VALUES - 1));
+        next0 |= follow[row * WORDS]!;
+        next1 |= follow[row * WORDS + 1]!;
+        matches ||= followMatches[row] === 1;
+      }
+      for (let g = GROUPS_PER_WORD, bits = bits1; bits !== 0; g++, bits >>>= GROUP_BITS) {
+        const row = g * GROUP_VALUES + (bits & (GROUP_VALUES - 1));
+        next0 |= follow[row * WORDS]!;
+        next1 |= follow[row * WORDS + 1]!;
+        matches ||= followMatches[row] === 1;
       }
       if (matches) return true;
-      if (any === 0 && this.onlyAtBegin) return false;
-      const swap = live;
-      live = next;
-      next = swap;
+      if ((bits0 | bits1) === 0 && this.onlyAtBegin) return false;
+      live0 = next0;
+      live1 = next1;
       offset = after;
       rune = following;
     }
@@ -180,7 +183,7 @@ export class BitMatcher {
   }
 
   private otherMaskOf(rune: number): Int32Array {
-    const mask = new Int32Array(this.words);
+    const mask = new Int32Array(WORDS);
     this.maskOf(rune, mask, 0);
     if (this.otherMasks.size < OTHER_MASKS) this.otherMasks.set(rune, mask);
     return mask;
@@ -238,8 +241,8 @@ export class BitMatcher {
     const key = context & this.usedFlags;
     const known = this.steps[key];
     if (known) return known;
-    const { words, positions } = this;
-    const groups = words * GROUPS_PER_WORD;
+    const { groups, positions } = this;
+    const words = WORDS;
     const start = new Int32Array(words);
     const startMatches = this.closure(this.start, key, start, 0);
     const successors = new Int32Array(positions.length * words);
