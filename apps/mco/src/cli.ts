@@ -1,5 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
+import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseNamespaceList } from '@mco/controller';
 import { loadKubeConfig, type LoadedKubeConfig } from '@mco/kube-runtime';
 import { httpStatusOf, McoError } from '@mco/runtime';
@@ -32,6 +33,45 @@ export function isConfigurationError(error: unknown): boolean {
     error instanceof UsageError ||
     (typeof code === 'string' && (code.startsWith('ERR_PARSE_ARGS') || code === 'EADDRINUSE' || code === 'EACCES'))
   );
+}
+
+/**
+ * `node:util` parseArgs (strict), where a boolean option is a switch that also
+ * takes a value, as Kubernetes controllers' flags do: `--flag`, `--flag=true`,
+ * `--flag=false`, and `--flag true` or `--flag false` (the next argument, when
+ * it is exactly `true` or `false`). Any other value is a UsageError naming the
+ * flag. The last occurrence wins.
+ */
+export function parseFlags<T extends ParseArgsConfig & { args: string[] }>(config: T): ReturnType<typeof parseArgs<T>> {
+  const switches = new Set(
+    Object.entries(config.options ?? {})
+      .filter(([, option]) => option.type === 'boolean')
+      .map(([name]) => name),
+  );
+  const args: string[] = [];
+  const set = new Map<string, boolean>();
+  for (let i = 0; i < config.args.length; i++) {
+    const arg = config.args[i]!;
+    if (arg === '--') {
+      args.push(...config.args.slice(i));
+      break;
+    }
+    const match = /^--([^=]+)(?:=(.*))?$/s.exec(arg);
+    if (!match || !switches.has(match[1]!)) {
+      args.push(arg);
+      continue;
+    }
+    const name = match[1]!;
+    let value = match[2];
+    const next = config.args[i + 1];
+    if (value === undefined && (next === 'true' || next === 'false')) value = config.args[++i];
+    if (value !== undefined && value !== 'true' && value !== 'false')
+      throw new UsageError(`--${name}: expected true or false (or no value), got "${value}"`);
+    set.set(name, value !== 'false');
+  }
+  const parsed = parseArgs({ ...config, args, strict: config.strict ?? true });
+  for (const [name, value] of set) (parsed.values as Record<string, unknown>)[name] = value;
+  return parsed as ReturnType<typeof parseArgs<T>>;
 }
 
 /** Reads a JSON or YAML file ("-" for stdin); a syntax error becomes a UsageError naming the file. */

@@ -179,6 +179,7 @@ ${user}
             name: 'members',
             plugin: 'kubernetes',
             config: { providers, kubeconfigSecrets: { allowedServers }, timeoutSeconds: 2 },
+            placementNamespaces: ['*'],
           },
         ],
       }),

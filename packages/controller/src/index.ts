@@ -32,6 +32,7 @@ export {
   CONTROLLER_FLAGS,
   SignalSourcesFileSchema,
   controllerFlagsHelp,
+  flagSyntax,
   parseControllerConfig,
   parseNamespaceList,
   parseDuration,

@@ -10,6 +10,8 @@ export interface FlagSpec {
   readonly help: string;
   /** Earlier names of the flag, still accepted. */
   readonly aliases?: readonly string[];
+  /** A switch: `--flag` alone means true; `--flag=false` and `--flag false` turn it off. */
+  readonly boolean?: true;
 }
 
 const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
@@ -84,7 +86,8 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     flag: 'leader-elect',
     env: 'MCO_LEADER_ELECT',
     default: 'true',
-    help: 'true|false: elect a leader with a Lease (needed for more than one replica)',
+    boolean: true,
+    help: 'elect a leader with a Lease (needed for more than one replica)',
   },
   {
     flag: 'leader-election-namespace',
@@ -182,7 +185,8 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     flag: 'events',
     env: 'MCO_EVENTS',
     default: 'true',
-    help: 'true|false: record Kubernetes Events for cluster transitions',
+    boolean: true,
+    help: 'record Kubernetes Events for cluster transitions',
   },
   {
     flag: 'cluster-profile-namespaces',
@@ -194,7 +198,8 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     flag: 'allow-cross-namespace-workloads',
     env: 'MCO_ALLOW_CROSS_NAMESPACE_WORKLOADS',
     default: 'false',
-    help: 'true|false: let placements name workloads outside their own namespace (a trusted single-tenant hub only)',
+    boolean: true,
+    help: 'let placements name workloads outside their own namespace (a trusted single-tenant hub only)',
   },
   { flag: 'log-level', env: 'MCO_LOG_LEVEL', default: 'info', help: 'debug|info|warn|error' },
   {
@@ -341,15 +346,20 @@ export function parseControllerConfig(
   };
 }
 
+/** `--flag <v>`, or `--flag` for a switch, as `--help` shows it. */
+export const flagSyntax = (f: FlagSpec): string => `--${f.flag}${f.boolean ? '' : ' <v>'}`;
+
 /** The flag table of `mco controller --help`. */
 export function controllerFlagsHelp(): string {
   const width = Math.max(...CONTROLLER_FLAGS.map((f) => f.flag.length)) + 9;
   return CONTROLLER_FLAGS.map((f) => {
-    const left = `  --${f.flag} <v>`.padEnd(width + 2);
+    const left = `  ${flagSyntax(f)}`.padEnd(width + 2);
     const def = f.default === undefined ? '' : ` (default ${f.default})`;
     const aliases = f.aliases?.length ? `; also ${f.aliases.map((a) => `--${a}`).join(', ')}` : '';
     return `${left}  ${f.help}${def}\n${' '.repeat(width + 4)}env ${f.env}${aliases}`;
-  }).join('\n');
+  })
+    .concat('  A switch alone is true; --flag=false or --flag false turns it off (env: true|false).')
+    .join('\n');
 }
 
 /** The file named by --signal-sources: named instances of signal-source plugins. */
@@ -364,10 +374,22 @@ export const SignalSourcesFileSchema = z.object({
         plugin: z.string().min(1),
         config: z.unknown().optional(),
         /**
-         * Namespaces whose placements may use this source; absent: every
-         * namespace. On a shared hub, give each team's source its namespaces.
+         * Namespaces whose placements may use this source; `['*']`: every
+         * namespace. Required: a source left without it must not quietly
+         * serve every team of a shared hub.
          */
-        placementNamespaces: z.array(z.string().min(1).max(63)).max(1000).optional(),
+        placementNamespaces: z
+          .array(z.string().min(1).max(63), {
+            error: (issue) =>
+              issue.input === undefined
+                ? "required: the namespaces whose placements may use this source, or ['*'] for every namespace"
+                : undefined,
+          })
+          .min(1, "list at least one namespace, or ['*'] for every namespace")
+          .max(1000)
+          .refine((namespaces) => !namespaces.includes('*') || namespaces.length === 1, {
+            message: "'*' (every namespace) stands alone: list namespaces, or ['*']",
+          }),
       }),
     )
     .max(64)

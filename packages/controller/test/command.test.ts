@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../../apps/mco/src/main.js';
-import { CONTROLLER_FLAGS } from '../src/index.js';
+import { CONTROLLER_FLAGS, flagSyntax } from '../src/index.js';
 
 // `mco controller` refuses bad configuration at start, naming what is wrong,
 // before it talks to any cluster.
@@ -35,9 +35,7 @@ function sourcesFile(name: string, text: string): string {
 describe('mco controller', () => {
   it('documents every flag and its environment variable in --help', async () => {
     const { code, stdout } = await run(['controller', '--help']);
-    const missing = CONTROLLER_FLAGS.filter(
-      (f) => !stdout.includes(`--${f.flag} <v>`) || !stdout.includes(`env ${f.env}`),
-    );
+    const missing = CONTROLLER_FLAGS.filter((f) => !stdout.includes(flagSyntax(f)) || !stdout.includes(`env ${f.env}`));
     expect({ code, missing, plugins: stdout.includes('one of: kubernetes, prometheus') }).toEqual({
       code: 0,
       missing: [],
@@ -55,14 +53,20 @@ describe('mco controller', () => {
     },
     {
       name: 'an unknown signal-source plugin',
-      argv: ['--signal-sources', sourcesFile('unknown.yaml', 'sources: [{name: a, plugin: datadog}]')],
+      argv: [
+        '--signal-sources',
+        sourcesFile('unknown.yaml', 'sources: [{name: a, plugin: datadog, placementNamespaces: ["*"]}]'),
+      ],
       error: /sources\[0\]\.plugin: unknown signal-source plugin "datadog" \(known: kubernetes, prometheus\)/,
     },
     {
       name: 'a plugin configuration the plugin rejects',
       argv: [
         '--signal-sources',
-        sourcesFile('bad-config.yaml', 'sources: [{name: p, plugin: prometheus, config: {url: 42}}]'),
+        sourcesFile(
+          'bad-config.yaml',
+          'sources: [{name: p, plugin: prometheus, config: {url: 42}, placementNamespaces: ["*"]}]',
+        ),
       ],
       error: /sources\[0\]\.config\.url: /,
     },
@@ -72,10 +76,35 @@ describe('mco controller', () => {
         '--signal-sources',
         sourcesFile(
           'twice.yaml',
-          'sources: [{name: p, plugin: prometheus, config: {url: "http://a:9090"}}, {name: p, plugin: prometheus, config: {url: "http://b:9090"}}]',
+          'sources: [{name: p, plugin: prometheus, config: {url: "http://a:9090"}, placementNamespaces: [a]}, {name: p, plugin: prometheus, config: {url: "http://b:9090"}, placementNamespaces: [b]}]',
         ),
       ],
       error: /sources\[1\]\.name: "p" is used twice/,
+    },
+    {
+      name: 'a source without placementNamespaces (it would serve every namespace)',
+      argv: [
+        '--signal-sources',
+        sourcesFile('no-namespaces.yaml', 'sources: [{name: p, plugin: prometheus, config: {url: "http://a:9090"}}]'),
+      ],
+      error:
+        /sources\[0\]\.placementNamespaces: required: the namespaces whose placements may use this source, or \['\*'\] for every namespace/,
+    },
+    {
+      name: 'an empty placementNamespaces',
+      argv: [
+        '--signal-sources',
+        sourcesFile('empty.yaml', 'sources: [{name: p, plugin: prometheus, placementNamespaces: []}]'),
+      ],
+      error: /sources\[0\]\.placementNamespaces: list at least one namespace, or \['\*'\] for every namespace/,
+    },
+    {
+      name: "'*' beside a namespace",
+      argv: [
+        '--signal-sources',
+        sourcesFile('star.yaml', 'sources: [{name: p, plugin: prometheus, placementNamespaces: ["*", team-a]}]'),
+      ],
+      error: /sources\[0\]\.placementNamespaces: '\*' \(every namespace\) stands alone/,
     },
     {
       name: 'a default source that is not listed',

@@ -93,7 +93,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       '--set',
       'signalSources.defaultSource=prom',
       '--set-json',
-      'signalSources.sources=[{"name":"prom","plugin":"prometheus","config":{"url":"http://prometheus:9090"}}]',
+      'signalSources.sources=[{"name":"prom","plugin":"prometheus","config":{"url":"http://prometheus:9090"},"placementNamespaces":["*"]}]',
     ]);
     const applied = await hub.plane.hub.apply(objects);
     expect(applied.map((o) => `${o.kind}/${o.metadata?.name}`).sort()).toEqual([

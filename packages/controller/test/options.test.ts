@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   controllerFlagsHelp,
+  flagSyntax,
   CONTROLLER_FLAGS,
   parseControllerConfig,
   parseDuration,
@@ -124,7 +125,7 @@ describe('parseControllerConfig', () => {
   it('documents every flag with its environment variable', () => {
     const help = controllerFlagsHelp();
     for (const f of CONTROLLER_FLAGS) {
-      expect(help).toContain(`--${f.flag} <v>`);
+      expect(help).toContain(flagSyntax(f));
       expect(help).toContain(`env ${f.env}`);
     }
   });

@@ -214,9 +214,13 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
             plural: PLURAL,
             namespace: profile.metadata.namespace,
             name: profile.metadata.name,
-            dryRun,
             // Deletes exactly the object that was listed: if it changed since, the next sync decides again.
-            body: { preconditions: { uid: profile.metadata.uid, resourceVersion: profile.metadata.resourceVersion } },
+            // dryRun goes in this body too: the apiserver reads DeleteOptions from the body when there is
+            // one and ignores the query then, so a dryRun query parameter here would delete for real.
+            body: {
+              preconditions: { uid: profile.metadata.uid, resourceVersion: profile.metadata.resourceVersion },
+              ...(dryRun ? { dryRun: [dryRun] } : {}),
+            },
           },
           call,
         );

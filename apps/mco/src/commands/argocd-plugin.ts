@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { startArgoCdDelivery } from '@mco/argocd';
 import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { McoError, createLogger } from '@mco/runtime';
@@ -10,6 +9,7 @@ import {
   parseListenAddress,
   UsageError,
   type Command,
+  parseFlags,
 } from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
@@ -58,7 +58,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         `${moved.split('=')[0]} moved to \`mco argocd-sync\`: the plugin serves HTTP and only reads`,
       );
     }
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
       options: {
         'token-file': { type: 'string' },

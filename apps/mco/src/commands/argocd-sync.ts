@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
@@ -13,6 +12,7 @@ import {
   parseListenAddress,
   UsageError,
   type Command,
+  parseFlags,
 } from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
@@ -49,7 +49,7 @@ Options:
 
 Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
   async run(argv, io) {
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
       options: {
         'refresh-applicationsets': { type: 'boolean', default: false },

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { KubeConfig } from '@kubernetes/client-node';
 import { INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '@mco/controller';
 import {
@@ -20,7 +19,16 @@ import {
 import { CLUSTER_PROFILES, KubeClient, objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
 import { McoError, toMcoError } from '@mco/runtime';
 import { stringify } from 'yaml';
-import { explainFailure, KUBECONFIG_HELP, loadHub, UsageError, parseOrThrow, type Command, type Io } from '../cli.js';
+import {
+  explainFailure,
+  KUBECONFIG_HELP,
+  loadHub,
+  UsageError,
+  parseOrThrow,
+  type Command,
+  type Io,
+  parseFlags,
+} from '../cli.js';
 import { loadKubeConfig } from '../client-node-hub.js';
 import {
   changeTaints,
@@ -97,7 +105,7 @@ export const clustersCommand: Command = {
   name: 'clusters',
   usage: USAGE,
   async run(argv, io) {
-    const { values, positionals } = parseArgs({
+    const { values, positionals } = parseFlags({
       args: argv,
       allowPositionals: true,
       strict: true,

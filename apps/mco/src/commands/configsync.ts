@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
 import { startConfigSyncDelivery } from '@mco/configsync';
 import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
@@ -11,6 +10,7 @@ import {
   loadHub,
   UsageError,
   type Command,
+  parseFlags,
 } from '../cli.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
@@ -41,7 +41,7 @@ Options:
 
 Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
   async run(argv, io) {
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
       options: {
         kubeconfig: { type: 'string' },

@@ -1,15 +1,15 @@
-import { parseArgs } from 'node:util';
 import {
   CONTROLLER_FLAGS,
   controllerFlagsHelp,
   createController,
+  type ControllerConfig,
   parseControllerConfig,
   SignalSourcesFileSchema,
   startHealthServer,
 } from '@mco/controller';
 import { createLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
-import { loadHub, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import { loadHub, parseOrThrow, readDocument, UsageError, type Command, parseFlags } from '../cli.js';
 import { createPlugins } from '../plugins.js';
 import { signalSources as signalSourceModules } from '../signal-sources.js';
 import {
@@ -41,27 +41,15 @@ Signal sources (--signal-sources <file>, YAML):
     - name: prom                 # what spec.scaling.autoscaleForCapacity.signalSource names
       plugin: prometheus         # one of: ${signalSourceModules.map((m) => m.name).join(', ') || 'none'}
       config: {...}              # the plugin's own configuration
+      placementNamespaces: [team-a]  # required: whose placements may use it; ['*']: all
 
 Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
   async run(argv, io) {
-    const { values } = parseArgs({
-      args: argv,
-      options: {
-        ...Object.fromEntries(
-          CONTROLLER_FLAGS.flatMap((f) => [f.flag, ...(f.aliases ?? [])]).map((f) => [f, { type: 'string' as const }]),
-        ),
-        help: { type: 'boolean', short: 'h' },
-      },
-      strict: true,
-    });
-    if (values.help) {
+    const config = controllerConfigFromArgs(argv, process.env);
+    if (config === 'help') {
       io.stdout(`${this.usage}\n`);
       return 0;
     }
-    const { help: _help, ...flags } = values as Record<string, string | undefined>;
-    const parsed = parseControllerConfig(flags, process.env);
-    if (!parsed.ok) throw new UsageError(parsed.error);
-    const config = parsed.value;
     const logger = createLogger({ level: config.logLevel, write: io.stderr }).child({ component: 'mco-controller' });
 
     const hub = loadHub(config.kubeconfig);
@@ -131,6 +119,39 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
   },
 };
 
+/**
+ * `mco controller`'s flags and environment as its configuration, or 'help';
+ * a UsageError naming the flag otherwise. Switches (`--events`) come back from
+ * the parser as booleans and are read as their text, like the environment.
+ */
+export function controllerConfigFromArgs(
+  argv: string[],
+  env: Readonly<Record<string, string | undefined>>,
+): ControllerConfig | 'help' {
+  const { values } = parseFlags({
+    args: argv,
+    options: {
+      ...Object.fromEntries(
+        CONTROLLER_FLAGS.flatMap((f) =>
+          [f.flag, ...(f.aliases ?? [])].map((name) => [
+            name,
+            { type: f.boolean ? ('boolean' as const) : ('string' as const) },
+          ]),
+        ),
+      ),
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return 'help';
+  const { help: _help, ...flags } = values as Record<string, string | boolean | undefined>;
+  const parsed = parseControllerConfig(
+    Object.fromEntries(Object.entries(flags).map(([k, v]) => [k, typeof v === 'boolean' ? String(v) : v])),
+    env,
+  );
+  if (!parsed.ok) throw new UsageError(parsed.error);
+  return parsed.value;
+}
+
 /** Creates the named signal sources of the --signal-sources file with the registered plugins. */
 export async function createSignalSources(
   file: string | undefined,
@@ -153,8 +174,11 @@ export async function createSignalSources(
   if (document.defaultSource !== undefined && !byName.has(document.defaultSource)) {
     throw new UsageError(`${file}: defaultSource "${document.defaultSource}" is not among the sources`);
   }
+  // A source absent from the map serves every namespace: that is what ['*'] says.
   const namespaces = new Map(
-    document.sources.flatMap((s) => (s.placementNamespaces ? [[s.name, s.placementNamespaces] as const] : [])),
+    document.sources.flatMap((s) =>
+      s.placementNamespaces[0] === '*' ? [] : [[s.name, s.placementNamespaces] as const],
+    ),
   );
   return { byName, defaultSource: document.defaultSource, namespaces };
 }

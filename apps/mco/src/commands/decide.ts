@@ -1,6 +1,5 @@
-import { parseArgs } from 'node:util';
 import { decide, DecisionInputSchema } from '@mco/core';
-import { UsageError, parseOrThrow, readDocument, type Command } from '../cli.js';
+import { UsageError, parseOrThrow, readDocument, type Command, parseFlags } from '../cli.js';
 
 export const decideCommand: Command = {
   name: 'decide',
@@ -24,7 +23,7 @@ Options:
 
 Exit codes: 0 decided, 2 unreadable or schema-invalid input (the message names the field).`,
   async run(argv, io) {
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
       options: { file: { type: 'string', short: 'f' }, help: { type: 'boolean', short: 'h' } },
       strict: true,

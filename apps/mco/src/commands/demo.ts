@@ -1,8 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { GPU_STOCKOUT_SCENARIO, formatIssues, parseScenarioText } from '@mco/simulator';
-import type { Command } from '../cli.js';
+import { parseFlags, type Command } from '../cli.js';
 import { parseSeed, parseSeedCount, runScenario } from './simulate.js';
 
 export const demoCommand: Command = {
@@ -23,7 +22,7 @@ Options:
   -q, --quiet          do not print the timeline
   -h, --help           show this help`,
   async run(argv, io) {
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
       options: {
         report: { type: 'string', short: 'o' },

@@ -1,4 +1,3 @@
-import { parseArgs } from 'node:util';
 import { Registry } from 'prom-client';
 import {
   clusterKey,
@@ -23,6 +22,7 @@ import {
   UsageError,
   type Command,
   type Io,
+  parseFlags,
 } from '../cli.js';
 import { createSignalSources } from './controller.js';
 
@@ -67,7 +67,7 @@ export const explainCommand: Command = {
   name: 'explain',
   usage: USAGE,
   async run(argv, io) {
-    const { values, positionals } = parseArgs({
+    const { values, positionals } = parseFlags({
       args: argv,
       allowPositionals: true,
       strict: true,

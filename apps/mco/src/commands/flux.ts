@@ -1,5 +1,4 @@
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { FluxTemplatesFileSchema, startFluxDelivery } from '@mco/flux';
 import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
@@ -13,6 +12,7 @@ import {
   readDocument,
   UsageError,
   type Command,
+  parseFlags,
 } from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
 
@@ -45,7 +45,7 @@ Options:
 
 Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
   async run(argv, io) {
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
       options: {
         'provider-file': { type: 'string' },

@@ -1,11 +1,18 @@
 import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startHealthServer } from '@mco/controller';
 import { createLogger, type InventoryProvider, type InventoryProviderModule, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import { KUBECONFIG_HELP, parseListenAddress, parseOrThrow, readDocument, UsageError, type Command } from '../cli.js';
+import {
+  KUBECONFIG_HELP,
+  parseListenAddress,
+  parseOrThrow,
+  readDocument,
+  UsageError,
+  type Command,
+  parseFlags,
+} from '../cli.js';
 import { loadKubeConfig } from '../client-node-hub.js';
 import { assertUniqueOwnership } from '../ownership.js';
 import { inventoryProviders } from '../inventory-providers.js';
@@ -123,7 +130,7 @@ Options:
 Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.
 See docs/providers.md and docs/writing-a-provider.md.`,
   async run(argv, io) {
-    const { values } = parseArgs({
+    const { values } = parseFlags({
       args: argv,
       options: {
         config: { type: 'string' },

@@ -1,6 +1,5 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
 import {
   formatIssues,
   formatSeedsConsole,
@@ -11,7 +10,7 @@ import {
   type PolicyName,
   type Scenario,
 } from '@mco/simulator';
-import { UsageError, readDocument, type Command, type Io } from '../cli.js';
+import { UsageError, readDocument, type Command, type Io, parseFlags } from '../cli.js';
 
 const OPTIONS = {
   report: { type: 'string', short: 'o' },
@@ -112,7 +111,7 @@ Options:
 Exit codes: 0 simulated, 1 the report could not be written, 2 bad usage or an
 invalid scenario (the message names the field).`,
   async run(argv, io) {
-    const { values, positionals } = parseArgs({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
+    const { values, positionals } = parseFlags({ args: argv, options: OPTIONS, allowPositionals: true, strict: true });
     if (values.help) {
       io.stdout(`${this.usage}\n`);
       return 0;

@@ -15,6 +15,15 @@ export const MAX_REGEX_LENGTH = 1024;
  * multiplies what it repeats (docs/api.md).
  */
 export const MAX_REGEX_PROGRAM_SIZE = 2000;
+/**
+ * Most character positions a `cluster-name-regex` pattern may have: each
+ * literal character, class or `.` counts once per copy a repetition makes
+ * (`[a-z0-9-]{1,63}` is 63). A match costs at most positions / 8 table
+ * lookups per character of the name (docs/performance.md, "Regex cost"), so
+ * this bounds the first evaluation over a fleet; the matcher holds at most
+ * 64 (two 32-bit words).
+ */
+export const MAX_REGEX_POSITIONS = 64;
 
 // Generous: a too-long regex must reach the engine to be reported as InvalidRegex.
 const shortString = z.string().max(4096);

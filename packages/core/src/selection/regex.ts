@@ -1,42 +1,46 @@
 import { RE2JS } from 're2js';
-import { MAX_REGEX_LENGTH, MAX_REGEX_PROGRAM_SIZE } from '../api/placement.js';
+import { MAX_REGEX_LENGTH, MAX_REGEX_POSITIONS, MAX_REGEX_PROGRAM_SIZE } from '../api/placement.js';
 import { err, ok, type Result } from '../result.js';
+import { BitMatcher, countPositions, type Re2Program } from './bit-nfa.js';
 
 /** A compiled Go-RE2 pattern; `test` is unanchored like Go's `regexp.MatchString`. */
 export interface Re2Pattern {
   readonly source: string;
   /** Instructions in the compiled program (at most `MAX_REGEX_PROGRAM_SIZE`). */
   readonly programSize: number;
+  /** Character positions of the program (at most `MAX_REGEX_POSITIONS`): what a match costs. */
+  readonly positions: number;
   /** Memoised per input (see the match cache below): same answer as `testUncached`. */
   test(input: string): boolean;
   /** Runs the match without the cache; for tests and benchmarks. */
   testUncached(input: string): boolean;
-  /** The re2js engine that answers uncached matches now (see `watchDfa`). */
-  readonly engine: 'dfa' | 'nfa';
 }
 
 // Compiling is far costlier than matching, and a fleet re-evaluates the same
 // few patterns constantly. The cache only memoises a pure function; a hit
 // moves the pattern to the back, so eviction drops the least recently used.
-const CACHE_LIMIT = 512;
+// Each entry holds its matcher's tables (up to about 18 KB per empty-width
+// context the names meet, a few at most), hence 256.
+const CACHE_LIMIT = 256;
 const cache = new Map<string, Result<Re2Pattern, string>>();
 
-// Per-(pattern, key) match results. A linear-time engine is still
-// O(program × key length) per match when re2js's lazy DFA gives up (a 19-character
-// pattern such as `[0-9][a-z0-9-]{20}9` does on 300-character names: ~2 ms a
-// key), and a fleet asks the same (pattern, cluster) question on every
-// evaluation. All maps share one entry budget (about 10 MB); when it is spent,
-// every map is emptied and filling starts again, so memory stays bounded
-// whatever the number of placements and clusters.
+// Per-(pattern, key) match results: a fleet asks the same (pattern, cluster)
+// question on every evaluation, and a match still costs a few microseconds
+// on long names. All maps share one entry budget (about 10 MB); when it is
+// spent, every map is emptied and filling starts again, so memory stays
+// bounded whatever the number of placements and clusters.
 const MATCH_CACHE_ENTRIES = 200_000;
 let matchEntries = 0;
 const liveMatchMaps = new Set<Map<string, boolean>>();
 
 /**
- * Compiles `pattern` with Go's RE2 syntax and semantics (re2js), never with the
- * JavaScript RegExp engine: no backreferences, no lookaround, linear time.
- * Refuses patterns over `MAX_REGEX_LENGTH` characters or whose program would
- * exceed `MAX_REGEX_PROGRAM_SIZE` instructions.
+ * Compiles `pattern` with Go's RE2 syntax and semantics (re2js's parser and
+ * compiler), never with the JavaScript RegExp engine: no backreferences, no
+ * lookaround. Matches run on `BitMatcher`, whose cost per character is
+ * bounded by the program's positions. Refuses patterns over
+ * `MAX_REGEX_LENGTH` characters, whose program would exceed
+ * `MAX_REGEX_PROGRAM_SIZE` instructions, or that have more than
+ * `MAX_REGEX_POSITIONS` character positions.
  */
 export function compileRe2(pattern: string): Result<Re2Pattern, string> {
   const hit = cache.get(pattern);
@@ -77,15 +81,17 @@ function compileUncached(pattern: string): Result<Re2Pattern, string> {
   }
   const programSize = compiled.programSize();
   if (programSize > MAX_REGEX_PROGRAM_SIZE) return err(tooLarge(programSize.toLocaleString('en')));
-  const testUncached = watchDfa(compiled);
+  const program = re2Program(compiled);
+  const positions = countPositions(program);
+  if (positions > MAX_REGEX_POSITIONS) return err(tooManyPositions(positions));
+  const matcher = new BitMatcher(program);
+  const testUncached = (input: string) => matcher.test(input);
   const matches = new Map<string, boolean>();
   return ok({
     source: pattern,
     programSize,
+    positions,
     testUncached,
-    get engine() {
-      return testUncached.engine;
-    },
     test(input: string): boolean {
       const known = matches.get(input);
       if (known !== undefined) return known;
@@ -103,52 +109,23 @@ function compileUncached(pattern: string): Result<Re2Pattern, string> {
   });
 }
 
-// re2js's lazy DFA builds its states as the input meets them and, unlike
-// RE2's, never gives up on a pattern: one whose DFA has exponentially many
-// states (`[0-9][a-z0-9-]{20}9`) builds about a state per character on long
-// names, each costlier than a step of the NFA. So count the states each match
-// builds; once a pattern has built more than one per 8 characters over its
-// first 2,000, or filled the DFA's memory, match it with the backtracker/NFA
-// that re2js runs for submatches (`matcher().find()`): same answers, 5–14×
-// faster on such patterns (docs/performance.md, "Regex cost").
-const DFA_WATCH_CHARS = 2_000;
-const DFA_STATES_PER_CHAR = 1 / 8;
-
-interface DfaWatchedMatch {
-  (input: string): boolean;
-  readonly engine: 'dfa' | 'nfa';
+/** re2js's compiled program (internal to re2js; the test suite checks it is still there). */
+function re2Program(compiled: RE2JS): Re2Program {
+  const program = (compiled as unknown as { re2Input?: { prog?: Re2Program } }).re2Input?.prog;
+  if (!program?.inst) throw new Error('re2js no longer exposes its compiled program (re2Input.prog)');
+  return program;
 }
 
-function watchDfa(compiled: RE2JS): DfaWatchedMatch {
-  const nfa = (input: string) => matchByNfa(compiled, input);
-  // Internal to re2js (the test suite checks it is still there): its lazy DFA and the states it holds.
-  const dfa = (compiled as unknown as { re2Input?: { dfa?: { stateCount?: unknown } } }).re2Input?.dfa;
-  let engine: 'dfa' | 'nfa' = 'dfa';
-  let built = 0;
-  let chars = 0;
-  const match = (input: string): boolean => {
-    if (engine === 'nfa') return nfa(input);
-    const before = dfa?.stateCount;
-    const result = compiled.test(input);
-    const after = dfa?.stateCount;
-    if (typeof before !== 'number' || typeof after !== 'number') return result;
-    // Fewer states than before: the DFA filled its memory and started again.
-    if (after < before) engine = 'nfa';
-    built += after - before;
-    chars += input.length;
-    if (chars >= DFA_WATCH_CHARS && built > chars * DFA_STATES_PER_CHAR) engine = 'nfa';
-    return result;
-  };
-  return Object.defineProperty(match, 'engine', { get: () => engine }) as DfaWatchedMatch;
-}
-
-const matchByNfa = (compiled: RE2JS, input: string) => compiled.matcher(input).find();
-
-/** Matches with one re2js engine; for tests that compare the two. */
-export function matchWith(engine: 'dfa' | 'nfa', pattern: string, input: string): boolean {
+/** Matches with re2js's own engine or with `BitMatcher`; for tests that compare the two. */
+export function matchWith(engine: 're2js' | 'bits', pattern: string, input: string): boolean {
   const compiled = RE2JS.compile(pattern);
-  return engine === 'dfa' ? compiled.test(input) : matchByNfa(compiled, input);
+  return engine === 're2js' ? compiled.test(input) : new BitMatcher(re2Program(compiled)).test(input);
 }
+
+const tooManyPositions = (positions: number) =>
+  `pattern has ${positions} character positions; the limit is ${MAX_REGEX_POSITIONS} ` +
+  '(each literal character, class or . counts once per copy a repetition makes: [a-z0-9-]{1,63} is 63, ' +
+  '[a-z0-9-]+ is 1; to select clusters by name, list them with a cluster-list rule)';
 
 const tooLarge = (size: string) =>
   `pattern compiles to ${size} instructions; the limit is ${MAX_REGEX_PROGRAM_SIZE.toLocaleString('en')} ` +
