@@ -37,8 +37,11 @@ export interface InventoryLossGuardOptions {
   readonly windowMs?: number;
 }
 
-/** What a confirmation did: released the guard, or was refused (its time is too far ahead); undefined: nothing. */
-export type ConfirmOutcome = 'released' | 'ahead' | undefined;
+/**
+ * What a confirmation did: released the guard; or was refused, its time too far ahead ('ahead') or, though
+ * written after the loss was seen, earlier than the loss ('before': a clock behind); undefined: nothing.
+ */
+export type ConfirmOutcome = 'released' | 'ahead' | 'before' | undefined;
 
 /**
  * The fleet-wide inventory-loss guard (semantics.md section 10.5): engages when
@@ -57,7 +60,7 @@ export class InventoryLossGuard {
    * The count before the loss, when the latest loss was seen, the count then,
    * and the confirmation's version at that moment (a confirmation must be newer).
    */
-  private loss: { baseline: number; since: number; low: number; confirmation: string | undefined } | undefined;
+  private loss: { baseline: number; since: number; low: number; confirmationVersion: string | undefined } | undefined;
 
   constructor(options: InventoryLossGuardOptions = {}) {
     this.threshold = options.threshold ?? 0.3;
@@ -66,10 +69,10 @@ export class InventoryLossGuard {
   }
 
   /**
-   * Records the current count; returns what changed. `confirmation` is the
+   * Records the current count; returns what changed. `confirmationVersion` is the
    * confirmation's version now: a loss seen now is confirmed only by a later write.
    */
-  observe(count: number, at: number, confirmation?: string): 'engaged' | 'released' | undefined {
+  observe(count: number, at: number, confirmationVersion?: string): 'engaged' | 'released' | undefined {
     // The count holds from one sample to the next: the newest sample older than the window is
     // the count at the window's start, so a drop after a long quiet spell is still seen.
     const start = this.samples.findLastIndex((s) => at - s.at > this.windowMs);
@@ -84,13 +87,13 @@ export class InventoryLossGuard {
       // A further sudden loss while engaged: confirmations given before it do not cover it.
       if (count < this.loss.low && this.isLoss(peak, count)) {
         this.loss.since = at;
-        this.loss.confirmation = confirmation;
+        this.loss.confirmationVersion = confirmationVersion;
       }
       this.loss.low = Math.min(this.loss.low, count);
       return undefined;
     }
     if (!this.isLoss(peak, count)) return undefined;
-    this.loss = { baseline: peak, since: at, low: count, confirmation };
+    this.loss = { baseline: peak, since: at, low: count, confirmationVersion };
     return 'engaged';
   }
 
@@ -99,14 +102,16 @@ export class InventoryLossGuard {
    * was written: its version must differ from the one recorded when the latest
    * loss was seen, and its time must not be earlier than that loss. So it never
    * covers a later loss, whatever time it names. A time more than
-   * MAX_CONFIRMATION_AHEAD_MS ahead of `now` is refused ('ahead'). On release,
+   * MAX_CONFIRMATION_AHEAD_MS ahead of `now` is refused ('ahead'), and so is a
+   * new write naming a time before the loss ('before'). On release,
    * the loss is accepted fleet-wide and `count` (the current one) becomes the
    * new baseline.
    */
   confirm(confirmation: InventoryLossConfirmation | undefined, count: number, now: number): ConfirmOutcome {
     if (!this.loss || !confirmation) return undefined;
     if (confirmation.at > now + MAX_CONFIRMATION_AHEAD_MS) return 'ahead';
-    if (confirmation.version === this.loss.confirmation || confirmation.at < this.loss.since) return undefined;
+    if (confirmation.version === this.loss.confirmationVersion) return undefined;
+    if (confirmation.at < this.loss.since) return 'before';
     this.loss = undefined;
     this.samples = [{ at: now, count }];
     return 'released';
@@ -119,6 +124,11 @@ export class InventoryLossGuard {
   /** For logs and Events: the count before the loss. */
   get baseline(): number | undefined {
     return this.loss?.baseline;
+  }
+
+  /** For logs and Events: when the latest loss was seen. */
+  get lossSeenAt(): number | undefined {
+    return this.loss?.since;
   }
 
   private isLoss(from: number, to: number): boolean {

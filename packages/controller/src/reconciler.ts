@@ -220,10 +220,13 @@ export class Reconciler {
     }
     const count = this.options.clusterProfiles.size;
     const outcome = guard.confirm(confirmation, count, now.getTime());
-    if (outcome === 'ahead') {
+    if (outcome === 'ahead' || outcome === 'before') {
+      const named = `data.${CONFIRMED_AT_KEY} (${formatTime(new Date(confirmation!.at))})`;
       this.refuseConfirmation(
         object!,
-        `data.${CONFIRMED_AT_KEY} (${formatTime(new Date(confirmation!.at))}) is more than ${MAX_CONFIRMATION_AHEAD_MS / 1000} s ahead of the controller's clock (${formatTime(now)}): correct the clock and run mco clusters confirm-removal again`,
+        outcome === 'ahead'
+          ? `${named} is more than ${MAX_CONFIRMATION_AHEAD_MS / 1000} s ahead of the controller's clock (${formatTime(now)}): correct the clock and run mco clusters confirm-removal again`
+          : `${named} is earlier than the loss of ClusterProfiles the controller saw at ${formatTime(new Date(guard.lossSeenAt!))}: check the clocks and run mco clusters confirm-removal again`,
       );
       return true;
     }
