@@ -4,10 +4,13 @@ import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { expect, it } from 'vitest';
+import type { Controller } from '@mco/controller';
 import { main } from '../src/main.js';
 // The controller's own integration-test harness: a real kube-apiserver with the chart's CRDs and RBAC.
 import {
   describeWithHub,
+  LEASE_NAME,
+  LEASE_NAMESPACE,
   RELEASE_NAMESPACE,
   tenantKubeConfig,
   waitFor,
@@ -22,6 +25,12 @@ import { testController, useControllerHub } from '../../../packages/controller/t
 
 const CONFIRMATION = 'mco-inventory-loss-confirmation';
 const OLD_ANNOTATION = 'orchestra.multicluster.x-k8s.io/inventory-loss-confirmed-at';
+
+/** The inventory-loss guard gauge of one replica: '1' engaged, '0' not. */
+async function guardEngaged(controller: Controller): Promise<string | undefined> {
+  const text = await controller.metrics.registry.metrics();
+  return /^mco_controller_inventory_loss_guard_engaged (\d)$/m.exec(text)?.[1];
+}
 
 async function mco(...argv: string[]) {
   let stdout = '';
@@ -48,7 +57,19 @@ describeWithHub('confirming an inventory loss on a real kube-apiserver', () => {
 
       const names = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6'];
       for (const name of names) await fleet.createProfile('fleet-c', name, { confirm: 'yes' });
-      env.start(testController(hub.controllerKubeConfig()));
+      // Two replicas: the standby sees the loss too, and must agree with the confirmation once it leads.
+      const leaderElection = {
+        namespace: LEASE_NAMESPACE,
+        name: LEASE_NAME,
+        leaseDurationMs: 2_000,
+        renewDeadlineMs: 1_500,
+        retryPeriodMs: 300,
+      };
+      const replicas = ['first', 'second'].map((identity) =>
+        env.start(testController(hub.controllerKubeConfig(), { identity, leaderElection })),
+      );
+      const leader = await waitFor('a leader', () => replicas.find((r) => r.isLeader()));
+      const standby = replicas.find((r) => r !== leader)!;
       // Without autoscaling, and a 1 s grace: only the guard keeps the clusters of missing profiles.
       await fleet.createPlacement('team-a', 'web', {
         affinity: {
@@ -137,6 +158,14 @@ describeWithHub('confirming an inventory loss on a real kube-apiserver', () => {
       const stored = await readConfirmation();
       const time = /^confirmed at (\S+Z) in/.exec(confirmed.stdout)?.[1];
 
+      // 6. The standby saw the loss but applied nothing; once it leads it reads the same confirmation and agrees.
+      const standbyBefore = await guardEngaged(standby);
+      await leader.stop();
+      await waitFor('the standby leads', () => standby.isLeader());
+      await waitFor('its guard released', async () => (await guardEngaged(standby)) === '0');
+      await new Promise((resolve) => setTimeout(resolve, 1_000)); // a wait: nothing may come back
+      const afterFailover = (await fleet.states('team-a', 'web')).sort();
+
       expect({
         annotated: (annotated as { metadata: { annotations: Record<string, string> } }).metadata.annotations[
           OLD_ANNOTATION
@@ -158,6 +187,8 @@ describeWithHub('confirming an inventory loss on a real kube-apiserver', () => {
         stored: stored.data,
         released: released.sort(),
         satisfied: (await fleet.condition('team-a', 'web', 'Satisfied'))?.status,
+        standbyBefore,
+        afterFailover,
       }).toEqual({
         annotated: true,
         tenantCreate: 403,
@@ -182,6 +213,8 @@ describeWithHub('confirming an inventory loss on a real kube-apiserver', () => {
         stored: { confirmedAt: time },
         released: all.slice(3),
         satisfied: 'True',
+        standbyBefore: '1',
+        afterFailover: all.slice(3),
       });
     } finally {
       rmSync(dir, { recursive: true, force: true });

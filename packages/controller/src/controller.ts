@@ -355,6 +355,7 @@ export function createController(options: ControllerOptions): Controller {
       for (const informer of informers) informer.start();
       void waitForSync().then(() => {
         if (stopped) return;
+        reconciler.watchInventoryLoss();
         logger.info('caches synced', {
           placements: placements.size,
           clusterProfiles: clusterProfiles.size,

@@ -184,8 +184,12 @@ export class Reconciler {
     return name ? `${decision.metadata?.namespace}/${name}` : undefined;
   }
 
-  /** Feeds the ClusterProfile count (once the cache is whole) to the inventory-loss guard and reports changes. */
-  private watchInventoryLoss(): void {
+  /**
+   * Feeds the ClusterProfile count (once the cache is whole) to the inventory-loss guard and reports changes.
+   * Called on every ClusterProfile event, and once the caches synced: a standby replica, which does not
+   * reconcile, then knows the count before a loss too, and holds after a failover as the leader did.
+   */
+  watchInventoryLoss(): void {
     const guard = this.options.inventoryLossGuard;
     if (!guard || !this.options.clusterProfiles.hasSynced()) return;
     const count = this.options.clusterProfiles.size;
