@@ -9,13 +9,15 @@ import { main } from '../src/main.js';
 // The controller's own integration-test harness: a real kube-apiserver with the chart's CRDs and RBAC.
 import {
   describeWithHub,
-  LEASE_NAME,
-  LEASE_NAMESPACE,
   RELEASE_NAMESPACE,
   tenantKubeConfig,
   waitFor,
 } from '../../../packages/controller/test/support.js';
-import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
+import {
+  FAST_LEADER_ELECTION,
+  testController,
+  useControllerHub,
+} from '../../../packages/controller/test/support-controller.js';
 
 // Who may release the fleet-wide inventory-loss guard: the operator, through
 // the ConfigMap `mco clusters confirm-removal` writes in the controller's
@@ -58,15 +60,8 @@ describeWithHub('confirming an inventory loss on a real kube-apiserver', () => {
       const names = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6'];
       for (const name of names) await fleet.createProfile('fleet-c', name, { confirm: 'yes' });
       // Two replicas: the standby sees the loss too, and must agree with the confirmation once it leads.
-      const leaderElection = {
-        namespace: LEASE_NAMESPACE,
-        name: LEASE_NAME,
-        leaseDurationMs: 2_000,
-        renewDeadlineMs: 1_500,
-        retryPeriodMs: 300,
-      };
       const replicas = ['first', 'second'].map((identity) =>
-        env.start(testController(hub.controllerKubeConfig(), { identity, leaderElection })),
+        env.start(testController(hub.controllerKubeConfig(), { identity, leaderElection: FAST_LEADER_ELECTION })),
       );
       const leader = await waitFor('a leader', () => replicas.find((r) => r.isLeader()));
       const standby = replicas.find((r) => r !== leader)!;
