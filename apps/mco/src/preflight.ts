@@ -6,6 +6,9 @@ export interface WatchedResource {
   readonly group: string;
   readonly version: string;
   readonly plural: string;
+  /** Watched in this namespace only, and only the objects this field selector picks (e.g. one name). */
+  readonly namespace?: string;
+  readonly fieldSelector?: string;
 }
 
 export const PLACEMENTS: WatchedResource = {
@@ -40,13 +43,16 @@ export async function checkHubAccess(
   const client = new KubeClient(hub, { timeoutMs });
   try {
     for (const r of resources) {
-      const namespaces = r === CLUSTER_PROFILES && clusterProfileNamespaces.length ? clusterProfileNamespaces : [''];
+      const namespaces =
+        r === CLUSTER_PROFILES && clusterProfileNamespaces.length ? clusterProfileNamespaces : [r.namespace ?? ''];
       for (const namespace of namespaces) {
         try {
-          await client.get(resourcePath(r, namespace), { query: { limit: 1 } });
+          await client.get(resourcePath(r, namespace), { query: { limit: 1, fieldSelector: r.fieldSelector } });
         } catch (error) {
-          const where = namespace ? ` in ${namespace}` : '';
-          throw new UsageError(`cannot list ${r.plural}.${r.group}${where}: ${explainFailure(error)}`);
+          const where = `${r.fieldSelector ? ` (${r.fieldSelector})` : ''}${namespace ? ` in ${namespace}` : ''}`;
+          throw new UsageError(
+            `cannot list ${r.plural}${r.group ? `.${r.group}` : ''}${where}: ${explainFailure(error)}`,
+          );
         }
       }
     }

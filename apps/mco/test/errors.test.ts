@@ -126,6 +126,10 @@ describe('kubeconfig lookup, the same for every command', () => {
       ['controller', '--cluster-profile-namespaces=../x'],
       '--cluster-profile-namespaces (MCO_CLUSTER_PROFILE_NAMESPACES): "../x" is not a namespace name (DNS-1123 label)',
     ],
+    [
+      ['clusters', 'confirm-removal', '-n', 'team-a'],
+      'confirm-removal confirms for the whole fleet and takes no -n; --controller-namespace names where the confirmation is written',
+    ],
   ])('mco %j is a usage error in one line, before any API call', async (argv, why) => {
     expect(oneLine(await mco(...argv))).toEqual({ code: 2, lines: 1, stderr: `mco ${argv[0]}: ${why}` });
   });

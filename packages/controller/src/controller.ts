@@ -15,7 +15,13 @@ import {
   type ListWatch,
 } from '@mco/kube-runtime';
 import { EventRecorder } from './events.js';
-import { InventoryLossGuard, type InventoryLossGuardOptions } from './inventory-guard.js';
+import {
+  CONFIG_MAPS,
+  DEFAULT_CONTROLLER_NAMESPACE,
+  CONFIRMATION_FIELD_SELECTOR,
+  InventoryLossGuard,
+  type InventoryLossGuardOptions,
+} from './inventory-guard.js';
 import { createHubClient, type HubClient } from './kube.js';
 import { createMetrics, type ControllerMetrics } from './metrics.js';
 import { affectsDecisions, DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
@@ -63,6 +69,11 @@ export interface ControllerOptions {
   readonly signalTimeoutMs?: number;
   /** The inventory-loss guard (docs/placement-rules.md §10.5; defaults 30%, at least 3, within 5 min). */
   readonly inventoryLoss?: InventoryLossGuardOptions;
+  /**
+   * The controller's own namespace (default mco-system): it reads the operator's
+   * inventory-loss confirmation there, the ConfigMap INVENTORY_LOSS_CONFIRMATION.
+   */
+  readonly namespace?: string;
   /** Informers relist when no event or bookmark arrived for this long. */
   readonly watchIdleTimeoutMs?: number;
   /** Server-side watch timeout (randomised up to twice this). */
@@ -78,6 +89,7 @@ export interface ControllerOptions {
     placements?: ListWatch<KubeObject>;
     clusterProfiles?: ListWatch<KubeObject>;
     placementDecisions?: ListWatch<KubeObject>;
+    inventoryLossConfirmation?: ListWatch<KubeObject>;
   };
   readonly now?: () => Date;
 }
@@ -89,6 +101,7 @@ export interface Controller {
     readonly placements: Informer<KubeObject>;
     readonly clusterProfiles: Informer<KubeObject>;
     readonly placementDecisions: Informer<KubeObject>;
+    readonly inventoryLossConfirmation: Informer<KubeObject>;
   };
   readonly queue: WorkQueue;
   /** Starts the informers, then campaigns for leadership (or leads at once). */
@@ -144,7 +157,20 @@ export function createController(options: ControllerOptions): Controller {
     ),
     ...informerOptions,
   });
-  const informers = [placements, clusterProfiles, placementDecisions];
+  // Only this one object, read from the API, so every replica sees the same confirmation; the
+  // chart's Role lets the controller read nothing else in its namespace (list and watch by name).
+  const inventoryLossConfirmation = new Informer<KubeObject>({
+    name: 'inventory-loss-confirmation',
+    listWatch: lw(options.listWatch?.inventoryLossConfirmation, () =>
+      createListWatch(hub, CONFIG_MAPS, {
+        requestTimeoutMs,
+        namespace: options.namespace ?? DEFAULT_CONTROLLER_NAMESPACE,
+        fieldSelector: CONFIRMATION_FIELD_SELECTOR,
+      }),
+    ),
+    ...informerOptions,
+  });
+  const informers = [placements, clusterProfiles, placementDecisions, inventoryLossConfirmation];
   const queue = new WorkQueue();
 
   let elector: LeaderElector | undefined;
@@ -195,6 +221,7 @@ export function createController(options: ControllerOptions): Controller {
     signalPollIntervalMs: options.signalPollIntervalMs,
     signalTimeoutMs: options.signalTimeoutMs,
     inventoryLossGuard,
+    inventoryLossConfirmation,
     events,
     metrics,
     logger,
@@ -221,6 +248,10 @@ export function createController(options: ControllerOptions): Controller {
   });
   clusterProfiles.addHandler((event, object, previous) => {
     if (affectsDecisions(event, object, previous)) enqueueAll();
+  });
+  // A confirmation may release the guard: every held placement looks again.
+  inventoryLossConfirmation.addHandler(() => {
+    if (inventoryLossGuard.engaged) enqueueAll();
   });
   placementDecisions.addHandler((event, object) => {
     // Someone else changed or deleted one of our PlacementDecisions: put it right.
@@ -318,12 +349,13 @@ export function createController(options: ControllerOptions): Controller {
   return {
     metrics,
     identity,
-    informers: { placements, clusterProfiles, placementDecisions },
+    informers: { placements, clusterProfiles, placementDecisions, inventoryLossConfirmation },
     queue,
     start() {
       for (const informer of informers) informer.start();
       void waitForSync().then(() => {
         if (stopped) return;
+        reconciler.watchInventoryLoss();
         logger.info('caches synced', {
           placements: placements.size,
           clusterProfiles: clusterProfiles.size,

@@ -21,8 +21,16 @@ export {
 } from './reconciler.js';
 export { EventRecorder, type EventType } from './events.js';
 export {
-  INVENTORY_LOSS_CONFIRMED_ANNOTATION,
+  CONFIG_MAPS,
+  CONFIRMATION_FIELD_SELECTOR,
+  CONFIRMED_AT_KEY,
+  DEFAULT_CONTROLLER_NAMESPACE,
+  INVENTORY_LOSS_CONFIRMATION,
   InventoryLossGuard,
+  MAX_CONFIRMATION_AHEAD_MS,
+  readConfirmation,
+  type ConfirmOutcome,
+  type InventoryLossConfirmation,
   type InventoryLossGuardOptions,
 } from './inventory-guard.js';
 export { createMetrics, type ControllerMetrics } from './metrics.js';

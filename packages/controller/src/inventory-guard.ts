@@ -1,8 +1,33 @@
+import type { KubeObject, Resource } from '@mco/kube-runtime';
+
 /**
- * The placement annotation `mco clusters confirm-removal` writes: an RFC 3339
- * time; a loss of profiles the guard saw before it is confirmed (fleet-wide).
+ * The operator's confirmation of an inventory loss: a ConfigMap of this name
+ * in the controller's namespace, `data.confirmedAt` an RFC 3339 time, written
+ * by `mco clusters confirm-removal`. A ConfigMap rather than a Lease: no mco
+ * component may write ConfigMaps, while several may create Leases (RBAC cannot
+ * limit `create` by name), so only someone with write access to the
+ * controller's namespace can confirm; the controller only reads this one object.
+ * It replaces the placement annotation `inventory-loss-confirmed-at`, which any
+ * tenant could write and which is now ignored.
  */
-export const INVENTORY_LOSS_CONFIRMED_ANNOTATION = 'orchestra.multicluster.x-k8s.io/inventory-loss-confirmed-at';
+export const INVENTORY_LOSS_CONFIRMATION = 'mco-inventory-loss-confirmation';
+export const CONFIRMED_AT_KEY = 'confirmedAt';
+/** The controller's namespace when none is configured (the chart passes its release namespace). */
+export const DEFAULT_CONTROLLER_NAMESPACE = 'mco-system';
+export const CONFIG_MAPS: Resource = { group: '', version: 'v1', plural: 'configmaps' };
+/** Picks that one ConfigMap: a Role limited to its name may list and watch it with this selector. */
+export const CONFIRMATION_FIELD_SELECTOR = `metadata.name=${INVENTORY_LOSS_CONFIRMATION}`;
+
+/** A confirmation time further ahead of the controller's clock than this is refused (clock skew allowance). */
+export const MAX_CONFIRMATION_AHEAD_MS = 60_000;
+
+/** The confirmation as read from its ConfigMap. */
+export interface InventoryLossConfirmation {
+  /** `data.confirmedAt`, in ms since the epoch. */
+  readonly at: number;
+  /** The object's resourceVersion: which write this is. */
+  readonly version: string;
+}
 
 export interface InventoryLossGuardOptions {
   /** Share of the fleet (0-1) whose loss within the window engages the guard (default 0.3). */
@@ -13,20 +38,29 @@ export interface InventoryLossGuardOptions {
 }
 
 /**
+ * What a confirmation did: released the guard; or was refused, its time too far ahead ('ahead') or, though
+ * written after the loss was seen, earlier than the loss ('before': a clock behind); undefined: nothing.
+ */
+export type ConfirmOutcome = 'released' | 'ahead' | 'before' | undefined;
+
+/**
  * The fleet-wide inventory-loss guard (docs/placement-rules.md §10.5): engages when
  * the ClusterProfile count drops by more than `threshold` (and at least
  * `minLost`) from its peak within `windowMs`; while engaged, removals caused by
  * missing profiles are held. It releases when the count recovers to within the
- * threshold of the count before the loss, or when an operator confirms it
- * (INVENTORY_LOSS_CONFIRMED_ANNOTATION on a placement, later than the loss).
+ * threshold of the count before the loss, or when an operator confirms the loss
+ * (the INVENTORY_LOSS_CONFIRMATION object; see `confirm`).
  */
 export class InventoryLossGuard {
   private readonly threshold: number;
   private readonly minLost: number;
   private readonly windowMs: number;
   private samples: { readonly at: number; readonly count: number }[] = [];
-  /** The count before the loss, when the latest loss was seen, and the count then. */
-  private loss: { baseline: number; since: number; low: number } | undefined;
+  /**
+   * The count before the loss, when the latest loss was seen, the count then,
+   * and the confirmation's version at that moment (a confirmation must be newer).
+   */
+  private loss: { baseline: number; since: number; low: number; confirmationVersion: string | undefined } | undefined;
 
   constructor(options: InventoryLossGuardOptions = {}) {
     this.threshold = options.threshold ?? 0.3;
@@ -34,8 +68,11 @@ export class InventoryLossGuard {
     this.windowMs = options.windowMs ?? 5 * 60_000;
   }
 
-  /** Records the current count; returns what changed. */
-  observe(count: number, at: number): 'engaged' | 'released' | undefined {
+  /**
+   * Records the current count; returns what changed. `confirmationVersion` is the
+   * confirmation's version now: a loss seen now is confirmed only by a later write.
+   */
+  observe(count: number, at: number, confirmationVersion?: string): 'engaged' | 'released' | undefined {
     // The count holds from one sample to the next: the newest sample older than the window is
     // the count at the window's start, so a drop after a long quiet spell is still seen.
     const start = this.samples.findLastIndex((s) => at - s.at > this.windowMs);
@@ -48,25 +85,36 @@ export class InventoryLossGuard {
         return 'released';
       }
       // A further sudden loss while engaged: confirmations given before it do not cover it.
-      if (count < this.loss.low && this.isLoss(peak, count)) this.loss.since = at;
+      if (count < this.loss.low && this.isLoss(peak, count)) {
+        this.loss.since = at;
+        this.loss.confirmationVersion = confirmationVersion;
+      }
       this.loss.low = Math.min(this.loss.low, count);
       return undefined;
     }
     if (!this.isLoss(peak, count)) return undefined;
-    this.loss = { baseline: peak, since: at, low: count };
+    this.loss = { baseline: peak, since: at, low: count, confirmationVersion };
     return 'engaged';
   }
 
   /**
-   * An operator's confirmation (a placement's annotation): when given after the
-   * latest loss, the loss is accepted fleet-wide and `count` (the current one)
-   * becomes the new baseline. Returns true when that released the guard.
+   * An operator's confirmation. It confirms exactly the losses seen before it
+   * was written: its version must differ from the one recorded when the latest
+   * loss was seen, and its time must not be earlier than that loss. So it never
+   * covers a later loss, whatever time it names. A time more than
+   * MAX_CONFIRMATION_AHEAD_MS ahead of `now` is refused ('ahead'), and so is a
+   * new write naming a time before the loss ('before'). On release,
+   * the loss is accepted fleet-wide and `count` (the current one) becomes the
+   * new baseline.
    */
-  confirm(confirmedAt: number | undefined, count: number, at: number): boolean {
-    if (!this.loss || confirmedAt === undefined || confirmedAt < this.loss.since) return false;
+  confirm(confirmation: InventoryLossConfirmation | undefined, count: number, now: number): ConfirmOutcome {
+    if (!this.loss || !confirmation) return undefined;
+    if (confirmation.at > now + MAX_CONFIRMATION_AHEAD_MS) return 'ahead';
+    if (confirmation.version === this.loss.confirmationVersion) return undefined;
+    if (confirmation.at < this.loss.since) return 'before';
     this.loss = undefined;
-    this.samples = [{ at, count }];
-    return true;
+    this.samples = [{ at: now, count }];
+    return 'released';
   }
 
   get engaged(): boolean {
@@ -78,15 +126,33 @@ export class InventoryLossGuard {
     return this.loss?.baseline;
   }
 
+  /** For logs and Events: when the latest loss was seen. */
+  get lossSeenAt(): number | undefined {
+    return this.loss?.since;
+  }
+
   private isLoss(from: number, to: number): boolean {
     const lost = from - to;
     return lost >= this.minLost && lost > from * this.threshold;
   }
 }
 
-/** The confirmation time on a placement, or undefined when absent or not a time. */
-export function confirmedAt(annotations: Readonly<Record<string, string>> | undefined): number | undefined {
-  const value = annotations?.[INVENTORY_LOSS_CONFIRMED_ANNOTATION];
-  const at = value === undefined ? NaN : Date.parse(value);
-  return Number.isNaN(at) ? undefined : at;
+const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;
+
+/**
+ * The confirmation a ConfigMap holds: undefined when there is none, an error
+ * naming the field when `data.confirmedAt` is missing or not an RFC 3339 time.
+ */
+export function readConfirmation(
+  object: KubeObject | undefined,
+): InventoryLossConfirmation | { readonly error: string } | undefined {
+  if (!object) return undefined;
+  const value = (object.data as Record<string, unknown> | undefined)?.[CONFIRMED_AT_KEY];
+  const at = typeof value === 'string' && RFC3339.test(value) ? Date.parse(value) : NaN;
+  if (Number.isNaN(at)) {
+    return {
+      error: `data.${CONFIRMED_AT_KEY}: expected an RFC 3339 time such as 2026-03-01T12:00:00Z, got ${JSON.stringify(value ?? null)}`,
+    };
+  }
+  return { at, version: String(object.metadata?.resourceVersion ?? '') };
 }

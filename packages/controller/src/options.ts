@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
+import { DEFAULT_CONTROLLER_NAMESPACE, INVENTORY_LOSS_CONFIRMATION } from './inventory-guard.js';
 
 /** One command-line flag of `mco controller`, its environment variable and its default. */
 export interface FlagSpec {
@@ -170,6 +171,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: 'a loss of ClusterProfiles within this long counts as sudden',
   },
   {
+    flag: 'namespace',
+    env: 'POD_NAMESPACE',
+    default: DEFAULT_CONTROLLER_NAMESPACE,
+    help: `the controller's namespace (the chart: its release namespace); the operator confirms an inventory loss there, in ConfigMap ${INVENTORY_LOSS_CONFIRMATION} (mco clusters confirm-removal)`,
+  },
+  {
     flag: 'watch-idle-timeout',
     env: 'MCO_WATCH_IDLE_TIMEOUT',
     default: '3m',
@@ -243,6 +250,7 @@ const RawSchema = z.object({
   'signal-timeout': duration(100, 600_000),
   'inventory-loss-threshold': int(1, 100),
   'inventory-loss-window': duration(1000, 86_400_000),
+  namespace: z.string().regex(NAMESPACE, 'expected a namespace name (DNS-1123 label)'),
   'watch-idle-timeout': duration(1000, 86_400_000),
   'request-timeout': duration(100, 600_000),
   events: bool,
@@ -272,6 +280,8 @@ export interface ControllerConfig {
   readonly signalTimeoutMs: number;
   /** The inventory-loss guard (docs/placement-rules.md §10.5). */
   readonly inventoryLoss: { readonly threshold: number; readonly windowMs: number };
+  /** The controller's namespace: where the inventory-loss confirmation is read. */
+  readonly namespace: string;
   readonly watchIdleTimeoutMs: number;
   readonly requestTimeoutMs: number;
   readonly events: boolean;
@@ -335,6 +345,7 @@ export function parseControllerConfig(
       signalPollIntervalMs: v['signal-poll-interval'],
       signalTimeoutMs: v['signal-timeout'],
       inventoryLoss: { threshold: v['inventory-loss-threshold'] / 100, windowMs: v['inventory-loss-window'] },
+      namespace: v.namespace,
       watchIdleTimeoutMs: v['watch-idle-timeout'],
       requestTimeoutMs: v['request-timeout'],
       events: v.events,

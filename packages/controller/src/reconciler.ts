@@ -41,7 +41,13 @@ import {
 import type { EventRecorder, EventType } from './events.js';
 import type { HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
-import { confirmedAt, type InventoryLossGuard } from './inventory-guard.js';
+import {
+  CONFIRMED_AT_KEY,
+  INVENTORY_LOSS_CONFIRMATION,
+  MAX_CONFIRMATION_AHEAD_MS,
+  readConfirmation,
+  type InventoryLossGuard,
+} from './inventory-guard.js';
 
 /** Marks the PlacementDecisions this controller owns (the informer selects on it). */
 export const MANAGED_BY_LABEL = 'app.kubernetes.io/managed-by';
@@ -71,6 +77,8 @@ export interface ReconcilerOptions {
   readonly signalTimeoutMs?: number;
   /** Holds removals caused by missing ClusterProfiles after a sudden loss of many (docs/placement-rules.md §10.5). */
   readonly inventoryLossGuard?: InventoryLossGuard;
+  /** Where the operator's confirmation is read: the ConfigMap INVENTORY_LOSS_CONFIRMATION (this informer holds it). */
+  readonly inventoryLossConfirmation?: Informer<KubeObject>;
   /** Autoscaling placements are re-evaluated at least this often, to read fresh signals. */
   readonly signalPollIntervalMs?: number;
   /** A placement's repeated "could not observe" warning is logged at most this often, with a count (default 10 min). */
@@ -122,6 +130,8 @@ export class Reconciler {
   private readonly ownDecisionWrites = new Map<string, string | null>();
   /** Placement key -> when its signal-error warning was last logged. */
   private readonly signalWarnings: RepeatLimiter;
+  /** The resourceVersion of the confirmation last refused: each write is reported once. */
+  private refusedConfirmation: string | undefined;
 
   constructor(private readonly options: ReconcilerOptions) {
     this.logger = options.logger ?? silentLogger;
@@ -174,12 +184,16 @@ export class Reconciler {
     return name ? `${decision.metadata?.namespace}/${name}` : undefined;
   }
 
-  /** Feeds the ClusterProfile count (once the cache is whole) to the inventory-loss guard and reports changes. */
-  private watchInventoryLoss(): void {
+  /**
+   * Feeds the ClusterProfile count (once the cache is whole) to the inventory-loss guard and reports changes.
+   * Called on every ClusterProfile event, and once the caches synced: a standby replica, which does not
+   * reconcile, then knows the count before a loss too, and holds after a failover as the leader did.
+   */
+  watchInventoryLoss(): void {
     const guard = this.options.inventoryLossGuard;
     if (!guard || !this.options.clusterProfiles.hasSynced()) return;
     const count = this.options.clusterProfiles.size;
-    const change = guard.observe(count, this.now().getTime());
+    const change = guard.observe(count, this.now().getTime(), this.confirmationObject()?.metadata?.resourceVersion);
     if (change === 'engaged')
       this.logger.warn(
         'ClusterProfiles vanished suddenly; removals of their clusters are held until the count recovers or the removal is confirmed (mco clusters confirm-removal)',
@@ -189,18 +203,59 @@ export class Reconciler {
       this.logger.info('the ClusterProfile count recovered; held removals resume', { now: count });
   }
 
-  /** Whether the inventory-loss guard holds removals, after taking the placement's confirmation into account. */
-  private holdsProfileLossRemovals(placement: KubeObject, now: Date): boolean {
+  /** The operator's confirmation object, read from the API through its informer (every replica sees the same). */
+  private confirmationObject(): KubeObject | undefined {
+    return this.options.inventoryLossConfirmation?.list().find((o) => o.metadata?.name === INVENTORY_LOSS_CONFIRMATION);
+  }
+
+  /**
+   * Whether the inventory-loss guard holds removals, after taking the
+   * operator's confirmation into account. Placements play no part: nothing a
+   * tenant writes can release the fleet-wide guard.
+   */
+  private holdsProfileLossRemovals(now: Date): boolean {
     const guard = this.options.inventoryLossGuard;
     if (!guard?.engaged) return false;
-    const annotations = placement.metadata?.annotations as Record<string, string> | undefined;
+    const object = this.confirmationObject();
+    const confirmation = readConfirmation(object);
+    if (confirmation && 'error' in confirmation) {
+      this.refuseConfirmation(object!, confirmation.error);
+      return true;
+    }
     const count = this.options.clusterProfiles.size;
-    if (!guard.confirm(confirmedAt(annotations), count, now.getTime())) return true;
+    const outcome = guard.confirm(confirmation, count, now.getTime());
+    if (outcome === 'ahead' || outcome === 'before') {
+      const named = `data.${CONFIRMED_AT_KEY} (${formatTime(new Date(confirmation!.at))})`;
+      this.refuseConfirmation(
+        object!,
+        outcome === 'ahead'
+          ? `${named} is more than ${MAX_CONFIRMATION_AHEAD_MS / 1000} s ahead of the controller's clock (${formatTime(now)}): correct the clock and run mco clusters confirm-removal again`
+          : `${named} is earlier than the loss of ClusterProfiles the controller saw at ${formatTime(new Date(guard.lossSeenAt!))}: check the clocks and run mco clusters confirm-removal again`,
+      );
+      return true;
+    }
+    if (outcome !== 'released') return true;
     this.logger.info('the loss of ClusterProfiles was confirmed; held removals resume', {
-      placement: objectKey(placement),
+      confirmation: objectKey(object!),
+      confirmedAt: formatTime(new Date(confirmation!.at)),
       profiles: count,
     });
     return false;
+  }
+
+  /** Reports a confirmation the guard does not apply (a log line and a Warning Event on it), once per write. */
+  private refuseConfirmation(object: KubeObject, reason: string): void {
+    const version = object.metadata?.resourceVersion;
+    if (version === this.refusedConfirmation) return;
+    this.refusedConfirmation = version;
+    const message = `the inventory-loss confirmation is refused; held removals stay held: ${reason}`;
+    this.logger.warn(message, { confirmation: objectKey(object) });
+    this.options.events?.record(
+      { apiVersion: 'v1', kind: 'ConfigMap', ...object },
+      'Warning',
+      'InventoryLossConfirmationRefused',
+      message,
+    );
   }
 
   /** The fleet snapshot, built once per ClusterProfile change and shared by every placement. */
@@ -298,7 +353,7 @@ export class Reconciler {
       placement: { metadata, spec: placement.spec, status: previous },
       clusterProfiles: inventory,
       signals,
-      holdProfileLossRemovals: this.holdsProfileLossRemovals(placement, now),
+      holdProfileLossRemovals: this.holdsProfileLossRemovals(now),
       requireWorkloadInPlacementNamespace: isolated,
     });
     const status = missingSource

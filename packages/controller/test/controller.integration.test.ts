@@ -678,6 +678,8 @@ describeWithHub('controller on a real kube-apiserver (chart RBAC)', () => {
         'mco_controller_informer_synced{informer="placements"} 1',
         'mco_controller_informer_synced{informer="clusterprofiles"} 1',
         'mco_controller_informer_synced{informer="placementdecisions"} 1',
+        // The operator's confirmation, read with the chart's Role limited to that one ConfigMap.
+        'mco_controller_informer_synced{informer="inventory-loss-confirmation"} 1',
         'mco_controller_is_leader 1',
         'mco_controller_queue_depth',
         '# TYPE mco_controller_reconcile_duration_seconds histogram',

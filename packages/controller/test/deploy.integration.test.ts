@@ -101,14 +101,16 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       'ClusterRoleBinding/mco-controller',
       'ConfigMap/mco-signal-sources',
       'Deployment/mco-controller',
+      'Role/mco-controller-confirmation',
       'Role/mco.mco-system.leader-election',
+      'RoleBinding/mco-controller-confirmation',
       'RoleBinding/mco.mco-system.leader-election',
       'Service/mco-metrics',
       'ServiceAccount/mco',
     ]);
   });
 
-  it('renders one lock for every release: two releases in two namespaces share the Lease, each with its own non-clashing Role', () => {
+  it('renders one lock for every release: two releases in two namespaces share the Lease, each with its own non-clashing Role, and reads the confirmation in its own namespace only', () => {
     const render = (release: string, namespace: string) => {
       const objects = loadAllYaml(
         execFileSync(helmBinary(), ['template', release, CHART, '--namespace', namespace], { encoding: 'utf8' }),
@@ -116,10 +118,13 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       const args = (objects.find((o) => o.kind === 'Deployment') as V1Deployment).spec!.template.spec!.containers[0]!
         .args!;
       const roles = objects.filter((o) => o.kind === 'Role' || o.kind === 'RoleBinding');
+      const role = (suffix: string) =>
+        (roles.find((o) => o.kind === 'Role' && o.metadata!.name!.endsWith(suffix)) as V1Role).rules;
       return {
         lock: args.filter((a) => /^--(leader-election-namespace|leader-election-id|install)=/.test(a)),
-        roles: roles.map((o) => `${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}`),
-        rules: (roles.find((o) => o.kind === 'Role') as V1Role).rules,
+        roles: roles.map((o) => `${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}`).sort(),
+        rules: role('leader-election'),
+        confirmation: role('confirmation'),
       };
     };
     const rules = [
@@ -131,6 +136,14 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
         verbs: ['get', 'update'],
       },
     ];
+    const confirmation = [
+      {
+        apiGroups: [''],
+        resources: ['configmaps'],
+        resourceNames: ['mco-inventory-loss-confirmation'],
+        verbs: ['get', 'list', 'watch'],
+      },
+    ];
     expect([render('mco', 'team-a'), render('other', 'team-b')]).toEqual([
       {
         lock: [
@@ -138,8 +151,14 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
           '--leader-election-id=mco-controller',
           '--install=team-a/mco',
         ],
-        roles: ['Role kube-system/mco.team-a.leader-election', 'RoleBinding kube-system/mco.team-a.leader-election'],
+        roles: [
+          'Role kube-system/mco.team-a.leader-election',
+          'Role team-a/mco-controller-confirmation',
+          'RoleBinding kube-system/mco.team-a.leader-election',
+          'RoleBinding team-a/mco-controller-confirmation',
+        ],
         rules,
+        confirmation,
       },
       {
         lock: [
@@ -149,9 +168,12 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
         ],
         roles: [
           'Role kube-system/other-mco.team-b.leader-election',
+          'Role team-b/other-mco-controller-confirmation',
           'RoleBinding kube-system/other-mco.team-b.leader-election',
+          'RoleBinding team-b/other-mco-controller-confirmation',
         ],
         rules,
+        confirmation,
       },
     ]);
   });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { InventoryLossGuard, confirmedAt, INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '../src/inventory-guard.js';
+import { InventoryLossGuard, INVENTORY_LOSS_CONFIRMATION, readConfirmation } from '../src/inventory-guard.js';
 
 const MIN = 60_000;
 
@@ -53,15 +53,17 @@ describe('the inventory-loss guard (docs/placement-rules.md §10.5)', () => {
     ).toEqual([undefined, 'engaged']);
   });
 
-  it('releases on a confirmation given after the loss, taking the count then as the new baseline', () => {
+  /** A confirmation written at `minute`, as the object's version `version`. */
+  const confirmation = (minute: number, version: string) => ({ at: minute * MIN, version });
+
+  it('releases on a confirmation written after the loss, taking the count then as the new baseline', () => {
     const guard = new InventoryLossGuard();
-    feed(guard, [
-      [0, 20],
-      [1, 12],
-    ]);
-    const earlier = guard.confirm(0.5 * MIN, 12, 2 * MIN);
+    // The confirmation object was at version 1 when the loss was seen.
+    guard.observe(20, 0, '1');
+    guard.observe(12, 1 * MIN, '1');
+    const earlier = guard.confirm(confirmation(0.5, '2'), 12, 2 * MIN);
     const engagedAfterEarlier = guard.engaged;
-    const confirmed = guard.confirm(2 * MIN, 12, 2 * MIN);
+    const confirmed = guard.confirm(confirmation(2, '2'), 12, 2 * MIN);
     const engagedAfterConfirmed = guard.engaged;
     // The next loss is measured from 12, not 20.
     const next = feed(guard, [
@@ -69,29 +71,91 @@ describe('the inventory-loss guard (docs/placement-rules.md §10.5)', () => {
       [4, 7],
     ]);
     expect({ earlier, engagedAfterEarlier, confirmed, engagedAfterConfirmed, next }).toEqual({
-      earlier: false,
+      earlier: 'before',
       engagedAfterEarlier: true,
-      confirmed: true,
+      confirmed: 'released',
       engagedAfterConfirmed: false,
       next: [undefined, 'engaged'],
     });
   });
 
-  it('a further sudden loss while engaged needs a confirmation after it', () => {
-    const guard = new InventoryLossGuard();
-    feed(guard, [
-      [0, 20],
-      [1, 12],
-      [3, 6],
+  it('what a confirmation confirms: only the losses seen before it was written, never a later one', () => {
+    // [case, confirmation version when the loss was seen, the confirmation now, the controller's clock (minutes)]
+    const cases: [string, string | undefined, { at: number; version: string } | undefined, number][] = [
+      ['none', undefined, undefined, 2],
+      ['written after the loss (no object before)', undefined, confirmation(2, '5'), 2],
+      ['written after the loss (a new write)', '4', confirmation(2, '5'), 2],
+      // The same write as when the loss was seen: written before it, whatever time it names.
+      ['written before the loss, naming a time after it', '5', confirmation(1.5, '5'), 2],
+      ['written before the loss, naming a time within the clock allowance', '5', confirmation(2.9, '5'), 2],
+      ['a new write naming a time before the loss', '4', confirmation(0.5, '5'), 2],
+      ['a time 60 s ahead of the clock (the allowance)', '4', confirmation(3, '5'), 2],
+      ['a time more than 60 s ahead of the clock', '4', { at: 3 * MIN + 1, version: '5' }, 2],
+      ['the year 2999, written before the loss', '5', { at: Date.parse('2999-01-01T00:00:00Z'), version: '5' }, 2],
+    ];
+    const outcomes = cases.map(([name, seen, given, now]) => {
+      const guard = new InventoryLossGuard();
+      guard.observe(10, 0, seen);
+      guard.observe(6, 1 * MIN, seen);
+      return [name, guard.confirm(given, 6, now * MIN), guard.engaged];
+    });
+    expect(outcomes).toEqual([
+      ['none', undefined, true],
+      ['written after the loss (no object before)', 'released', false],
+      ['written after the loss (a new write)', 'released', false],
+      ['written before the loss, naming a time after it', undefined, true],
+      ['written before the loss, naming a time within the clock allowance', undefined, true],
+      ['a new write naming a time before the loss', 'before', true],
+      ['a time 60 s ahead of the clock (the allowance)', 'released', false],
+      ['a time more than 60 s ahead of the clock', 'ahead', true],
+      ['the year 2999, written before the loss', 'ahead', true],
     ]);
-    expect([guard.confirm(2 * MIN, 6, 4 * MIN), guard.confirm(3 * MIN, 6, 4 * MIN)]).toEqual([false, true]);
   });
 
-  it('reads the confirmation annotation; anything but a time is no confirmation', () => {
+  it('a confirmation does nothing while the guard is not engaged, and does not carry over to a later loss', () => {
+    const guard = new InventoryLossGuard();
+    guard.observe(10, 0, undefined);
+    // Written (and naming a far future) before any loss.
+    const idle = guard.confirm({ at: Date.parse('2999-01-01T00:00:00Z'), version: '7' }, 10, 1 * MIN);
+    guard.observe(6, 2 * MIN, '7');
+    const later = guard.confirm(confirmation(2.5, '7'), 6, 3 * MIN);
+    expect({ idle, later, engaged: guard.engaged }).toEqual({ idle: undefined, later: undefined, engaged: true });
+  });
+
+  it('a further sudden loss while engaged needs a confirmation written after it', () => {
+    const guard = new InventoryLossGuard();
+    guard.observe(20, 0, '1');
+    guard.observe(12, 1 * MIN, '1');
+    // Confirmed at minute 2 (version 2), not yet read; at minute 3 the count falls again.
+    guard.observe(6, 3 * MIN, '2');
     expect([
-      confirmedAt({ [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: '2026-03-01T12:00:00Z' }),
-      confirmedAt({ [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: 'yes' }),
-      confirmedAt(undefined),
-    ]).toEqual([Date.parse('2026-03-01T12:00:00Z'), undefined, undefined]);
+      guard.confirm(confirmation(2, '2'), 6, 4 * MIN),
+      guard.confirm(confirmation(2.5, '3'), 6, 4 * MIN),
+      guard.confirm(confirmation(3, '3'), 6, 4 * MIN),
+    ]).toEqual([undefined, 'before', 'released']);
+  });
+
+  it('reads the confirmation ConfigMap; anything but an RFC 3339 time in data.confirmedAt is an error naming the field', () => {
+    const configMap = (data?: Record<string, string>) => ({
+      metadata: { name: INVENTORY_LOSS_CONFIRMATION, namespace: 'mco-system', resourceVersion: '42' },
+      ...(data ? { data } : {}),
+    });
+    expect([
+      readConfirmation(configMap({ confirmedAt: '2026-03-01T12:00:00Z' })),
+      readConfirmation(configMap({ confirmedAt: '2026-03-01T13:00:00.5+01:00' })),
+      readConfirmation(configMap({ confirmedAt: 'yes' })),
+      readConfirmation(configMap({ confirmedAt: '2026-03-01' })),
+      readConfirmation(configMap({ confirmedAt: 'March 1, 2026 12:00' })),
+      readConfirmation(configMap()),
+      readConfirmation(undefined),
+    ]).toEqual([
+      { at: Date.parse('2026-03-01T12:00:00Z'), version: '42' },
+      { at: Date.parse('2026-03-01T12:00:00.5Z'), version: '42' },
+      { error: expect.stringMatching(/^data\.confirmedAt: expected an RFC 3339 time .*, got "yes"$/) },
+      { error: expect.stringMatching(/got "2026-03-01"$/) },
+      { error: expect.stringMatching(/got "March 1, 2026 12:00"$/) },
+      { error: expect.stringMatching(/^data\.confirmedAt: .* got null$/) },
+      undefined,
+    ]);
   });
 });

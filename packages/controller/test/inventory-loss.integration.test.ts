@@ -1,8 +1,7 @@
-import { ApiextensionsV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import { PLACEMENTS } from '@mco/kube-runtime';
+import { ApiextensionsV1Api } from '@kubernetes/client-node';
 import { expect, it } from 'vitest';
-import { INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '../src/index.js';
-import { crdSources, describeWithHub, waitFor } from './support.js';
+import { CONFIRMED_AT_KEY, INVENTORY_LOSS_CONFIRMATION } from '../src/index.js';
+import { crdSources, describeWithHub, RELEASE_NAMESPACE, waitFor } from './support.js';
 import { testController, useControllerHub } from './support-controller.js';
 
 describeWithHub('the inventory-loss guard on a real kube-apiserver (docs/placement-rules.md §10.5)', () => {
@@ -79,16 +78,14 @@ describeWithHub('the inventory-loss guard on a real kube-apiserver (docs/placeme
       30_000,
     );
 
-    // The operator confirms (what `mco clusters confirm-removal` writes): the four go.
-    await env.hub.custom.patchNamespacedCustomObject(
-      {
-        ...PLACEMENTS,
-        namespace: 'loss',
-        name: 'web',
-        body: { metadata: { annotations: { [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: new Date().toISOString() } } },
+    // The operator confirms (what `mco clusters confirm-removal` writes, in the controller's namespace): the four go.
+    await env.hub.core.createNamespacedConfigMap({
+      namespace: RELEASE_NAMESPACE,
+      body: {
+        metadata: { name: INVENTORY_LOSS_CONFIRMATION },
+        data: { [CONFIRMED_AT_KEY]: new Date().toISOString() },
       },
-      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
-    );
+    });
     const confirmed = await waitFor(
       'the four removed',
       async () => {

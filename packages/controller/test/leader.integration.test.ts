@@ -5,15 +5,9 @@ import { CLUSTER_PROFILES, createListWatch, Informer, PLACEMENT_DECISIONS, type 
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import type { Controller } from '../src/index.js';
 import { FakeSignalSource, LEASE_NAME, LEASE_NAMESPACE, waitFor, describeWithHub } from './support.js';
-import { counterValue, testController, useControllerHub } from './support-controller.js';
+import { counterValue, FAST_LEADER_ELECTION, testController, useControllerHub } from './support-controller.js';
 
-const leaderElection = {
-  namespace: LEASE_NAMESPACE,
-  name: LEASE_NAME,
-  leaseDurationMs: 2_000,
-  renewDeadlineMs: 1_500,
-  retryPeriodMs: 300,
-};
+const leaderElection = FAST_LEADER_ELECTION;
 const allClusters = { clusterSelectorRules: [{ type: 'all-clusters' }] };
 
 describeWithHub('leader election and the idle watchdog on a real kube-apiserver', () => {

@@ -59,6 +59,7 @@ describe('parseControllerConfig', () => {
       signalPollIntervalMs: 30_000,
       signalTimeoutMs: 10_000,
       inventoryLoss: { threshold: 0.3, windowMs: 300_000 },
+      namespace: 'mco-system',
       watchIdleTimeoutMs: 180_000,
       requestTimeoutMs: 30_000,
       events: true,
@@ -97,6 +98,15 @@ describe('parseControllerConfig', () => {
     });
   });
 
+  it('reads its own namespace (where the inventory-loss confirmation is) from POD_NAMESPACE, as the chart sets it', () => {
+    const fromPod = parseControllerConfig({}, { POD_NAMESPACE: 'ops-mco' });
+    const fromFlag = parseControllerConfig({ namespace: 'other' }, { POD_NAMESPACE: 'ops-mco' });
+    expect([fromPod.ok && fromPod.value.namespace, fromFlag.ok && fromFlag.value.namespace]).toEqual([
+      'ops-mco',
+      'other',
+    ]);
+  });
+
   it('turns leader election off with --leader-elect=false', () => {
     const result = parseControllerConfig({ 'leader-elect': 'false' }, {});
     expect(result.ok && result.value.leaderElection).toBeUndefined();
@@ -112,6 +122,7 @@ describe('parseControllerConfig', () => {
       flags: { 'leader-election-namespace': 'Not_A_Name' },
       error: /^--leader-election-namespace \(MCO_LEADER_ELECTION_NAMESPACE\)/,
     },
+    { flags: { namespace: 'mco.system' }, error: /^--namespace \(POD_NAMESPACE\): expected a namespace name/ },
     {
       flags: { 'cluster-profile-namespaces': 'fleet,Team_A' },
       error: /^--cluster-profile-namespaces \(MCO_CLUSTER_PROFILE_NAMESPACES\): "Team_A" is not a namespace name/,

@@ -4,7 +4,7 @@ import { createLogger, silentLogger, type CapacitySignalSource } from '@mco/runt
 import type { ControlPlaneOptions } from '@mco/testkit';
 import { afterAll, afterEach, beforeAll } from 'vitest';
 import { createController, type Controller, type ControllerOptions } from '../src/index.js';
-import { Fleet, startHub, type Hub } from './support.js';
+import { Fleet, LEASE_NAME, LEASE_NAMESPACE, startHub, type Hub } from './support.js';
 
 /** Sum of a counter's samples whose labels include `labels`. */
 export async function counterValue(
@@ -21,6 +21,15 @@ export async function counterValue(
     )
     .reduce((sum, v) => sum + v.value, 0);
 }
+
+/** Leader election over the shared Lease with test-friendly timings (failover within about 2 s). */
+export const FAST_LEADER_ELECTION = {
+  namespace: LEASE_NAMESPACE,
+  name: LEASE_NAME,
+  leaseDurationMs: 2_000,
+  renewDeadlineMs: 1_500,
+  retryPeriodMs: 300,
+};
 
 /** A controller with test-friendly timings; logs go to stderr with MCO_TEST_LOGS=1. */
 export function testController(

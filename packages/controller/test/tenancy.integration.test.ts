@@ -5,9 +5,8 @@
 // and the clusters stay as they were.
 import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { PLACEMENTS } from '@mco/kube-runtime';
-import { serviceAccountKubeConfig } from '@mco/testkit';
 import { beforeAll, expect, it } from 'vitest';
-import { FakeSignalSource, describeWithHub, waitFor } from './support.js';
+import { FakeSignalSource, describeWithHub, tenantKubeConfig, waitFor } from './support.js';
 import { settled, testController, useControllerHub } from './support-controller.js';
 
 const SECRET_TEXT = 'token: sk-live-DO-NOT-LEAK-0123456789';
@@ -69,29 +68,7 @@ describeWithHub('tenant isolation through mco (a tenant ServiceAccount on a real
       teamB.set(`fleet-t/${name}`, { hpa: { currentReplicas: 2 } });
     }
     // A team's Role: placements in its own namespace, nothing else.
-    await env.hub.plane.hub.apply([
-      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'tenant', namespace: 'team-a' } },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name: 'placements', namespace: 'team-a' },
-        rules: [
-          {
-            apiGroups: [PLACEMENTS.group],
-            resources: ['multikubernetesclusterplacements'],
-            verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-          },
-        ],
-      },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name: 'tenant-placements', namespace: 'team-a' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'placements' },
-        subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: 'team-a' }],
-      },
-    ] as never);
-    tenant = await serviceAccountKubeConfig(env.hub.plane.hub, 'team-a', 'tenant');
+    tenant = await tenantKubeConfig(env.hub, 'team-a');
   });
 
   it('every cross-namespace attempt is refused with a clear condition, and the clusters stay where they are', async () => {

@@ -49,6 +49,8 @@ export interface ListWatchScope {
    */
   readonly namespaces?: readonly string[] | undefined;
   readonly labelSelector?: string;
+  /** E.g. `metadata.name=x`: one object, which a Role limited by `resourceNames` may list and watch. */
+  readonly fieldSelector?: string;
 }
 
 /** List and watch one resource (in all namespaces, in `namespace`, or in `namespaces`). */
@@ -148,18 +150,19 @@ function createScopedListWatch<T extends KubeObject>(
   resource: Resource,
   options: {
     labelSelector?: string | undefined;
+    fieldSelector?: string | undefined;
     requestTimeoutMs?: number | undefined;
     namespace?: string | undefined;
   },
 ): ListWatch<T> {
-  const { namespace, labelSelector } = options;
+  const { namespace, labelSelector, fieldSelector } = options;
   const path = resourcePath(resource, namespace);
   const timeoutMs = options.requestTimeoutMs ?? 60_000;
   return {
     async list({ limit, continue: next }): Promise<ListPage<T>> {
       const result = await client.get<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
         path,
-        { query: { limit, continue: next, labelSelector }, timeoutMs },
+        { query: { limit, continue: next, labelSelector, fieldSelector }, timeoutMs },
       );
       return {
         items: result.items ?? [],
@@ -175,6 +178,7 @@ function createScopedListWatch<T extends KubeObject>(
           allowWatchBookmarks: true,
           timeoutSeconds: timeoutSeconds > 0 ? timeoutSeconds : undefined,
           labelSelector,
+          fieldSelector,
         },
         { onEvent: (type, object) => onEvent(type as WatchEventType, object), onDone },
       );

@@ -1,5 +1,12 @@
 import { KubeConfig } from '@kubernetes/client-node';
-import { INVENTORY_LOSS_CONFIRMED_ANNOTATION } from '@mco/controller';
+import {
+  CONFIG_MAPS,
+  CONFIRMED_AT_KEY,
+  DEFAULT_CONTROLLER_NAMESPACE,
+  INVENTORY_LOSS_CONFIRMATION,
+  MANAGED_BY_LABEL,
+  MANAGED_BY_VALUE,
+} from '@mco/controller';
 import {
   CLUSTER_MANAGER_LABEL,
   CONTROL_PLANE_HEALTHY,
@@ -16,8 +23,8 @@ import {
   syncClusterProfiles,
   type SyncReport,
 } from '@mco/provider-manual';
-import { CLUSTER_PROFILES, KubeClient, objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
-import { McoError, toMcoError } from '@mco/runtime';
+import { CLUSTER_PROFILES, KubeClient, objectPath, resourcePath } from '@mco/kube-runtime';
+import { httpStatusOf, McoError, toMcoError } from '@mco/runtime';
 import { stringify } from 'yaml';
 import {
   explainFailure,
@@ -46,7 +53,7 @@ const USAGE = `Usage:
   mco clusters list [--manager <name>] [-o json]
   mco clusters taint NAME KEY[=VALUE]:EFFECT|KEY[:EFFECT]-... [--overwrite] [options]
   mco clusters cordon|uncordon|drain NAME [options]
-  mco clusters confirm-removal [-n <namespace>]
+  mco clusters confirm-removal [--controller-namespace <ns>] [--dry-run]
 
 Declares member clusters as ClusterProfiles in the hub (docs/providers.md).
 Profiles are owned by a cluster manager (spec.clusterManager.name and label
@@ -75,8 +82,11 @@ uncordon        removes the cordon and drain taints.
                 (${TAINT_FIELD_MANAGER}), so a provider's sync leaves them alone.
 confirm-removal after a sudden loss of ClusterProfiles (Satisfied=Unknown,
                 reason InventoryShrunk), confirms that their clusters really
-                go: annotates the placements (all, or those in -n) with the
-                time; the controller then removes them as usual.
+                go, for the whole fleet: writes the time now into ConfigMap
+                ${INVENTORY_LOSS_CONFIRMATION} in the controller's namespace
+                (operators only; placement annotations are ignored). The
+                controller then removes the clusters it held for the losses
+                it saw before; a later loss needs a new confirmation.
 
 Options:
   -f, --file <path>          clusters file, YAML or JSON (apply)
@@ -96,6 +106,8 @@ Options:
       --hub-context <name>   hub context (default: the current context)
   -o, --output <format>      list: table (default) or json
       --overwrite            taint: replace a taint of the same key and effect
+      --controller-namespace <ns>
+                             confirm-removal: the controller's namespace (default ${DEFAULT_CONTROLLER_NAMESPACE})
   -h, --help                 show this help
 
 Exit codes: 0 done, 1 a write failed or a declared name belongs to another
@@ -127,6 +139,7 @@ export const clustersCommand: Command = {
         'hub-context': { type: 'string' },
         output: { type: 'string', short: 'o' },
         overwrite: { type: 'boolean' },
+        'controller-namespace': { type: 'string' },
         help: { type: 'boolean', short: 'h' },
       },
     });
@@ -207,7 +220,17 @@ export const clustersCommand: Command = {
         case 'list':
           return await list(hubClient(), values.manager, values.output ?? 'table', io);
         case 'confirm-removal':
-          return await confirmRemoval(hubClient(), values.namespace, io);
+          // The guard is fleet-wide: a confirmation for one namespace would release every other's too.
+          if (values.namespace !== undefined)
+            throw new UsageError(
+              'confirm-removal confirms for the whole fleet and takes no -n; --controller-namespace names where the confirmation is written',
+            );
+          return await confirmRemoval(
+            hubClient(),
+            values['controller-namespace'] ?? DEFAULT_CONTROLLER_NAMESPACE,
+            values['dry-run'] ?? false,
+            io,
+          );
         default:
           throw new UsageError(
             `unknown subcommand "${verb}" (apply, from-kubeconfig, list, taint, cordon, uncordon, drain, confirm-removal)`,
@@ -277,37 +300,41 @@ function printReport(report: SyncReport, io: Io, dryRun: boolean): number {
   return report.failed.length > 0 || report.skipped.length > 0 ? 1 : 0;
 }
 
+/** The field manager of the confirmation `confirm-removal` writes. */
+const CONFIRM_FIELD_MANAGER = 'mco-confirm-removal';
+
 /**
- * Writes the confirmation annotation (the time now) on the placements: the
- * controller's inventory-loss guard then stops holding their removals for the
- * losses it saw before that time.
+ * Writes the operator's confirmation (the time now) into the ConfigMap the
+ * controller's inventory-loss guard reads: the guard then stops holding the
+ * removals of the losses it saw before this write, for every placement.
  */
-async function confirmRemoval(hub: KubeClient, namespace: string | undefined, io: Io): Promise<number> {
+async function confirmRemoval(hub: KubeClient, namespace: string, dryRun: boolean, io: Io): Promise<number> {
+  const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const where = `ConfigMap ${namespace}/${INVENTORY_LOSS_CONFIRMATION}`;
   try {
-    const page = await hub
-      .get<{ items: { metadata: { name: string; namespace: string } }[] }>(resourcePath(PLACEMENTS, namespace))
-      .catch((error: unknown) => {
-        throw toMcoError(error, 'list placements');
-      });
-    const targets = page.items
-      .map((p) => p.metadata)
-      .sort((a, b) => (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1));
-    const at = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-    for (const { namespace: ns, name } of targets) {
-      await hub
-        .patch(objectPath(PLACEMENTS, ns, name), 'merge', {
-          metadata: { annotations: { [INVENTORY_LOSS_CONFIRMED_ANNOTATION]: at } },
-        })
-        .catch((error: unknown) => {
-          throw toMcoError(error, `annotate placement ${ns}/${name}`);
-        });
-      io.stdout(`confirmed  ${ns}/${name}\n`);
-    }
-    io.stdout(`${targets.length} placement(s) confirmed at ${at}\n`);
-    return 0;
+    await hub.patch(
+      objectPath(CONFIG_MAPS, namespace, INVENTORY_LOSS_CONFIRMATION),
+      'apply',
+      {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: INVENTORY_LOSS_CONFIRMATION, namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY_VALUE } },
+        data: { [CONFIRMED_AT_KEY]: at },
+      },
+      { query: { fieldManager: CONFIRM_FIELD_MANAGER, force: true, dryRun: dryRun ? 'All' : undefined } },
+    );
+  } catch (error) {
+    const hint =
+      httpStatusOf(error) === 404 ? ` (is ${namespace} the controller's namespace? --controller-namespace)` : '';
+    throw toMcoError(error, `write ${where}${hint}`);
   } finally {
     hub.close();
   }
+  io.stdout(
+    `confirmed at ${at} in ${where}${dryRun ? ' (dry run: nothing stored)' : ''}: the controller removes the clusters ` +
+      `it holds for the losses of ClusterProfiles it saw before now, in every namespace\n`,
+  );
+  return 0;
 }
 
 async function list(hub: KubeClient, manager: string | undefined, output: string, io: Io): Promise<number> {

@@ -1,7 +1,9 @@
 import {
+  CONFIG_MAPS,
   CONTROLLER_FLAGS,
   controllerFlagsHelp,
   createController,
+  CONFIRMATION_FIELD_SELECTOR,
   type ControllerConfig,
   parseControllerConfig,
   SignalSourcesFileSchema,
@@ -56,7 +58,12 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     const registry = new Registry();
     const sources = await createSignalSources(config.signalSourcesFile, hub, registry, logger);
     // The files are valid; hub problems (unreachable, no CRD, no RBAC, no Lease namespace) end the start-up in one line.
-    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES, PLACEMENT_DECISIONS], config.clusterProfileNamespaces);
+    const confirmation = { ...CONFIG_MAPS, namespace: config.namespace, fieldSelector: CONFIRMATION_FIELD_SELECTOR };
+    await checkHubAccess(
+      hub,
+      [PLACEMENTS, CLUSTER_PROFILES, PLACEMENT_DECISIONS, confirmation],
+      config.clusterProfileNamespaces,
+    );
     if (config.leaderElection) {
       await ensureLeaseNamespace(hub, config.leaderElection.namespace, config.leaderElection.name, logger);
     }
@@ -78,6 +85,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
       signalPollIntervalMs: config.signalPollIntervalMs,
       signalTimeoutMs: config.signalTimeoutMs,
       inventoryLoss: config.inventoryLoss,
+      namespace: config.namespace,
       watchIdleTimeoutMs: config.watchIdleTimeoutMs,
       requestTimeoutMs: config.requestTimeoutMs,
       events: config.events,
