@@ -1,3 +1,5 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { clusterKey, type ClusterProfile } from '@mco/core';
 import { abortable, KubeClient, objectPath, SECRETS } from '@mco/kube-runtime';
 import { McoError, silentLogger, toMcoError, type KubeConnection, type Logger } from '@mco/runtime';
@@ -6,12 +8,27 @@ import { KUBECONFIG_SECRET_ANNOTATION, KUBECONFIG_SECRET_KEY, parseStaticKubecon
 import { memberClusterClient, type MemberClusterClient } from './member-client.js';
 import type { ProviderConfig, ProviderFile } from './provider-file.js';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.js';
-import { checkClusterTrust, checkDuplicateServer, type ServerPolicy, type TrustResult } from './server-trust.js';
+import { readHubEndpoints } from './hub-endpoints.js';
+import {
+  addressCheck,
+  checkClusterTrust,
+  checkDuplicateServer,
+  type ServerPolicy,
+  type TrustResult,
+} from './server-trust.js';
+
+/** How long the hub's own endpoints, and the addresses a member's server resolves to, are trusted as read. */
+const HUB_ENDPOINTS_REFRESH_MS = 5 * 60_000;
+const RESOLVED_REFRESH_MS = 60_000;
 
 export interface ClusterAccessOptions {
   /** The consumer provider file (or its providers). */
   readonly providers: ProviderFile | readonly ProviderConfig[];
-  /** Access to the hub, to read kubeconfig Secrets; without it such profiles get an error. */
+  /**
+   * Access to the hub, to read kubeconfig Secrets (without it such profiles
+   * get an error) and the hub's own endpoints (Service and EndpointSlice
+   * `default/kubernetes`), never accepted as a member's.
+   */
   readonly hub?: KubeConnection;
   /** Requests per second and burst of each member cluster's own token bucket (default 5 and 10, like client-go). */
   readonly qps?: number;
@@ -32,6 +49,12 @@ export interface ClusterAccessOptions {
   readonly kubeconfigSecrets?: ServerPolicy;
   /** The hub's API server URL, never accepted as a member's (default: `hub`'s server). */
   readonly hubServer?: string;
+  /**
+   * Resolves a member server's host name for the check before credentials
+   * are obtained (default: the system resolver, `dns.lookup`); connections
+   * check the addresses they resolve again.
+   */
+  readonly lookup?: (hostname: string) => Promise<readonly { readonly address: string }[]>;
   /** The environment credential plugins inherit (default: mco's own, as kubectl does). */
   readonly baseEnv?: Readonly<Record<string, string | undefined>>;
   readonly now?: () => Date;
@@ -67,6 +90,8 @@ interface Entry {
   readonly access: ClusterAccess;
   readonly client: MemberClusterClient;
   readonly loadedAt: number;
+  /** The DNS check of the server's host: when it ran and what it found wrong. */
+  resolved?: { readonly at: number; readonly problem: string | undefined };
 }
 
 /** Creates the manager; see docs/cluster-access.md. */
@@ -80,6 +105,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   const now = options.now ?? (() => new Date());
   const logger = options.logger ?? silentLogger;
   const secretRefreshMs = options.secretRefreshMs ?? 60_000;
+  const resolve = options.lookup ?? ((host: string) => lookup(host, { all: true }));
   const entries = new Map<string, Entry>();
   const limiters = new Map<string, RateLimiter>();
   const hub = options.hub ? new KubeClient(options.hub, { timeoutMs: options.requestTimeoutMs ?? 30_000 }) : undefined;
@@ -93,12 +119,34 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     return limiter;
   };
 
+  /** The hub's own endpoints as last read (stale ones are kept when a refresh fails). */
+  let hubEndpoints: { readonly keys: ReadonlySet<string>; readonly at: number } | undefined;
+  let reading: Promise<void> | undefined;
+  const currentHubEndpoints = async (signal?: AbortSignal): Promise<ReadonlySet<string> | undefined> => {
+    if (!hub || (hubEndpoints && now().getTime() - hubEndpoints.at < HUB_ENDPOINTS_REFRESH_MS)) {
+      return hubEndpoints?.keys;
+    }
+    reading ??= readHubEndpoints(hub, signal)
+      .then((keys) => {
+        hubEndpoints = { keys, at: now().getTime() };
+      })
+      .finally(() => (reading = undefined));
+    try {
+      await reading;
+    } catch (error) {
+      if (!hubEndpoints) throw error;
+      logger.warn("could not refresh the hub's own endpoints; using the last ones read", { error });
+    }
+    return hubEndpoints?.keys;
+  };
+
   const remember = (key: string, fingerprint: string, policy: ServerPolicy, access: ClusterAccess): Entry => {
+    const checkAddress = addressCheck(access.server, policy, () => hubEndpoints?.keys);
     const entry = {
       fingerprint,
       policy,
       access,
-      client: memberClusterClient(access, limiterFor(key)),
+      client: memberClusterClient(access, limiterFor(key), checkAddress),
       loadedAt: now().getTime(),
     };
     entries.set(key, entry);
@@ -189,12 +237,57 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     const key = clusterKey(peer.metadata.namespace, peer.metadata.name);
     const source = selected.ok ? `access provider "${selected.provider.name}"` : '';
     const server =
-      selected.ok && checkClusterTrust(selected.cluster, selected.provider, { cluster: key, source, hubServer }).ok
+      selected.ok &&
+      checkClusterTrust(selected.cluster, selected.provider, {
+        cluster: key,
+        source,
+        hubServer,
+        hubEndpoints: hubEndpoints?.keys,
+      }).ok
         ? selected.cluster.server
         : undefined;
     claims.set(peer, { server });
     return server;
   };
+
+  /**
+   * The addresses the server's host resolves to, checked as a connection
+   * checks them (`addressCheck`): adapters that hand the access to another
+   * controller (Argo CD, Flux) never connect themselves. Remembered a minute
+   * per entry; a name that does not resolve is left to the connection.
+   */
+  async function checkResolved(entry: Entry, source: string, signal?: AbortSignal): Promise<TrustResult> {
+    const { access } = entry;
+    const url = new URL(access.server);
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (access.proxyUrl || isIP(host)) return { ok: true };
+    if (!entry.resolved || now().getTime() - entry.resolved.at >= RESOLVED_REFRESH_MS) {
+      const port = Number(url.port || 443);
+      const check = addressCheck(access.server, entry.policy, () => hubEndpoints?.keys);
+      let problem: string | undefined;
+      try {
+        const addresses = await abortable(resolve(host), signal);
+        for (const { address } of addresses) {
+          const why = check(address, port);
+          if (why) {
+            problem = `resolves to ${address}, which ${why}`;
+            break;
+          }
+        }
+      } catch (error) {
+        if (signal?.aborted) throw error;
+      }
+      entry.resolved = { at: now().getTime(), problem };
+    }
+    const problem = entry.resolved.problem;
+    return problem
+      ? {
+          ok: false,
+          field: 'cluster.server',
+          error: `ClusterProfile ${access.cluster}: ${source}: cluster.server "${access.server}" is refused: its host ${problem}`,
+        }
+      : { ok: true };
+  }
 
   /**
    * The one gate every caller passes (accessFor, clientFor): checked on each
@@ -207,6 +300,12 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   ): Promise<Entry> {
     const entry = await entryFor(profile, signal);
     const { access } = entry;
+    let endpoints: ReadonlySet<string> | undefined;
+    try {
+      endpoints = await currentHubEndpoints(signal);
+    } catch (error) {
+      throw toMcoError(error, `ClusterProfile ${access.cluster}`);
+    }
     const source =
       access.provider === 'kubeconfig-secret' ? 'kubeconfig Secret' : `access provider "${access.provider}"`;
     const cluster = {
@@ -214,7 +313,9 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
       ...(access.proxyUrl ? { 'proxy-url': access.proxyUrl } : {}),
       'insecure-skip-tls-verify': access.insecureSkipTlsVerify,
     };
-    let result: TrustResult = checkClusterTrust(cluster, entry.policy, { cluster: access.cluster, source, hubServer });
+    const context = { cluster: access.cluster, source, hubServer, hubEndpoints: endpoints };
+    let result: TrustResult = checkClusterTrust(cluster, entry.policy, context);
+    if (result.ok) result = await checkResolved(entry, context.source, signal);
     if (result.ok && peers && access.provider !== 'kubeconfig-secret') {
       result = checkDuplicateServer(profile, access.server, peers, claimOf);
     }
@@ -226,12 +327,10 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   }
 
   for (const provider of providers) {
-    if (!provider.allowedServers) {
+    if (provider.allowAnyServer === true) {
       logger.warn(
-        'access provider has no allowedServers: its credentials go to any https server a ClusterProfile names',
-        {
-          provider: provider.name,
-        },
+        'access provider has allowAnyServer: true: its credentials go to any https server a ClusterProfile names',
+        { provider: provider.name },
       );
     }
   }

@@ -50,7 +50,7 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     } as ClusterProfile;
   };
 
-  /** Access through a credential plugin printing the east member's admin token (loopback named in allowedServers). */
+  /** Access through a credential plugin printing the east member's admin token (loopback and its port named in allowedServers). */
   const execAccess = (options: { qps?: number; burst?: number } = {}) => {
     const dir = pluginDir();
     const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
@@ -59,7 +59,7 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
         {
           name: 'p',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
-          allowedServers: ['https://127.0.0.1'],
+          allowedServers: [cp.members.east!.server],
         },
       ],
       ...options,
@@ -71,8 +71,8 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     const access = createClusterAccess({
       providers: [],
       hub: cp.hub.connectionFor('admin'),
-      // The test members listen on loopback, which is reached only when named.
-      kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
+      // The test members listen on loopback, which is reached only when named (with the port).
+      kubeconfigSecrets: { allowedServers: [cp.members.east!.server] },
       secretRefreshMs: 0,
     });
     const before = await access.accessFor(secretProfile());
@@ -102,6 +102,53 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
       tokens: [cp.members.east!.token('plugin'), cp.members.east!.token('provider')],
       major: '1',
     });
+  });
+
+  it('refuses a kubeconfig Secret when no kubeconfigSecrets bound is configured', async () => {
+    const access = createClusterAccess({ providers: [], hub: cp.hub.connectionFor('admin') });
+    await expect(access.accessFor(secretProfile())).rejects.toMatchObject({
+      code: 'Invalid',
+      message: `ClusterProfile fleet/east: kubeconfig Secret: cluster.server "${cp.members.east!.server}" is refused: kubeconfig Secret has no allowedServers (kubeconfigSecrets in the provider file); list the servers its credentials may go to, or set allowAnyServer: true`,
+    });
+  });
+
+  it("refuses the hub's own endpoints as its default/kubernetes EndpointSlice lists them (address and port, also through a name), and reaches a member on the same address", async () => {
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
+    const hubPort = new URL(cp.hub.server).port;
+    const byName = `https://localhost:${hubPort}`;
+    const access = createClusterAccess({
+      providers: [
+        {
+          name: 'p',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
+          allowedServers: [cp.hub.server, byName, cp.members.east!.server],
+        },
+      ],
+      hub: cp.hub.connectionFor('admin'),
+      // Not the hub's URL: only its EndpointSlice can tell that 127.0.0.1:<hub port> is the hub.
+      hubServer: 'https://hub.invalid',
+    });
+    const profile = (name: string, server: string) =>
+      ({
+        ...aClusterProfile(`fleet/${name}`),
+        status: {
+          accessProviders: [{ name: 'p', cluster: { server, 'certificate-authority-data': cp.members.east!.caData } }],
+        },
+      }) as ClusterProfile;
+    const refusal = async (server: string) =>
+      ((await access.accessFor(profile('hub', server)).catch((e: unknown) => e)) as Error).message;
+    expect({
+      ip: await refusal(cp.hub.server),
+      name: await refusal(byName),
+      pluginRuns: dir.calls(),
+    }).toEqual({
+      ip: `ClusterProfile fleet/hub: access provider "p": cluster.server "${cp.hub.server}" is refused: it is the hub's own API server`,
+      name: `ClusterProfile fleet/hub: access provider "p": cluster.server "${byName}" is refused: its host resolves to 127.0.0.1, which is the hub's own API server`,
+      pluginRuns: 0,
+    });
+    const member = await access.clientFor(profile('east', cp.members.east!.server));
+    expect(await member.client.get<{ major: string }>('/version')).toMatchObject({ major: '1' });
   });
 
   it('reports a Secret that is missing, naming the profile and the Secret', async () => {

@@ -7,13 +7,20 @@ import {
   checkClusterTrust,
   checkDuplicateServer,
   createClusterAccess,
+  hubEndpointKey,
   normalizeServer,
   parseProviderFile,
   type ServerPolicy,
 } from '../src/index.js';
 import { credentialScript, pluginDir } from './plugin-scripts.js';
 
-const context = { cluster: 'fleet/a', source: 'access provider "google"', hubServer: 'https://10.96.0.1:443' };
+const context = {
+  cluster: 'fleet/a',
+  source: 'access provider "google"',
+  hubServer: 'https://10.96.0.1:443',
+  // The hub's default/kubernetes Service (10.0.0.1:443) and EndpointSlice (192.168.0.10:6443).
+  hubEndpoints: new Set([hubEndpointKey('10.0.0.1', 443), hubEndpointKey('192.168.0.10', 6443)]),
+};
 const GATEWAY = 'https://connectgateway.googleapis.com/v1/projects/123/locations/global/gkeMemberships';
 const refused = (field: string, why: string) => ({
   ok: false,
@@ -24,10 +31,64 @@ const refused = (field: string, why: string) => ({
 describe('checkClusterTrust', () => {
   it.each<{ name: string; cluster: Record<string, unknown>; policy: ServerPolicy; want: unknown }>([
     {
-      name: 'accepts any https server that is not reserved when the provider has no allowlist',
-      cluster: { server: 'https://35.1.2.3' },
+      name: 'refuses every server when the provider has neither allowedServers nor allowAnyServer',
+      cluster: { server: 'https://evil.example.com' },
       policy: {},
+      want: refused(
+        'cluster.server',
+        '"https://evil.example.com" is refused: access provider "google" has no allowedServers; list the servers its credentials may go to, or set allowAnyServer: true',
+      ),
+    },
+    {
+      name: 'accepts any https server that is not reserved with allowAnyServer: true',
+      cluster: { server: 'https://35.1.2.3' },
+      policy: { allowAnyServer: true },
       want: { ok: true },
+    },
+    ...['https://10.1.2.3:6443', 'https://172.16.0.5', 'https://192.168.1.1:8443'].map((server) => ({
+      name: `accepts the RFC 1918 address ${server}: private is not reserved`,
+      cluster: { server },
+      policy: { allowAnyServer: true },
+      want: { ok: true },
+    })),
+    {
+      name: "refuses an endpoint of the hub's default/kubernetes Service (its cluster IP and port)",
+      cluster: { server: 'https://10.0.0.1' },
+      policy: { allowAnyServer: true },
+      want: refused('cluster.server', `"https://10.0.0.1" is refused: it is the hub's own API server`),
+    },
+    {
+      name: "refuses an address and port of the hub's EndpointSlice (a node's API server)",
+      cluster: { server: 'https://192.168.0.10:6443' },
+      policy: { allowedServers: ['https://192.168.0.10:6443'] },
+      want: refused('cluster.server', `"https://192.168.0.10:6443" is refused: it is the hub's own API server`),
+    },
+    {
+      name: "accepts the address of a hub endpoint on another port (another API server, e.g. a test's member)",
+      cluster: { server: 'https://192.168.0.10:7443' },
+      policy: { allowedServers: ['https://192.168.0.10:7443'] },
+      want: { ok: true },
+    },
+    {
+      name: 'an entry without a port means 443: it does not match another port',
+      cluster: { server: 'https://member.example:6443' },
+      policy: { allowedServers: ['https://member.example'] },
+      want: refused('cluster.server', '"https://member.example:6443" is refused: it matches no allowedServers entry'),
+    },
+    ...['https://member.example', 'https://member.example:443/', 'https://MEMBER.example.:443/x'].map((server) => ({
+      name: `an entry without a port matches ${server} (port 443)`,
+      cluster: { server },
+      policy: { allowedServers: ['https://member.example'] },
+      want: { ok: true },
+    })),
+    {
+      name: 'a *. entry without a port means 443 too',
+      cluster: { server: 'https://eu-1.clusters.example.com:6443' },
+      policy: { allowedServers: ['https://*.clusters.example.com'] },
+      want: refused(
+        'cluster.server',
+        '"https://eu-1.clusters.example.com:6443" is refused: it matches no allowedServers entry',
+      ),
     },
     {
       name: 'refuses a plain http server whatever the allowlist says',
@@ -44,7 +105,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses kubernetes.default with a trailing dot and an explicit port',
       cluster: { server: 'https://kubernetes.default.:443/' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused('cluster.server', `"https://kubernetes.default.:443/" is refused: it is the hub's own API server`),
     },
     {
@@ -56,7 +117,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses the metadata server at 169.254.169.254',
       cluster: { server: 'https://169.254.169.254' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.server',
         '"https://169.254.169.254" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
@@ -65,7 +126,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses loopback written as a decimal integer (the URL parser normalises it to 127.0.0.1)',
       cluster: { server: 'https://2130706433:6443' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.server',
         '"https://2130706433:6443" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
@@ -74,7 +135,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses loopback as an IPv4-mapped IPv6 address',
       cluster: { server: 'https://[::ffff:127.0.0.1]:6443' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.server',
         '"https://[::ffff:127.0.0.1]:6443" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
@@ -90,9 +151,9 @@ describe('checkClusterTrust', () => {
       ),
     },
     {
-      name: 'accepts loopback when an allowedServers entry names that host (tests, a laptop)',
+      name: 'accepts loopback when an allowedServers entry names that host and port (tests, a laptop)',
       cluster: { server: 'https://127.0.0.1:40123' },
-      policy: { allowedServers: ['https://127.0.0.1'] },
+      policy: { allowedServers: ['https://127.0.0.1:40123'] },
       want: { ok: true },
     },
     {
@@ -143,19 +204,19 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses insecure-skip-tls-verify unless the provider opts in',
       cluster: { server: 'https://35.1.2.3', 'insecure-skip-tls-verify': true },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused('cluster.insecure-skip-tls-verify', 'is refused: allowInsecureSkipTLSVerify is not set'),
     },
     {
       name: 'accepts insecure-skip-tls-verify when the provider opts in',
       cluster: { server: 'https://35.1.2.3', 'insecure-skip-tls-verify': true },
-      policy: { allowInsecureSkipTLSVerify: true },
+      policy: { allowAnyServer: true, allowInsecureSkipTLSVerify: true },
       want: { ok: true },
     },
     {
       name: 'refuses a proxy-url when the provider allows no proxy',
       cluster: { server: 'https://35.1.2.3', 'proxy-url': 'http://attacker.example:3128' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.proxy-url',
         '"http://attacker.example:3128" is refused: it matches no allowedProxyURLs entry',
@@ -164,7 +225,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'accepts a proxy-url the provider allows',
       cluster: { server: 'https://35.1.2.3', 'proxy-url': 'http://proxy.corp.example:3128' },
-      policy: { allowedProxyURLs: ['http://proxy.corp.example:3128'] },
+      policy: { allowedServers: ['https://35.1.2.3'], allowedProxyURLs: ['http://proxy.corp.example:3128'] },
       want: { ok: true },
     },
     {
@@ -295,12 +356,82 @@ describe('parseProviderFile server policy', () => {
       message: 'p.yaml: providers.0.allowedServers.0: "a b" is not a URL with a host',
     },
     {
+      name: 'a provider with neither allowedServers nor allowAnyServer',
+      extra: `allowInsecureSkipTLSVerify: false`,
+      message:
+        'p.yaml: providers.0.allowedServers: required: list the servers (https://host[:port][/path]) these credentials may go to, or set allowAnyServer: true',
+    },
+    {
+      name: 'allowAnyServer: false alone',
+      extra: `allowAnyServer: false`,
+      message: 'p.yaml: providers.0.allowedServers: required',
+    },
+    {
+      name: 'both allowedServers and allowAnyServer: true',
+      extra: `allowedServers: ['https://a.example'], allowAnyServer: true`,
+      message:
+        'p.yaml: providers.0.allowAnyServer: allowAnyServer: true and allowedServers exclude each other; keep one',
+    },
+    {
       name: 'a proxy entry with a password',
-      extra: `allowedProxyURLs: ['http://u:p@proxy']`,
+      extra: `allowAnyServer: true, allowedProxyURLs: ['http://u:p@proxy']`,
       message: 'p.yaml: providers.0.allowedProxyURLs.0: "http://u:p@proxy" must not hold a user or password',
     },
   ])('names the field for $name', ({ extra, message }) => {
     expect(() => parseProviderFile(file(extra), 'p.yaml')).toThrow(message);
+  });
+  it('accepts allowAnyServer: true as the explicit opt-out, and requires a bound in kubeconfigSecrets too', () => {
+    expect(parseProviderFile(file('allowAnyServer: true')).providers[0]).toMatchObject({ allowAnyServer: true });
+    expect(() => parseProviderFile(`${file('allowAnyServer: true')}\nkubeconfigSecrets: {}`, 'p.yaml')).toThrow(
+      'p.yaml: kubeconfigSecrets.allowedServers: required',
+    );
+  });
+});
+
+describe('a server name is checked by the addresses it resolves to', () => {
+  const exec = { apiVersion: 'client.authentication.k8s.io/v1' as const, command: 'unused' };
+  const DNS: Record<string, string[]> = {
+    '169.254.169.254.nip.io': ['169.254.169.254'],
+    'sneaky.example': ['203.0.113.7', '127.0.0.1'],
+    'private.corp.example': ['10.20.30.40'],
+  };
+  const manager = (allowedServers?: string[]) => {
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: 'tok' });
+    const access = createClusterAccess({
+      providers: [
+        {
+          name: 'p',
+          execConfig: { ...exec, command },
+          ...(allowedServers ? { allowedServers } : { allowAnyServer: true }),
+        },
+      ],
+      lookup: async (host) => (DNS[host] ?? []).map((address) => ({ address })),
+    });
+    return { access, dir };
+  };
+  const profile = (server: string): ClusterProfile => ({
+    ...aClusterProfile('fleet/m'),
+    status: { accessProviders: [{ name: 'p', cluster: { server } }] },
+  });
+
+  it.each([
+    { server: 'https://169.254.169.254.nip.io', address: '169.254.169.254' },
+    { server: 'https://sneaky.example:6443', address: '127.0.0.1' },
+  ])('refuses $server (resolving to $address) before the plugin runs', async ({ server, address }) => {
+    const { access, dir } = manager();
+    const error = (await access.accessFor(profile(server)).catch((e: unknown) => e)) as McoError;
+    expect({ code: error.code, message: error.message, runs: dir.calls() }).toEqual({
+      code: 'Invalid',
+      message: `ClusterProfile fleet/m: access provider "p": cluster.server "${server}" is refused: its host resolves to ${address}, which is a loopback, link-local or unspecified address; only an allowedServers entry naming the server's host allows it`,
+      runs: 0,
+    });
+  });
+
+  it('accepts a name resolving to an RFC 1918 address, and a reserved one its allowedServers entry names exactly', async () => {
+    expect(await (await manager().access.accessFor(profile('https://private.corp.example'))).getToken()).toBe('tok');
+    const named = manager(['https://sneaky.example:6443']).access;
+    expect(await (await named.accessFor(profile('https://sneaky.example:6443'))).getToken()).toBe('tok');
   });
 });
 
