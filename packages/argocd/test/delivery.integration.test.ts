@@ -140,8 +140,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         {
           name: 'test-exec',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: script, args: [member.token('admin')] },
-          // The test members listen on loopback, which a provider reaches only when it names it.
-          allowedServers: ['https://127.0.0.1'],
+          // The test members listen on loopback, which a provider reaches only when it names it (and the port).
+          allowedServers: [member.server],
         },
       ],
       refreshBeforeMs: 6_000,

@@ -90,8 +90,6 @@ interface Entry {
   readonly access: ClusterAccess;
   readonly client: MemberClusterClient;
   readonly loadedAt: number;
-  /** The DNS check of the server's host: when it ran and what it found wrong. */
-  resolved?: { readonly at: number; readonly problem: string | undefined };
 }
 
 /** Creates the manager; see docs/cluster-access.md. */
@@ -127,9 +125,19 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
       return hubEndpoints?.keys;
     }
     reading ??= readHubEndpoints(hub, signal)
-      .then((keys) => {
-        hubEndpoints = { keys, at: now().getTime() };
-      })
+      .then(
+        (keys) => {
+          hubEndpoints = { keys, at: now().getTime() };
+        },
+        (error: unknown) => {
+          // Not allowed to read them (no RBAC for it): only the hub's URL and in-cluster names are refused.
+          if (!(error instanceof McoError && error.code === 'Unauthorized')) throw error;
+          logger.warn("may not read the hub's own endpoints; only its URL and in-cluster names are refused", {
+            error,
+          });
+          hubEndpoints = { keys: hubEndpoints?.keys ?? new Set(), at: now().getTime() };
+        },
+      )
       .finally(() => (reading = undefined));
     try {
       await reading;
@@ -250,43 +258,44 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     return server;
   };
 
+  /** Addresses per host name, as last resolved (one lookup per host a minute, however many profiles share it). */
+  const resolvedHosts = new Map<string, { readonly at: number; readonly addresses: Promise<readonly string[]> }>();
+  const addressesOf = (host: string): Promise<readonly string[]> => {
+    const known = resolvedHosts.get(host);
+    if (known && now().getTime() - known.at < RESOLVED_REFRESH_MS) return known.addresses;
+    // A name that does not resolve is left to the connection, which fails on it.
+    const addresses = resolve(host).then(
+      (found) => found.map((a) => a.address),
+      () => [],
+    );
+    if (resolvedHosts.size >= 10_000) resolvedHosts.clear();
+    resolvedHosts.set(host, { at: now().getTime(), addresses });
+    return addresses;
+  };
+
   /**
    * The addresses the server's host resolves to, checked as a connection
    * checks them (`addressCheck`): adapters that hand the access to another
-   * controller (Argo CD, Flux) never connect themselves. Remembered a minute
-   * per entry; a name that does not resolve is left to the connection.
+   * controller (Argo CD, Flux) never connect themselves.
    */
   async function checkResolved(entry: Entry, source: string, signal?: AbortSignal): Promise<TrustResult> {
     const { access } = entry;
     const url = new URL(access.server);
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     if (access.proxyUrl || isIP(host)) return { ok: true };
-    if (!entry.resolved || now().getTime() - entry.resolved.at >= RESOLVED_REFRESH_MS) {
-      const port = Number(url.port || 443);
-      const check = addressCheck(access.server, entry.policy, () => hubEndpoints?.keys);
-      let problem: string | undefined;
-      try {
-        const addresses = await abortable(resolve(host), signal);
-        for (const { address } of addresses) {
-          const why = check(address, port);
-          if (why) {
-            problem = `resolves to ${address}, which ${why}`;
-            break;
-          }
-        }
-      } catch (error) {
-        if (signal?.aborted) throw error;
-      }
-      entry.resolved = { at: now().getTime(), problem };
-    }
-    const problem = entry.resolved.problem;
-    return problem
-      ? {
+    const check = addressCheck(access.server, entry.policy, () => hubEndpoints?.keys);
+    const port = Number(url.port || 443);
+    for (const address of await abortable(addressesOf(host), signal)) {
+      const why = check(address, port);
+      if (why) {
+        return {
           ok: false,
           field: 'cluster.server',
-          error: `ClusterProfile ${access.cluster}: ${source}: cluster.server "${access.server}" is refused: its host ${problem}`,
-        }
-      : { ok: true };
+          error: `ClusterProfile ${access.cluster}: ${source}: cluster.server "${access.server}" is refused: its host resolves to ${address}, which ${why}`,
+        };
+      }
+    }
+    return { ok: true };
   }
 
   /**

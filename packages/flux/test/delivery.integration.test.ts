@@ -221,8 +221,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       await setPlacement('other', { clusters: [] });
 
       const access = createClusterAccess({
-        // The test member listens on loopback, which a provider reaches only when it names it.
-        providers: { providers: [{ name: 'test-exec', execConfig, allowedServers: ['https://127.0.0.1'] }] },
+        // The test member listens on loopback, which a provider reaches only when it names it (and the port).
+        providers: { providers: [{ name: 'test-exec', execConfig, allowedServers: [member.server] }] },
         hub: connectionFromKubeConfig(hub),
       });
       options = {

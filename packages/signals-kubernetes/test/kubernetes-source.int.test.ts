@@ -41,6 +41,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
   const sockets: Socket[] = [];
   let refusedPort: number;
   const providers: ProviderConfig[] = [];
+  const loopback: string[] = [];
   const now = () => new Date();
 
   beforeAll(async () => {
@@ -49,12 +50,6 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     const plugin = join(dir, 'plugin.js');
     writeFileSync(plugin, PLUGIN);
     chmodSync(plugin, 0o755);
-    providers.push({
-      name: 'test-tokens',
-      execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo: true },
-      // The test members listen on loopback, which a provider reaches only when it names it.
-      allowedServers: ['https://127.0.0.1'],
-    });
     // A member that accepts connections and never answers, and one that refuses them.
     blackhole = createServer((socket) => sockets.push(socket));
     await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
@@ -63,6 +58,18 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     refusedPort = (closed.address() as { port: number }).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
+    // The test members listen on loopback, which a provider reaches only when it names it (and the port).
+    loopback.push(
+      cp.members.east!.server,
+      cp.members.west!.server,
+      `https://127.0.0.1:${(blackhole.address() as { port: number }).port}`,
+      `https://127.0.0.1:${refusedPort}`,
+    );
+    providers.push({
+      name: 'test-tokens',
+      execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo: true },
+      allowedServers: loopback,
+    });
 
     // Least privilege: mco reads members as the `controller` user bound to the shipped ClusterRole.
     for (const member of [cp.members.east!, cp.members.west!]) {
@@ -198,7 +205,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
       access: createClusterAccess({
         providers,
         hub: cp.hub.connectionFor('admin'),
-        kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
+        kubeconfigSecrets: { allowedServers: loopback },
         now,
       }),
       config: KubernetesSignalsConfigSchema.parse({ timeoutSeconds }),
