@@ -1,7 +1,8 @@
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
-import type { McoError } from '@mco/runtime';
+import { createLogger, type McoError } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import {
   checkClusterTrust,
@@ -548,6 +549,88 @@ describe('a refused profile never reaches its endpoint', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => trap.close(resolve));
+    }
+  });
+});
+
+describe("the hub's own endpoints, as its API lists them", () => {
+  /** A hub answering the default/kubernetes Service and EndpointSlice with `status` (and these bodies on 200). */
+  async function hub(status: number) {
+    const server = createHttpServer((request, response) => {
+      response.statusCode = status;
+      if (status !== 200) return response.end('{"kind":"Status","message":"forbidden"}');
+      response.end(
+        JSON.stringify(
+          request.url?.includes('/endpointslices/')
+            ? { endpoints: [{ addresses: ['192.168.0.10'] }, { addresses: ['192.168.0.11'] }], ports: [{ port: 6443 }] }
+            : { spec: { clusterIP: '10.0.0.1', clusterIPs: ['10.0.0.1'], ports: [{ port: 443 }] } },
+        ),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const connection = {
+      server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      insecureSkipTlsVerify: false,
+      getCredential: async () => ({}),
+      invalidate: () => {},
+    };
+    return { connection, close: () => new Promise((resolve) => server.close(resolve)) };
+  }
+  const profile = (server: string): ClusterProfile => ({
+    ...aClusterProfile('fleet/m'),
+    status: { accessProviders: [{ name: 'p', cluster: { server } }] },
+  });
+  const providers = (command: string) => [
+    {
+      name: 'p',
+      execConfig: { apiVersion: 'client.authentication.k8s.io/v1' as const, command },
+      allowAnyServer: true,
+    },
+  ];
+
+  it('refuses the Service and EndpointSlice addresses on their ports only', async () => {
+    const { connection, close } = await hub(200);
+    const dir = pluginDir();
+    const access = createClusterAccess({
+      providers: providers(credentialScript(dir, { token: 'tok' })),
+      hub: connection,
+    });
+    const outcome = async (server: string) =>
+      access.accessFor(profile(server)).then(
+        () => 'accepted',
+        (e: unknown) => (e as Error).message.replace(/^.*is refused: /, ''),
+      );
+    try {
+      expect({
+        clusterIP: await outcome('https://10.0.0.1'),
+        node: await outcome('https://192.168.0.11:6443'),
+        nodeOtherPort: await outcome('https://192.168.0.11:7443'),
+        clusterIPOtherPort: await outcome('https://10.0.0.1:6443'),
+      }).toEqual({
+        clusterIP: "it is the hub's own API server",
+        node: "it is the hub's own API server",
+        nodeOtherPort: 'accepted',
+        clusterIPOtherPort: 'accepted',
+      });
+    } finally {
+      await close();
+    }
+  });
+
+  it('without permission to read them, warns and refuses only by the hub URL and in-cluster names', async () => {
+    const { connection, close } = await hub(403);
+    const lines: string[] = [];
+    const dir = pluginDir();
+    const access = createClusterAccess({
+      providers: providers(credentialScript(dir, { token: 'tok' })),
+      hub: connection,
+      logger: createLogger({ write: (line) => void lines.push(line) }),
+    });
+    try {
+      expect(await (await access.accessFor(profile('https://192.168.0.11:6443'))).getToken()).toBe('tok');
+      expect(lines.join('')).toContain("may not read the hub's own endpoints");
+    } finally {
+      await close();
     }
   });
 });
