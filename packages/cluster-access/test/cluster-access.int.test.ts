@@ -112,22 +112,37 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     });
   });
 
-  it("refuses the hub's own endpoints as its default/kubernetes EndpointSlice lists them (address and port, also through a name), and reaches a member on the same address", async () => {
+  it("refuses the hub's own endpoints as its default/kubernetes Service and EndpointSlice list them (address and port, also through a name), and reaches a member", async () => {
+    // The API server publishes its advertise address and port in this EndpointSlice; a loopback one (the test
+    // hub's) is neither published nor accepted there, so the test writes what a hub on a routable address has.
+    await cp.hub.apply([
+      {
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { name: 'kubernetes', namespace: 'default', labels: { 'kubernetes.io/service-name': 'kubernetes' } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: ['192.0.2.10'], conditions: { ready: true } }],
+        ports: [{ name: 'https', port: 6443, protocol: 'TCP' }],
+      } as never,
+    ]);
     const dir = pluginDir();
     const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
-    const hubPort = new URL(cp.hub.server).port;
-    const byName = `https://localhost:${hubPort}`;
     const access = createClusterAccess({
       providers: [
         {
           name: 'p',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
-          allowedServers: [cp.hub.server, byName, cp.members.east!.server],
+          allowedServers: [
+            'https://10.0.0.1',
+            'https://192.0.2.10:6443',
+            'https://192.0.2.10:7443',
+            'https://hub.example:6443',
+            cp.members.east!.server,
+          ],
         },
       ],
       hub: cp.hub.connectionFor('admin'),
-      // Not the hub's URL: only its EndpointSlice can tell that 127.0.0.1:<hub port> is the hub.
-      hubServer: 'https://hub.invalid',
+      lookup: async (host) => (host === 'hub.example' ? [{ address: '192.0.2.10' }] : []),
     });
     const profile = (name: string, server: string) =>
       ({
@@ -136,15 +151,22 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
           accessProviders: [{ name: 'p', cluster: { server, 'certificate-authority-data': cp.members.east!.caData } }],
         },
       }) as ClusterProfile;
-    const refusal = async (server: string) =>
-      ((await access.accessFor(profile('hub', server)).catch((e: unknown) => e)) as Error).message;
+    const outcome = (server: string) =>
+      access.accessFor(profile('x', server)).then(
+        () => 'accepted',
+        (e: unknown) => (e as Error).message.replace(/^.*is refused: /, ''),
+      );
     expect({
-      ip: await refusal(cp.hub.server),
-      name: await refusal(byName),
+      serviceClusterIP: await outcome('https://10.0.0.1'),
+      endpoint: await outcome('https://192.0.2.10:6443'),
+      endpointByName: await outcome('https://hub.example:6443'),
+      sameAddressOtherPort: await outcome('https://192.0.2.10:7443'),
       pluginRuns: dir.calls(),
     }).toEqual({
-      ip: `ClusterProfile fleet/hub: access provider "p": cluster.server "${cp.hub.server}" is refused: it is the hub's own API server`,
-      name: `ClusterProfile fleet/hub: access provider "p": cluster.server "${byName}" is refused: its host resolves to 127.0.0.1, which is the hub's own API server`,
+      serviceClusterIP: "it is the hub's own API server",
+      endpoint: "it is the hub's own API server",
+      endpointByName: "its host resolves to 192.0.2.10, which is the hub's own API server",
+      sameAddressOtherPort: 'accepted',
       pluginRuns: 0,
     });
     const member = await access.clientFor(profile('east', cp.members.east!.server));
