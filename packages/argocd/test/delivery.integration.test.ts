@@ -165,6 +165,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       'argocd.clusterSecretSync.providers[0].name': 'test-exec',
       'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
       'argocd.clusterSecretSync.providers[0].execConfig.command': script,
+      'argocd.clusterSecretSync.providers[0].allowedServers[0]': member.server,
     });
     chart = rendered.filter(
       (o) =>

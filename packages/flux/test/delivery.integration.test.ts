@@ -180,6 +180,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         'flux.providers[0].name': 'test-exec',
         'flux.providers[0].execConfig.apiVersion': execConfig.apiVersion,
         'flux.providers[0].execConfig.command': script,
+        'flux.providers[0].allowedServers[0]': member.server,
       }).filter(
         (o) =>
           o.metadata?.labels?.['app.kubernetes.io/component'] === 'flux' &&
@@ -337,7 +338,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
             enabled: true,
             templates: [TEMPLATE],
             providers: [
-              { name: 'p', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: '/bin/p' } },
+              {
+                name: 'p',
+                execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: '/bin/p' },
+                allowedServers: ['https://member.example'],
+              },
             ],
           },
         }),
@@ -353,6 +358,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           'flux.inputProviders=false',
           'flux.providers[0].name=p',
           'flux.providers[0].execConfig.command=/bin/p',
+          'flux.providers[0].allowedServers[0]=https://member.example',
         ]),
       ).toContain('flux.enabled needs flux.inputProviders (Flux Operator) or flux.templates');
       const rendered = parseYamlDocuments(
