@@ -17,8 +17,9 @@ import {
   type TrustResult,
 } from './server-trust.js';
 
-/** How long the hub's own endpoints, and the addresses a member's server resolves to, are trusted as read. */
+/** How long the hub's own endpoints are used as read. */
 const HUB_ENDPOINTS_REFRESH_MS = 5 * 60_000;
+/** How long the addresses a member server's host resolved to are used before the next check resolves it again. */
 const RESOLVED_REFRESH_MS = 60_000;
 
 export interface ClusterAccessOptions {
@@ -88,6 +89,8 @@ interface Entry {
   /** The policy the access is checked against (its provider's, or the kubeconfig Secrets'). */
   readonly policy: ServerPolicy;
   readonly access: ClusterAccess;
+  /** Why an address the server's host resolves to is refused (server-trust.ts `addressCheck`). */
+  readonly checkAddress: (address: string, port: number) => string | undefined;
   readonly client: MemberClusterClient;
   readonly loadedAt: number;
 }
@@ -154,6 +157,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
       fingerprint,
       policy,
       access,
+      checkAddress,
       client: memberClusterClient(access, limiterFor(key), checkAddress),
       loadedAt: now().getTime(),
     };
@@ -283,10 +287,9 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     const url = new URL(access.server);
     const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
     if (access.proxyUrl || isIP(host)) return { ok: true };
-    const check = addressCheck(access.server, entry.policy, () => hubEndpoints?.keys);
     const port = Number(url.port || 443);
     for (const address of await abortable(addressesOf(host), signal)) {
-      const why = check(address, port);
+      const why = entry.checkAddress(address, port);
       if (why) {
         return {
           ok: false,
