@@ -32,6 +32,7 @@ const ALL_ON = {
   'argocd.clusterSecretSync.providers[0].name': 'google',
   'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
   'argocd.clusterSecretSync.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
+  'argocd.clusterSecretSync.providers[0].allowedServers[0]': 'https://connectgateway.googleapis.com/v1/projects/1/',
 };
 
 const component = (o: KubernetesObject) => o.metadata?.labels?.['app.kubernetes.io/component'];

@@ -19,7 +19,7 @@ function file(name: string, content: string): string {
 const tokenFile = file('token', 'a-token');
 const providerFile = file(
   'access-providers.yaml',
-  'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}}]',
+  'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}, allowedServers: [https://member.example]}]',
 );
 
 async function mco(...argv: string[]) {

@@ -19,7 +19,7 @@ async function mco(...argv: string[]) {
 describe('mco flux configuration errors', () => {
   const providers = file(
     'providers.yaml',
-    'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}}]',
+    'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}, allowedServers: [https://member.example]}]',
   );
 
   it('exits 2 without --provider-file', async () => {

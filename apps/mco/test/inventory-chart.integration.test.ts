@@ -110,10 +110,12 @@ describeWithControlPlane("the chart's inventory RBAC on a real kube-apiserver", 
     'argocd.clusterSecretSync.providers[0].name': 'google',
     'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
     'argocd.clusterSecretSync.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
+    'argocd.clusterSecretSync.providers[0].allowedServers[0]': 'https://connectgateway.googleapis.com/v1/projects/1/',
     'flux.enabled': 'true',
     'flux.providers[0].name': 'google',
     'flux.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
     'flux.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
+    'flux.providers[0].allowedServers[0]': 'https://connectgateway.googleapis.com/v1/projects/1/',
     'configsync.enabled': 'true',
   };
 

@@ -58,6 +58,7 @@ const access = createClusterAccess({
     {
       name: 'kubeconfig',
       execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo: true },
+      allowedServers: ['https://*.example'],
     },
   ],
   refreshBeforeMs: REFRESH_BEFORE_MS,

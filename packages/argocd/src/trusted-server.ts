@@ -10,7 +10,7 @@ export interface TrustedServerOptions {
   readonly clusterProfiles: ObjectCache<ClusterProfile>;
   /** Access provider names in order of preference (default: the first entry with a server). */
   readonly accessProviderNames?: readonly string[] | undefined;
-  /** Bounds per access provider; a provider without one gets the defaults (https, nothing reserved). */
+  /** Bounds per access provider; a provider without one gets any https server that is not reserved. */
   readonly policies?: readonly NamedServerPolicy[] | undefined;
   /** The hub's API server URL, never a member's. */
   readonly hubServer?: string | undefined;
@@ -30,7 +30,8 @@ export function createTrustedServerOf(options: TrustedServerOptions): (profile: 
   const checked = (profile: ClusterProfile): string | undefined => {
     const selected = selectAccessProvider(profile, options.accessProviderNames);
     if (!selected) return undefined;
-    const policy = options.policies?.find((p) => p.name === selected.providerName) ?? {};
+    // No bounds given (no provider file): the plugin hands out no credential, so any server that is not reserved.
+    const policy = options.policies?.find((p) => p.name === selected.providerName) ?? { allowAnyServer: true };
     const result = checkClusterTrust(selected.cluster, policy, {
       cluster: clusterKey(profile.metadata.namespace, profile.metadata.name),
       source: `access provider "${selected.providerName}"`,

@@ -140,8 +140,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         {
           name: 'test-exec',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: script, args: [member.token('admin')] },
-          // The test members listen on loopback, which a provider reaches only when it names it.
-          allowedServers: ['https://127.0.0.1'],
+          // The test members listen on loopback, which a provider reaches only when it names it (and the port).
+          allowedServers: [member.server],
         },
       ],
       refreshBeforeMs: 6_000,
@@ -165,6 +165,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       'argocd.clusterSecretSync.providers[0].name': 'test-exec',
       'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
       'argocd.clusterSecretSync.providers[0].execConfig.command': script,
+      'argocd.clusterSecretSync.providers[0].allowedServers[0]': member.server,
     });
     chart = rendered.filter(
       (o) =>

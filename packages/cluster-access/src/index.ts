@@ -39,9 +39,12 @@ export {
 } from './kubeconfig-secret.js';
 export { type MemberClusterClient } from './member-client.js';
 export { createClusterAccess, type ClusterAccessManager, type ClusterAccessOptions } from './manager.js';
+export { readHubEndpoints } from './hub-endpoints.js';
 export {
+  addressCheck,
   checkClusterTrust,
   checkDuplicateServer,
+  hubEndpointKey,
   normalizeServer,
   serverHolders,
   type ServerPolicy,

@@ -1,3 +1,5 @@
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
 import { clusterKey, type ClusterProfile } from '@mco/core';
 import { abortable, KubeClient, objectPath, SECRETS } from '@mco/kube-runtime';
 import { McoError, silentLogger, toMcoError, type KubeConnection, type Logger } from '@mco/runtime';
@@ -6,12 +8,28 @@ import { KUBECONFIG_SECRET_ANNOTATION, KUBECONFIG_SECRET_KEY, parseStaticKubecon
 import { memberClusterClient, type MemberClusterClient } from './member-client.js';
 import type { ProviderConfig, ProviderFile } from './provider-file.js';
 import { createRateLimiter, type RateLimiter } from './rate-limiter.js';
-import { checkClusterTrust, checkDuplicateServer, type ServerPolicy, type TrustResult } from './server-trust.js';
+import { readHubEndpoints } from './hub-endpoints.js';
+import {
+  addressCheck,
+  checkClusterTrust,
+  checkDuplicateServer,
+  type ServerPolicy,
+  type TrustResult,
+} from './server-trust.js';
+
+/** How long the hub's own endpoints are used as read. */
+const HUB_ENDPOINTS_REFRESH_MS = 5 * 60_000;
+/** How long the addresses a member server's host resolved to are used before the next check resolves it again. */
+const RESOLVED_REFRESH_MS = 60_000;
 
 export interface ClusterAccessOptions {
   /** The consumer provider file (or its providers). */
   readonly providers: ProviderFile | readonly ProviderConfig[];
-  /** Access to the hub, to read kubeconfig Secrets; without it such profiles get an error. */
+  /**
+   * Access to the hub, to read kubeconfig Secrets (without it such profiles
+   * get an error) and the hub's own endpoints (Service and EndpointSlice
+   * `default/kubernetes`), never accepted as a member's.
+   */
   readonly hub?: KubeConnection;
   /** Requests per second and burst of each member cluster's own token bucket (default 5 and 10, like client-go). */
   readonly qps?: number;
@@ -32,6 +50,12 @@ export interface ClusterAccessOptions {
   readonly kubeconfigSecrets?: ServerPolicy;
   /** The hub's API server URL, never accepted as a member's (default: `hub`'s server). */
   readonly hubServer?: string;
+  /**
+   * Resolves a member server's host name for the check before credentials
+   * are obtained (default: the system resolver, `dns.lookup`); connections
+   * check the addresses they resolve again.
+   */
+  readonly lookup?: (hostname: string) => Promise<readonly { readonly address: string }[]>;
   /** The environment credential plugins inherit (default: mco's own, as kubectl does). */
   readonly baseEnv?: Readonly<Record<string, string | undefined>>;
   readonly now?: () => Date;
@@ -65,6 +89,8 @@ interface Entry {
   /** The policy the access is checked against (its provider's, or the kubeconfig Secrets'). */
   readonly policy: ServerPolicy;
   readonly access: ClusterAccess;
+  /** Why an address the server's host resolves to is refused (server-trust.ts `addressCheck`). */
+  readonly checkAddress: (address: string, port: number) => string | undefined;
   readonly client: MemberClusterClient;
   readonly loadedAt: number;
 }
@@ -80,6 +106,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   const now = options.now ?? (() => new Date());
   const logger = options.logger ?? silentLogger;
   const secretRefreshMs = options.secretRefreshMs ?? 60_000;
+  const resolve = options.lookup ?? ((host: string) => lookup(host, { all: true }));
   const entries = new Map<string, Entry>();
   const limiters = new Map<string, RateLimiter>();
   const hub = options.hub ? new KubeClient(options.hub, { timeoutMs: options.requestTimeoutMs ?? 30_000 }) : undefined;
@@ -93,12 +120,45 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     return limiter;
   };
 
+  /** The hub's own endpoints as last read (stale ones are kept when a refresh fails). */
+  let hubEndpoints: { readonly keys: ReadonlySet<string>; readonly at: number } | undefined;
+  let reading: Promise<void> | undefined;
+  const currentHubEndpoints = async (signal?: AbortSignal): Promise<ReadonlySet<string> | undefined> => {
+    if (!hub || (hubEndpoints && now().getTime() - hubEndpoints.at < HUB_ENDPOINTS_REFRESH_MS)) {
+      return hubEndpoints?.keys;
+    }
+    reading ??= readHubEndpoints(hub, signal)
+      .then(
+        (keys) => {
+          hubEndpoints = { keys, at: now().getTime() };
+        },
+        (error: unknown) => {
+          // Not allowed to read them (no RBAC for it): only the hub's URL and in-cluster names are refused.
+          if (!(error instanceof McoError && error.code === 'Unauthorized')) throw error;
+          logger.warn("may not read the hub's own endpoints; only its URL and in-cluster names are refused", {
+            error,
+          });
+          hubEndpoints = { keys: hubEndpoints?.keys ?? new Set(), at: now().getTime() };
+        },
+      )
+      .finally(() => (reading = undefined));
+    try {
+      await reading;
+    } catch (error) {
+      if (!hubEndpoints) throw error;
+      logger.warn("could not refresh the hub's own endpoints; using the last ones read", { error });
+    }
+    return hubEndpoints?.keys;
+  };
+
   const remember = (key: string, fingerprint: string, policy: ServerPolicy, access: ClusterAccess): Entry => {
+    const checkAddress = addressCheck(access.server, policy, () => hubEndpoints?.keys);
     const entry = {
       fingerprint,
       policy,
       access,
-      client: memberClusterClient(access, limiterFor(key)),
+      checkAddress,
+      client: memberClusterClient(access, limiterFor(key), checkAddress),
       loadedAt: now().getTime(),
     };
     entries.set(key, entry);
@@ -189,12 +249,57 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     const key = clusterKey(peer.metadata.namespace, peer.metadata.name);
     const source = selected.ok ? `access provider "${selected.provider.name}"` : '';
     const server =
-      selected.ok && checkClusterTrust(selected.cluster, selected.provider, { cluster: key, source, hubServer }).ok
+      selected.ok &&
+      checkClusterTrust(selected.cluster, selected.provider, {
+        cluster: key,
+        source,
+        hubServer,
+        hubEndpoints: hubEndpoints?.keys,
+      }).ok
         ? selected.cluster.server
         : undefined;
     claims.set(peer, { server });
     return server;
   };
+
+  /** Addresses per host name, as last resolved (one lookup per host a minute, however many profiles share it). */
+  const resolvedHosts = new Map<string, { readonly at: number; readonly addresses: Promise<readonly string[]> }>();
+  const addressesOf = (host: string): Promise<readonly string[]> => {
+    const known = resolvedHosts.get(host);
+    if (known && now().getTime() - known.at < RESOLVED_REFRESH_MS) return known.addresses;
+    // A name that does not resolve is left to the connection, which fails on it.
+    const addresses = resolve(host).then(
+      (found) => found.map((a) => a.address),
+      () => [],
+    );
+    if (resolvedHosts.size >= 10_000) resolvedHosts.clear();
+    resolvedHosts.set(host, { at: now().getTime(), addresses });
+    return addresses;
+  };
+
+  /**
+   * The addresses the server's host resolves to, checked as a connection
+   * checks them (`addressCheck`): adapters that hand the access to another
+   * controller (Argo CD, Flux) never connect themselves.
+   */
+  async function checkResolved(entry: Entry, source: string, signal?: AbortSignal): Promise<TrustResult> {
+    const { access } = entry;
+    const url = new URL(access.server);
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (access.proxyUrl || isIP(host)) return { ok: true };
+    const port = Number(url.port || 443);
+    for (const address of await abortable(addressesOf(host), signal)) {
+      const why = entry.checkAddress(address, port);
+      if (why) {
+        return {
+          ok: false,
+          field: 'cluster.server',
+          error: `ClusterProfile ${access.cluster}: ${source}: cluster.server "${access.server}" is refused: its host resolves to ${address}, which ${why}`,
+        };
+      }
+    }
+    return { ok: true };
+  }
 
   /**
    * The one gate every caller passes (accessFor, clientFor): checked on each
@@ -207,6 +312,12 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   ): Promise<Entry> {
     const entry = await entryFor(profile, signal);
     const { access } = entry;
+    let endpoints: ReadonlySet<string> | undefined;
+    try {
+      endpoints = await currentHubEndpoints(signal);
+    } catch (error) {
+      throw toMcoError(error, `ClusterProfile ${access.cluster}`);
+    }
     const source =
       access.provider === 'kubeconfig-secret' ? 'kubeconfig Secret' : `access provider "${access.provider}"`;
     const cluster = {
@@ -214,7 +325,9 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
       ...(access.proxyUrl ? { 'proxy-url': access.proxyUrl } : {}),
       'insecure-skip-tls-verify': access.insecureSkipTlsVerify,
     };
-    let result: TrustResult = checkClusterTrust(cluster, entry.policy, { cluster: access.cluster, source, hubServer });
+    const context = { cluster: access.cluster, source, hubServer, hubEndpoints: endpoints };
+    let result: TrustResult = checkClusterTrust(cluster, entry.policy, context);
+    if (result.ok) result = await checkResolved(entry, context.source, signal);
     if (result.ok && peers && access.provider !== 'kubeconfig-secret') {
       result = checkDuplicateServer(profile, access.server, peers, claimOf);
     }
@@ -226,12 +339,10 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
   }
 
   for (const provider of providers) {
-    if (!provider.allowedServers) {
+    if (provider.allowAnyServer === true) {
       logger.warn(
-        'access provider has no allowedServers: its credentials go to any https server a ClusterProfile names',
-        {
-          provider: provider.name,
-        },
+        'access provider has allowAnyServer: true: its credentials go to any https server a ClusterProfile names',
+        { provider: provider.name },
       );
     }
   }

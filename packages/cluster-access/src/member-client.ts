@@ -14,10 +14,18 @@ export interface MemberClusterClient {
   readonly client: KubeClient;
 }
 
-export function memberClusterClient(access: ClusterAccess, limiter: RateLimiter): MemberClusterClient {
+/** `checkAddress` refuses, at connect time, addresses the server's host must not lead to (server-trust.ts). */
+export function memberClusterClient(
+  access: ClusterAccess,
+  limiter: RateLimiter,
+  checkAddress?: (address: string, port: number) => string | undefined,
+): MemberClusterClient {
   let client: KubeClient;
   try {
-    client = new KubeClient(access, { beforeRequest: (signal) => limiter.acquire(signal) });
+    client = new KubeClient(access, {
+      beforeRequest: (signal) => limiter.acquire(signal),
+      ...(checkAddress ? { checkAddress } : {}),
+    });
   } catch (error) {
     throw new McoError('Invalid', `ClusterProfile ${access.cluster}: ${(error as Error).message}`, false);
   }

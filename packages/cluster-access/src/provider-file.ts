@@ -41,7 +41,13 @@ const allowlist = (schemes: readonly string[]) =>
 export const ServerPolicySchema = z.object({
   allowedServers: allowlist(['https:'])
     .optional()
-    .describe('https://host[:port][/path] entries (*.host for subdomains); absent: any https server not reserved.'),
+    .describe(
+      'https://host[:port][/path] entries (*.host for subdomains; no port: 443). Required unless allowAnyServer is true.',
+    ),
+  allowAnyServer: z
+    .boolean()
+    .optional()
+    .describe('The explicit opt-out of allowedServers: any https server that is not reserved (default false).'),
   allowInsecureSkipTLSVerify: z
     .boolean()
     .optional()
@@ -51,13 +57,36 @@ export const ServerPolicySchema = z.object({
     .describe('Proxies a ClusterProfile may name in proxy-url; absent: proxy-url is refused.'),
 });
 
+/** Where credentials may go must be said: an allowlist, or `allowAnyServer: true`, never both. */
+function requireServerBound(policy: z.infer<typeof ServerPolicySchema>, ctx: z.RefinementCtx): void {
+  if (policy.allowedServers && policy.allowAnyServer === true) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['allowAnyServer'],
+      message: 'allowAnyServer: true and allowedServers exclude each other; keep one',
+    });
+  } else if (!policy.allowedServers && policy.allowAnyServer !== true) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['allowedServers'],
+      message:
+        'required: list the servers (https://host[:port][/path]) these credentials may go to, or set allowAnyServer: true',
+    });
+  }
+}
+
 /** The Cluster Inventory API consumer configuration: which credential plugin serves which access provider. */
 export const ProviderFileSchema = z.object({
   providers: z
-    .array(z.object({ name: z.string().min(1), execConfig: ExecConfigSchema }).extend(ServerPolicySchema.shape))
+    .array(
+      z
+        .object({ name: z.string().min(1), execConfig: ExecConfigSchema })
+        .extend(ServerPolicySchema.shape)
+        .superRefine(requireServerBound),
+    )
     .refine((ps) => new Set(ps.map((p) => p.name)).size === ps.length, 'provider names must be unique'),
-  /** The same bounds for ClusterProfiles that name a kubeconfig Secret. */
-  kubeconfigSecrets: ServerPolicySchema.optional(),
+  /** The same bounds for ClusterProfiles that name a kubeconfig Secret (absent: those profiles are refused). */
+  kubeconfigSecrets: ServerPolicySchema.superRefine(requireServerBound).optional(),
 });
 export type ProviderFile = z.infer<typeof ProviderFileSchema>;
 export type ProviderConfig = ProviderFile['providers'][number];

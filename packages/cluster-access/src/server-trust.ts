@@ -12,12 +12,19 @@ import { KUBECONFIG_SECRET_ANNOTATION } from './kubeconfig-secret.js';
 export interface ServerPolicy {
   /**
    * `https://host[:port][/path]` entries; a server must match one (same host,
-   * the port when the entry gives one, the path on a `/` boundary). `*.` in
-   * front of a host matches its subdomains. Absent: any https server that is
-   * not reserved. A reserved loopback, link-local or in-cluster host is only
-   * reached when an entry names that host exactly.
+   * the same port, 443 when the entry gives none, the path on a `/`
+   * boundary). `*.` in front of a host matches its subdomains. A reserved
+   * loopback, link-local or in-cluster host (or a name resolving to one) is
+   * only reached when an entry names that host exactly. Required unless
+   * `allowAnyServer` is true.
    */
   readonly allowedServers?: readonly string[] | undefined;
+  /**
+   * The explicit opt-out of `allowedServers`: any https server that is not
+   * reserved and not the hub (default false). Credentials then go wherever a
+   * ClusterProfile writer points them.
+   */
+  readonly allowAnyServer?: boolean | undefined;
   /** Accept `insecure-skip-tls-verify: true` from a profile (default false). */
   readonly allowInsecureSkipTLSVerify?: boolean | undefined;
   /** Proxies a profile's `proxy-url` may name (same matching); absent or empty: proxy-url is refused. */
@@ -32,6 +39,13 @@ export interface TrustContext {
   readonly source: string;
   /** The hub's own API server URL: never a member's server. */
   readonly hubServer?: string | undefined;
+  /**
+   * The hub's own endpoints (keys of hubEndpointKey: address and port), as the
+   * `default/kubernetes` Service and its EndpointSlice list them: never a
+   * member's server. Compared by address and port, so another API server on
+   * the same address (a test's loopback member) is not the hub.
+   */
+  readonly hubEndpoints?: ReadonlySet<string> | undefined;
 }
 
 export type TrustResult =
@@ -58,7 +72,9 @@ const RESERVED_ADDRESSES = (() => {
   return list;
 })();
 
-/** Why a host is reserved (it reaches the hub's pod, node or metadata server), or undefined. */
+const RESERVED_ADDRESS = 'a loopback, link-local or unspecified address';
+
+/** Why a host name or IP is reserved (it reaches the hub's pod, node or metadata server), or undefined. */
 function reservedHost(hostname: string): string | undefined {
   if (hostname === 'localhost' || hostname.endsWith('.localhost')) return 'a loopback name';
   if (hostname === 'metadata' || hostname === 'metadata.google.internal') return 'a cloud metadata server';
@@ -66,18 +82,32 @@ function reservedHost(hostname: string): string | undefined {
     return 'an in-cluster service name of the hub';
   }
   const ip = hostname.startsWith('[') ? hostname.slice(1, -1) : hostname;
+  return isIP(ip) ? reservedAddress(ip) : undefined;
+}
+
+/** Why an IP address is reserved, or undefined; RFC 1918 and other private ranges are not. */
+function reservedAddress(ip: string): string | undefined {
   const family = isIP(ip);
   if (family === 0) return undefined;
   // An IPv4-mapped IPv6 address reaches the IPv4 address.
-  const mapped = family === 6 ? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(ip) : null;
+  const mapped = family === 6 ? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(canonicalAddress(ip)) : null;
   if (mapped) {
     const n = (parseInt(mapped[1]!, 16) << 16) | parseInt(mapped[2]!, 16);
     const v4 = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-    return RESERVED_ADDRESSES.check(v4, 'ipv4') ? 'a loopback, link-local or unspecified address' : undefined;
+    return RESERVED_ADDRESSES.check(v4, 'ipv4') ? RESERVED_ADDRESS : undefined;
   }
-  return RESERVED_ADDRESSES.check(ip, family === 4 ? 'ipv4' : 'ipv6')
-    ? 'a loopback, link-local or unspecified address'
-    : undefined;
+  return RESERVED_ADDRESSES.check(ip, family === 4 ? 'ipv4' : 'ipv6') ? RESERVED_ADDRESS : undefined;
+}
+
+/** An IP in the form the URL parser gives (IPv6 compressed, lower case, IPv4-mapped as hex), without brackets. */
+function canonicalAddress(ip: string): string {
+  const host = isIP(ip) === 6 ? `[${ip}]` : ip;
+  return new URL(`https://${host}`).hostname.replace(/^\[(.*)\]$/, '$1');
+}
+
+/** The key of one hub endpoint in `TrustContext.hubEndpoints`. */
+export function hubEndpointKey(address: string, port: number | string): string {
+  return `${canonicalAddress(address)}|${port}`;
 }
 
 function parseUrl(text: string): URL | undefined {
@@ -122,9 +152,8 @@ function matchEntry(url: URL, entry: string): { matched: boolean; exact: boolean
   const patternHost = hostOf(pattern);
   const hostMatches = wildcard ? host.endsWith(patternHost.slice('wildcard'.length)) : host === patternHost;
   if (!hostMatches) return { matched: false, exact: false };
-  // The URL parser drops a default port (`:443`), so whether the entry gives one is read from its text.
-  const authority = entry.split('//', 2)[1]?.split('/', 1)[0] ?? '';
-  if (/:\d+$/.test(authority) && portOf(pattern) !== portOf(url)) return { matched: false, exact: false };
+  // An entry without a port means the scheme's default (443): a server on another port is another endpoint.
+  if (portOf(pattern) !== portOf(url)) return { matched: false, exact: false };
   const prefix = pattern.pathname.replace(/\/+$/, '');
   const path = url.pathname;
   const pathMatches = prefix === '' || path === prefix || path.startsWith(`${prefix}/`);
@@ -144,9 +173,10 @@ export function allowlistEntryProblem(entry: string, schemes: readonly string[])
 
 /**
  * Checks the cluster a ClusterProfile (or kubeconfig Secret) gives against a
- * policy, before any credential is obtained: https only, never the hub, a
- * reserved host only when explicitly allowed, the allowlist when there is
- * one, and insecure TLS and proxies only when opted in. Pure.
+ * policy, before any credential is obtained: https only, never the hub, the
+ * allowlist (or the explicit `allowAnyServer`), a reserved host only when an
+ * entry names it exactly, and insecure TLS and proxies only when opted in.
+ * Pure: a name's addresses are checked by `addressCheck` when they are known.
  */
 export function checkClusterTrust(
   cluster: Pick<AccessProviderCluster, 'server' | 'proxy-url' | 'insecure-skip-tls-verify'>,
@@ -167,10 +197,21 @@ export function checkClusterTrust(
   if (url.username || url.password) return refuse('cluster.server', `is refused: it holds a user or password`);
   const host = hostOf(url);
   const hub = context.hubServer ? parseUrl(context.hubServer) : undefined;
-  if (HUB_NAMES.has(host) || (hub && hostOf(hub) === host && portOf(hub) === portOf(url))) {
+  const ip = host.replace(/^\[(.*)\]$/, '$1');
+  if (
+    HUB_NAMES.has(host) ||
+    (hub && hostOf(hub) === host && portOf(hub) === portOf(url)) ||
+    (isIP(ip) && context.hubEndpoints?.has(hubEndpointKey(ip, portOf(url))))
+  ) {
     return refuse('cluster.server', `"${server}" is refused: it is the hub's own API server`);
   }
   const allowed = policy.allowedServers;
+  if (!allowed && policy.allowAnyServer !== true) {
+    return refuse(
+      'cluster.server',
+      `"${server}" is refused: ${context.source} has no allowedServers${context.source.startsWith('kubeconfig') ? ' (kubeconfigSecrets in the provider file)' : ''}; list the servers its credentials may go to, or set allowAnyServer: true`,
+    );
+  }
   const matches = (allowed ?? []).map((entry) => matchEntry(url, entry));
   if (allowed && !matches.some((m) => m.matched)) {
     return refuse('cluster.server', `"${server}" is refused: it matches no allowedServers entry`);
@@ -194,6 +235,27 @@ export function checkClusterTrust(
     }
   }
   return { ok: true };
+}
+
+/**
+ * The connect-time half of checkClusterTrust, for a server it accepted: given
+ * an address the server's host resolved to and the port, why it is refused
+ * (the hub's own endpoint; a reserved address, unless an allowedServers entry
+ * names the server's host exactly), or undefined. `hubEndpoints` is read on
+ * each call, so a refreshed set applies to new connections.
+ */
+export function addressCheck(
+  server: string,
+  policy: ServerPolicy,
+  hubEndpoints: () => ReadonlySet<string> | undefined,
+): (address: string, port: number) => string | undefined {
+  const url = parseUrl(server);
+  const named = !!url && (policy.allowedServers ?? []).some((entry) => matchEntry(url, entry).exact);
+  return (address, port) => {
+    if (hubEndpoints()?.has(hubEndpointKey(address, port))) return "is the hub's own API server";
+    const reserved = named ? undefined : reservedAddress(address);
+    return reserved ? `is ${reserved}; only an allowedServers entry naming the server's host allows it` : undefined;
+  };
 }
 
 /**

@@ -38,6 +38,7 @@ describe('parseProviderFile', () => {
             provideClusterInfo: true,
             interactiveMode: 'Never',
           },
+          allowedServers: ['https://connectgateway.googleapis.com/v1/projects/123/'],
         },
       ],
     });
@@ -53,6 +54,7 @@ describe('parseProviderFile', () => {
             provideClusterInfo: true,
             interactiveMode: 'Never',
           },
+          allowedServers: ['https://connectgateway.googleapis.com/v1/projects/123/'],
         },
       ],
     });
@@ -71,7 +73,7 @@ describe('parseProviderFile', () => {
     },
     {
       name: 'a provider named twice',
-      text: 'providers: [{name: a, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: x}}, {name: a, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: y}}]',
+      text: 'providers: [{name: a, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: x}, allowAnyServer: true}, {name: a, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: y}, allowAnyServer: true}]',
       message: 'providers.yaml: providers: provider names must be unique',
     },
     { name: 'text that is not YAML', text: 'providers: [', message: 'providers.yaml: not valid YAML or JSON' },
@@ -203,7 +205,9 @@ describe('createClusterAccess', () => {
   it('keeps one access per cluster while its access data is unchanged, and runs the plugin once for concurrent callers', async () => {
     const dir = pluginDir();
     const command = credentialScript(dir, { token: 'tok', expirationTimestamp: '2099-01-01T00:00:00Z' }, V1, 0.2);
-    const manager = createClusterAccess({ providers: [{ name: 'p', execConfig: exec(command) }] });
+    const manager = createClusterAccess({
+      providers: [{ name: 'p', execConfig: exec(command), allowedServers: ['https://a:6443', 'https://a2:6443'] }],
+    });
     const p = profile('a', { accessProviders: [{ name: 'p', cluster: { server: 'https://a:6443' } }] });
     const first = await manager.accessFor(p);
     const tokens = await Promise.all(Array.from({ length: 5 }, async () => (await manager.accessFor(p)).getToken()));

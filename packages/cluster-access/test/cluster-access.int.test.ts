@@ -50,7 +50,7 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     } as ClusterProfile;
   };
 
-  /** Access through a credential plugin printing the east member's admin token (loopback named in allowedServers). */
+  /** Access through a credential plugin printing the east member's admin token (loopback and its port named in allowedServers). */
   const execAccess = (options: { qps?: number; burst?: number } = {}) => {
     const dir = pluginDir();
     const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
@@ -59,7 +59,7 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
         {
           name: 'p',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
-          allowedServers: ['https://127.0.0.1'],
+          allowedServers: [cp.members.east!.server],
         },
       ],
       ...options,
@@ -71,8 +71,8 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     const access = createClusterAccess({
       providers: [],
       hub: cp.hub.connectionFor('admin'),
-      // The test members listen on loopback, which is reached only when named.
-      kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
+      // The test members listen on loopback, which is reached only when named (with the port).
+      kubeconfigSecrets: { allowedServers: [cp.members.east!.server] },
       secretRefreshMs: 0,
     });
     const before = await access.accessFor(secretProfile());
@@ -102,6 +102,75 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
       tokens: [cp.members.east!.token('plugin'), cp.members.east!.token('provider')],
       major: '1',
     });
+  });
+
+  it('refuses a kubeconfig Secret when no kubeconfigSecrets bound is configured', async () => {
+    const access = createClusterAccess({ providers: [], hub: cp.hub.connectionFor('admin') });
+    await expect(access.accessFor(secretProfile())).rejects.toMatchObject({
+      code: 'Invalid',
+      message: `ClusterProfile fleet/east: kubeconfig Secret: cluster.server "${cp.members.east!.server}" is refused: kubeconfig Secret has no allowedServers (kubeconfigSecrets in the provider file); list the servers its credentials may go to, or set allowAnyServer: true`,
+    });
+  });
+
+  it("refuses the hub's own endpoints as its default/kubernetes Service and EndpointSlice list them (address and port, also through a name), and reaches a member", async () => {
+    // The API server publishes its advertise address and port in this EndpointSlice; a loopback one (the test
+    // hub's) is neither published nor accepted there, so the test writes what a hub on a routable address has.
+    await cp.hub.apply([
+      {
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { name: 'kubernetes', namespace: 'default', labels: { 'kubernetes.io/service-name': 'kubernetes' } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: ['192.0.2.10'], conditions: { ready: true } }],
+        ports: [{ name: 'https', port: 6443, protocol: 'TCP' }],
+      } as never,
+    ]);
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: cp.members.east!.token('admin') });
+    const access = createClusterAccess({
+      providers: [
+        {
+          name: 'p',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
+          allowedServers: [
+            'https://10.0.0.1',
+            'https://192.0.2.10:6443',
+            'https://192.0.2.10:7443',
+            'https://hub.example:6443',
+            cp.members.east!.server,
+          ],
+        },
+      ],
+      hub: cp.hub.connectionFor('admin'),
+      lookup: async (host) => (host === 'hub.example' ? [{ address: '192.0.2.10' }] : []),
+    });
+    const profile = (name: string, server: string) =>
+      ({
+        ...aClusterProfile(`fleet/${name}`),
+        status: {
+          accessProviders: [{ name: 'p', cluster: { server, 'certificate-authority-data': cp.members.east!.caData } }],
+        },
+      }) as ClusterProfile;
+    const outcome = (server: string) =>
+      access.accessFor(profile('x', server)).then(
+        () => 'accepted',
+        (e: unknown) => (e as Error).message.replace(/^.*is refused: /, ''),
+      );
+    expect({
+      serviceClusterIP: await outcome('https://10.0.0.1'),
+      endpoint: await outcome('https://192.0.2.10:6443'),
+      endpointByName: await outcome('https://hub.example:6443'),
+      sameAddressOtherPort: await outcome('https://192.0.2.10:7443'),
+      pluginRuns: dir.calls(),
+    }).toEqual({
+      serviceClusterIP: "it is the hub's own API server",
+      endpoint: "it is the hub's own API server",
+      endpointByName: "its host resolves to 192.0.2.10, which is the hub's own API server",
+      sameAddressOtherPort: 'accepted',
+      pluginRuns: 0,
+    });
+    const member = await access.clientFor(profile('east', cp.members.east!.server));
+    expect(await member.client.get<{ major: string }>('/version')).toMatchObject({ major: '1' });
   });
 
   it('reports a Secret that is missing, naming the profile and the Secret', async () => {

@@ -1,19 +1,27 @@
+import { createServer as createHttpServer } from 'node:http';
 import { createServer, type AddressInfo, type Socket } from 'node:net';
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
-import type { McoError } from '@mco/runtime';
+import { createLogger, type McoError } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import {
   checkClusterTrust,
   checkDuplicateServer,
   createClusterAccess,
+  hubEndpointKey,
   normalizeServer,
   parseProviderFile,
   type ServerPolicy,
 } from '../src/index.js';
 import { credentialScript, pluginDir } from './plugin-scripts.js';
 
-const context = { cluster: 'fleet/a', source: 'access provider "google"', hubServer: 'https://10.96.0.1:443' };
+const context = {
+  cluster: 'fleet/a',
+  source: 'access provider "google"',
+  hubServer: 'https://10.96.0.1:443',
+  // The hub's default/kubernetes Service (10.0.0.1:443) and EndpointSlice (192.168.0.10:6443).
+  hubEndpoints: new Set([hubEndpointKey('10.0.0.1', 443), hubEndpointKey('192.168.0.10', 6443)]),
+};
 const GATEWAY = 'https://connectgateway.googleapis.com/v1/projects/123/locations/global/gkeMemberships';
 const refused = (field: string, why: string) => ({
   ok: false,
@@ -24,10 +32,64 @@ const refused = (field: string, why: string) => ({
 describe('checkClusterTrust', () => {
   it.each<{ name: string; cluster: Record<string, unknown>; policy: ServerPolicy; want: unknown }>([
     {
-      name: 'accepts any https server that is not reserved when the provider has no allowlist',
-      cluster: { server: 'https://35.1.2.3' },
+      name: 'refuses every server when the provider has neither allowedServers nor allowAnyServer',
+      cluster: { server: 'https://evil.example.com' },
       policy: {},
+      want: refused(
+        'cluster.server',
+        '"https://evil.example.com" is refused: access provider "google" has no allowedServers; list the servers its credentials may go to, or set allowAnyServer: true',
+      ),
+    },
+    {
+      name: 'accepts any https server that is not reserved with allowAnyServer: true',
+      cluster: { server: 'https://35.1.2.3' },
+      policy: { allowAnyServer: true },
       want: { ok: true },
+    },
+    ...['https://10.1.2.3:6443', 'https://172.16.0.5', 'https://192.168.1.1:8443'].map((server) => ({
+      name: `accepts the RFC 1918 address ${server}: private is not reserved`,
+      cluster: { server },
+      policy: { allowAnyServer: true },
+      want: { ok: true },
+    })),
+    {
+      name: "refuses an endpoint of the hub's default/kubernetes Service (its cluster IP and port)",
+      cluster: { server: 'https://10.0.0.1' },
+      policy: { allowAnyServer: true },
+      want: refused('cluster.server', `"https://10.0.0.1" is refused: it is the hub's own API server`),
+    },
+    {
+      name: "refuses an address and port of the hub's EndpointSlice (a node's API server)",
+      cluster: { server: 'https://192.168.0.10:6443' },
+      policy: { allowedServers: ['https://192.168.0.10:6443'] },
+      want: refused('cluster.server', `"https://192.168.0.10:6443" is refused: it is the hub's own API server`),
+    },
+    {
+      name: "accepts the address of a hub endpoint on another port (another API server, e.g. a test's member)",
+      cluster: { server: 'https://192.168.0.10:7443' },
+      policy: { allowedServers: ['https://192.168.0.10:7443'] },
+      want: { ok: true },
+    },
+    {
+      name: 'an entry without a port means 443: it does not match another port',
+      cluster: { server: 'https://member.example:6443' },
+      policy: { allowedServers: ['https://member.example'] },
+      want: refused('cluster.server', '"https://member.example:6443" is refused: it matches no allowedServers entry'),
+    },
+    ...['https://member.example', 'https://member.example:443/', 'https://MEMBER.example.:443/x'].map((server) => ({
+      name: `an entry without a port matches ${server} (port 443)`,
+      cluster: { server },
+      policy: { allowedServers: ['https://member.example'] },
+      want: { ok: true },
+    })),
+    {
+      name: 'a *. entry without a port means 443 too',
+      cluster: { server: 'https://eu-1.clusters.example.com:6443' },
+      policy: { allowedServers: ['https://*.clusters.example.com'] },
+      want: refused(
+        'cluster.server',
+        '"https://eu-1.clusters.example.com:6443" is refused: it matches no allowedServers entry',
+      ),
     },
     {
       name: 'refuses a plain http server whatever the allowlist says',
@@ -44,7 +106,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses kubernetes.default with a trailing dot and an explicit port',
       cluster: { server: 'https://kubernetes.default.:443/' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused('cluster.server', `"https://kubernetes.default.:443/" is refused: it is the hub's own API server`),
     },
     {
@@ -56,7 +118,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses the metadata server at 169.254.169.254',
       cluster: { server: 'https://169.254.169.254' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.server',
         '"https://169.254.169.254" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
@@ -65,7 +127,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses loopback written as a decimal integer (the URL parser normalises it to 127.0.0.1)',
       cluster: { server: 'https://2130706433:6443' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.server',
         '"https://2130706433:6443" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
@@ -74,7 +136,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses loopback as an IPv4-mapped IPv6 address',
       cluster: { server: 'https://[::ffff:127.0.0.1]:6443' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.server',
         '"https://[::ffff:127.0.0.1]:6443" is refused: its host is a loopback, link-local or unspecified address; only an allowedServers entry naming that host allows it',
@@ -90,9 +152,9 @@ describe('checkClusterTrust', () => {
       ),
     },
     {
-      name: 'accepts loopback when an allowedServers entry names that host (tests, a laptop)',
+      name: 'accepts loopback when an allowedServers entry names that host and port (tests, a laptop)',
       cluster: { server: 'https://127.0.0.1:40123' },
-      policy: { allowedServers: ['https://127.0.0.1'] },
+      policy: { allowedServers: ['https://127.0.0.1:40123'] },
       want: { ok: true },
     },
     {
@@ -143,19 +205,19 @@ describe('checkClusterTrust', () => {
     {
       name: 'refuses insecure-skip-tls-verify unless the provider opts in',
       cluster: { server: 'https://35.1.2.3', 'insecure-skip-tls-verify': true },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused('cluster.insecure-skip-tls-verify', 'is refused: allowInsecureSkipTLSVerify is not set'),
     },
     {
       name: 'accepts insecure-skip-tls-verify when the provider opts in',
       cluster: { server: 'https://35.1.2.3', 'insecure-skip-tls-verify': true },
-      policy: { allowInsecureSkipTLSVerify: true },
+      policy: { allowAnyServer: true, allowInsecureSkipTLSVerify: true },
       want: { ok: true },
     },
     {
       name: 'refuses a proxy-url when the provider allows no proxy',
       cluster: { server: 'https://35.1.2.3', 'proxy-url': 'http://attacker.example:3128' },
-      policy: {},
+      policy: { allowAnyServer: true },
       want: refused(
         'cluster.proxy-url',
         '"http://attacker.example:3128" is refused: it matches no allowedProxyURLs entry',
@@ -164,7 +226,7 @@ describe('checkClusterTrust', () => {
     {
       name: 'accepts a proxy-url the provider allows',
       cluster: { server: 'https://35.1.2.3', 'proxy-url': 'http://proxy.corp.example:3128' },
-      policy: { allowedProxyURLs: ['http://proxy.corp.example:3128'] },
+      policy: { allowedServers: ['https://35.1.2.3'], allowedProxyURLs: ['http://proxy.corp.example:3128'] },
       want: { ok: true },
     },
     {
@@ -295,12 +357,82 @@ describe('parseProviderFile server policy', () => {
       message: 'p.yaml: providers.0.allowedServers.0: "a b" is not a URL with a host',
     },
     {
+      name: 'a provider with neither allowedServers nor allowAnyServer',
+      extra: `allowInsecureSkipTLSVerify: false`,
+      message:
+        'p.yaml: providers.0.allowedServers: required: list the servers (https://host[:port][/path]) these credentials may go to, or set allowAnyServer: true',
+    },
+    {
+      name: 'allowAnyServer: false alone',
+      extra: `allowAnyServer: false`,
+      message: 'p.yaml: providers.0.allowedServers: required',
+    },
+    {
+      name: 'both allowedServers and allowAnyServer: true',
+      extra: `allowedServers: ['https://a.example'], allowAnyServer: true`,
+      message:
+        'p.yaml: providers.0.allowAnyServer: allowAnyServer: true and allowedServers exclude each other; keep one',
+    },
+    {
       name: 'a proxy entry with a password',
-      extra: `allowedProxyURLs: ['http://u:p@proxy']`,
+      extra: `allowAnyServer: true, allowedProxyURLs: ['http://u:p@proxy']`,
       message: 'p.yaml: providers.0.allowedProxyURLs.0: "http://u:p@proxy" must not hold a user or password',
     },
   ])('names the field for $name', ({ extra, message }) => {
     expect(() => parseProviderFile(file(extra), 'p.yaml')).toThrow(message);
+  });
+  it('accepts allowAnyServer: true as the explicit opt-out, and requires a bound in kubeconfigSecrets too', () => {
+    expect(parseProviderFile(file('allowAnyServer: true')).providers[0]).toMatchObject({ allowAnyServer: true });
+    expect(() => parseProviderFile(`${file('allowAnyServer: true')}\nkubeconfigSecrets: {}`, 'p.yaml')).toThrow(
+      'p.yaml: kubeconfigSecrets.allowedServers: required',
+    );
+  });
+});
+
+describe('a server name is checked by the addresses it resolves to', () => {
+  const exec = { apiVersion: 'client.authentication.k8s.io/v1' as const, command: 'unused' };
+  const DNS: Record<string, string[]> = {
+    '169.254.169.254.nip.io': ['169.254.169.254'],
+    'sneaky.example': ['203.0.113.7', '127.0.0.1'],
+    'private.corp.example': ['10.20.30.40'],
+  };
+  const manager = (allowedServers?: string[]) => {
+    const dir = pluginDir();
+    const command = credentialScript(dir, { token: 'tok' });
+    const access = createClusterAccess({
+      providers: [
+        {
+          name: 'p',
+          execConfig: { ...exec, command },
+          ...(allowedServers ? { allowedServers } : { allowAnyServer: true }),
+        },
+      ],
+      lookup: async (host) => (DNS[host] ?? []).map((address) => ({ address })),
+    });
+    return { access, dir };
+  };
+  const profile = (server: string): ClusterProfile => ({
+    ...aClusterProfile('fleet/m'),
+    status: { accessProviders: [{ name: 'p', cluster: { server } }] },
+  });
+
+  it.each([
+    { server: 'https://169.254.169.254.nip.io', address: '169.254.169.254' },
+    { server: 'https://sneaky.example:6443', address: '127.0.0.1' },
+  ])('refuses $server (resolving to $address) before the plugin runs', async ({ server, address }) => {
+    const { access, dir } = manager();
+    const error = (await access.accessFor(profile(server)).catch((e: unknown) => e)) as McoError;
+    expect({ code: error.code, message: error.message, runs: dir.calls() }).toEqual({
+      code: 'Invalid',
+      message: `ClusterProfile fleet/m: access provider "p": cluster.server "${server}" is refused: its host resolves to ${address}, which is a loopback, link-local or unspecified address; only an allowedServers entry naming the server's host allows it`,
+      runs: 0,
+    });
+  });
+
+  it('accepts a name resolving to an RFC 1918 address, and a reserved one its allowedServers entry names exactly', async () => {
+    expect(await (await manager().access.accessFor(profile('https://private.corp.example'))).getToken()).toBe('tok');
+    const named = manager(['https://sneaky.example:6443']).access;
+    expect(await (await named.accessFor(profile('https://sneaky.example:6443'))).getToken()).toBe('tok');
   });
 });
 
@@ -417,6 +549,88 @@ describe('a refused profile never reaches its endpoint', () => {
     } finally {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => trap.close(resolve));
+    }
+  });
+});
+
+describe("the hub's own endpoints, as its API lists them", () => {
+  /** A hub answering the default/kubernetes Service and EndpointSlice with `status` (and these bodies on 200). */
+  async function hub(status: number) {
+    const server = createHttpServer((request, response) => {
+      response.statusCode = status;
+      if (status !== 200) return response.end('{"kind":"Status","message":"forbidden"}');
+      response.end(
+        JSON.stringify(
+          request.url?.includes('/endpointslices/')
+            ? { endpoints: [{ addresses: ['192.168.0.10'] }, { addresses: ['192.168.0.11'] }], ports: [{ port: 6443 }] }
+            : { spec: { clusterIP: '10.0.0.1', clusterIPs: ['10.0.0.1'], ports: [{ port: 443 }] } },
+        ),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const connection = {
+      server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      insecureSkipTlsVerify: false,
+      getCredential: async () => ({}),
+      invalidate: () => {},
+    };
+    return { connection, close: () => new Promise((resolve) => server.close(resolve)) };
+  }
+  const profile = (server: string): ClusterProfile => ({
+    ...aClusterProfile('fleet/m'),
+    status: { accessProviders: [{ name: 'p', cluster: { server } }] },
+  });
+  const providers = (command: string) => [
+    {
+      name: 'p',
+      execConfig: { apiVersion: 'client.authentication.k8s.io/v1' as const, command },
+      allowAnyServer: true,
+    },
+  ];
+
+  it('refuses the Service and EndpointSlice addresses on their ports only', async () => {
+    const { connection, close } = await hub(200);
+    const dir = pluginDir();
+    const access = createClusterAccess({
+      providers: providers(credentialScript(dir, { token: 'tok' })),
+      hub: connection,
+    });
+    const outcome = async (server: string) =>
+      access.accessFor(profile(server)).then(
+        () => 'accepted',
+        (e: unknown) => (e as Error).message.replace(/^.*is refused: /, ''),
+      );
+    try {
+      expect({
+        clusterIP: await outcome('https://10.0.0.1'),
+        node: await outcome('https://192.168.0.11:6443'),
+        nodeOtherPort: await outcome('https://192.168.0.11:7443'),
+        clusterIPOtherPort: await outcome('https://10.0.0.1:6443'),
+      }).toEqual({
+        clusterIP: "it is the hub's own API server",
+        node: "it is the hub's own API server",
+        nodeOtherPort: 'accepted',
+        clusterIPOtherPort: 'accepted',
+      });
+    } finally {
+      await close();
+    }
+  });
+
+  it('without permission to read them, warns and refuses only by the hub URL and in-cluster names', async () => {
+    const { connection, close } = await hub(403);
+    const lines: string[] = [];
+    const dir = pluginDir();
+    const access = createClusterAccess({
+      providers: providers(credentialScript(dir, { token: 'tok' })),
+      hub: connection,
+      logger: createLogger({ write: (line) => void lines.push(line) }),
+    });
+    try {
+      expect(await (await access.accessFor(profile('https://192.168.0.11:6443'))).getToken()).toBe('tok');
+      expect(lines.join('')).toContain("may not read the hub's own endpoints");
+    } finally {
+      await close();
     }
   });
 });

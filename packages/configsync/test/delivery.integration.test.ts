@@ -146,8 +146,14 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     const access = createClusterAccess({
       providers: [],
       hub: cp.hub.connectionFor('plugin'),
-      // The test members listen on loopback, which is reached only when named.
-      kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
+      // The test members listen on loopback, which is reached only when named (with the port).
+      kubeconfigSecrets: {
+        allowedServers: [
+          cp.members.east!.server,
+          cp.members.west!.server,
+          `https://127.0.0.1:${(blackhole.address() as { port: number }).port}`,
+        ],
+      },
       secretRefreshMs: 500,
     });
     delivery = startConfigSyncDelivery({

@@ -179,6 +179,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         'flux.providers[0].name': 'test-exec',
         'flux.providers[0].execConfig.apiVersion': execConfig.apiVersion,
         'flux.providers[0].execConfig.command': script,
+        'flux.providers[0].allowedServers[0]': member.server,
       }).filter(
         (o) =>
           o.metadata?.labels?.['app.kubernetes.io/component'] === 'flux' &&
@@ -220,8 +221,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       await setPlacement('other', { clusters: [] });
 
       const access = createClusterAccess({
-        // The test member listens on loopback, which a provider reaches only when it names it.
-        providers: { providers: [{ name: 'test-exec', execConfig, allowedServers: ['https://127.0.0.1'] }] },
+        // The test member listens on loopback, which a provider reaches only when it names it (and the port).
+        providers: { providers: [{ name: 'test-exec', execConfig, allowedServers: [member.server] }] },
         hub: connectionFromKubeConfig(hub),
       });
       options = {
@@ -336,7 +337,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
             enabled: true,
             templates: [TEMPLATE],
             providers: [
-              { name: 'p', execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: '/bin/p' } },
+              {
+                name: 'p',
+                execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: '/bin/p' },
+                allowedServers: ['https://member.example'],
+              },
             ],
           },
         }),
@@ -352,6 +357,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           'flux.inputProviders=false',
           'flux.providers[0].name=p',
           'flux.providers[0].execConfig.command=/bin/p',
+          'flux.providers[0].allowedServers[0]=https://member.example',
         ]),
       ).toContain('flux.enabled needs flux.inputProviders (Flux Operator) or flux.templates');
       const rendered = parseYamlDocuments(

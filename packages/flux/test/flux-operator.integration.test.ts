@@ -168,7 +168,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       );
       chmodSync(script, 0o755);
       const providers = [
-        { name: 'fleet', execConfig: { apiVersion: 'client.authentication.k8s.io/v1' as const, command: script } },
+        {
+          name: 'fleet',
+          execConfig: { apiVersion: 'client.authentication.k8s.io/v1' as const, command: script },
+          allowedServers: ['https://*.fleet.example:6443'],
+        },
       ];
       await plane.hub.apply(
         CLUSTERS.map((name) => ({

@@ -241,8 +241,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           command: script,
           args: [plane.members[name]!.token('admin')],
         },
-        // The test members listen on loopback, which a provider reaches only when it names it.
-        allowedServers: ['https://127.0.0.1'],
+        // The test members listen on loopback, which a provider reaches only when it names it (and the port).
+        allowedServers: [plane.members[name]!.server],
       }));
       await plane.hub.apply(
         ['one', 'two'].map((name) => ({

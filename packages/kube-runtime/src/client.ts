@@ -1,9 +1,10 @@
+import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
-import { isIP } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
-import type { Credential, KubeConnection } from '@mco/runtime';
+import { McoError, type Credential, type KubeConnection } from '@mco/runtime';
 
 /** An answer of the API server other than 2xx. `code` is the HTTP status (`httpStatusOf` reads it). */
 export class KubeApiError extends Error {
@@ -17,6 +18,27 @@ export class KubeApiError extends Error {
     super(message);
   }
 }
+
+/**
+ * An answer (a response body, a list page, or one watch event line) larger
+ * than the client's limit (`maxResponseBytes`, `maxWatchLineBytes`). It was
+ * cut off while it streamed, never held whole. Not retryable as is: the same
+ * request gets the same answer (an informer asks for smaller list pages).
+ */
+export class ResponseTooLargeError extends McoError {
+  constructor(
+    message: string,
+    /** The limit that was exceeded, in bytes. */
+    readonly limitBytes: number,
+  ) {
+    super('Invalid', message, false);
+  }
+}
+
+/** Default of `KubeClientOptions.maxResponseBytes`: 16 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+/** Default of `KubeClientOptions.maxWatchLineBytes`: 4 MiB. */
+export const DEFAULT_MAX_WATCH_LINE_BYTES = 4 * 1024 * 1024;
 
 export type PatchType = 'merge' | 'json' | 'apply';
 
@@ -46,6 +68,28 @@ export interface KubeClientOptions {
   readonly timeoutMs?: number;
   /** Awaited before every request and watch, e.g. a member cluster's rate limiter. */
   readonly beforeRequest?: (signal: AbortSignal | undefined) => Promise<void>;
+  /**
+   * The largest response body (of one request, or one list page) read, in
+   * bytes (default 16 MiB, `DEFAULT_MAX_RESPONSE_BYTES`). A larger answer is
+   * cut off while it streams and the request rejects with a
+   * ResponseTooLargeError, so one hostile or broken server cannot exhaust
+   * the heap.
+   */
+  readonly maxResponseBytes?: number;
+  /**
+   * The longest line (one event) of a watch stream, in bytes (default 4 MiB,
+   * `DEFAULT_MAX_WATCH_LINE_BYTES`; an object stored in etcd is at most
+   * 1.5 MiB by default). A longer one ends the watch with a ResponseTooLargeError.
+   */
+  readonly maxWatchLineBytes?: number;
+  /**
+   * Called, when a connection is opened, with each address the server's host
+   * resolves to (or the IP it names) and the port: a reason refuses the
+   * connection (an McoError `Invalid`, not retryable). Checked after DNS, so a
+   * name cannot lead to an address a check of the name alone would refuse.
+   * Not called through a `proxy-url`, which resolves the server itself.
+   */
+  readonly checkAddress?: (address: string, port: number) => string | undefined;
 }
 
 export interface WatchHandlers<T> {
@@ -64,6 +108,8 @@ export interface WatchHandlers<T> {
  */
 export class KubeClient {
   readonly timeoutMs: number;
+  private readonly maxResponseBytes: number;
+  private readonly maxWatchLineBytes: number;
   private agent: { signature: string; agent: http.Agent } | undefined;
 
   constructor(
@@ -71,6 +117,8 @@ export class KubeClient {
     private readonly options: KubeClientOptions = {},
   ) {
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES;
+    this.maxWatchLineBytes = options.maxWatchLineBytes ?? DEFAULT_MAX_WATCH_LINE_BYTES;
     if (connection.proxyUrl) {
       const proxy = new URL(connection.proxyUrl);
       if (proxy.protocol !== 'http:' || !connection.server.startsWith('https:')) {
@@ -114,7 +162,7 @@ export class KubeClient {
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = request.signal ? AbortSignal.any([request.signal, deadline]) : deadline;
     const { response, url } = await this.send(request, signal, timeoutMs);
-    const text = await readBody(response, signal, url, timeoutMs);
+    const text = await this.readBody(request.method, response, signal, url, timeoutMs);
     const status = response.statusCode ?? 0;
     if (status < 200 || status >= 300) throw this.apiError(request.method, request.path, status, text);
     return (text ? JSON.parse(text) : {}) as T;
@@ -140,7 +188,7 @@ export class KubeClient {
     ).finally(() => clearTimeout(started));
     const status = response.statusCode ?? 0;
     if (status !== 200) {
-      const text = await readBody(response, AbortSignal.timeout(this.timeoutMs), url, this.timeoutMs);
+      const text = await this.readBody('GET', response, AbortSignal.timeout(this.timeoutMs), url, this.timeoutMs);
       throw this.apiError('GET', path, status, text);
     }
     let done = false;
@@ -149,16 +197,11 @@ export class KubeClient {
       done = true;
       handlers.onDone(error);
     };
-    let buffered = '';
-    response.setEncoding('utf8');
-    response.on('data', (chunk: string) => {
-      buffered += chunk;
-      let newline = buffered.indexOf('\n');
-      while (newline >= 0 && !done) {
-        const line = buffered.slice(0, newline).trim();
-        buffered = buffered.slice(newline + 1);
-        newline = buffered.indexOf('\n');
-        if (!line) continue;
+    const lines = new LineSplitter(this.maxWatchLineBytes);
+    response.on('data', (chunk: Buffer) => {
+      const { lines: complete, tooLong } = lines.push(chunk);
+      for (const line of complete) {
+        if (done) return;
         let event: { type?: unknown; object?: unknown };
         try {
           event = JSON.parse(line) as typeof event;
@@ -168,6 +211,16 @@ export class KubeClient {
           return;
         }
         handlers.onEvent(String(event.type), event.object as T);
+      }
+      if (tooLong && !done) {
+        abort.abort();
+        response.destroy();
+        finish(
+          new ResponseTooLargeError(
+            `watch ${url}: the server sent an event line longer than ${this.maxWatchLineBytes} bytes (maxWatchLineBytes); the watch was ended`,
+            this.maxWatchLineBytes,
+          ),
+        );
       }
     });
     response.on('end', () => finish(null));
@@ -204,17 +257,86 @@ export class KubeClient {
     }
     const secure = url.protocol === 'https:';
     const target = `${url.origin}${url.pathname}`;
+    const lookup = this.addressCheck(url, target);
     const response = await new Promise<http.IncomingMessage>((resolve, reject) => {
-      const req = (secure ? https : http).request(
-        url,
-        { method: request.method, headers, agent: this.agentFor(secure, credential), signal },
-        resolve,
-      );
+      const options: http.RequestOptions & TunnelOptions = {
+        method: request.method,
+        headers,
+        agent: this.agentFor(secure, credential),
+        signal,
+        // Read by TunnelAgent (custom request options reach createConnection): a CONNECT ends with the request.
+        tunnelSignal: signal,
+        ...(lookup ? { lookup } : {}),
+      };
+      const req = (secure ? https : http).request(url, options, resolve);
       req.on('error', (error: NodeJS.ErrnoException) => reject(requestError(error, signal, target, timeoutMs)));
       req.end(body);
     });
     if (response.statusCode === 401) this.connection.invalidate();
     return { response, url: target };
+  }
+
+  /**
+   * The `checkAddress` hook as a DNS lookup for new connections; an IP the
+   * URL names is checked here (no lookup runs for it). Nothing through a proxy.
+   */
+  private addressCheck(url: URL, target: string): LookupFunction | undefined {
+    const check = this.options.checkAddress;
+    if (!check || this.proxy) return undefined;
+    const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+    const refused = (address: string, why: string) =>
+      new McoError('Invalid', `request to ${target} refused: ${address} port ${port} ${why}`, false);
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    if (isIP(host)) {
+      const why = check(host, port);
+      if (why) throw refused(host, why);
+      return undefined;
+    }
+    return (hostname, options, callback) => {
+      dns.lookup(hostname, { ...options, all: true }, (error, addresses) => {
+        if (error) return callback(error, '', 0);
+        for (const { address } of addresses) {
+          const why = check(address, port);
+          if (why) return callback(refused(address, why), '', 0);
+        }
+        if (options.all) return (callback as unknown as (e: null, a: dns.LookupAddress[]) => void)(null, addresses);
+        const first = addresses[0];
+        if (!first) return callback(Object.assign(new Error(`${hostname}: no address`), { code: 'ENOTFOUND' }), '', 0);
+        callback(null, first.address, first.family);
+      });
+    };
+  }
+
+  /** The body as text, cut off (the connection destroyed) once it passes `maxResponseBytes`. */
+  private async readBody(
+    method: string,
+    response: http.IncomingMessage,
+    signal: AbortSignal,
+    target: string,
+    timeoutMs: number,
+  ): Promise<string> {
+    const limit = this.maxResponseBytes;
+    const tooLarge = () => {
+      response.destroy();
+      return new ResponseTooLargeError(
+        `${method} ${target}: the answer is larger than ${limit} bytes (maxResponseBytes); it was cut off`,
+        limit,
+      );
+    };
+    if (Number(response.headers['content-length']) > limit) throw tooLarge();
+    const chunks: Buffer[] = [];
+    let size = 0;
+    try {
+      for await (const chunk of response as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > limit) throw tooLarge();
+        chunks.push(chunk);
+      }
+    } catch (error) {
+      if (error instanceof ResponseTooLargeError) throw error;
+      throw requestError(error as NodeJS.ErrnoException, signal, target, timeoutMs);
+    }
+    return Buffer.concat(chunks, size).toString('utf8');
   }
 
   private agentFor(secure: boolean, credential: Credential): http.Agent {
@@ -236,7 +358,7 @@ export class KubeClient {
     const agent = !secure
       ? new http.Agent(options)
       : this.proxy
-        ? new TunnelAgent(this.proxy, { ...options, ...tls })
+        ? new TunnelAgent(this.proxy, { ...options, ...tls }, this.timeoutMs)
         : new https.Agent({ ...options, ...tls });
     this.agent = { signature, agent };
     return agent;
@@ -254,11 +376,21 @@ export class KubeClient {
   }
 }
 
-/** An https agent whose connections are tunnels through an HTTP proxy (CONNECT), as client-go does for `proxy-url`. */
+/** What `send` hands TunnelAgent with each request. */
+interface TunnelOptions {
+  readonly tunnelSignal?: AbortSignal;
+}
+
+/**
+ * An https agent whose connections are tunnels through an HTTP proxy
+ * (CONNECT), as client-go does for `proxy-url`. A CONNECT the proxy does not
+ * answer within `connectTimeoutMs`, or whose request is aborted, is destroyed.
+ */
 class TunnelAgent extends https.Agent {
   constructor(
     private readonly proxy: URL,
     options: https.AgentOptions,
+    private readonly connectTimeoutMs: number,
   ) {
     super(options);
   }
@@ -267,8 +399,7 @@ class TunnelAgent extends https.Agent {
     args: http.ClientRequestArgs,
     callback?: (error: Error | null, socket: Duplex) => void,
   ): undefined {
-    const options = args as tls.ConnectionOptions & { host?: string; port?: number };
-    const done = callback!;
+    const options = args as tls.ConnectionOptions & TunnelOptions & { host?: string; port?: number };
     const target = `${options.host}:${options.port}`;
     const auth = this.proxy.username
       ? `${decodeURIComponent(this.proxy.username)}:${decodeURIComponent(this.proxy.password)}`
@@ -283,6 +414,35 @@ class TunnelAgent extends https.Agent {
         ...(auth ? { 'Proxy-Authorization': `Basic ${Buffer.from(auth).toString('base64')}` } : {}),
       },
     });
+    const signal = options.tunnelSignal;
+    let settled = false;
+    const done = (error: Error | null, socket: Duplex) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+      callback!(error, socket);
+    };
+    const fail = (error: Error) => {
+      connect.destroy();
+      done(error, connect.socket!);
+    };
+    const timer = setTimeout(
+      () =>
+        fail(
+          Object.assign(
+            new Error(
+              `the proxy ${this.proxy.host} did not answer CONNECT to ${target} within ${this.connectTimeoutMs} ms`,
+            ),
+            { code: 'ETIMEDOUT' },
+          ),
+        ),
+      this.connectTimeoutMs,
+    );
+    const onAbort = () =>
+      fail(signal?.reason instanceof Error ? signal.reason : new Error(`CONNECT to ${target} aborted`));
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     connect.once('connect', (response, socket) => {
       if (response.statusCode !== 200) {
         socket.destroy();
@@ -301,6 +461,37 @@ class TunnelAgent extends https.Agent {
   }
 }
 
+/**
+ * Splits a watch stream into lines, holding at most `maxBytes` of a line that
+ * is not complete yet: a longer one is reported (`tooLong`), not buffered.
+ */
+class LineSplitter {
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+
+  constructor(private readonly maxBytes: number) {}
+
+  push(chunk: Buffer): { lines: string[]; tooLong: boolean } {
+    const lines: string[] = [];
+    let start = 0;
+    for (let newline = chunk.indexOf(10); newline >= 0; newline = chunk.indexOf(10, start)) {
+      if (this.pendingBytes + newline - start > this.maxBytes) return { lines, tooLong: true };
+      const piece = chunk.subarray(start, newline);
+      const line = (this.pending.length ? Buffer.concat([...this.pending, piece]) : piece).toString('utf8').trim();
+      this.pending = [];
+      this.pendingBytes = 0;
+      if (line) lines.push(line);
+      start = newline + 1;
+    }
+    if (start < chunk.length) {
+      this.pendingBytes += chunk.length - start;
+      if (this.pendingBytes > this.maxBytes) return { lines, tooLong: true };
+      this.pending.push(chunk.subarray(start));
+    }
+    return { lines, tooLong: false };
+  }
+}
+
 function queryString(query: Query | undefined): string {
   if (!query) return '';
   const params = new URLSearchParams();
@@ -316,6 +507,7 @@ function requestError(
   target: string,
   timeoutMs: number | undefined,
 ): Error {
+  if (error instanceof McoError) return error;
   if (signal.aborted) {
     const reason = signal.reason as { name?: string } | undefined;
     if (reason?.name === 'TimeoutError') {
@@ -329,20 +521,4 @@ function requestError(
   return Object.assign(new Error(`request to ${target} failed, reason: ${error.message}`, { cause: error }), {
     code: error.code,
   });
-}
-
-async function readBody(
-  response: http.IncomingMessage,
-  signal: AbortSignal,
-  target: string,
-  timeoutMs: number,
-): Promise<string> {
-  response.setEncoding('utf8');
-  let text = '';
-  try {
-    for await (const chunk of response) text += chunk as string;
-  } catch (error) {
-    throw requestError(error as NodeJS.ErrnoException, signal, target, timeoutMs);
-  }
-  return text;
 }

@@ -32,8 +32,11 @@ export {
   type Resource,
 } from './kube.js';
 export {
+  DEFAULT_MAX_RESPONSE_BYTES,
+  DEFAULT_MAX_WATCH_LINE_BYTES,
   KubeApiError,
   KubeClient,
+  ResponseTooLargeError,
   type KubeClientOptions,
   type KubeRequest,
   type PatchType,

@@ -1,5 +1,6 @@
-import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
+import { ResponseTooLargeError } from './client.js';
 import { WakeableSleep } from './sleep.js';
 
 /** The part of a Kubernetes object the informer reads. */
@@ -111,7 +112,8 @@ export class Informer<T extends KubeObject> {
   private readonly backoff: BackoffOptions;
   private readonly idleTimeoutMs: number;
   private readonly watchTimeoutSeconds: number;
-  private readonly pageSize: number;
+  /** Halved when a list page is larger than the client accepts (ResponseTooLargeError). */
+  private pageSize: number;
   private readonly random: () => number;
   private synced = false;
   private watching = false;
@@ -226,8 +228,20 @@ export class Informer<T extends KubeObject> {
           needList = true;
           continue;
         }
-        const delay = backoffDelay(failures++, this.backoff, this.random);
         this.lastError = toMcoError(error).message;
+        if (needList && error instanceof ResponseTooLargeError && this.pageSize > 1) {
+          this.pageSize = Math.max(1, Math.floor(this.pageSize / 2));
+          this.logger.warn('a list page was too large; listing in smaller pages', { error, pageSize: this.pageSize });
+          continue;
+        }
+        // A watch line too long ends the watch on an event that resuming would replay: relist instead.
+        if (error instanceof ResponseTooLargeError) needList = true;
+        // The same request gets the same answer: wait the longest backoff, not the first short ones.
+        const delay =
+          error instanceof McoError && !error.retryable
+            ? backoffDelay(Number.MAX_SAFE_INTEGER, this.backoff, this.random)
+            : backoffDelay(failures, this.backoff, this.random);
+        failures++;
         this.logger.warn('list/watch failed; retrying', { error, retryInMs: delay, attempt: failures });
         await this.sleeper.sleep(delay);
       }

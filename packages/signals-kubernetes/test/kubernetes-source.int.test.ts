@@ -13,7 +13,8 @@ import { createClusterAccess, KUBECONFIG_SECRET_ANNOTATION, type ProviderConfig 
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
 import type { SignalRequest } from '@mco/runtime';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpsServer, type Server as HttpsServer } from 'node:https';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -40,7 +41,11 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
   let blackhole: Server;
   const sockets: Socket[] = [];
   let refusedPort: number;
+  /** A member that answers every read with an endless body (400 MB by default), and the bytes it got out. */
+  let hostile: HttpsServer;
+  const hostileSent: number[] = [];
   const providers: ProviderConfig[] = [];
+  const loopback: string[] = [];
   const now = () => new Date();
 
   beforeAll(async () => {
@@ -49,12 +54,6 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     const plugin = join(dir, 'plugin.js');
     writeFileSync(plugin, PLUGIN);
     chmodSync(plugin, 0o755);
-    providers.push({
-      name: 'test-tokens',
-      execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo: true },
-      // The test members listen on loopback, which a provider reaches only when it names it.
-      allowedServers: ['https://127.0.0.1'],
-    });
     // A member that accepts connections and never answers, and one that refuses them.
     blackhole = createServer((socket) => sockets.push(socket));
     await new Promise<void>((resolve) => blackhole.listen(0, '127.0.0.1', resolve));
@@ -63,6 +62,42 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     refusedPort = (closed.address() as { port: number }).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
+    // It serves with the east member's certificate (issued for 127.0.0.1), so only its answers are hostile.
+    const certs = join(cp.dir, 'east', 'certs');
+    hostile = createHttpsServer(
+      { cert: readFileSync(join(certs, 'apiserver.crt')), key: readFileSync(join(certs, 'apiserver.key')) },
+      (_request, response) => {
+        response.on('error', () => {});
+        response.writeHead(200, { 'Content-Type': 'application/json' });
+        const chunk = Buffer.alloc(64 * 1024, 'x');
+        let sent = 0;
+        const pump = () => {
+          while (sent < Number(process.env.MCO_TEST_OVERSIZED_BYTES ?? 400_000_000) && !response.destroyed) {
+            sent += chunk.length;
+            if (!response.write(chunk)) return void response.once('drain', pump);
+          }
+          response.end();
+        };
+        response.on('close', () => hostileSent.push(sent));
+        response.write('{"items":["');
+        pump();
+      },
+    );
+    await new Promise<void>((resolve) => hostile.listen(0, '127.0.0.1', resolve));
+    writeFileSync(join(dir, 'hostile.token'), 'unused');
+    // The test members listen on loopback, which a provider reaches only when it names it (and the port).
+    loopback.push(
+      `https://127.0.0.1:${(hostile.address() as { port: number }).port}`,
+      cp.members.east!.server,
+      cp.members.west!.server,
+      `https://127.0.0.1:${(blackhole.address() as { port: number }).port}`,
+      `https://127.0.0.1:${refusedPort}`,
+    );
+    providers.push({
+      name: 'test-tokens',
+      execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: plugin, provideClusterInfo: true },
+      allowedServers: loopback,
+    });
 
     // Least privilege: mco reads members as the `controller` user bound to the shipped ClusterRole.
     for (const member of [cp.members.east!, cp.members.west!]) {
@@ -139,6 +174,8 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
   afterAll(async () => {
     for (const s of sockets) s.destroy();
     await new Promise<void>((resolve) => (blackhole ? blackhole.close(() => resolve()) : resolve()));
+    hostile?.closeAllConnections();
+    await new Promise<void>((resolve) => (hostile ? hostile.close(() => resolve()) : resolve()));
     await cp?.stop();
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
@@ -198,7 +235,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
       access: createClusterAccess({
         providers,
         hub: cp.hub.connectionFor('admin'),
-        kubeconfigSecrets: { allowedServers: ['https://127.0.0.1'] },
+        kubeconfigSecrets: { allowedServers: loopback },
         now,
       }),
       config: KubernetesSignalsConfigSchema.parse({ timeoutSeconds }),
@@ -267,6 +304,26 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
       ],
       errors: [],
     });
+  });
+
+  it('leaves a member answering 400 MB without a signal, cut off at the size limit, and keeps observing', async () => {
+    const server = `https://127.0.0.1:${(hostile.address() as { port: number }).port}`;
+    const hostileProfile = profile('hostile', server, cp.members.east!.caData);
+    const observer = source(new Registry(), 20);
+    for (const round of [1, 2]) {
+      const result = await observer.observe(request([east(), hostileProfile]));
+      expect({
+        round,
+        clusters: result.signals.map((s) => s.cluster),
+        errors: result.errors.map((e) => ({ cluster: e.cluster, code: e.code })),
+      }).toEqual({ round, clusters: ['fleet/east'], errors: [{ cluster: 'fleet/hostile', code: 'Invalid' }] });
+      expect(result.errors[0]!.message).toContain(
+        `${server}/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/web: the answer is larger than 16777216 bytes (maxResponseBytes); it was cut off`,
+      );
+    }
+    // Every read was cut off at 16 MiB plus what loopback socket buffers hold, never read to the end.
+    expect(hostileSent.length).toBeGreaterThan(0);
+    for (const sent of hostileSent) expect(sent).toBeLessThan(32 * 1024 * 1024);
   });
 
   it('leaves only the slow and the unreachable members without a signal, and counts them', async () => {

@@ -214,6 +214,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       'argocd.clusterSecretSync.providers[0].name': 'east',
       'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
       'argocd.clusterSecretSync.providers[0].execConfig.command': plugin,
+      'argocd.clusterSecretSync.providers[0].allowedServers[0]': plane.members.east!.server,
     }).filter((o) =>
       ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? ''),
     );
