@@ -75,3 +75,4 @@ export {
   type OwnedObjectsInput,
   type OwnedObjectsPlan,
 } from './owned.js';
+export { readPlacementStatus, type PlacementStatusReading } from './placement-status.js';
