@@ -11,6 +11,7 @@ export {
   TEMPLATE_ANNOTATION,
   clusterValues,
   desiredObjects,
+  parseRoleRefList,
   parseTemplate,
   reconcilerName,
   type ClusterValues,

@@ -80,6 +80,17 @@ export interface TemplatePolicy {
 
 export const DEFAULT_ALLOWED_ROLE_REFS: readonly string[] = ['ClusterRole/edit'];
 
+/** `Role/name,ClusterRole/name` (`--allowed-role-refs`) as a sorted list, or the entry that is not one. */
+export function parseRoleRefList(text: string): { ok: true; value: string[] } | { ok: false; error: string } {
+  const entries = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = entries.find((e) => !/^(Role|ClusterRole)\/[^/\s]+$/.test(e));
+  if (bad !== undefined) return { ok: false, error: `"${bad}" is not Role/<name> or ClusterRole/<name>` };
+  return { ok: true, value: [...new Set(entries)].sort() };
+}
+
 /**
  * The ServiceAccount (in config-management-system) Config Sync runs a sync
  * object's reconciler as: `ns-reconciler-<ns>` for the RepoSync `repo-sync`,
