@@ -16,6 +16,7 @@ import {
   type KubeConfig,
   type KubernetesObject,
 } from '@kubernetes/client-node';
+import { aPlacement } from '@mco/core/testing';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { requestOptions } from '@mco/kube-runtime/client-node';
 import {
@@ -23,9 +24,11 @@ import {
   describeWithControlPlane,
   eventually,
   renderChart,
+  placeOn,
   serviceAccountKubeConfig,
   sharedCrdsDir,
   startControlPlane,
+  tenantKubeConfig,
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
@@ -35,7 +38,6 @@ import { GoClient, argoBody } from './go-client.js';
 vi.setConfig({ testTimeout: 60_000 });
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
-const T = '2026-01-01T00:00:00Z';
 const TOKEN = 'plugin-token-tenancy';
 /** Every key of an answer: nothing a placement's spec says (its workload, for one) reaches Argo CD. */
 const KEYS = [
@@ -62,27 +64,9 @@ describeWithControlPlane(
     let delivery: ArgoCdDelivery | undefined;
     let plugin: GoClient;
 
-    const custom = () => admin.makeApiClient(CustomObjectsApi);
-    const stamp = (namespace: string, name: string, clusters: string[]) =>
-      custom().patchNamespacedCustomObjectStatus(
-        {
-          ...PLACEMENTS,
-          namespace,
-          name,
-          body: {
-            status: {
-              observedGeneration: 1,
-              clusters: clusters.map((c) => ({ name: c, namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T })),
-            },
-          },
-        },
-        requestOptions(admin, 10_000, PatchStrategy.MergePatch),
-      );
-    const placementBody = (namespace: string, name: string, workloadNamespace?: string) => ({
-      apiVersion: `${PLACEMENTS.group}/${PLACEMENTS.version}`,
-      kind: 'MultiKubernetesClusterPlacement',
-      metadata: { name, namespace },
-      spec: {
+    /** A placement (as a tenant writes it), optionally naming a workload in `workloadNamespace`. */
+    const placementBody = (namespace: string, name: string, workloadNamespace?: string) =>
+      aPlacement(`${namespace}/${name}`, {
         scaling: {
           autoscaleForCapacity: {
             minClustersBelowCapacityCeiling: 1,
@@ -91,8 +75,7 @@ describeWithControlPlane(
               : {}),
           },
         },
-      },
-    });
+      });
     const ask = async (namespace: string, name: string, token = TOKEN) => {
       const response = await plugin.request({
         token,
@@ -147,30 +130,7 @@ describeWithControlPlane(
         body: { metadata: { name: 'mco-argocd-plugin-token' }, stringData: { token: TOKEN } },
       });
 
-      // A tenant: placements in team-a, nothing else.
-      await plane.hub.apply([
-        { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'tenant', namespace: 'team-a' } },
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'Role',
-          metadata: { name: 'placements', namespace: 'team-a' },
-          rules: [
-            {
-              apiGroups: [PLACEMENTS.group],
-              resources: ['multikubernetesclusterplacements'],
-              verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-            },
-          ],
-        },
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'RoleBinding',
-          metadata: { name: 'tenant-placements', namespace: 'team-a' },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'placements' },
-          subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: 'team-a' }],
-        },
-      ] as KubernetesObject[]);
-      tenant = await serviceAccountKubeConfig(plane.hub, 'team-a', 'tenant');
+      tenant = await tenantKubeConfig(plane.hub, 'team-a');
 
       await plane.hub.apply(
         ['east', 'west'].map((name) => ({
@@ -181,7 +141,7 @@ describeWithControlPlane(
         })) as KubernetesObject[],
       );
       await plane.hub.apply([placementBody('apps', 'web')] as KubernetesObject[]);
-      await stamp('apps', 'web', ['east']);
+      await placeOn(plane.hub, 'apps', 'web', ['fleet/east']);
 
       delivery = await startArgoCdDelivery({
         kubeConfig: pluginKubeConfig,
@@ -243,7 +203,7 @@ describeWithControlPlane(
         body: placementBody('team-a', 'sneaky', 'kube-system'),
       });
       // The controller's part: team-a/web is placed on west; team-a/sneaky is never evaluated.
-      await stamp('team-a', 'web', ['west']);
+      await placeOn(plane.hub, 'team-a', 'web', ['fleet/west']);
       const theirs = await eventually(
         "the tenant's answer",
         () => ask('team-a', 'web'),

@@ -14,9 +14,11 @@ import {
   describeWithControlPlane,
   eventually,
   renderChart,
+  placeOn,
   serviceAccountKubeConfig,
   sharedCrdsDir,
   startControlPlane,
+  tenantKubeConfig,
   toYaml,
   type ControlPlane,
 } from '@mco/testkit';
@@ -36,7 +38,6 @@ const SYNCS = {
   RoleBinding: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' },
 } as const;
 const ACCOUNT = 'mco-configsync';
-const T = '2026-01-01T00:00:00Z';
 
 const repoSync = (namespace?: string) =>
   `apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\n${namespace ? `metadata: {namespace: ${namespace}}\n` : ''}spec: {sourceType: git, git: {repo: https://git.example.com/a, auth: none}}\n`;
@@ -131,21 +132,7 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
     }
   };
   /** The controller's part: the placement lists east (observed, so the adapter trusts it). */
-  const placeOnEast = (namespace: string, name: string) =>
-    hubAdmin.makeApiClient(CustomObjectsApi).patchNamespacedCustomObjectStatus(
-      {
-        ...PLACEMENTS,
-        namespace,
-        name,
-        body: {
-          status: {
-            observedGeneration: 1,
-            clusters: [{ name: 'east', namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T }],
-          },
-        },
-      },
-      requestOptions(hubAdmin, 10_000, PatchStrategy.MergePatch),
-    );
+  const placeOnEast = (namespace: string, name: string) => placeOn(cp.hub, namespace, name, ['fleet/east']);
 
   beforeAll(async () => {
     cp = await startControlPlane({ clusters: ['east'] });
@@ -197,29 +184,7 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
     account = await serviceAccountKubeConfig(cp.hub, RELEASE_NAMESPACE, ACCOUNT);
 
     // A tenant: placements in team-a, nothing else (no status, no other namespace).
-    await cp.hub.apply([
-      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'tenant', namespace: 'team-a' } },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name: 'placements', namespace: 'team-a' },
-        rules: [
-          {
-            apiGroups: [PLACEMENTS.group],
-            resources: ['multikubernetesclusterplacements'],
-            verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-          },
-        ],
-      },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name: 'tenant-placements', namespace: 'team-a' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'placements' },
-        subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: 'team-a' }],
-      },
-    ] as KubernetesObject[]);
-    tenant = await serviceAccountKubeConfig(cp.hub, 'team-a', 'tenant');
+    tenant = await tenantKubeConfig(cp.hub, 'team-a');
 
     await cp.hub.apply([
       {

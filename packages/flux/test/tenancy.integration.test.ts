@@ -11,6 +11,7 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { KUBECONFIG_SECRET_ANNOTATION, createClusterAccess } from '@mco/cluster-access';
+import { aPlacement } from '@mco/core/testing';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
@@ -18,9 +19,11 @@ import {
   describeWithControlPlane,
   eventually,
   renderChart,
+  placeOn,
   serviceAccountKubeConfig,
   sharedCrdsDir,
   startControlPlane,
+  tenantKubeConfig,
   toYaml,
   type ControlPlane,
 } from '@mco/testkit';
@@ -40,7 +43,6 @@ vi.setConfig({ testTimeout: 90_000 });
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const FLUX_NS = 'flux-system';
-const T = '2026-01-01T00:00:00Z';
 const PLACEMENT = 'orchestra.multicluster.x-k8s.io/placement';
 const PLACEMENT_NAMESPACE = 'orchestra.multicluster.x-k8s.io/placement-namespace';
 
@@ -60,26 +62,9 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
     ).items
       .map((o) => `${o.metadata!.namespace}/${o.metadata!.name}`)
       .sort();
-  const stamp = (namespace: string, name: string, clusters: string[]) =>
-    custom().patchNamespacedCustomObjectStatus(
-      {
-        ...PLACEMENTS,
-        namespace,
-        name,
-        body: {
-          status: {
-            observedGeneration: 1,
-            clusters: clusters.map((c) => ({ name: c, namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T })),
-          },
-        },
-      },
-      requestOptions(admin, 10_000, PatchStrategy.MergePatch),
-    );
-  const placementBody = (namespace: string, name: string, workloadNamespace?: string) => ({
-    apiVersion: `${PLACEMENTS.group}/${PLACEMENTS.version}`,
-    kind: 'MultiKubernetesClusterPlacement',
-    metadata: { name, namespace },
-    spec: {
+  /** A placement (as a tenant writes it), optionally naming a workload in `workloadNamespace`. */
+  const placementBody = (namespace: string, name: string, workloadNamespace?: string) =>
+    aPlacement(`${namespace}/${name}`, {
       scaling: {
         autoscaleForCapacity: {
           minClustersBelowCapacityCeiling: 1,
@@ -88,8 +73,7 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
             : {}),
         },
       },
-    },
-  });
+    });
   const code = (p: Promise<unknown>) =>
     p.then(
       () => 'allowed',
@@ -130,30 +114,7 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
     const account = chart.find((o) => o.kind === 'ServiceAccount')!.metadata!;
     const fluxKubeConfig = await serviceAccountKubeConfig(plane.hub, account.namespace!, account.name!);
 
-    // A tenant: placements in team-a, nothing else.
-    await plane.hub.apply([
-      { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'tenant', namespace: 'team-a' } },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'Role',
-        metadata: { name: 'placements', namespace: 'team-a' },
-        rules: [
-          {
-            apiGroups: [PLACEMENTS.group],
-            resources: ['multikubernetesclusterplacements'],
-            verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-          },
-        ],
-      },
-      {
-        apiVersion: 'rbac.authorization.k8s.io/v1',
-        kind: 'RoleBinding',
-        metadata: { name: 'tenant-placements', namespace: 'team-a' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'placements' },
-        subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace: 'team-a' }],
-      },
-    ] as KubernetesObject[]);
-    tenant = await serviceAccountKubeConfig(plane.hub, 'team-a', 'tenant');
+    tenant = await tenantKubeConfig(plane.hub, 'team-a');
 
     // Two profiles reached through a kubeconfig Secret for the one member.
     const member = plane.members.member!;
@@ -181,7 +142,7 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
       })),
     ] as unknown as KubernetesObject[]);
     await plane.hub.apply([placementBody('apps', 'web')] as KubernetesObject[]);
-    await stamp('apps', 'web', ['east']);
+    await placeOn(plane.hub, 'apps', 'web', ['fleet/east']);
 
     const access = createClusterAccess({
       providers: [],
@@ -242,12 +203,10 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
         }),
       ),
       secretInFlux: await code(
-        tenant
-          .makeApiClient(CoreV1Api)
-          .createNamespacedSecret({
-            namespace: FLUX_NS,
-            body: { metadata: { name: 'x' }, stringData: { value: 'x' } },
-          }),
+        tenant.makeApiClient(CoreV1Api).createNamespacedSecret({
+          namespace: FLUX_NS,
+          body: { metadata: { name: 'x' }, stringData: { value: 'x' } },
+        }),
       ),
     }).toEqual({ placementInApps: 403, ownStatus: 403, kustomizationInFlux: 403, secretInFlux: 403 });
   });
@@ -261,7 +220,7 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
     });
     // The controller's part: team-a/web is placed on east and west; team-a/sneaky is never evaluated
     // (no status: no information, so nothing is written for it).
-    await stamp('team-a', 'web', ['east', 'west']);
+    await placeOn(plane.hub, 'team-a', 'web', ['fleet/east', 'fleet/west']);
     const tenantProviders = [
       inputProviderName('team-a', 'web', clusterSlug('fleet', 'east')),
       inputProviderName('team-a', 'web', clusterSlug('fleet', 'west')),
