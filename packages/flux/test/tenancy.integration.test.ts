@@ -105,6 +105,10 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
       'flux.templates[0].placement.name': 'web',
       'flux.templates[0].placement.namespace': 'apps',
       'flux.templates[0].kustomization.metadata.name': 'web',
+      // The chart needs a provider; the test reaches its member through a kubeconfig Secret instead.
+      'flux.providers[0].name': 'unused',
+      'flux.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
+      'flux.providers[0].execConfig.command': '/bin/false',
     }).filter(
       (o) =>
         o.metadata?.labels?.['app.kubernetes.io/component'] === 'flux' &&
