@@ -41,6 +41,7 @@ import { GoClient, argoBody } from './go-client.js';
 // Each step waits for the API server and the caches: allow for a loaded CI machine.
 vi.setConfig({ testTimeout: 60_000 });
 
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const T = '2026-01-01T00:00:00Z';
 const TOKEN = 'plugin-token-e2e';
 const ARGOCD_COMPONENTS = ['argocd-plugin', 'argocd-applicationset-refresher', 'argocd-secret-syncer'];
@@ -114,7 +115,8 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { shared
     const crds = sharedCrdsDir()!;
     await plane.hub.installCrds([
       join(crds, 'multicluster.x-k8s.io_clusterprofiles.yaml'),
-      join(crds, 'reference-mco-v0.2.0_multikubernetesclusterplacements.yaml'),
+      // mco's CRD: MCO v0.2.0's prunes `status.observedGeneration`, without which a status gives no information.
+      join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
       join(crds, 'argoproj.io_applicationsets.yaml'),
     ]);
     hub = plane.hub.adminKubeConfig();
