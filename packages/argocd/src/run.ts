@@ -227,7 +227,7 @@ function clustersOf(placement: Placement | undefined): readonly { namespace?: st
  * Whether a placement lists the cluster; undefined (unknown) while some
  * placement gives no information (`readPlacementStatus`): it may list it.
  */
-function isListed(placements: readonly Placement[], namespace: string, name: string): boolean | undefined {
+export function isListed(placements: readonly Placement[], namespace: string, name: string): boolean | undefined {
   let unknown = false;
   for (const placement of placements) {
     const reading = readPlacementStatus(placement);
