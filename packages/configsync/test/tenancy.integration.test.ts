@@ -13,6 +13,7 @@ import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
   eventually,
+  helmTemplate,
   renderChart,
   placeOn,
   serviceAccountKubeConfig,
@@ -363,5 +364,12 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
       { ...PLACEMENTS, namespace: 'team-a', name: 'good', body: { metadata: { labels: { touched: 'yes' } } } },
       requestOptions(account, 10_000, PatchStrategy.MergePatch),
     );
+  });
+
+  it('the chart refuses Config Sync delivery on a hub without ValidatingAdmissionPolicy v1 (before 1.30)', async () => {
+    const old = await helmTemplate(['--set', 'configsync.enabled=true', '--kube-version', '1.29.0']);
+    expect(old.code).not.toBe(0);
+    expect(old.stderr).toContain('configsync.enabled needs Kubernetes 1.30 or newer on the hub');
+    expect((await helmTemplate(['--set', 'configsync.enabled=true', '--kube-version', '1.30.0'])).code).toBe(0);
   });
 });
