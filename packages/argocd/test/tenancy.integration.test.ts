@@ -16,7 +16,6 @@ import {
   type KubeConfig,
   type KubernetesObject,
 } from '@kubernetes/client-node';
-import { aPlacement } from '@mco/core/testing';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { requestOptions } from '@mco/kube-runtime/client-node';
 import {
@@ -29,6 +28,7 @@ import {
   sharedCrdsDir,
   startControlPlane,
   tenantKubeConfig,
+  tenantPlacement,
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
@@ -64,18 +64,6 @@ describeWithControlPlane(
     let delivery: ArgoCdDelivery | undefined;
     let plugin: GoClient;
 
-    /** A placement (as a tenant writes it), optionally naming a workload in `workloadNamespace`. */
-    const placementBody = (namespace: string, name: string, workloadNamespace?: string) =>
-      aPlacement(`${namespace}/${name}`, {
-        scaling: {
-          autoscaleForCapacity: {
-            minClustersBelowCapacityCeiling: 1,
-            ...(workloadNamespace
-              ? { workloadDetails: { namespace: workloadNamespace, deploymentName: 'x', hpaName: 'x' } }
-              : {}),
-          },
-        },
-      });
     const ask = async (namespace: string, name: string, token = TOKEN) => {
       const response = await plugin.request({
         token,
@@ -140,7 +128,7 @@ describeWithControlPlane(
           spec: { displayName: name, clusterManager: { name: 'test' } },
         })) as KubernetesObject[],
       );
-      await plane.hub.apply([placementBody('apps', 'web')] as KubernetesObject[]);
+      await plane.hub.apply([tenantPlacement('apps', 'web')]);
       await placeOn(plane.hub, 'apps', 'web', ['fleet/east']);
 
       delivery = await startArgoCdDelivery({
@@ -180,11 +168,15 @@ describeWithControlPlane(
           }),
         ),
         placementInApps: await code(
-          api.createNamespacedCustomObject({ ...PLACEMENTS, namespace: 'apps', body: placementBody('apps', 'x') }),
+          api.createNamespacedCustomObject({ ...PLACEMENTS, namespace: 'apps', body: tenantPlacement('apps', 'x') }),
         ),
         ownStatus: await code(
           api
-            .createNamespacedCustomObject({ ...PLACEMENTS, namespace: 'team-a', body: placementBody('team-a', 'web') })
+            .createNamespacedCustomObject({
+              ...PLACEMENTS,
+              namespace: 'team-a',
+              body: tenantPlacement('team-a', 'web'),
+            })
             .then(() =>
               api.patchNamespacedCustomObjectStatus(
                 { ...PLACEMENTS, namespace: 'team-a', name: 'web', body: { status: { observedGeneration: 1 } } },
@@ -200,7 +192,7 @@ describeWithControlPlane(
       await api.createNamespacedCustomObject({
         ...PLACEMENTS,
         namespace: 'team-a',
-        body: placementBody('team-a', 'sneaky', 'kube-system'),
+        body: tenantPlacement('team-a', 'sneaky', 'kube-system'),
       });
       // The controller's part: team-a/web is placed on west; team-a/sneaky is never evaluated.
       await placeOn(plane.hub, 'team-a', 'web', ['fleet/west']);

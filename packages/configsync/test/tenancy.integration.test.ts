@@ -13,6 +13,7 @@ import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
   eventually,
+  kubeconfigSecret,
   helmTemplate,
   renderChart,
   placeOn,
@@ -20,7 +21,6 @@ import {
   sharedCrdsDir,
   startControlPlane,
   tenantKubeConfig,
-  toYaml,
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
@@ -188,21 +188,7 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
     tenant = await tenantKubeConfig(cp.hub, 'team-a');
 
     await cp.hub.apply([
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: 'east-kubeconfig', namespace: 'fleet' },
-        stringData: {
-          kubeconfig: toYaml({
-            apiVersion: 'v1',
-            kind: 'Config',
-            'current-context': 'east',
-            contexts: [{ name: 'east', context: { cluster: 'east', user: 'mco' } }],
-            clusters: [{ name: 'east', cluster: { server: east.server, 'certificate-authority-data': east.caData } }],
-            users: [{ name: 'mco', user: { token: east.token('controller') } }],
-          }),
-        },
-      },
+      kubeconfigSecret(east, { name: 'east-kubeconfig', namespace: 'fleet' }, 'controller'),
       {
         apiVersion: 'multicluster.x-k8s.io/v1alpha1',
         kind: 'ClusterProfile',

@@ -11,20 +11,20 @@ import {
   type KubernetesObject,
 } from '@kubernetes/client-node';
 import { KUBECONFIG_SECRET_ANNOTATION, createClusterAccess } from '@mco/cluster-access';
-import { aPlacement } from '@mco/core/testing';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
   eventually,
+  kubeconfigSecret,
   renderChart,
   placeOn,
   serviceAccountKubeConfig,
   sharedCrdsDir,
   startControlPlane,
   tenantKubeConfig,
-  toYaml,
+  tenantPlacement,
   type ControlPlane,
 } from '@mco/testkit';
 import { join } from 'node:path';
@@ -62,18 +62,6 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
     ).items
       .map((o) => `${o.metadata!.namespace}/${o.metadata!.name}`)
       .sort();
-  /** A placement (as a tenant writes it), optionally naming a workload in `workloadNamespace`. */
-  const placementBody = (namespace: string, name: string, workloadNamespace?: string) =>
-    aPlacement(`${namespace}/${name}`, {
-      scaling: {
-        autoscaleForCapacity: {
-          minClustersBelowCapacityCeiling: 1,
-          ...(workloadNamespace
-            ? { workloadDetails: { namespace: workloadNamespace, deploymentName: 'x', hpaName: 'x' } }
-            : {}),
-        },
-      },
-    });
   const code = (p: Promise<unknown>) =>
     p.then(
       () => 'allowed',
@@ -123,21 +111,7 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
     // Two profiles reached through a kubeconfig Secret for the one member.
     const member = plane.members.member!;
     await plane.hub.apply([
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: 'member-kubeconfig', namespace: 'fleet' },
-        stringData: {
-          kubeconfig: toYaml({
-            apiVersion: 'v1',
-            kind: 'Config',
-            'current-context': 'm',
-            contexts: [{ name: 'm', context: { cluster: 'm', user: 'mco' } }],
-            clusters: [{ name: 'm', cluster: { server: member.server, 'certificate-authority-data': member.caData } }],
-            users: [{ name: 'mco', user: { token: member.token('admin') } }],
-          }),
-        },
-      },
+      kubeconfigSecret(member, { name: 'member-kubeconfig', namespace: 'fleet' }, 'admin'),
       ...['east', 'west'].map((name) => ({
         apiVersion: 'multicluster.x-k8s.io/v1alpha1',
         kind: 'ClusterProfile',
@@ -145,7 +119,7 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
         spec: { displayName: name, clusterManager: { name: 'test' } },
       })),
     ] as unknown as KubernetesObject[]);
-    await plane.hub.apply([placementBody('apps', 'web')] as KubernetesObject[]);
+    await plane.hub.apply([tenantPlacement('apps', 'web')]);
     await placeOn(plane.hub, 'apps', 'web', ['fleet/east']);
 
     const access = createClusterAccess({
@@ -182,11 +156,11 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
     await api.createNamespacedCustomObject({
       ...PLACEMENTS,
       namespace: 'team-a',
-      body: placementBody('team-a', 'web'),
+      body: tenantPlacement('team-a', 'web'),
     });
     expect({
       placementInApps: await code(
-        api.createNamespacedCustomObject({ ...PLACEMENTS, namespace: 'apps', body: placementBody('apps', 'x') }),
+        api.createNamespacedCustomObject({ ...PLACEMENTS, namespace: 'apps', body: tenantPlacement('apps', 'x') }),
       ),
       ownStatus: await code(
         api.patchNamespacedCustomObjectStatus(
@@ -220,7 +194,7 @@ describeWithControlPlane('Flux delivery, tried by a tenant of the hub', { shared
     await api.createNamespacedCustomObject({
       ...PLACEMENTS,
       namespace: 'team-a',
-      body: placementBody('team-a', 'sneaky', 'kube-system'),
+      body: tenantPlacement('team-a', 'sneaky', 'kube-system'),
     });
     // The controller's part: team-a/web is placed on east and west; team-a/sneaky is never evaluated
     // (no status: no information, so nothing is written for it).

@@ -1,5 +1,6 @@
 import type { KubeConfig, KubernetesObject } from '@kubernetes/client-node';
 import { serviceAccountKubeConfig } from './chart.js';
+import { toYaml } from './objects.js';
 import type { ClusterHandle } from './control-plane.js';
 
 const PLACEMENT_GROUP = 'orchestra.multicluster.x-k8s.io';
@@ -69,4 +70,42 @@ export async function placeOn(
   );
   if (response.status !== 200)
     throw new Error(`placing ${namespace}/${name}: HTTP ${response.status} ${response.body}`);
+}
+
+/** A placement as a tenant writes it (autoscaling, one cluster), naming its workload in `workloadNamespace` if given. */
+export function tenantPlacement(namespace: string, name: string, workloadNamespace?: string): KubernetesObject {
+  const workload = workloadNamespace
+    ? { workloadDetails: { namespace: workloadNamespace, deploymentName: 'web', hpaName: 'web' } }
+    : {};
+  return {
+    apiVersion: `${PLACEMENT_GROUP}/v1alpha1`,
+    kind: 'MultiKubernetesClusterPlacement',
+    metadata: { name, namespace },
+    spec: { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1, ...workload } } },
+  } as KubernetesObject;
+}
+
+/** A Secret (key `kubeconfig`) with a self-contained kubeconfig reaching `cluster` as `user`, as a ClusterProfile names one. */
+export function kubeconfigSecret(
+  cluster: ClusterHandle,
+  metadata: { readonly name: string; readonly namespace: string },
+  user: string,
+): KubernetesObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata,
+    stringData: {
+      kubeconfig: toYaml({
+        apiVersion: 'v1',
+        kind: 'Config',
+        'current-context': 'member',
+        contexts: [{ name: 'member', context: { cluster: 'member', user: 'mco' } }],
+        clusters: [
+          { name: 'member', cluster: { server: cluster.server, 'certificate-authority-data': cluster.caData } },
+        ],
+        users: [{ name: 'mco', user: { token: cluster.token(user) } }],
+      }),
+    },
+  } as KubernetesObject;
 }
