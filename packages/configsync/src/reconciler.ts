@@ -160,9 +160,7 @@ export function createReconciler(options: ReconcilerOptions) {
       const why = template ? template.error : `annotation ${TEMPLATE_ANNOTATION} was removed`;
       return stopWith(placement, key, template ? 'InvalidTemplate' : 'TemplateMissing', `${why}; nothing changed`);
     }
-    warnings.delete(key);
     const tpl = template?.ok ? template.template : undefined;
-
     // Deleting: every recorded cluster leaves. Otherwise: every listed cluster, whatever its state —
     // and nothing at all changes while the status gives no information (shared rule of every adapter).
     let listed: readonly PlacementCluster[] = [];
@@ -173,7 +171,7 @@ export function createReconciler(options: ReconcilerOptions) {
       }
       if (!reading.ok) {
         // Not evaluated yet (or restored without its status): wait for the controller.
-        logger.info('placement left as it is until the controller evaluates it', {
+        logger.debug('placement left as it is until the controller evaluates it', {
           placement: key,
           reason: reading.reason,
         });
@@ -181,6 +179,8 @@ export function createReconciler(options: ReconcilerOptions) {
       }
       listed = reading.clusters;
     }
+    warnings.delete(key);
+
     const desired = new Map<string, PlacementCluster>(listed.map((c) => [`${c.namespace ?? ''}/${c.name}`, c]));
     const objects = new Map(
       [...desired].map(([c, cluster]) => [c, tpl ? desiredObjects(tpl, placement, cluster) : []]),

@@ -373,13 +373,19 @@ describe('the reconciler (fakes for the hub and members)', () => {
       (p: Placement) => ((p.status!.clusters![0] as { state: string }).state = 'GONE'),
       'InvalidPlacement',
     ],
+    [
+      'a listed cluster without a namespace',
+      (p: Placement) => delete (p.status!.clusters![0] as { namespace?: string }).namespace,
+      'InvalidPlacementStatus',
+    ],
     ['an unreadable record', (p: Placement) => (p.metadata.annotations![DELIVERED_ANNOTATION] = '{'), 'InvalidRecord'],
   ])('%s with every cluster dropped deletes nothing and is reported once', async (_name, spoil, reason) => {
     const t = setup(placementWith(REPO_SYNC, [cluster('east')]));
     await t.reconciler.reconcile('shop/web');
     const p = structuredClone(t.placements.get('shop/web')!);
     spoil(p);
-    p.status = { ...p.status, clusters: reason === 'InvalidPlacement' ? p.status!.clusters! : [] };
+    const keep = reason === 'InvalidPlacement' || reason === 'InvalidPlacementStatus';
+    p.status = { ...p.status, clusters: keep ? p.status!.clusters! : [] };
     t.placements.set('shop/web', p);
     const east = t.members.get('fleet/east')!;
     const writes = east.writes;
