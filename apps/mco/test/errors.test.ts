@@ -123,6 +123,14 @@ describe('kubeconfig lookup, the same for every command', () => {
       '--cluster-profile-namespaces: "Team_B" is not a namespace name (DNS-1123 label)',
     ]),
     [
+      ['configsync', '--root-sync-namespaces=Team_B'],
+      '--root-sync-namespaces: "Team_B" is not a namespace name (DNS-1123 label)',
+    ],
+    [
+      ['configsync', '--allowed-role-refs=ClusterRole/edit,cluster-admin'],
+      '--allowed-role-refs: "cluster-admin" is not Role/<name> or ClusterRole/<name>',
+    ],
+    [
       ['controller', '--cluster-profile-namespaces=../x'],
       '--cluster-profile-namespaces (MCO_CLUSTER_PROFILE_NAMESPACES): "../x" is not a namespace name (DNS-1123 label)',
     ],

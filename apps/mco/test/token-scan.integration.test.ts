@@ -54,7 +54,7 @@ const PIECES = Object.entries(TOKENS).flatMap(([name, t]) =>
 const REPO_SYNC = `apiVersion: configsync.gke.io/v1beta1
 kind: RepoSync
 metadata:
-  namespace: shop
+  namespace: scan
 spec:
   sourceType: git
   sourceFormat: unstructured

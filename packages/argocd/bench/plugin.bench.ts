@@ -30,6 +30,7 @@ async function serve(tokenFile: string): Promise<void> {
     'apps/web',
     {},
     {
+      observedGeneration: 1,
       clusters: names.map((name, i) => ({
         name,
         namespace: 'fleet',

@@ -1,4 +1,5 @@
 import type { ClusterProfile, ClusterState, Placement } from '@mco/core';
+import { readPlacementStatus } from '@mco/kube-runtime';
 
 /** Input parameter names of Google's MCO plugin; ApplicationSets written for it keep working. */
 export const PLACEMENT_NAME_PARAMETER = 'multiClusterOrchestraPlacementName';
@@ -51,42 +52,42 @@ export interface ProfileLookup {
 /**
  * The plugin's answer for one placement, from its status. Pure.
  *
- * Returns Unsure instead of a list when the list could be wrong: a placement the
- * controller has not evaluated yet (no status), a listed cluster without a
- * namespace, or an ACTIVE cluster whose ClusterProfile is not in the cache (the
- * profile cache lags the placement cache). A 2xx with a wrong list would make
- * Argo CD delete Applications; an error leaves them untouched.
+ * Returns Unsure instead of a list when the list could be wrong: no
+ * information about the placement (no status, a status the controller never
+ * stamped with `observedGeneration`, one that does not parse, a listed cluster
+ * without a namespace: `readPlacementStatus` of @mco/kube-runtime, shared by
+ * every adapter), or an ACTIVE cluster whose ClusterProfile is not in the cache
+ * (the profile cache lags the placement cache). A 2xx with a wrong list would
+ * make Argo CD delete Applications; an error leaves them untouched. A lagging
+ * `observedGeneration` (a spec edit not evaluated yet) still answers the last
+ * clusters.
  */
 export function placementParameters(placement: Placement, profiles: ProfileLookup): ParametersResult {
   const { name: placementName, namespace: placementNamespace = '' } = placement.metadata;
-  const status = placement.status;
-  if (!status) {
-    return unsure(503, 'PlacementNotEvaluated', `placement ${placementNamespace}/${placementName} has no status yet`);
+  const reading = readPlacementStatus(placement);
+  if (!reading.ok) {
+    return reading.why === 'Absent'
+      ? unsure(503, 'PlacementNotEvaluated', reading.reason)
+      : unsure(500, 'InvalidPlacementStatus', reading.reason);
   }
-  const clusters = status.clusters ?? [];
+  const clusters = reading.clusters;
   const out: PluginParameters[] = [];
-  for (const [index, cluster] of clusters.entries()) {
-    if (!cluster.namespace) {
-      return unsure(
-        500,
-        'InvalidPlacementStatus',
-        `placement ${placementNamespace}/${placementName}: status.clusters[${index}] (${cluster.name}) has no namespace`,
-      );
-    }
-    const profile = profiles.clusterProfile(cluster.namespace, cluster.name);
+  for (const cluster of clusters) {
+    const namespace = cluster.namespace ?? '';
+    const profile = profiles.clusterProfile(namespace, cluster.name);
     if (!profile && cluster.state === 'ACTIVE') {
       return unsure(
         503,
         'ClusterProfileNotCached',
-        `ClusterProfile ${cluster.namespace}/${cluster.name} listed ACTIVE by placement ${placementNamespace}/${placementName} is not in the cache yet`,
+        `ClusterProfile ${namespace}/${cluster.name} listed ACTIVE by placement ${placementNamespace}/${placementName} is not in the cache yet`,
       );
     }
     out.push({
-      name: argoClusterName(cluster.namespace, cluster.name),
+      name: argoClusterName(namespace, cluster.name),
       desiredMaxReplicas: cluster.draining ? cluster.draining.desiredMaxReplicas : null,
       server: profile ? profiles.serverOf(profile) : null,
       clusterProfileName: cluster.name,
-      clusterProfileNamespace: cluster.namespace,
+      clusterProfileNamespace: namespace,
       state: cluster.state,
       draining: cluster.draining !== undefined,
       placementName,

@@ -1,7 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
-import { CLUSTER_PROFILES, PLACEMENTS, createInformer, type InformerTuning } from '@mco/kube-runtime';
+import {
+  CLUSTER_PROFILES,
+  PLACEMENTS,
+  createInformer,
+  readPlacementStatus,
+  type InformerTuning,
+} from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
@@ -131,9 +137,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         // Unknown (never "not in use") while the placement cache is unsynced or silent:
         // an empty or stale cache must not delete a Secret Argo CD still needs.
         isClusterInUse: (namespace, name) =>
-          isFresh(placements, maxSilenceMs)
-            ? placements.list().some((p) => clustersOf(p).some((c) => c.namespace === namespace && c.name === name))
-            : undefined,
+          isFresh(placements, maxSilenceMs) ? isListed(placements.list(), namespace, name) : undefined,
         logger,
       })
     : undefined;
@@ -217,4 +221,18 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
 function clustersOf(placement: Placement | undefined): readonly { namespace?: string; name: string }[] {
   const clusters = placement?.status?.clusters;
   return Array.isArray(clusters) ? clusters : [];
+}
+
+/**
+ * Whether a placement lists the cluster; undefined (unknown) while some
+ * placement gives no information (`readPlacementStatus`): it may list it.
+ */
+export function isListed(placements: readonly Placement[], namespace: string, name: string): boolean | undefined {
+  let unknown = false;
+  for (const placement of placements) {
+    const reading = readPlacementStatus(placement);
+    if (!reading.ok) unknown = true;
+    else if (reading.clusters.some((c) => c.namespace === namespace && c.name === name)) return true;
+  }
+  return unknown ? undefined : false;
 }

@@ -66,7 +66,7 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { tools:
     );
   const setPlacement = (status: PlacementStatus) =>
     // Replace the list as the controller does (a merge patch replaces arrays).
-    setStatus(PLACEMENTS, 'apps', 'web', status);
+    setStatus(PLACEMENTS, 'apps', 'web', { observedGeneration: 1, ...status });
   const answer = async () => {
     const response = await plugin.request({
       token: TOKEN,
@@ -221,7 +221,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     });
     await plane.hub.apply([placement('web'), placement('other')]);
     await setPlacement({ clusters: [active('east')] });
-    await setStatus(PLACEMENTS, 'apps', 'other', { clusters: [active('east')] });
+    await setStatus(PLACEMENTS, 'apps', 'other', { observedGeneration: 1, clusters: [active('east')] });
     const appSet = (name: string, placementName: string) => ({
       apiVersion: 'argoproj.io/v1alpha1',
       kind: 'ApplicationSet',

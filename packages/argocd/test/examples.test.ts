@@ -93,6 +93,7 @@ describe("MCO's sample ApplicationSets against the plugin's real answers", () =>
     const placements = samples.map(({ placement }) => ({
       ...placement,
       status: {
+        observedGeneration: 1,
         clusters: [
           {
             name: 'mco-cluster-europe-west4',

@@ -16,6 +16,7 @@ import { FakeCache, FakeSecrets } from './fakes.js';
 
 const T = '2026-01-01T00:00:00Z';
 const listed = (...names: string[]): PlacementStatus => ({
+  observedGeneration: 1,
   clusters: names.map((name) => ({ name, namespace: 'fleet', state: 'ACTIVE' as const, lastTransitionTime: T })),
 });
 const appSet = (name: string, placement: string): ApplicationSetLike => ({
@@ -79,6 +80,7 @@ describe('the ApplicationSet refresher', () => {
             'apps/web',
             {},
             {
+              observedGeneration: 1,
               clusters: [
                 {
                   name: 'a',

@@ -41,9 +41,34 @@ const placements: Placement[] = [
   aPlacement(
     'hello-world/lagging',
     {},
-    { clusters: [{ name: 'not-cached', namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T }] },
+    {
+      observedGeneration: 1,
+      clusters: [{ name: 'not-cached', namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T }],
+    },
   ),
-  aPlacement('hello-world/broken', {}, { clusters: [{ name: 'us-east1', state: 'ACTIVE', lastTransitionTime: T }] }),
+  aPlacement(
+    'hello-world/broken',
+    {},
+    { observedGeneration: 1, clusters: [{ name: 'us-east1', state: 'ACTIVE', lastTransitionTime: T }] },
+  ),
+  // Restored from a backup or migrated: a status the controller never stamped is no information.
+  aPlacement(
+    'hello-world/unstamped',
+    {},
+    { clusters: [{ name: 'us-east1', namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T }] },
+  ),
+  // A spec edit the controller has not evaluated yet: the last clusters are still answered.
+  {
+    ...aPlacement(
+      'hello-world/edited',
+      {},
+      {
+        observedGeneration: 1,
+        clusters: [{ name: 'us-east1', namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T }],
+      },
+    ),
+    metadata: { namespace: 'hello-world', name: 'edited', generation: 2 },
+  },
 ];
 const profiles = [
   aClusterProfile('fleet/us-east1', { labels: { environment: 'production' }, server: 'https://us-east1.example' }),
@@ -159,6 +184,14 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
     });
   });
 
+  it('keeps answering the last clusters while a spec edit is not evaluated yet (lagging observedGeneration)', async () => {
+    const response = await send({ token: TOKEN, body: argoBody('a', params('edited')) });
+    expect(response.status).toBe(200);
+    expect((response.json() as { output: { parameters: { name: string }[] } }).output.parameters).toEqual([
+      expect.objectContaining({ name: 'fleet.us-east1', placementName: 'edited' }),
+    ]);
+  });
+
   it.each<[string, GoRequest, number, string, Record<string, string>?]>([
     [
       'a request without Authorization is 401',
@@ -220,6 +253,12 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
       { token: TOKEN, body: argoBody('a', params('lagging')) },
       503,
       'ClusterProfileNotCached',
+    ],
+    [
+      'a status the controller never stamped (no observedGeneration) is 503',
+      { token: TOKEN, body: argoBody('a', params('unstamped')) },
+      503,
+      'PlacementNotEvaluated',
     ],
     [
       'a status listing a cluster without a namespace is 500',

@@ -1,6 +1,7 @@
-import { aClusterProfile } from '@mco/core/testing';
+import { aClusterProfile, aPlacement } from '@mco/core/testing';
 import type { ClusterProfile } from '@mco/core';
 import { describe, expect, it } from 'vitest';
+import { isListed } from '../src/run.js';
 import {
   buildClusterSecret,
   isUpToDate,
@@ -175,5 +176,35 @@ describe('buildClusterSecret', () => {
     [`fleet.${'a'.repeat(250)}`, false],
   ])('Secret name %s is valid: %s', (name, valid) => {
     expect(isValidSecretName(name)).toBe(valid);
+  });
+});
+
+describe('isListed (may the Secret of a deleted profile be released?)', () => {
+  const T = '2026-01-01T00:00:00Z';
+  const listing = (key: string, cluster: string) =>
+    aPlacement(
+      key,
+      {},
+      {
+        observedGeneration: 1,
+        clusters: [{ namespace: 'fleet', name: cluster, state: 'EVICTING', lastTransitionTime: T }],
+      },
+    );
+  it.each([
+    ['a placement lists it', [listing('apps/web', 'east')], true],
+    ['no placement lists it', [listing('apps/web', 'west')], false],
+    [
+      'another placement gives no information (no status): it may list it',
+      [listing('apps/web', 'west'), aPlacement('apps/new')],
+      undefined,
+    ],
+    [
+      'another placement was never stamped by the controller',
+      [listing('apps/web', 'west'), { ...aPlacement('apps/restored'), status: { clusters: [] } }],
+      undefined,
+    ],
+    ['one lists it, whatever the others say', [listing('apps/web', 'east'), aPlacement('apps/new')], true],
+  ])('%s', (_name, placements, expected) => {
+    expect(isListed(placements, 'fleet', 'east')).toBe(expected);
   });
 });

@@ -36,13 +36,13 @@ const MKCP_CRD = fileURLToPath(
 );
 const TEMPLATE = `apiVersion: configsync.gke.io/v1beta1
 kind: RepoSync
-metadata: {namespace: shop, name: PLACEMENT}
+metadata: {name: PLACEMENT}
 spec: {sourceType: helm, helm: {repo: https://charts.example.com, chart: web, version: 1.0.0, values: {replicaCount: 2}}}
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: reconciler-PLACEMENT}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: shop-deployer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
 `;
 
 const quantile = (values: number[], q: number) => {
@@ -88,7 +88,7 @@ try {
   });
   const setStatus = (i: number, clusters: PlacementCluster[]) =>
     custom.patchNamespacedCustomObjectStatus(
-      { ...PLACEMENTS, namespace: 'fleet', name: `web-${i}`, body: { status: { clusters } } },
+      { ...PLACEMENTS, namespace: 'fleet', name: `web-${i}`, body: { status: { observedGeneration: 1, clusters } } },
       requestOptions(admin, 30_000, PatchStrategy.MergePatch),
     );
   for (let i = 0; i < PLACEMENTS_N; i++) {

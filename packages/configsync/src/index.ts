@@ -2,6 +2,7 @@
 export {
   APPLIED_HASH_ANNOTATION,
   CLUSTER_ANNOTATION,
+  DEFAULT_ALLOWED_ROLE_REFS,
   DELETION_PROPAGATION_ANNOTATION,
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -10,11 +11,14 @@ export {
   TEMPLATE_ANNOTATION,
   clusterValues,
   desiredObjects,
+  parseRoleRefList,
   parseTemplate,
+  reconcilerName,
   type ClusterValues,
   type MemberObject,
   type MemberObjectRef,
   type SyncTemplate,
+  type TemplatePolicy,
   type TemplateResult,
 } from './template.js';
 export {

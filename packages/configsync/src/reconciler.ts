@@ -1,4 +1,5 @@
 import { PlacementSchema, setCondition, type ClusterProfile, type Placement, type PlacementCluster } from '@mco/core';
+import { readPlacementStatus } from '@mco/kube-runtime';
 import { httpStatusOf, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import type { ExistingObject, HubWriter, MemberObjects } from './kube.js';
 import {
@@ -30,6 +31,7 @@ import {
   refOf,
   type MemberObject,
   type MemberObjectRef,
+  type TemplatePolicy,
 } from './template.js';
 
 /** The part of an informer the reconciler reads (`Informer` of @mco/kube-runtime fits it). */
@@ -44,6 +46,8 @@ export interface ReconcilerOptions {
   /** The member calls for a cluster; rejects when it cannot be reached (no access, no credential). */
   readonly member: (profile: ClusterProfile) => Promise<MemberObjects>;
   readonly hub: HubWriter;
+  /** What a template may deliver (default: RepoSyncs in the placement's namespace, RoleBindings to ClusterRole/edit). */
+  readonly templatePolicy?: TemplatePolicy;
   /** Member clusters of one placement worked on at once (default 8). */
   readonly clusterConcurrency?: number;
   readonly now?: () => Date;
@@ -147,7 +151,7 @@ export function createReconciler(options: ReconcilerOptions) {
     const record = readRecord(placement);
     if (!record.ok) return stopWith(placement, key, 'InvalidRecord', `${record.error}; nothing changed`);
     const deleting = placement.metadata.deletionTimestamp !== undefined;
-    const template = parseTemplate(placement);
+    const template = parseTemplate(placement, options.templatePolicy);
     if (!template && record.record.size === 0) {
       // No template and nothing delivered: not (or no longer) a Config Sync placement; let go of it.
       return { ...idle, hubWrites: await writeMetadata(placement, record.record, true) };
@@ -156,11 +160,27 @@ export function createReconciler(options: ReconcilerOptions) {
       const why = template ? template.error : `annotation ${TEMPLATE_ANNOTATION} was removed`;
       return stopWith(placement, key, template ? 'InvalidTemplate' : 'TemplateMissing', `${why}; nothing changed`);
     }
-    warnings.delete(key);
     const tpl = template?.ok ? template.template : undefined;
+    // Deleting: every recorded cluster leaves. Otherwise: every listed cluster, whatever its state —
+    // and nothing at all changes while the status gives no information (shared rule of every adapter).
+    let listed: readonly PlacementCluster[] = [];
+    if (!deleting && tpl) {
+      const reading = readPlacementStatus(placement);
+      if (!reading.ok && reading.why === 'Invalid') {
+        return stopWith(placement, key, 'InvalidPlacementStatus', `${reading.reason}; nothing changed`);
+      }
+      if (!reading.ok) {
+        // Not evaluated yet (or restored without its status): wait for the controller.
+        logger.debug('placement left as it is until the controller evaluates it', {
+          placement: key,
+          reason: reading.reason,
+        });
+        return { ...idle, waiting: true };
+      }
+      listed = reading.clusters;
+    }
+    warnings.delete(key);
 
-    // Deleting: every recorded cluster leaves. Otherwise: every listed cluster, whatever its state.
-    const listed = deleting || !tpl ? [] : (placement.status?.clusters ?? []);
     const desired = new Map<string, PlacementCluster>(listed.map((c) => [`${c.namespace ?? ''}/${c.name}`, c]));
     const objects = new Map(
       [...desired].map(([c, cluster]) => [c, tpl ? desiredObjects(tpl, placement, cluster) : []]),

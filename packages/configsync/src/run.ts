@@ -16,6 +16,7 @@ import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { createHubWriter, memberObjects, type HubWriter, type MemberObjects } from './kube.js';
 import { DELIVERED_ANNOTATION, isConfigSyncPlacement } from './record.js';
 import { createReconciler, type ReconcileResult } from './reconciler.js';
+import type { TemplatePolicy } from './template.js';
 
 export interface ConfigSyncDeliveryOptions {
   /** The hub. */
@@ -37,6 +38,8 @@ export interface ConfigSyncDeliveryOptions {
   readonly retryBackoff?: BackoffOptions;
   /** Run only while holding this Lease (several replicas); omit for a single instance. */
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
+  /** What a placement's template may deliver (`--root-sync-namespaces`, `--allowed-role-refs`). */
+  readonly templatePolicy?: TemplatePolicy;
   /** Replace the hub writes (benchmarks count them). */
   readonly hub?: HubWriter;
   /** Replace the member calls (benchmarks); default: through `access`. */
@@ -89,6 +92,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
     clusterProfiles,
     member,
     hub: options.hub ?? createHubWriter(options.kubeConfig),
+    ...(options.templatePolicy ? { templatePolicy: options.templatePolicy } : {}),
     ...(options.clusterConcurrency ? { clusterConcurrency: options.clusterConcurrency } : {}),
     logger,
   });

@@ -61,20 +61,63 @@ const RoleBindingSchema = z.looseObject({
   apiVersion: z.literal('rbac.authorization.k8s.io/v1'),
   kind: z.literal('RoleBinding'),
   metadata: MetaSchema.extend({ name: MetaSchema.shape.name.unwrap() }),
-  roleRef: z.object({ apiGroup: z.string(), kind: z.enum(['Role', 'ClusterRole']), name: z.string() }),
+  roleRef: z.object({ apiGroup: z.string(), kind: z.enum(['Role', 'ClusterRole']), name: z.string().min(1) }),
   subjects: z.array(z.record(z.string(), z.unknown())).optional(),
 });
 
 export type TemplateResult = { ok: true; template: SyncTemplate } | { ok: false; error: string };
 
+/** What a placement's template may deliver: the operator's bounds (flags of `mco configsync`). */
+export interface TemplatePolicy {
+  /**
+   * Hub namespaces whose placements may carry a RootSync (`--root-sync-namespaces`; default none).
+   * They are the operator's: their RepoSyncs may also target any namespace.
+   */
+  readonly rootSyncNamespaces?: readonly string[];
+  /** The roles a RoleBinding may refer to, as `Kind/name` (`--allowed-role-refs`; default `ClusterRole/edit`). */
+  readonly allowedRoleRefs?: readonly string[];
+}
+
+export const DEFAULT_ALLOWED_ROLE_REFS: readonly string[] = ['ClusterRole/edit'];
+
+/** `Role/name,ClusterRole/name` (`--allowed-role-refs`) as a sorted list, or the entry that is not one. */
+export function parseRoleRefList(text: string): { ok: true; value: string[] } | { ok: false; error: string } {
+  const entries = text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+  const bad = entries.find((e) => !/^(Role|ClusterRole)\/[^/\s]+$/.test(e));
+  if (bad !== undefined) return { ok: false, error: `"${bad}" is not Role/<name> or ClusterRole/<name>` };
+  return { ok: true, value: [...new Set(entries)].sort() };
+}
+
+/**
+ * The ServiceAccount (in config-management-system) Config Sync runs a sync
+ * object's reconciler as: `ns-reconciler-<ns>` for the RepoSync `repo-sync`,
+ * else `ns-reconciler-<ns>-<name>-<length of name>`; `root-reconciler` for the
+ * RootSync `root-sync`, else `root-reconciler-<name>` (Config Sync's
+ * `core.NsReconcilerName` and `core.RootReconcilerName`).
+ */
+export function reconcilerName(kind: SyncKind, namespace: string, name: string): string {
+  if (kind === 'RootSync') return name === 'root-sync' ? 'root-reconciler' : `root-reconciler-${name}`;
+  return name === 'repo-sync' ? `ns-reconciler-${namespace}` : `ns-reconciler-${namespace}-${name}-${name.length}`;
+}
+
 /**
  * Reads the template annotation of a placement: YAML (or JSON) documents, exactly
- * one RepoSync or RootSync and any RoleBindings its reconciler needs (in the
- * RepoSync's namespace). The sync object is named after the placement unless
- * the template names it; a RootSync lives in `config-management-system`.
+ * one RepoSync or RootSync and any RoleBindings its reconciler needs. A
+ * template is a tenant's input, so it is bounded (docs/configsync.md):
+ *
+ * - a RepoSync lives in the placement's own namespace (the template may leave
+ *   the namespace out); a RootSync, in `config-management-system`, only from
+ *   the hub namespaces the operator lists, whose RepoSyncs may target any namespace;
+ * - a RoleBinding of a RepoSync lives in its namespace, refers to a role of
+ *   `allowedRoleRefs` and binds only the sync's own reconciler ServiceAccount.
+ *
+ * The sync object is named after the placement unless the template names it.
  * Errors name the document and field.
  */
-export function parseTemplate(placement: Placement): TemplateResult | undefined {
+export function parseTemplate(placement: Placement, policy: TemplatePolicy = {}): TemplateResult | undefined {
   const text = placement.metadata.annotations?.[TEMPLATE_ANNOTATION];
   if (text === undefined) return undefined;
   const fail = (error: string): TemplateResult => ({ ok: false, error: `annotation ${TEMPLATE_ANNOTATION}: ${error}` });
@@ -85,8 +128,11 @@ export function parseTemplate(placement: Placement): TemplateResult | undefined 
     const value: unknown = doc.toJSON();
     if (value !== null && value !== undefined) values.push(value);
   }
+  const home = placement.metadata.namespace ?? '';
+  const operators = policy.rootSyncNamespaces ?? [];
+  const trusted = operators.includes(home);
   let sync: MemberObject | undefined;
-  const roleBindings: MemberObject[] = [];
+  const roleBindings: { index: number; object: MemberObject }[] = [];
   for (const [i, value] of values.entries()) {
     const kind = (value as { kind?: unknown } | null)?.kind;
     const schema = kind === 'RoleBinding' ? RoleBindingSchema : SyncSchema;
@@ -97,29 +143,75 @@ export function parseTemplate(placement: Placement): TemplateResult | undefined 
       return fail(`document ${i}${path ? ` field ${path}` : ''}: ${issue.message}`);
     }
     if (kind === 'RoleBinding') {
-      roleBindings.push(member(parsed.data as MemberObject, parsed.data.metadata?.namespace ?? ''));
+      roleBindings.push({
+        index: i,
+        object: member(parsed.data as MemberObject, parsed.data.metadata?.namespace ?? ''),
+      });
       continue;
     }
     if (sync) return fail(`document ${i}: only one RepoSync or RootSync per placement`);
     const data = parsed.data as z.infer<typeof SyncSchema>;
-    const namespace = data.kind === 'RootSync' ? ROOT_SYNC_NAMESPACE : data.metadata?.namespace;
-    if (data.kind === 'RootSync' && data.metadata?.namespace && data.metadata.namespace !== ROOT_SYNC_NAMESPACE) {
-      return fail(`document ${i} field metadata.namespace: a RootSync must be in ${ROOT_SYNC_NAMESPACE}`);
+    const given = data.metadata?.namespace;
+    if (data.kind === 'RootSync') {
+      if (!trusted) {
+        const listed = operators.length > 0 ? operators.join(', ') : 'none';
+        return fail(
+          `document ${i} field kind: a RootSync is allowed only from the hub namespaces --root-sync-namespaces lists (${listed}), not from ${home}`,
+        );
+      }
+      if (given && given !== ROOT_SYNC_NAMESPACE) {
+        return fail(`document ${i} field metadata.namespace: a RootSync must be in ${ROOT_SYNC_NAMESPACE}`);
+      }
+    } else if (given && given !== home && !trusted) {
+      return fail(
+        `document ${i} field metadata.namespace: a RepoSync must be in its placement's namespace ${home}, not ${given}`,
+      );
     }
-    if (!namespace) return fail(`document ${i} field metadata.namespace: a RepoSync needs its target namespace`);
+    const namespace = data.kind === 'RootSync' ? ROOT_SYNC_NAMESPACE : (given ?? home);
     sync = member(
       { ...data, metadata: { ...data.metadata, name: data.metadata?.name ?? placement.metadata.name } } as MemberObject,
       namespace,
     );
   }
   if (!sync) return fail('no RepoSync or RootSync');
-  for (const rb of roleBindings) {
-    if (!rb.metadata.namespace) rb.metadata.namespace = sync.metadata.namespace;
-    if (sync.kind === 'RepoSync' && rb.metadata.namespace !== sync.metadata.namespace) {
-      return fail(`RoleBinding ${rb.metadata.name}: must be in the RepoSync's namespace ${sync.metadata.namespace}`);
+  const allowed = policy.allowedRoleRefs ?? DEFAULT_ALLOWED_ROLE_REFS;
+  const reconciler = reconcilerName(sync.kind as SyncKind, sync.metadata.namespace, sync.metadata.name);
+  for (const { index, object: rb } of roleBindings) {
+    const error = checkRoleBinding(rb, sync, allowed, reconciler);
+    if (error) return fail(`document ${index} (RoleBinding ${rb.metadata.name}) field ${error}`);
+  }
+  return { ok: true, template: { sync, roleBindings: roleBindings.map((r) => r.object) } };
+}
+
+/** Why a RoleBinding is refused (`field: reason`), or undefined; fills in its namespace. */
+function checkRoleBinding(
+  rb: MemberObject,
+  sync: MemberObject,
+  allowed: readonly string[],
+  reconciler: string,
+): string | undefined {
+  if (!rb.metadata.namespace) rb.metadata.namespace = sync.metadata.namespace;
+  if (sync.kind === 'RepoSync' && rb.metadata.namespace !== sync.metadata.namespace) {
+    return `metadata.namespace: must be the RepoSync's namespace ${sync.metadata.namespace}`;
+  }
+  const roleRef = rb.roleRef as { apiGroup: string; kind: string; name: string };
+  if (roleRef.apiGroup !== 'rbac.authorization.k8s.io') return 'roleRef.apiGroup: must be rbac.authorization.k8s.io';
+  if (!allowed.includes(`${roleRef.kind}/${roleRef.name}`)) {
+    return `roleRef: ${roleRef.kind}/${roleRef.name} is not one of the roles --allowed-role-refs allows (${allowed.join(', ') || 'none'})`;
+  }
+  const subjects = (rb.subjects ?? []) as Record<string, unknown>[];
+  for (const [j, subject] of subjects.entries()) {
+    const isReconciler =
+      subject.kind === 'ServiceAccount' &&
+      subject.name === reconciler &&
+      subject.namespace === ROOT_SYNC_NAMESPACE &&
+      (subject.apiGroup === undefined || subject.apiGroup === '') &&
+      Object.keys(subject).every((k) => ['kind', 'name', 'namespace', 'apiGroup'].includes(k));
+    if (!isReconciler) {
+      return `subjects[${j}]: only the sync's own reconciler may be bound: ServiceAccount ${ROOT_SYNC_NAMESPACE}/${reconciler}`;
     }
   }
-  return { ok: true, template: { sync, roleBindings } };
+  return undefined;
 }
 
 function member(object: MemberObject, namespace: string): MemberObject {

@@ -18,14 +18,14 @@ import { FakeHub, FakeMember } from './fakes.js';
 const T = '2026-01-01T00:00:00Z';
 const REPO_SYNC = `apiVersion: configsync.gke.io/v1beta1
 kind: RepoSync
-metadata: {namespace: shop}
 spec: {sourceType: helm, helm: {repo: https://charts.example.com, chart: web, values: {replicaCount: 2}}}
 `;
 const ROLE_BINDING = `---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding
 metadata: {name: web-reconciler}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: shop-deployer}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
+subjects: [{kind: ServiceAccount, name: ns-reconciler-shop-web-3, namespace: config-management-system}]
 `;
 const SYNC_REF = { kind: 'RepoSync', namespace: 'shop', name: 'web' } as const;
 const BINDING_REF = { kind: 'RoleBinding', namespace: 'shop', name: 'web-reconciler' } as const;
@@ -39,55 +39,150 @@ const cluster = (name: string, extra: Partial<PlacementCluster> = {}): Placement
 });
 
 function placementWith(template: string | undefined, clusters: PlacementCluster[]): Placement {
-  const p = aPlacement('fleet/web', {}, { clusters });
+  const p = aPlacement('shop/web', {}, { observedGeneration: 1, clusters });
   if (template !== undefined) p.metadata.annotations = { [TEMPLATE_ANNOTATION]: template };
   return p;
 }
 
 describe('parseTemplate', () => {
+  const ROOT_SYNC = 'apiVersion: configsync.gke.io/v1beta1\nkind: RootSync\nspec: {}\n';
+  const binding = (fields: string) =>
+    `---\napiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: x}\n${fields}`;
+  const EDIT = 'roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}\n';
+  const subject = (name: string, namespace = 'config-management-system') =>
+    `subjects: [{kind: ServiceAccount, name: ${name}, namespace: ${namespace}}]\n`;
+  const PREFIX = 'annotation configsync.mco.x-k8s.io/template: ';
   it.each([
-    ['no RepoSync or RootSync', ROLE_BINDING, 'annotation configsync.mco.x-k8s.io/template: no RepoSync or RootSync'],
+    ['no RepoSync or RootSync', ROLE_BINDING, 'no RepoSync or RootSync'],
     [
       'an object mco does not deliver',
       'apiVersion: apps/v1\nkind: Deployment\n',
-      'annotation configsync.mco.x-k8s.io/template: document 0 field apiVersion: Invalid option: expected one of "configsync.gke.io/v1beta1"|"configsync.gke.io/v1alpha1"',
+      'document 0 field apiVersion: Invalid option: expected one of "configsync.gke.io/v1beta1"|"configsync.gke.io/v1alpha1"',
     ],
     [
-      'a RepoSync without a namespace',
-      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {}\n',
-      'annotation configsync.mco.x-k8s.io/template: document 0 field metadata.namespace: a RepoSync needs its target namespace',
+      'a RepoSync in another namespace (team-b)',
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {namespace: team-b}\nspec: {}\n',
+      "document 0 field metadata.namespace: a RepoSync must be in its placement's namespace shop, not team-b",
     ],
     [
-      'a RootSync outside config-management-system',
-      'apiVersion: configsync.gke.io/v1beta1\nkind: RootSync\nmetadata: {namespace: shop}\nspec: {}\n',
-      'annotation configsync.mco.x-k8s.io/template: document 0 field metadata.namespace: a RootSync must be in config-management-system',
+      'a RepoSync in kube-system',
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {namespace: kube-system}\nspec: {}\n',
+      "document 0 field metadata.namespace: a RepoSync must be in its placement's namespace shop, not kube-system",
     ],
     [
-      'two sync objects',
-      `${REPO_SYNC}---\n${REPO_SYNC}`,
-      'annotation configsync.mco.x-k8s.io/template: document 1: only one RepoSync or RootSync per placement',
+      'a RootSync from a namespace the operator did not list',
+      ROOT_SYNC,
+      'document 0 field kind: a RootSync is allowed only from the hub namespaces --root-sync-namespaces lists (none), not from shop',
     ],
+    ['two sync objects', `${REPO_SYNC}---\n${REPO_SYNC}`, 'document 1: only one RepoSync or RootSync per placement'],
     [
       'a RoleBinding in another namespace',
-      `${REPO_SYNC}${ROLE_BINDING.replace('{name: web-reconciler}', '{name: x, namespace: other}')}`,
-      "annotation configsync.mco.x-k8s.io/template: RoleBinding x: must be in the RepoSync's namespace shop",
+      `${REPO_SYNC}${binding(`${EDIT}`).replace('{name: x}', '{name: x, namespace: other}')}`,
+      "document 1 (RoleBinding x) field metadata.namespace: must be the RepoSync's namespace shop",
     ],
     [
-      'YAML that does not parse',
-      'kind: [',
-      expect.stringMatching(/^annotation configsync.mco.x-k8s.io\/template: document 0: /),
+      'a RoleBinding to cluster-admin',
+      `${REPO_SYNC}${binding('roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\n')}`,
+      'document 1 (RoleBinding x) field roleRef: ClusterRole/cluster-admin is not one of the roles --allowed-role-refs allows (ClusterRole/edit)',
     ],
-  ])('rejects %s, naming the field', (_name, template, error) => {
-    expect(parseTemplate(placementWith(template, []))).toEqual({ ok: false, error });
+    [
+      'a RoleBinding to admin',
+      `${REPO_SYNC}${binding('roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: admin}\n')}`,
+      'document 1 (RoleBinding x) field roleRef: ClusterRole/admin is not one of the roles --allowed-role-refs allows (ClusterRole/edit)',
+    ],
+    [
+      'a RoleBinding to a role of another API group',
+      `${REPO_SYNC}${binding('roleRef: {apiGroup: example.com, kind: ClusterRole, name: edit}\n')}`,
+      'document 1 (RoleBinding x) field roleRef.apiGroup: must be rbac.authorization.k8s.io',
+    ],
+    [
+      'a RoleBinding for a user',
+      `${REPO_SYNC}${binding(`${EDIT}subjects: [{kind: User, name: mallory, apiGroup: rbac.authorization.k8s.io}]\n`)}`,
+      "document 1 (RoleBinding x) field subjects[0]: only the sync's own reconciler may be bound: ServiceAccount config-management-system/ns-reconciler-shop-web-3",
+    ],
+    [
+      'a RoleBinding for a group',
+      `${REPO_SYNC}${binding(`${EDIT}subjects: [{kind: Group, name: system:authenticated, apiGroup: rbac.authorization.k8s.io}]\n`)}`,
+      "document 1 (RoleBinding x) field subjects[0]: only the sync's own reconciler may be bound: ServiceAccount config-management-system/ns-reconciler-shop-web-3",
+    ],
+    [
+      "another sync's reconciler",
+      `${REPO_SYNC}${binding(`${EDIT}${subject('ns-reconciler-team-b')}`)}`,
+      "document 1 (RoleBinding x) field subjects[0]: only the sync's own reconciler may be bound: ServiceAccount config-management-system/ns-reconciler-shop-web-3",
+    ],
+    [
+      'the reconciler name in another namespace',
+      `${REPO_SYNC}${binding(`${EDIT}${subject('ns-reconciler-shop-web-3', 'shop')}`)}`,
+      "document 1 (RoleBinding x) field subjects[0]: only the sync's own reconciler may be bound: ServiceAccount config-management-system/ns-reconciler-shop-web-3",
+    ],
+    [
+      'the root reconciler',
+      `${REPO_SYNC}${binding(`${EDIT}${subject('root-reconciler')}`)}`,
+      "document 1 (RoleBinding x) field subjects[0]: only the sync's own reconciler may be bound: ServiceAccount config-management-system/ns-reconciler-shop-web-3",
+    ],
+    ['YAML that does not parse', 'kind: [', expect.stringMatching(/^document 0: /)],
+  ])('refuses %s, naming the field', (_name, template, error) => {
+    const expected =
+      typeof error === 'string'
+        ? `${PREFIX}${error}`
+        : expect.stringMatching(/^annotation configsync.mco.x-k8s.io\/template: document 0: /);
+    expect(parseTemplate(placementWith(template, []))).toEqual({ ok: false, error: expected });
   });
 
-  it('names the sync object after the placement and puts a RootSync in config-management-system', () => {
-    const root = parseTemplate(placementWith('apiVersion: configsync.gke.io/v1beta1\nkind: RootSync\nspec: {}\n', []));
-    expect(root).toMatchObject({
+  it("puts a RepoSync in its placement's namespace and names it after the placement", () => {
+    expect(parseTemplate(placementWith(REPO_SYNC + ROLE_BINDING, []))).toMatchObject({
       ok: true,
-      template: { sync: { kind: 'RootSync', metadata: { name: 'web', namespace: 'config-management-system' } } },
+      template: {
+        sync: { kind: 'RepoSync', metadata: { name: 'web', namespace: 'shop' } },
+        roleBindings: [{ metadata: { name: 'web-reconciler', namespace: 'shop' } }],
+      },
     });
-    expect(parseTemplate(aPlacement('fleet/web'))).toBeUndefined();
+    expect(parseTemplate(aPlacement('shop/web'))).toBeUndefined();
+  });
+
+  it.each([
+    ['repo-sync', 'RepoSync', 'shop', 'ns-reconciler-shop'],
+    ['web', 'RepoSync', 'shop', 'ns-reconciler-shop-web-3'],
+    ['root-sync', 'RootSync', 'config-management-system', 'root-reconciler'],
+    ['web', 'RootSync', 'config-management-system', 'root-reconciler-web'],
+  ] as const)('binds the reconciler of %s %s as Config Sync names it', (name, kind, namespace, reconciler) => {
+    const sync = `apiVersion: configsync.gke.io/v1beta1\nkind: ${kind}\nmetadata: {name: ${name}}\nspec: {}\n`;
+    const result = parseTemplate(placementWith(sync + binding(`${EDIT}${subject(reconciler)}`), []), {
+      rootSyncNamespaces: ['shop'],
+    });
+    expect(result).toMatchObject({ ok: true, template: { sync: { kind, metadata: { name, namespace } } } });
+  });
+
+  it('allows a RootSync, and a RepoSync elsewhere, only from the hub namespaces the operator lists', () => {
+    const policy = { rootSyncNamespaces: ['platform'] };
+    const root = (ns: string) =>
+      parseTemplate(
+        {
+          ...placementWith(ROOT_SYNC, []),
+          metadata: { namespace: ns, name: 'base', annotations: { [TEMPLATE_ANNOTATION]: ROOT_SYNC } },
+        },
+        policy,
+      );
+    expect(root('platform')).toMatchObject({
+      ok: true,
+      template: { sync: { kind: 'RootSync', metadata: { name: 'base', namespace: 'config-management-system' } } },
+    });
+    expect(root('shop')).toMatchObject({ ok: false, error: expect.stringContaining('(platform), not from shop') });
+    const elsewhere =
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {namespace: kube-system}\nspec: {}\n';
+    const p = placementWith(elsewhere, []);
+    expect(parseTemplate({ ...p, metadata: { ...p.metadata, namespace: 'platform' } }, policy)).toMatchObject({
+      ok: true,
+    });
+    expect(parseTemplate(p, policy)).toMatchObject({ ok: false });
+  });
+
+  it('takes the roles a RoleBinding may refer to from the operator', () => {
+    const template = `${REPO_SYNC}${binding(`roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: deployer}\n${subject('ns-reconciler-shop-web-3')}`)}`;
+    expect(parseTemplate(placementWith(template, []))).toMatchObject({ ok: false });
+    expect(parseTemplate(placementWith(template, []), { allowedRoleRefs: ['Role/deployer'] })).toMatchObject({
+      ok: true,
+    });
   });
 });
 
@@ -104,7 +199,7 @@ describe('desiredObjects', () => {
     expect(binding).toMatchObject({ kind: 'RoleBinding', metadata: { name: 'web-reconciler', namespace: 'shop' } });
     expect(sync!.metadata.annotations).toMatchObject({
       'configsync.gke.io/deletion-propagation-policy': 'Foreground',
-      'configsync.mco.x-k8s.io/placement': 'fleet/web',
+      'configsync.mco.x-k8s.io/placement': 'shop/web',
       'configsync.mco.x-k8s.io/cluster': 'fleet/west',
     });
     expect(sync!.spec).toEqual({
@@ -144,7 +239,7 @@ describe('the delivered record', () => {
     expect(text).toBe(
       '{"fleet/east":["RepoSync/shop/web"],"fleet/west":["RepoSync/shop/web","RoleBinding/shop/web-reconciler"]}',
     );
-    const p = aPlacement('fleet/web');
+    const p = aPlacement('shop/web');
     p.metadata.annotations = { [DELIVERED_ANNOTATION]: text };
     expect(readRecord(p)).toEqual({
       ok: true,
@@ -215,7 +310,7 @@ describe('sync status summaries', () => {
 
 describe('the reconciler (fakes for the hub and members)', () => {
   function setup(placement: Placement, profiles = ['east', 'west']) {
-    const placements = new Map([['fleet/web', placement]]);
+    const placements = new Map([['shop/web', placement]]);
     const members = new Map(profiles.map((n) => [`fleet/${n}`, new FakeMember()]));
     const profileMap = new Map<string, ClusterProfile>(
       profiles.map((n) => [`fleet/${n}`, aClusterProfile(`fleet/${n}`)]),
@@ -230,34 +325,34 @@ describe('the reconciler (fakes for the hub and members)', () => {
       now: () => new Date(T),
     });
     const setStatus = (clusters: PlacementCluster[]) => {
-      const p = structuredClone(placements.get('fleet/web')!);
+      const p = structuredClone(placements.get('shop/web')!);
       p.status = { ...p.status, clusters };
-      placements.set('fleet/web', p);
+      placements.set('shop/web', p);
     };
     const record = () =>
       Object.keys(
-        JSON.parse(placements.get('fleet/web')!.metadata.annotations?.[DELIVERED_ANNOTATION] ?? '{}') as object,
+        JSON.parse(placements.get('shop/web')!.metadata.annotations?.[DELIVERED_ANNOTATION] ?? '{}') as object,
       );
     return { placements, members, hub, reconciler, setStatus, record, unsync: () => (synced = false) };
   }
 
   it('applies on every listed cluster, then writes nothing on a resync', async () => {
     const t = setup(placementWith(REPO_SYNC + ROLE_BINDING, [cluster('east'), cluster('west')]));
-    const first = await t.reconciler.reconcile('fleet/web');
+    const first = await t.reconciler.reconcile('shop/web');
     expect(first).toMatchObject({ retry: false, memberWrites: 4 });
     expect(t.record()).toEqual(['fleet/east', 'fleet/west']);
-    expect((t.placements.get('fleet/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([
+    expect((t.placements.get('shop/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([
       CLEANUP_FINALIZER,
     ]);
     const hubWrites = t.hub.writes;
-    expect(await t.reconciler.reconcile('fleet/web')).toMatchObject({ memberWrites: 0, hubWrites: 0 });
+    expect(await t.reconciler.reconcile('shop/web')).toMatchObject({ memberWrites: 0, hubWrites: 0 });
     expect(t.hub.writes).toBe(hubWrites);
   });
 
   it('does nothing at all while a cache is not synced', async () => {
     const t = setup(placementWith(REPO_SYNC, [cluster('east')]));
     t.unsync();
-    expect(await t.reconciler.reconcile('fleet/web')).toEqual({
+    expect(await t.reconciler.reconcile('shop/web')).toEqual({
       retry: false,
       waiting: true,
       memberWrites: 0,
@@ -278,66 +373,124 @@ describe('the reconciler (fakes for the hub and members)', () => {
       (p: Placement) => ((p.status!.clusters![0] as { state: string }).state = 'GONE'),
       'InvalidPlacement',
     ],
+    [
+      'a listed cluster without a namespace',
+      (p: Placement) => delete (p.status!.clusters![0] as { namespace?: string }).namespace,
+      'InvalidPlacementStatus',
+    ],
     ['an unreadable record', (p: Placement) => (p.metadata.annotations![DELIVERED_ANNOTATION] = '{'), 'InvalidRecord'],
   ])('%s with every cluster dropped deletes nothing and is reported once', async (_name, spoil, reason) => {
     const t = setup(placementWith(REPO_SYNC, [cluster('east')]));
-    await t.reconciler.reconcile('fleet/web');
-    const p = structuredClone(t.placements.get('fleet/web')!);
+    await t.reconciler.reconcile('shop/web');
+    const p = structuredClone(t.placements.get('shop/web')!);
     spoil(p);
-    p.status = { ...p.status, clusters: reason === 'InvalidPlacement' ? p.status!.clusters! : [] };
-    t.placements.set('fleet/web', p);
+    const keep = reason === 'InvalidPlacement' || reason === 'InvalidPlacementStatus';
+    p.status = { ...p.status, clusters: keep ? p.status!.clusters! : [] };
+    t.placements.set('shop/web', p);
     const east = t.members.get('fleet/east')!;
     const writes = east.writes;
-    await t.reconciler.reconcile('fleet/web');
-    await t.reconciler.reconcile('fleet/web');
+    await t.reconciler.reconcile('shop/web');
+    await t.reconciler.reconcile('shop/web');
     expect(east.writes).toBe(writes);
     expect(east.objects.size).toBe(1);
     expect(t.hub.events.filter((e) => e.startsWith(`Warning ${reason}`))).toHaveLength(1);
   });
 
+  // No information about the placement (readPlacementStatus of @mco/kube-runtime): nothing changes anywhere.
+  it.each([
+    ['the status is gone (restored from a backup)', (p: Placement) => delete p.status],
+    ['a status the controller never stamped', (p: Placement) => (p.status = { clusters: [] })],
+    [
+      'a listed cluster without a namespace',
+      (p: Placement) =>
+        (p.status = { observedGeneration: 1, clusters: [{ ...cluster('east'), namespace: undefined }] }),
+    ],
+  ])('%s: nothing is deleted or applied on any member', async (_name, spoil) => {
+    const t = setup(placementWith(REPO_SYNC + ROLE_BINDING, [cluster('east'), cluster('west')]));
+    await t.reconciler.reconcile('shop/web');
+    const p = structuredClone(t.placements.get('shop/web')!);
+    spoil(p);
+    t.placements.set('shop/web', p);
+    const writes = [...t.members.values()].map((m) => m.writes);
+    const result = await t.reconciler.reconcile('shop/web');
+    expect(result).toMatchObject({ retry: false, memberWrites: 0 });
+    expect([...t.members.values()].map((m) => m.writes)).toEqual(writes);
+    expect([...t.members.values()].map((m) => m.objects.size)).toEqual([2, 2]);
+    expect(t.record()).toEqual(['fleet/east', 'fleet/west']);
+  });
+
+  it('a lagging observedGeneration (a spec edit not evaluated yet) keeps the last clusters', async () => {
+    const t = setup(placementWith(REPO_SYNC, [cluster('east')]));
+    await t.reconciler.reconcile('shop/web');
+    const p = structuredClone(t.placements.get('shop/web')!);
+    p.metadata.generation = 2;
+    t.placements.set('shop/web', p);
+    expect(await t.reconciler.reconcile('shop/web')).toMatchObject({ memberWrites: 0 });
+    expect(t.members.get('fleet/east')!.objects.size).toBe(1);
+  });
+
+  it('a template turned hostile is refused in the condition and deletes nothing already delivered', async () => {
+    const t = setup(placementWith(REPO_SYNC + ROLE_BINDING, [cluster('east')]));
+    await t.reconciler.reconcile('shop/web');
+    const p = structuredClone(t.placements.get('shop/web')!);
+    p.metadata.annotations![TEMPLATE_ANNOTATION] = 'apiVersion: configsync.gke.io/v1beta1\nkind: RootSync\nspec: {}\n';
+    t.placements.set('shop/web', p);
+    const east = t.members.get('fleet/east')!;
+    const writes = east.writes;
+    await t.reconciler.reconcile('shop/web');
+    expect(east.writes).toBe(writes);
+    expect([...east.objects.keys()].sort()).toEqual(['RepoSync/shop/web', 'RoleBinding/shop/web-reconciler']);
+    const condition = t.placements.get('shop/web')!.status?.conditions?.find((c) => c.type === 'ConfigSyncSynced');
+    expect(condition).toMatchObject({
+      status: 'False',
+      reason: 'InvalidTemplate',
+      message: expect.stringContaining('field kind: a RootSync is allowed only from the hub namespaces'),
+    });
+  });
+
   it('lets go of a placement whose template was removed once nothing is delivered', async () => {
     const t = setup(placementWith(REPO_SYNC, []));
-    await t.reconciler.reconcile('fleet/web');
-    expect((t.placements.get('fleet/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([
+    await t.reconciler.reconcile('shop/web');
+    expect((t.placements.get('shop/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([
       CLEANUP_FINALIZER,
     ]);
-    const p = structuredClone(t.placements.get('fleet/web')!);
+    const p = structuredClone(t.placements.get('shop/web')!);
     delete p.metadata.annotations![TEMPLATE_ANNOTATION];
-    t.placements.set('fleet/web', p);
-    await t.reconciler.reconcile('fleet/web');
-    expect((t.placements.get('fleet/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([]);
+    t.placements.set('shop/web', p);
+    await t.reconciler.reconcile('shop/web');
+    expect((t.placements.get('shop/web')!.metadata as { finalizers?: string[] }).finalizers).toEqual([]);
     expect(t.hub.events).toEqual([]);
   });
 
   it('keeps an unreachable cluster that left in the record and deletes once it is back', async () => {
     const t = setup(placementWith(REPO_SYNC, [cluster('east'), cluster('west')]));
-    await t.reconciler.reconcile('fleet/web');
+    await t.reconciler.reconcile('shop/web');
     const west = t.members.get('fleet/west')!;
     west.reachable = false;
     t.setStatus([cluster('east')]);
-    expect(await t.reconciler.reconcile('fleet/web')).toMatchObject({ retry: true });
+    expect(await t.reconciler.reconcile('shop/web')).toMatchObject({ retry: true });
     expect(t.record()).toEqual(['fleet/east', 'fleet/west']);
     west.reachable = true;
-    await t.reconciler.reconcile('fleet/web');
+    await t.reconciler.reconcile('shop/web');
     expect(west.objects.size).toBe(0);
     // Forgotten on the next pass, which sees it gone.
     expect(t.record()).toEqual(['fleet/east', 'fleet/west']);
-    await t.reconciler.reconcile('fleet/web');
+    await t.reconciler.reconcile('shop/web');
     expect(t.record()).toEqual(['fleet/east']);
   });
 
   it('deletes the RoleBinding only after Config Sync removed the sync object', async () => {
     const t = setup(placementWith(REPO_SYNC + ROLE_BINDING, [cluster('east')]));
-    await t.reconciler.reconcile('fleet/web');
+    await t.reconciler.reconcile('shop/web');
     const east = t.members.get('fleet/east')!;
     east.objects.get('RepoSync/shop/web')!.metadata!.finalizers = ['reconciler-manager.configsync.gke.io'];
     t.setStatus([]);
-    expect(await t.reconciler.reconcile('fleet/web')).toMatchObject({ waiting: true });
-    expect(await t.reconciler.reconcile('fleet/web')).toMatchObject({ waiting: true, memberWrites: 0 });
+    expect(await t.reconciler.reconcile('shop/web')).toMatchObject({ waiting: true });
+    expect(await t.reconciler.reconcile('shop/web')).toMatchObject({ waiting: true, memberWrites: 0 });
     expect([...east.objects.keys()].sort()).toEqual(['RepoSync/shop/web', 'RoleBinding/shop/web-reconciler']);
     east.finishDeletion(SYNC_REF);
-    await t.reconciler.reconcile('fleet/web');
-    await t.reconciler.reconcile('fleet/web');
+    await t.reconciler.reconcile('shop/web');
+    await t.reconciler.reconcile('shop/web');
     expect(east.objects.size).toBe(0);
     expect(t.record()).toEqual([]);
   });

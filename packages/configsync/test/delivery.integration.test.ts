@@ -52,8 +52,6 @@ const T = '2026-01-01T00:00:00Z';
 const TEMPLATE = `
 apiVersion: configsync.gke.io/v1beta1
 kind: RepoSync
-metadata:
-  namespace: shop
 spec:
   sourceType: helm
   sourceFormat: unstructured
@@ -76,7 +74,7 @@ roleRef:
   name: shop-deployer
 subjects:
   - kind: ServiceAccount
-    name: ns-reconciler-shop-web-3
+    name: ns-reconciler-fleet-web-3
     namespace: config-management-system
 `;
 
@@ -107,7 +105,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
 
   const admin = (m: ClusterHandle) => m.adminKubeConfig().makeApiClient(CustomObjectsApi);
   const get = (m: ClusterHandle, resource: typeof REPO_SYNCS, name: string) =>
-    admin(m).getNamespacedCustomObject({ ...resource, namespace: 'shop', name }) as Promise<Obj>;
+    admin(m).getNamespacedCustomObject({ ...resource, namespace: 'fleet', name }) as Promise<Obj>;
   const gone = (m: ClusterHandle, resource: typeof REPO_SYNCS, name: string) =>
     get(m, resource, name).then(
       () => false,
@@ -116,7 +114,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
   const mergePatch = (m: ClusterHandle, resource: typeof REPO_SYNCS, name: string, body: object, status = false) => {
     const kc = m.adminKubeConfig();
     const api = kc.makeApiClient(CustomObjectsApi);
-    const args = { ...resource, namespace: 'shop', name, body };
+    const args = { ...resource, namespace: 'fleet', name, body };
     const options = requestOptions(kc, 10_000, PatchStrategy.MergePatch);
     return status
       ? api.patchNamespacedCustomObjectStatus(args, options)
@@ -128,7 +126,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     >;
   const setStatus = (status: PlacementStatus, name = 'web') =>
     custom.patchNamespacedCustomObjectStatus(
-      { ...PLACEMENTS, namespace: 'fleet', name, body: { status } },
+      { ...PLACEMENTS, namespace: 'fleet', name, body: { status: { observedGeneration: 1, ...status } } },
       requestOptions(hubAdmin, 10_000, PatchStrategy.MergePatch),
     );
   const condition = async (name = 'web') =>
@@ -165,6 +163,8 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
       // Members are stopped for seconds at a time: retry often, so a return is noticed at once.
       retryBackoff: { baseMs: 200, maxMs: 1_000, jitter: 0.2 },
       onReconciled: (key, result) => results.push({ key, result }),
+      // The members' deployer role, as an operator would allow it (the default is ClusterRole/edit).
+      templatePolicy: { allowedRoleRefs: ['ClusterRole/shop-deployer'] },
     });
   };
   const kubeconfigSecret = (
@@ -201,7 +201,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     // Members: Config Sync's real CRDs, the target namespace, and mco's least-privilege Role from deploy/ bound to
     // the `controller` user (the identity the kubeconfig Secrets below give mco).
     const memberRbac = readFileSync(MEMBER_RBAC, 'utf8')
-      .replaceAll('TARGET_NAMESPACE', 'shop')
+      .replaceAll('TARGET_NAMESPACE', 'fleet')
       .replaceAll('REPOSYNC_RECONCILER_CLUSTERROLE', 'shop-deployer');
     for (const m of [cp.members.east!, cp.members.west!]) {
       await m.installCrds([
@@ -209,7 +209,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
         thirdPartyCrd('configsync.gke.io_rootsyncs.yaml'),
       ]);
       await m.apply(
-        ['shop', 'config-management-system'].map((name) => ({
+        ['fleet', 'config-management-system'].map((name) => ({
           apiVersion: 'v1',
           kind: 'Namespace',
           metadata: { name },
@@ -224,7 +224,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
           rules: [],
         } as KubernetesObject,
         ...[
-          ['RoleBinding', 'mco-configsync', 'Role', 'shop'],
+          ['RoleBinding', 'mco-configsync', 'Role', 'fleet'],
           ['ClusterRoleBinding', 'mco-configsync-bind', 'ClusterRole', undefined],
         ].map(
           ([kind, name, roleKind, namespace]) =>
@@ -344,6 +344,32 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     expect(await recorded()).toEqual(['fleet/east']);
   });
 
+  it('a placement whose status is cleared (restored from a backup) deletes nothing: no information, no change', async () => {
+    const east = cp.members.east!;
+    const before = await get(east, REPO_SYNCS, 'web');
+    // As the placement reappears after a restore: no status at all, or one the controller never stamped.
+    for (const patch of [
+      { op: 'remove', path: '/status' },
+      { op: 'add', path: '/status', value: { clusters: [] } },
+    ]) {
+      const from = results.length;
+      await custom.patchNamespacedCustomObjectStatus(
+        { ...PLACEMENTS, namespace: 'fleet', name: 'web', body: [patch] },
+        requestOptions(hubAdmin, 10_000, PatchStrategy.JsonPatch),
+      );
+      await eventually(
+        'passes over the placement without information',
+        async () => results.slice(from).filter((r) => r.key === 'fleet/web').length,
+        (n) => n >= 3,
+      );
+      expect(memberWritesAfter(from)).toBe(0);
+      expect((await get(east, REPO_SYNCS, 'web')).metadata?.resourceVersion).toBe(before.metadata?.resourceVersion);
+      expect(await gone(east, ROLE_BINDINGS, 'web-reconciler')).toBe(false);
+      expect(await recorded()).toEqual(['fleet/east']);
+    }
+    await setStatus({ clusters: [cluster('east')] });
+  });
+
   it('scale-out creates the sync object on the new member; draining reaches it through Helm values', async () => {
     const west = cp.members.west!;
     await setStatus({ clusters: [cluster('east'), cluster('west')] });
@@ -411,7 +437,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     const seen = await eventually('Events', events, (e) => e.some((x) => x.startsWith('Warning SyncError')));
     expect(seen).toEqual(
       expect.arrayContaining([
-        'Normal SyncObjectApplied RepoSync/shop/web applied on fleet/east',
+        'Normal SyncObjectApplied RepoSync/fleet/web applied on fleet/east',
         'Normal Synced fleet/east: synced commit 0123456789ab',
         'Warning SyncError fleet/west: 1 error(s): sync: KNV2009 apply failed: forbidden (last synced commit fedcba987654)',
       ]),
@@ -640,7 +666,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
     const foreign = {
       apiVersion: 'configsync.gke.io/v1beta1',
       kind: 'RepoSync',
-      metadata: { name: 'shop-team', namespace: 'shop' },
+      metadata: { name: 'shop-team', namespace: 'fleet' },
       spec: { sourceType: 'git', git: { repo: 'https://git.example.com/team', auth: 'none' } },
     };
     await east.apply([foreign as KubernetesObject]);
@@ -663,7 +689,7 @@ describeWithControlPlane('Config Sync delivery on real member kube-apiservers', 
       () => condition('shop-team'),
       (x) => x?.reason === 'NotOwned',
     );
-    expect(c!.message).toContain('RepoSync/shop/shop-team exists and was not created by mco for this placement');
+    expect(c!.message).toContain('RepoSync/fleet/shop-team exists and was not created by mco for this placement');
     await setStatus({ clusters: [] }, 'shop-team');
     await eventually(
       'placement forgets east',

@@ -20,9 +20,9 @@ import {
   describeWithControlPlane,
   loadYamlObjects,
   requireTool,
-  serviceAccountKubeConfig,
   startControlPlane,
   type ControlPlane,
+  tenantKubeConfig as tenantKubeConfigOn,
   type ControlPlaneOptions,
 } from '@mco/testkit';
 import { CLUSTER_PROFILES, PLACEMENT_DECISIONS, PLACEMENTS, type KubeObject } from '@mco/kube-runtime';
@@ -147,30 +147,8 @@ export async function waitFor<T>(
  * A team's ServiceAccount `tenant` in `namespace`, with a Role there for placements and nothing else
  * (as a shared hub gives a team); returns a kubeconfig with its token, so the test acts as the tenant.
  */
-export async function tenantKubeConfig(hub: Hub, namespace: string): Promise<KubeConfig> {
-  await hub.plane.hub.apply([
-    { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'tenant', namespace } },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'Role',
-      metadata: { name: 'placements', namespace },
-      rules: [
-        {
-          apiGroups: [PLACEMENTS.group],
-          resources: ['multikubernetesclusterplacements'],
-          verbs: ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete'],
-        },
-      ],
-    },
-    {
-      apiVersion: 'rbac.authorization.k8s.io/v1',
-      kind: 'RoleBinding',
-      metadata: { name: 'tenant-placements', namespace },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'placements' },
-      subjects: [{ kind: 'ServiceAccount', name: 'tenant', namespace }],
-    },
-  ] as KubernetesObject[]);
-  return serviceAccountKubeConfig(hub.plane.hub, namespace, 'tenant');
+export function tenantKubeConfig(hub: Hub, namespace: string): Promise<KubeConfig> {
+  return tenantKubeConfigOn(hub.plane.hub, namespace);
 }
 
 /** Admin-side helpers to change the fleet and read what the controller wrote. */

@@ -79,6 +79,7 @@ try {
     })) as never,
   );
   const statusOf = (drainingCluster?: string, max = 0) => ({
+    observedGeneration: 1,
     clusters: clusters.map((name) =>
       name === drainingCluster
         ? {

@@ -1,5 +1,5 @@
-import { PlacementStatusSchema, type ClusterProfile, type Placement, type PlacementCluster } from '@mco/core';
-import type { DesiredObject, KubeObject } from '@mco/kube-runtime';
+import type { ClusterProfile, Placement, PlacementCluster } from '@mco/core';
+import { readPlacementStatus, type DesiredObject, type KubeObject } from '@mco/kube-runtime';
 import {
   CLUSTER_LABEL,
   CLUSTER_PROFILE_ANNOTATION,
@@ -41,30 +41,6 @@ export interface ClusterInputs {
   readonly draining: string;
   /** The HPA maxReplicas to apply while draining, as a string; `NOT_DRAINING` ("") otherwise. */
   readonly desiredMaxReplicas: string;
-}
-
-/** What a placement's status says, or why it cannot be trusted. */
-export type PlacementReading =
-  | { readonly ok: true; readonly clusters: readonly PlacementCluster[] }
-  | { readonly ok: false; readonly reason: string };
-
-/**
- * Reads a cached placement's `status.clusters`. A placement the controller
- * has not evaluated (no status), a status that does not parse, or a listed
- * cluster without a namespace is not trusted: nothing is pruned for it.
- */
-export function readPlacement(placement: Placement): PlacementReading {
-  const key = `${placement.metadata.namespace ?? ''}/${placement.metadata.name}`;
-  if (!placement.status) return { ok: false, reason: `placement ${key} has no status yet` };
-  const parsed = PlacementStatusSchema.safeParse(placement.status);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    return { ok: false, reason: `placement ${key}: status.${issue?.path.join('.') ?? ''}: ${issue?.message ?? ''}` };
-  }
-  const clusters = parsed.data.clusters ?? [];
-  const index = clusters.findIndex((c) => !c.namespace);
-  if (index >= 0) return { ok: false, reason: `placement ${key}: status.clusters[${index}] has no namespace` };
-  return { ok: true, clusters };
 }
 
 export interface DesiredOptions {
@@ -123,7 +99,8 @@ export function desiredState(fleet: FleetSnapshot, options: DesiredOptions): Des
   for (const placement of placements) {
     const key = placementKey(placement);
     if (placement.metadata.deletionTimestamp) continue;
-    const reading = readPlacement(placement);
+    // No information (no, unstamped or unreadable status): nothing is written or pruned for it.
+    const reading = readPlacementStatus(placement);
     if (!reading.ok) {
       problems.push(reading.reason);
       continue;

@@ -23,13 +23,11 @@ export {
   clusterInputs,
   desiredState,
   isRemovalObserved,
-  readPlacement,
   substituteVariables,
   type ClusterInputs,
   type DesiredOptions,
   type DesiredState,
   type FleetSnapshot,
-  type PlacementReading,
 } from './desired.js';
 export { buildKubeconfigSecret, type ClusterEndpoint, type KubeconfigSecretOptions } from './kubeconfig.js';
 export { FluxTemplateSchema, FluxTemplatesFileSchema, type FluxTemplate, type FluxTemplatesFile } from './templates.js';

@@ -112,7 +112,7 @@ describeWithControlPlane(
         requestOptions(hub, 10_000, PatchStrategy.MergePatch),
       );
     const setPlacement = (name: string, status: PlacementStatus | Record<string, unknown>) =>
-      setStatus(PLACEMENTS, 'apps', name, status);
+      setStatus(PLACEMENTS, 'apps', name, { observedGeneration: 1, ...status });
     const list = async (resource: typeof INPUT_PROVIDERS | typeof KUSTOMIZATIONS | typeof HELM_RELEASES) =>
       (
         (await custom.listNamespacedCustomObject({ ...resource, namespace: FLUX_NS })) as {

@@ -88,7 +88,8 @@ describeWithControlPlane(
         { ...resource, namespace, name, body: { status } },
         requestOptions(hub, 10_000, PatchStrategy.MergePatch),
       );
-    const setPlacement = (status: PlacementStatus) => setStatus(PLACEMENTS, 'apps', 'web', status);
+    const setPlacement = (status: PlacementStatus) =>
+      setStatus(PLACEMENTS, 'apps', 'web', { observedGeneration: 1, ...status });
     const cluster = (name: string, extra: Record<string, unknown> = {}) => ({
       name,
       namespace: 'fleet',

@@ -78,3 +78,4 @@ export {
   type OwnedObjectsInput,
   type OwnedObjectsPlan,
 } from './owned.js';
+export { readPlacementStatus, type PlacementStatusReading } from './placement-status.js';

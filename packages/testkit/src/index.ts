@@ -20,6 +20,7 @@ export {
   serviceAccountKubeConfig,
   type AccessCheck,
 } from './chart.js';
+export { kubeconfigSecret, placeOn, tenantKubeConfig, tenantPlacement } from './tenant.js';
 export { apiErrorOf, type ApiErrorInfo, type RawRequestOptions, type RawResponse } from './http.js';
 export {
   applyObjects,

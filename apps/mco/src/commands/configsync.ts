@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
-import { startConfigSyncDelivery } from '@mco/configsync';
+import { parseNamespaceList } from '@mco/controller';
+import { DEFAULT_ALLOWED_ROLE_REFS, parseRoleRefList, startConfigSyncDelivery } from '@mco/configsync';
 import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import {
@@ -26,6 +27,12 @@ the cluster's ClusterProfile access; deletes it from clusters that leave and
 waits for Config Sync's finalizer; reports each member's sync status in the
 placement's ConfigSyncSynced condition and as Events. See docs/configsync.md.
 
+A template is a tenant's input: a RepoSync goes into its placement's own
+namespace, a RootSync only from the hub namespaces --root-sync-namespaces lists,
+and a RoleBinding may only give a role --allowed-role-refs allows to the sync's
+own reconciler. A template outside these bounds changes nothing on any member
+(condition reason InvalidTemplate, naming the field).
+
 Options:
   --kubeconfig <path>              hub kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)
   --provider-file <path>           Cluster Inventory access-provider config (credential plugins); without
@@ -35,6 +42,10 @@ Options:
   --status-interval <seconds>      how often members' sync status is read again (default 60)
   --leader-elect                   run only while holding a Lease (several replicas)
   --cluster-profile-namespaces <a,b> ${CLUSTER_PROFILE_NAMESPACES_HELP}
+  --root-sync-namespaces <a,b>     hub namespaces whose placements may carry a RootSync (cluster-wide on
+                                   every member) and a RepoSync for any namespace (default: none)
+  --allowed-role-refs <list>       roles a template's RoleBinding may refer to, as Role/<name> or
+                                   ClusterRole/<name>, comma-separated (default ${DEFAULT_ALLOWED_ROLE_REFS.join(',')})
   --leader-election-namespace <ns> namespace of the Lease mco-configsync, shared by every install (default kube-system)
   --log-level <level>              debug, info, warn or error (default info)
   -h, --help                       show this help
@@ -51,6 +62,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'status-interval': { type: 'string', default: '60' },
         'leader-elect': { type: 'boolean', default: false },
         'cluster-profile-namespaces': { type: 'string' },
+        'root-sync-namespaces': { type: 'string', default: '' },
+        'allowed-role-refs': { type: 'string', default: DEFAULT_ALLOWED_ROLE_REFS.join(',') },
         'leader-election-namespace': { type: 'string', default: 'kube-system' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
@@ -71,6 +84,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     };
     const workers = positive('workers');
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
+    const rootSyncNamespaces = parseNamespaceList(values['root-sync-namespaces']);
+    if (!rootSyncNamespaces.ok) throw new UsageError(`--root-sync-namespaces: ${rootSyncNamespaces.error}`);
+    const allowedRoleRefs = parseRoleRefList(values['allowed-role-refs']);
+    if (!allowedRoleRefs.ok) throw new UsageError(`--allowed-role-refs: ${allowedRoleRefs.error}`);
     const memberTimeoutMs = positive('member-timeout') * 1000;
     const statusIntervalMs = positive('status-interval') * 1000;
 
@@ -96,6 +113,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       kubeConfig,
       access,
       clusterProfileNamespaces,
+      templatePolicy: { rootSyncNamespaces: rootSyncNamespaces.value, allowedRoleRefs: allowedRoleRefs.value },
       logger,
       workers,
       memberTimeoutMs,
@@ -110,7 +128,12 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
           }
         : {}),
     });
-    logger.info('config sync delivery started', { workers, leaderElect: values['leader-elect'] });
+    logger.info('config sync delivery started', {
+      workers,
+      leaderElect: values['leader-elect'],
+      rootSyncNamespaces: rootSyncNamespaces.value,
+      allowedRoleRefs: allowedRoleRefs.value,
+    });
     await new Promise<void>((resolve) => {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);
