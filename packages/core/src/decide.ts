@@ -12,11 +12,12 @@ import { selectClusters, type Selection, type SelectionResult } from './selectio
 import { formatTime, SECOND } from './time.js';
 import { drain } from './phases/drain.js';
 import { Evaluation, type NoteSink } from './phases/evaluation.js';
-import { failBack, trackBelowCeiling } from './phases/fail-back.js';
+import { countFailBackCycles, failBack, trackBelowCeiling } from './phases/fail-back.js';
 import { health } from './phases/health.js';
 import { scaleIn, trackScaleInCandidates } from './phases/scale-in.js';
 import { placeEveryEligible, satisfaction, scaleOut } from './phases/scale-out.js';
 import { compilePlacementSpec, crossNamespaceWorkload, inputWarnings } from './phases/selection.js';
+import { mayKeepWarm, standby } from './phases/standby.js';
 
 export { CONDITION_SATISFIED, CONDITION_VALID } from './conditions.js';
 export { compilePlacementSpec, crossNamespaceWorkload, type CompiledSpec } from './phases/selection.js';
@@ -77,7 +78,7 @@ export interface EvaluationContext {
  *
  * It runs named phases (packages/core/src/phases), in this order: selection,
  * health, then either every eligible cluster or scale-out, scale-in or
- * fail-back, and drain.
+ * fail-back, then standby and drain.
  */
 export function evaluatePlacement(
   input: DecideInput,
@@ -119,6 +120,7 @@ export function evaluatePlacement(
     clusters: run.listedClusters(autoscale?.useDraining === true),
     ...(run.lastAdditionTime ? { lastAdditionTime: run.lastAdditionTime } : {}),
     ...(run.lastClusterRemovalTime ? { lastClusterRemovalTime: run.lastClusterRemovalTime } : {}),
+    ...(run.failBackStatus ? { failBack: run.failBackStatus } : {}),
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };
   let conditions = setCondition(
@@ -141,16 +143,18 @@ export function evaluatePlacement(
   };
 }
 
-/** Section 4: health, scale-out, then scale-in or fail-back, then drain. */
+/** Section 4: health, scale-out, then scale-in or fail-back, then standby and drain. */
 function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): void {
   const min = config.minClustersBelowCapacityCeiling;
   const max = config.maxClusters ?? 0;
-  health(run, false);
+  health(run, false, mayKeepWarm(config));
   trackScaleInCandidates(run);
   trackBelowCeiling(run);
   const out = scaleOut(run, min, max);
+  countFailBackCycles(run);
   if (!out.scaledOut && !scaleIn(run, min, out.headroom) && run.behavior.failBackEnabled)
     failBack(run, min, out.headroom);
+  standby(run, config, max);
   drain(run, config.useDraining === true);
   run.satisfied = satisfaction(run, min, max, out);
 }

@@ -4,7 +4,6 @@ import {
   anAtCeilingSignal,
   anAutoscalingSpec,
   aScaleInSignal,
-  aSignal,
   aSteadySignal,
 } from '@mco/core/testing';
 import type { PlacementSpec, Signal } from '@mco/core';
@@ -35,7 +34,8 @@ const afterStockout = (since: number | undefined, extra: { lastAddition?: number
   ],
   lastAdditionTime: at(extra.lastAddition ?? 3000),
 });
-const bothSteady: Signal[] = [aSteadySignal('fleet/a', at(fresh), 6), aSteadySignal('fleet/b', at(fresh), 8)];
+// a has room (HPA max 10, 2 replicas) for the 8 replicas b would hand back (rule F2).
+const bothSteady: Signal[] = [aSteadySignal('fleet/a', at(fresh), 2), aSteadySignal('fleet/b', at(fresh), 8)];
 
 interface Row {
   readonly name: string;
@@ -362,11 +362,18 @@ describe('fail-back to preferred clusters (semantics.md section 10.3)', () => {
       state: 'SCALING_IN',
       lastTransitionTime: at(NOW),
       atCapacityCeiling: false,
-      draining: { desiredMaxReplicas: 8, lastReplicaCountDecrease: at(NOW), currentReplicaCount: 8 },
+      draining: {
+        desiredMaxReplicas: 8,
+        lastReplicaCountDecrease: at(NOW),
+        currentReplicaCount: 8,
+        initialDesiredMaxReplicas: 8,
+        receiversReadyReplicas: 2, // a's ready replicas: the drain steps as they grow (rule D1)
+      },
       reason: 'FailBack',
       message: d.transitions[0]!.reason,
     });
     expect(d.status.lastAdditionTime).toBe(at(3000));
+    expect(d.status.failBack).toEqual({ backoffLevel: 0, lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW) });
   });
 
   it('is restart-safe: the window counts from the time kept in status, not from when the controller started', () => {
@@ -442,7 +449,7 @@ describe('fail-back to preferred clusters (semantics.md section 10.3)', () => {
         lastAdditionTime: at(0),
       },
       profiles,
-      signals: [aSignal('fleet/a', at(fresh), { atCapacityCeiling: false }), aSteadySignal('fleet/b', at(fresh))],
+      signals: [aSteadySignal('fleet/a', at(fresh), 2), aSteadySignal('fleet/b', at(fresh))],
       now: NOW,
     });
     expect(moves(d)).toEqual(['P2 fleet/b ACTIVE->SCALING_IN']);

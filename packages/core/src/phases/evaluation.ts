@@ -1,6 +1,6 @@
 import { clusterKey, type Condition } from '../api/common.js';
 import type { Transition, TransitionId } from '../api/decision.js';
-import type { ClusterState, Draining, PlacementCluster, PlacementStatus } from '../api/placement.js';
+import type { ClusterState, Draining, FailBackStatus, PlacementCluster, PlacementStatus } from '../api/placement.js';
 import { CONDITION_SATISFIED } from '../conditions.js';
 import type { ResolvedBehavior } from '../scaling/behavior.js';
 import type { SignalAssessment } from '../scaling/signals.js';
@@ -35,6 +35,10 @@ export interface Entry {
   /** Reactivated (P3) in this evaluation: its signal still shows the drain cap, not the cluster. */
   reactivated: boolean;
   removed: boolean;
+  /** The health phase left its R1 to the standby phase, which may keep it warm. */
+  removalHeld?: boolean;
+  /** Kept warm (standby or lingering): its drain stops at `size`, where it takes `reason`. */
+  keepWarm?: { readonly size: number; readonly reason: 'WarmStandby' | 'Lingering'; readonly message: string };
 }
 
 /**
@@ -53,6 +57,8 @@ export class Evaluation {
   holdProfileLossRemovals = false;
   /** Listed clusters kept only because the inventory-loss guard holds removals. */
   readonly held: string[] = [];
+  /** The fail-back backoff (status.failBack). */
+  failBackStatus: FailBackStatus | undefined;
 
   constructor(
     readonly nowMs: number,
@@ -66,6 +72,7 @@ export class Evaluation {
   ) {
     this.lastAdditionTime = previous.lastAdditionTime;
     this.lastClusterRemovalTime = previous.lastClusterRemovalTime;
+    this.failBackStatus = previous.failBack;
     for (const c of previous.clusters ?? []) {
       const key = clusterKey(c.namespace, c.name);
       if (this.byKey.has(key)) continue; // a duplicate entry cannot mean anything more; keep the first

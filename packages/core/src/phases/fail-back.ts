@@ -1,7 +1,16 @@
-import { chooseFailBack, nextBelowCeilingSince } from '../scaling/fail-back.js';
+import {
+  backoffLevelAt,
+  chooseFailBack,
+  failBackWindowSeconds,
+  nextBelowCeilingSince,
+  recordCycle,
+  recordFailBack,
+  type BackoffSettings,
+} from '../scaling/fail-back.js';
+import { formatTime } from '../time.js';
 import type { Evaluation } from './evaluation.js';
 
-/** behavior.failBack: since when each ACTIVE cluster has been below its ceiling (kept in status). */
+/** behavior.failBack: since when each ACTIVE cluster has had room (kept in status). */
 export function trackBelowCeiling(run: Evaluation): void {
   for (const entry of run.live()) {
     entry.belowCeilingSince = run.behavior.failBackEnabled
@@ -10,9 +19,32 @@ export function trackBelowCeiling(run: Evaluation): void {
   }
 }
 
-/** The fail-back phase, section 10.3: the preferred clusters take the workload back (module scaling/fail-back). */
-export function failBack(run: Evaluation, min: number, headroom: number): void {
+function backoffSettings(run: Evaluation): BackoffSettings {
   const b = run.behavior;
+  return {
+    stabilizationSeconds: b.failBackStabilizationSeconds,
+    maxStabilizationSeconds: b.failBackMaxStabilizationSeconds,
+    decaySeconds: b.failBackBackoffDecaySeconds,
+  };
+}
+
+/**
+ * Rule F1 (backoff): a P1 or P3 of the cluster of the last fail-back, made by
+ * scale-out in this evaluation, completes a cycle and doubles the next window.
+ */
+export function countFailBackCycles(run: Evaluation): void {
+  if (!run.behavior.failBackEnabled) return;
+  for (const t of run.transitions) {
+    if (t.id !== 'P1' && t.id !== 'P3') continue;
+    run.failBackStatus = recordCycle(run.failBackStatus, t.cluster, run.nowMs, backoffSettings(run));
+  }
+}
+
+/** The fail-back phase, section 10.3 and rules F1-F2: the preferred clusters take the workload back. */
+export function failBack(run: Evaluation, min: number, headroom: number): void {
+  const settings = backoffSettings(run);
+  const level = backoffLevelAt(run.failBackStatus, run.nowMs, settings);
+  const window = failBackWindowSeconds(level, settings);
   const verdict = chooseFailBack({
     clusters: run.byPriority(run.live()).map((e) => ({
       key: e.key,
@@ -26,11 +58,27 @@ export function failBack(run: Evaluation, min: number, headroom: number): void {
     nowMs: run.nowMs,
     min,
     headroom,
-    stabilizationSeconds: b.failBackStabilizationSeconds,
-    cooldownSeconds: b.scaleInCooldownSeconds,
+    stabilizationSeconds: window,
+    cooldownSeconds: run.behavior.scaleInCooldownSeconds,
     lastAdditionTime: run.lastAdditionTime,
   });
-  if (verdict.kind === 'wait') run.timers.push(verdict.untilMs);
-  if (verdict.kind === 'move')
-    run.move(run.byKey.get(verdict.cluster)!, 'P2', 'SCALING_IN', 'FailBack', verdict.message);
+  const backoff =
+    level > 0
+      ? `backoff level ${level} after fail-back cycles: window ${window}s (failBack.stabilizationWindowSeconds ${settings.stabilizationSeconds}s doubled, at most ${settings.maxStabilizationSeconds}s)`
+      : `window ${window}s (failBack.stabilizationWindowSeconds)`;
+  switch (verdict.kind) {
+    case 'wait':
+      run.timers.push(verdict.untilMs);
+      run.note(undefined, `fail-back waits until ${formatTime(verdict.untilMs)}: ${backoff}, or the scale-in cooldown`);
+      return;
+    case 'noRoom':
+      run.note(verdict.cluster, `fail-back waits for room: ${verdict.why}`);
+      return;
+    case 'move':
+      run.failBackStatus = recordFailBack(run.failBackStatus, verdict.cluster, run.nowMs, settings);
+      run.move(run.byKey.get(verdict.cluster)!, 'P2', 'SCALING_IN', 'FailBack', verdict.message);
+      return;
+    case 'none':
+      return;
+  }
 }

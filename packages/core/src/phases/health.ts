@@ -1,5 +1,5 @@
 import { parseTime } from '../time.js';
-import type { Evaluation } from './evaluation.js';
+import type { Entry, Evaluation } from './evaluation.js';
 
 /**
  * The health phase, step 1 of every evaluation: per listed cluster at most one
@@ -7,7 +7,11 @@ import type { Evaluation } from './evaluation.js';
  * `removeIneligibleAtOnce`: without autoscaling there is nothing to drain, so
  * E1/E3 is followed by R3 in the same evaluation.
  */
-export function health(run: Evaluation, removeIneligibleAtOnce: boolean): void {
+export function health(
+  run: Evaluation,
+  removeIneligibleAtOnce: boolean,
+  mayKeepWarm: (entry: Entry) => boolean = () => false,
+): void {
   const b = run.behavior;
   for (const entry of run.live()) {
     const eligible = run.selected.isStillEligible(entry.key);
@@ -88,7 +92,14 @@ export function health(run: Evaluation, removeIneligibleAtOnce: boolean): void {
       continue;
     }
     if (entry.state === 'SCALING_IN' && replicas !== undefined && replicas <= 1) {
-      run.move(entry, 'R1', null, 'Removed', `scaled in: observed ${replicas} replica(s)`);
+      // A cluster that may be kept warm (standby, linger) is decided by the standby phase.
+      if (mayKeepWarm(entry)) entry.removalHeld = true;
+      else removeScaledIn(run, entry);
     }
   }
+}
+
+/** R1: a SCALING_IN cluster observed at ≤ 1 replica leaves the list. */
+export function removeScaledIn(run: Evaluation, entry: Entry): void {
+  run.move(entry, 'R1', null, 'Removed', `scaled in: observed ${entry.signal.currentReplicas} replica(s)`);
 }

@@ -43,8 +43,21 @@ export function placeEveryEligible(run: Evaluation): void {
         };
 }
 
-/** An ACTIVE cluster that counts toward `minClustersBelowCapacityCeiling`. */
-export const isHeadroom = (e: Entry): boolean => e.state === 'ACTIVE' && !e.signal.atCapacityCeiling;
+/**
+ * An ACTIVE cluster that counts toward `minClustersBelowCapacityCeiling`: not
+ * at its ceiling, and not unreachable (rule O1: its replacement may be added
+ * at once; the cluster itself stays listed, for health and grace to decide).
+ */
+export const isHeadroom = (e: Entry): boolean =>
+  e.state === 'ACTIVE' && !e.signal.atCapacityCeiling && !e.signal.unreachable;
+
+/** Why a signal says the cluster cannot be reached, for explanations. */
+export function unreachableBecause(e: Pick<Entry, 'signal'>): string | undefined {
+  const error = e.signal.transportError;
+  return e.signal.unreachable && error
+    ? `unreachable: transport error (${error.reason}) on ${error.consecutivePolls} consecutive polls`
+    : undefined;
+}
 
 export interface ScaleOutResult {
   /** ACTIVE clusters below their ceiling after scale-out. */
@@ -63,6 +76,14 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
   let headroom = run.live().filter(isHeadroom).length;
   let scaledOut = false;
   let stabilizing = false;
+  for (const entry of run.live()) {
+    const unreachable = entry.state === 'ACTIVE' ? unreachableBecause(entry) : undefined;
+    if (unreachable)
+      run.note(
+        entry.key,
+        `${unreachable}: not counted as headroom, so a replacement may be added; it stays listed (health and grace decide its removal)`,
+      );
+  }
 
   if (headroom < min) {
     // Capacity-driven scale-out waits for the window; filling up to min (a
@@ -83,7 +104,12 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
     } else {
       for (const entry of run.byPriority(run.live().filter((e) => e.state === 'SCALING_IN'))) {
         if (headroom >= min) break;
-        if (!run.selected.isStillEligible(entry.key) || run.unhealthyBecause(entry.key, entry.signal)) continue;
+        if (
+          !run.selected.isStillEligible(entry.key) ||
+          run.unhealthyBecause(entry.key, entry.signal) ||
+          entry.signal.unreachable
+        )
+          continue;
         run.move(
           entry,
           'P3',
@@ -131,6 +157,7 @@ function notAddableBecause(run: Evaluation, cluster: InventoryCluster): string |
   const signal = run.assess(cluster.key);
   const unhealthy = run.unhealthyBecause(cluster.key, signal);
   if (unhealthy) return unhealthy;
+  if (signal.unreachable) return unreachableBecause({ signal });
   return signal.atCapacityCeiling ? 'at its capacity ceiling' : undefined;
 }
 
@@ -179,6 +206,6 @@ export function satisfaction(
     type,
     status: 'False',
     reason: 'AllClustersAtCapacity',
-    message: `${counts}; every eligible cluster is listed, unhealthy, at its capacity ceiling or tainted NoSelectIfNew`,
+    message: `${counts}; every eligible cluster is listed, unhealthy, unreachable, at its capacity ceiling or tainted NoSelectIfNew`,
   };
 }

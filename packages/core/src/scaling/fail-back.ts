@@ -1,15 +1,17 @@
-import type { ClusterState, PlacementSpec } from '../api/placement.js';
+import type { ClusterState, FailBackStatus, PlacementSpec } from '../api/placement.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
-import { parseTime, SECOND } from '../time.js';
+import { formatTime, parseTime, SECOND } from '../time.js';
 import type { SignalAssessment } from './signals.js';
 
 /*
- * Fail-back to preferred clusters (semantics.md section 10.3). After a
- * stockout the workload would otherwise stay on the lower-priority cluster
- * until load falls; with `behavior.failBack` the preferred clusters take it
- * back once they have had room for a whole window. The move is an ordinary
- * P2 (SCALING_IN, drained step by step), so if the preferred clusters hit
- * their ceiling again, scale-out reactivates the cluster (P3) as usual.
+ * Fail-back to preferred clusters (semantics.md section 10.3, made safe by
+ * docs/placement-rules-31.md rules F1-F3). After a stockout the workload would
+ * otherwise stay on the lower-priority cluster until load falls; with
+ * `behavior.failBack` the preferred clusters take it back once they have had
+ * room for a whole window, and room for the replicas being moved. The move is
+ * an ordinary P2 (SCALING_IN, drained step by step), so if the preferred
+ * clusters hit their ceiling again, scale-out reactivates the cluster (P3) as
+ * usual: that is a cycle, and each cycle doubles the next window (backoff).
  */
 
 /** Fail-back drains the fallback cluster step by step: without draining it would drop all its load at once. */
@@ -23,7 +25,82 @@ export function checkFailBack(spec: PlacementSpec): Result<null, SpecError> {
         'fail-back needs useDraining: true, so that the cluster it moves away from is drained step by step instead of dropping its load at once',
     });
   }
+  if ((autoscale?.warmStandbyClusters ?? 0) > 0 && autoscale?.useDraining !== true) {
+    return err({
+      reason: 'InvalidBehavior',
+      field: 'spec.scaling.autoscaleForCapacity.warmStandbyClusters',
+      message:
+        'a warm standby needs useDraining: true: it is a SCALING_IN cluster held at draining.desiredMaxReplicas = its size',
+    });
+  }
   return ok(null);
+}
+
+/** The backoff settings of fail-back, defaults applied. */
+export interface BackoffSettings {
+  readonly stabilizationSeconds: number;
+  readonly maxStabilizationSeconds: number;
+  readonly decaySeconds: number;
+}
+
+/** The level past which doubling the window no longer changes it (the cap is reached). */
+export function maxBackoffLevel(b: BackoffSettings): number {
+  if (b.stabilizationSeconds <= 0 || b.maxStabilizationSeconds <= b.stabilizationSeconds) return 0;
+  return Math.min(30, Math.ceil(Math.log2(b.maxStabilizationSeconds / b.stabilizationSeconds)));
+}
+
+/**
+ * The backoff level now: the recorded level, less one for each whole quiet
+ * period (`decaySeconds`) since the last cycle. Constant within a period, so
+ * the wait never shortens before a quiet period has passed.
+ */
+export function backoffLevelAt(status: FailBackStatus | undefined, nowMs: number, b: BackoffSettings): number {
+  const level = Math.min(status?.backoffLevel ?? 0, maxBackoffLevel(b));
+  const last = parseTime(status?.lastCycleTime);
+  if (level === 0 || last === undefined) return level;
+  const quiet = Math.floor(Math.max(0, nowMs - last) / (b.decaySeconds * SECOND));
+  return Math.max(0, level - quiet);
+}
+
+/** The fail-back window at a backoff level: the base doubled per level, capped. */
+export function failBackWindowSeconds(level: number, b: BackoffSettings): number {
+  const cap = Math.max(b.stabilizationSeconds, b.maxStabilizationSeconds);
+  return Math.min(cap, b.stabilizationSeconds * 2 ** level);
+}
+
+/**
+ * Records a P1 or P3 of `cluster`: when it is the cluster of the last
+ * fail-back, that is a cycle, and the level rises by one (from its decayed
+ * value; bounded). Returns the status unchanged otherwise.
+ */
+export function recordCycle(
+  status: FailBackStatus | undefined,
+  cluster: string,
+  nowMs: number,
+  b: BackoffSettings,
+): FailBackStatus | undefined {
+  if (status?.lastFailBackCluster !== cluster) return status;
+  const { lastFailBackCluster: _, ...rest } = status;
+  return {
+    ...rest,
+    backoffLevel: Math.min(maxBackoffLevel(b), backoffLevelAt(status, nowMs, b) + 1),
+    lastCycleTime: formatTime(nowMs),
+  };
+}
+
+/** Records a fail-back P2 of `cluster`, keeping the level decayed to now (so a restart loses nothing). */
+export function recordFailBack(
+  status: FailBackStatus | undefined,
+  cluster: string,
+  nowMs: number,
+  b: BackoffSettings,
+): FailBackStatus {
+  return {
+    ...status,
+    backoffLevel: backoffLevelAt(status, nowMs, b),
+    lastFailBackCluster: cluster,
+    lastFailBackTime: formatTime(nowMs),
+  };
 }
 
 /**
@@ -37,7 +114,38 @@ export function nextBelowCeilingSince(
   previous: string | undefined,
   now: string,
 ): string | undefined {
-  return state === 'ACTIVE' && signal.fresh && !signal.atCapacityCeiling ? (previous ?? now) : undefined;
+  // Pending pods or a FailedScaleUp (below the ceiling or not) restart the window: the room rule
+  // asks for none of them within it.
+  const room =
+    state === 'ACTIVE' &&
+    signal.fresh &&
+    !signal.atCapacityCeiling &&
+    !(signal.pendingPods !== undefined && signal.pendingPods > 0) &&
+    signal.failedScaleUp !== true;
+  return room ? (previous ?? now) : undefined;
+}
+
+/**
+ * The room rule: the higher-priority ACTIVE clusters can take `moving`
+ * replicas. Each needs a fresh signal with HPA maxReplicas and
+ * currentReplicas, no pending pods and no FailedScaleUp (a missing field is
+ * no room); their summed `maxReplicas − currentReplicas` must be at least
+ * `moving`. Returns why not, or undefined when there is room.
+ */
+export function noRoomBecause(higher: readonly FailBackCluster[], moving: number | undefined): string | undefined {
+  if (moving === undefined) return 'the replicas to move are unknown (no currentReplicas in its signal)';
+  let room = 0;
+  for (const c of higher) {
+    const s = c.signal;
+    if (s.maxReplicas === undefined || s.currentReplicas === undefined)
+      return `${c.key} reports no HPA maxReplicas/currentReplicas`;
+    if (s.pendingPods === undefined) return `${c.key} reports no pending-pod count`;
+    if (s.pendingPods > 0) return `${c.key} has ${s.pendingPods} pending pod(s)`;
+    if (s.failedScaleUp === undefined) return `${c.key} reports no FailedScaleUp status`;
+    if (s.failedScaleUp) return `${c.key} saw a FailedScaleUp`;
+    room += Math.max(0, s.maxReplicas - s.currentReplicas);
+  }
+  return room >= moving ? undefined : `the preferred clusters have room for ${room} replica(s), ${moving} would move`;
 }
 
 /** A listed cluster as fail-back sees it. */
@@ -59,6 +167,7 @@ export interface FailBackInput {
   readonly min: number;
   /** ACTIVE clusters below their ceiling. */
   readonly headroom: number;
+  /** The window now, backoff included. */
   readonly stabilizationSeconds: number;
   readonly cooldownSeconds: number;
   readonly lastAdditionTime: string | undefined;
@@ -68,6 +177,8 @@ export type FailBackVerdict =
   | { readonly kind: 'move'; readonly cluster: string; readonly message: string }
   /** Everything holds but a window or the cooldown: the moment it could happen (ms). */
   | { readonly kind: 'wait'; readonly untilMs: number }
+  /** Everything else holds, but the preferred clusters have no room for the replicas being moved. */
+  | { readonly kind: 'noRoom'; readonly cluster: string; readonly why: string }
   | { readonly kind: 'none' };
 
 const NONE: FailBackVerdict = { kind: 'none' };
@@ -80,8 +191,9 @@ const NONE: FailBackVerdict = { kind: 'none' };
  * - headroom without L stays >= min;
  * - every ACTIVE cluster of higher priority than L has been below its ceiling
  *   for the whole window (a missing time means it is not);
- * - the scale-in cooldown has passed since the last addition and the last P3.
- * The last two are timers: when only they are missing, the verdict says when.
+ * - the scale-in cooldown has passed since the last addition and the last P3;
+ * - the room rule (`noRoomBecause`).
+ * The window and the cooldown are timers: when only they are missing, the verdict says when.
  */
 export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   const active = input.clusters.filter((c) => c.state === 'ACTIVE');
@@ -104,6 +216,8 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   );
   dueMs = Math.max(dueMs, lastChange + input.cooldownSeconds * SECOND);
   if (input.nowMs < dueMs) return { kind: 'wait', untilMs: dueMs };
+  const noRoom = noRoomBecause(higher, l.signal.currentReplicas);
+  if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
   const names = higher.map((c) => c.key).join(', ');
   return {
