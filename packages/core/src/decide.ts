@@ -12,7 +12,7 @@ import { selectClusters, type Selection, type SelectionResult } from './selectio
 import { formatTime, SECOND } from './time.js';
 import { drain } from './phases/drain.js';
 import { Evaluation, type NoteSink } from './phases/evaluation.js';
-import { countFailBackCycles, failBack, trackBelowCeiling } from './phases/fail-back.js';
+import { trackFailBack, failBack, trackBelowCeiling } from './phases/fail-back.js';
 import { health } from './phases/health.js';
 import { scaleIn, trackScaleInCandidates } from './phases/scale-in.js';
 import { placeEveryEligible, satisfaction, scaleOut } from './phases/scale-out.js';
@@ -120,9 +120,10 @@ export function evaluatePlacement(
     clusters: run.listedClusters(autoscale?.useDraining === true),
     ...(run.lastAdditionTime ? { lastAdditionTime: run.lastAdditionTime } : {}),
     ...(run.lastClusterRemovalTime ? { lastClusterRemovalTime: run.lastClusterRemovalTime } : {}),
-    ...(run.failBackStatus ? { failBack: run.failBackStatus } : {}),
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };
+  if (run.failBackStatus && Object.keys(run.failBackStatus).length > 0) status.failBack = run.failBackStatus;
+  else delete status.failBack;
   let conditions = setCondition(
     previous.conditions,
     {
@@ -151,7 +152,7 @@ function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): vo
   trackScaleInCandidates(run);
   trackBelowCeiling(run);
   const out = scaleOut(run, min, max);
-  countFailBackCycles(run);
+  trackFailBack(run);
   if (!out.scaledOut && !scaleIn(run, min, out.headroom) && run.behavior.failBackEnabled)
     failBack(run, min, out.headroom);
   standby(run, config, max);

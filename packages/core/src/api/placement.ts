@@ -332,6 +332,9 @@ export const PlacementClusterSchema = z.object({
   scaleInCandidateSince: TimestampSchema.optional().describe(
     'Since when this ACTIVE cluster has continuously wanted scale-in.',
   ),
+  lingerSince: TimestampSchema.optional().describe(
+    'With behavior.failBack: since when this cluster, drained by fail-back, has lingered warm while the preferred clusters were calm.',
+  ),
   belowCeilingSince: TimestampSchema.optional().describe(
     'With behavior.failBack: since when this ACTIVE cluster has continuously had a fresh signal below its capacity ceiling.',
   ),
@@ -351,6 +354,9 @@ export const FailBackStatusSchema = z
     lastCycleTime: TimestampSchema.optional().describe('When the last fail-back cycle was counted.'),
     lastFailBackCluster: z.string().max(512).optional().describe('The cluster (namespace/name) of the last fail-back.'),
     lastFailBackTime: TimestampSchema.optional().describe('When the last fail-back happened.'),
+    roomSince: TimestampSchema.optional().describe(
+      'Since when the preferred clusters have continuously had room for the replicas fail-back would move.',
+    ),
   })
   .describe('mco extension: the fail-back backoff, kept in status so a restart loses nothing.');
 export type FailBackStatus = z.infer<typeof FailBackStatusSchema>;

@@ -1,19 +1,25 @@
-import { nextDrainStepAt, startDraining, startDrainingAt, stepDraining } from '../scaling/draining.js';
+import { nextDrainStepAt, startDraining, startDrainingAt, stepDraining, type Receivers } from '../scaling/draining.js';
 import { formatTime } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 
 /**
- * The receiving clusters' ready replicas: the sum over the ACTIVE clusters,
- * or undefined when any of them does not report it (rule D1: unknown means no step).
+ * The receiving clusters (the ACTIVE ones) for rule D1, or undefined when
+ * any of them does not report its ready replicas (unknown means no step).
  */
-function receiversReady(run: Evaluation): number | undefined {
-  let sum = 0;
+function receivers(run: Evaluation): Receivers | undefined {
+  let ready = 0;
+  const short: string[] = [];
   for (const e of run.live()) {
     if (e.state !== 'ACTIVE') continue;
-    if (e.signal.readyReplicas === undefined) return undefined;
-    sum += e.signal.readyReplicas;
+    const s = e.signal;
+    if (s.readyReplicas === undefined) return undefined;
+    ready += s.readyReplicas;
+    if (s.desiredReplicas === undefined) short.push(`${e.key} reports no HPA desiredReplicas`);
+    else if (s.readyReplicas < s.desiredReplicas)
+      short.push(`${e.key} has ${s.readyReplicas} of ${s.desiredReplicas} desired replicas ready`);
+    else if ((s.pendingPods ?? 0) > 0) short.push(`${e.key} has ${s.pendingPods} pending pod(s)`);
   }
-  return sum;
+  return { ready, short: short.length > 0 ? short.join(', ') : undefined };
 }
 
 /**
@@ -22,7 +28,7 @@ function receiversReady(run: Evaluation): number | undefined {
  */
 export function drain(run: Evaluation, useDraining: boolean): void {
   const b = run.behavior;
-  const ready = receiversReady(run);
+  const ready = receivers(run);
   for (const entry of run.live()) {
     if (!useDraining || (entry.state !== 'SCALING_IN' && entry.state !== 'EVICTING')) {
       entry.draining = undefined;
@@ -39,7 +45,7 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         stepIntervalSeconds: b.drainStepIntervalSeconds,
         stepPercent: b.drainStepPercent,
         floor,
-        receiversReady: ready,
+        receivers: ready,
       });
       entry.draining = step.draining;
       if (step.paused) {

@@ -29,6 +29,8 @@ export interface Entry {
   scaleInCandidateSince: string | undefined;
   /** behavior.failBack: since when this ACTIVE cluster has been below its ceiling (fresh signal). */
   belowCeilingSince: string | undefined;
+  /** behavior.failBack: since when this SCALING_IN cluster has lingered warm with calm preferred clusters. */
+  lingerSince?: string | undefined;
   readonly signal: SignalAssessment;
   /** Entered SCALING_IN or EVICTING in this evaluation. */
   enteredDrain: boolean;
@@ -87,6 +89,7 @@ export class Evaluation {
         draining: c.draining,
         scaleInCandidateSince: c.scaleInCandidateSince,
         belowCeilingSince: c.belowCeilingSince,
+        lingerSince: c.lingerSince,
         signal: assess(key),
         enteredDrain: false,
         reactivated: false,
@@ -112,6 +115,7 @@ export class Evaluation {
       entry.scaleInCandidateSince = undefined;
       entry.belowCeilingSince = undefined;
     }
+    entry.lingerSince = undefined;
     entry.state = to;
     entry.lastTransitionTime = this.now;
     entry.reason = reason;
@@ -214,6 +218,7 @@ export class Evaluation {
       if (e.message !== undefined) cluster.message = e.message;
       if (e.scaleInCandidateSince !== undefined) cluster.scaleInCandidateSince = e.scaleInCandidateSince;
       if (e.belowCeilingSince !== undefined) cluster.belowCeilingSince = e.belowCeilingSince;
+      if (e.lingerSince !== undefined) cluster.lingerSince = e.lingerSince;
       return cluster;
     });
   }

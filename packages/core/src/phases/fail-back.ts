@@ -4,8 +4,10 @@ import {
   failBackWindowSeconds,
   nextBelowCeilingSince,
   recordCycle,
+  nextRoomSince,
   recordFailBack,
   type BackoffSettings,
+  type FailBackCluster,
 } from '../scaling/fail-back.js';
 import { formatTime } from '../time.js';
 import type { Evaluation } from './evaluation.js';
@@ -28,16 +30,32 @@ function backoffSettings(run: Evaluation): BackoffSettings {
   };
 }
 
+const failBackView = (run: Evaluation): FailBackCluster[] =>
+  run.byPriority(run.live()).map((e) => ({
+    key: e.key,
+    state: e.state,
+    eligible: run.selected.rankOf(e.key) !== undefined,
+    signal: e.signal,
+    belowCeilingSince: e.belowCeilingSince,
+    reason: e.reason,
+    lastTransitionTime: e.lastTransitionTime,
+  }));
+
 /**
- * Rule F1 (backoff): a P1 or P3 of the cluster of the last fail-back, made by
- * scale-out in this evaluation, completes a cycle and doubles the next window.
+ * After scale-out, every evaluation: rule F1 (backoff), a P1 or P3 of the
+ * cluster of the last fail-back completes a cycle and doubles the next
+ * window; rule F2 (room), since when the preferred clusters have had room.
  */
-export function countFailBackCycles(run: Evaluation): void {
+export function trackFailBack(run: Evaluation): void {
   if (!run.behavior.failBackEnabled) return;
   for (const t of run.transitions) {
     if (t.id !== 'P1' && t.id !== 'P3') continue;
     run.failBackStatus = recordCycle(run.failBackStatus, t.cluster, run.nowMs, backoffSettings(run));
   }
+  const { roomSince: previous, ...rest } = run.failBackStatus ?? {};
+  const roomSince = nextRoomSince(failBackView(run), previous, run.now);
+  if (roomSince !== undefined || run.failBackStatus)
+    run.failBackStatus = { ...rest, ...(roomSince ? { roomSince } : {}) };
 }
 
 /** The fail-back phase, section 10.3 and rules F1-F2: the preferred clusters take the workload back. */
@@ -46,21 +64,14 @@ export function failBack(run: Evaluation, min: number, headroom: number): void {
   const level = backoffLevelAt(run.failBackStatus, run.nowMs, settings);
   const window = failBackWindowSeconds(level, settings);
   const verdict = chooseFailBack({
-    clusters: run.byPriority(run.live()).map((e) => ({
-      key: e.key,
-      state: e.state,
-      eligible: run.selected.rankOf(e.key) !== undefined,
-      signal: e.signal,
-      belowCeilingSince: e.belowCeilingSince,
-      reason: e.reason,
-      lastTransitionTime: e.lastTransitionTime,
-    })),
+    clusters: failBackView(run),
     nowMs: run.nowMs,
     min,
     headroom,
     stabilizationSeconds: window,
     cooldownSeconds: run.behavior.scaleInCooldownSeconds,
     lastAdditionTime: run.lastAdditionTime,
+    roomSince: run.failBackStatus?.roomSince,
   });
   const backoff =
     level > 0
@@ -69,7 +80,10 @@ export function failBack(run: Evaluation, min: number, headroom: number): void {
   switch (verdict.kind) {
     case 'wait':
       run.timers.push(verdict.untilMs);
-      run.note(undefined, `fail-back waits until ${formatTime(verdict.untilMs)}: ${backoff}, or the scale-in cooldown`);
+      run.note(
+        undefined,
+        `fail-back waits until ${formatTime(verdict.untilMs)}: ${backoff} of room and below-ceiling signals, or the scale-in cooldown`,
+      );
       return;
     case 'noRoom':
       run.note(verdict.cluster, `fail-back waits for room: ${verdict.why}`);

@@ -70,23 +70,29 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
       };
       run.note(entry.key, `kept as a warm standby at ${size} replica(s): warmStandbyClusters is ${wanted}`);
     } else if (b.failBackEnabled && (entry.reason === 'FailBack' || entry.reason === 'Lingering')) {
-      const d = entry.draining;
-      const since = d && d.desiredMaxReplicas <= size ? parseTime(d.lastReplicaCountDecrease) : undefined;
+      // The linger clock runs only while the preferred clusters are calm: any pressure restarts it.
+      const atSize = entry.draining !== undefined && entry.draining.desiredMaxReplicas <= size;
+      const pressure = atSize ? preferredPressure(run, entry) : undefined;
+      entry.lingerSince = atSize && !pressure ? (entry.lingerSince ?? run.now) : undefined;
+      const since = parseTime(entry.lingerSince);
       if (since !== undefined && run.nowMs - since >= b.failBackLingerSeconds * SECOND) {
+        entry.lingerSince = undefined;
         entry.reason = 'LingerEnded';
-        entry.message = `lingered warm for failBack.lingerSeconds (${b.failBackLingerSeconds}s); draining on to removal`;
+        entry.message = `lingered warm for failBack.lingerSeconds (${b.failBackLingerSeconds}s) while the preferred clusters were calm; draining on to removal`;
       } else {
         entry.keepWarm = {
           size,
           reason: 'Lingering',
-          message: `drained by fail-back; lingers warm at ${size} replica(s) for failBack.lingerSeconds (${b.failBackLingerSeconds}s) before removal`,
+          message: `drained by fail-back; lingers warm at ${size} replica(s) until the preferred clusters have been calm for failBack.lingerSeconds (${b.failBackLingerSeconds}s)`,
         };
         if (since !== undefined) {
           run.timer(since, b.failBackLingerSeconds);
           run.note(
             entry.key,
-            `lingering warm at ${size} replica(s) until ${run.timeAfter(since, b.failBackLingerSeconds)} (failBack.lingerSeconds), then drained and removed`,
+            `lingering warm at ${size} replica(s) until ${run.timeAfter(since, b.failBackLingerSeconds)} (failBack.lingerSeconds of calm preferred clusters), then drained and removed`,
           );
+        } else if (pressure) {
+          run.note(entry.key, `lingering warm at ${size} replica(s): ${pressure}, so the linger clock restarts`);
         }
       }
     } else if (entry.reason === 'WarmStandby') {
@@ -95,4 +101,22 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
     }
     if (entry.removalHeld && !entry.keepWarm) removeScaledIn(run, entry);
   }
+}
+
+/**
+ * Why a higher-priority ACTIVE cluster than `entry` is under pressure (no
+ * fresh signal, HPA at its maximum, pending pods, a FailedScaleUp), or undefined.
+ */
+function preferredPressure(run: Evaluation, entry: Entry): string | undefined {
+  const rank = (key: string) => run.selected.rankOf(key) ?? Infinity;
+  for (const e of run.live()) {
+    if (e.state !== 'ACTIVE' || rank(e.key) >= rank(entry.key)) continue;
+    const s = e.signal;
+    if (!s.fresh) return `${e.key} has no fresh signal`;
+    if (s.currentReplicas !== undefined && s.maxReplicas !== undefined && s.currentReplicas >= s.maxReplicas)
+      return `${e.key} is at its HPA maximum (${s.currentReplicas}/${s.maxReplicas})`;
+    if ((s.pendingPods ?? 0) > 0) return `${e.key} has ${s.pendingPods} pending pod(s)`;
+    if (s.failedScaleUp === true) return `${e.key} saw a FailedScaleUp`;
+  }
+  return undefined;
 }

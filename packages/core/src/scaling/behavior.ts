@@ -35,8 +35,8 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   failBackEnabled: false,
   failBackStabilizationSeconds: 600,
   failBackMaxStabilizationSeconds: 14_400,
-  failBackBackoffDecaySeconds: 7200,
-  failBackLingerSeconds: 1800,
+  failBackBackoffDecaySeconds: 14_400,
+  failBackLingerSeconds: 3600,
 });
 
 export function resolveBehavior(

@@ -5,13 +5,24 @@ import type { SignalAssessment } from './signals.js';
 /*
  * Make-before-break draining (docs/placement-rules-31.md, rule D1). A drain
  * steps `desiredMaxReplicas` down at most once per interval, by at most
- * `stepPercent`, and only once the receiving clusters have absorbed the drop
- * so far: before each step, the total drop since the drain began is at most
- * the growth of the receivers' ready replicas since then. Each step is thus
- * at most one step ahead of the receivers (the load of a step has to move
- * before they can grow, so a drain that waited for growth first would never
- * start). Unknown ready replicas mean no step.
+ * `stepPercent`, and only once the receiving (ACTIVE) clusters have absorbed
+ * the drop so far: either their ready replicas have grown by at least the
+ * drop since the drain began, or they are settled (every one reports ready
+ * replicas at least its HPA's desiredReplicas, and no pending pods: their
+ * autoscalers ask for nothing that is not running). Unknown ready replicas
+ * mean no step. Growth alone cannot be the only test: the load of a step
+ * moves only once the step is taken, and receivers below their HPA's
+ * tolerance never grow, so such a drain would wait for the eviction timeout
+ * and then drop everything at once.
  */
+
+/** The receiving clusters as a drain sees them. */
+export interface Receivers {
+  /** Their ready replicas, summed. */
+  readonly ready: number;
+  /** Why they are not settled (a cluster still scaling up), or undefined when they are. */
+  readonly short: string | undefined;
+}
 
 /**
  * Draining on entering SCALING_IN or EVICTING: start from the observed
@@ -21,11 +32,11 @@ import type { SignalAssessment } from './signals.js';
 export function startDraining(
   signal: SignalAssessment,
   nowMs: number,
-  receiversReady: number | undefined,
+  receivers: Receivers | undefined,
 ): Draining | undefined {
   const start = signal.currentReplicas ?? signal.maxReplicas;
   if (start === undefined) return undefined;
-  return startDrainingAt(Math.max(1, start), nowMs, signal.currentReplicas, receiversReady);
+  return startDrainingAt(Math.max(1, start), nowMs, signal.currentReplicas, receivers);
 }
 
 /** A drain that begins now at `desired`. */
@@ -33,14 +44,14 @@ export function startDrainingAt(
   desired: number,
   nowMs: number,
   currentReplicas: number | undefined,
-  receiversReady: number | undefined,
+  receivers: Receivers | undefined,
 ): Draining {
   return {
     desiredMaxReplicas: desired,
     lastReplicaCountDecrease: formatTime(nowMs),
     ...(currentReplicas !== undefined ? { currentReplicaCount: currentReplicas } : {}),
     initialDesiredMaxReplicas: desired,
-    ...(receiversReady !== undefined ? { receiversReadyReplicas: receiversReady } : {}),
+    ...(receivers !== undefined ? { receiversReadyReplicas: receivers.ready } : {}),
   };
 }
 
@@ -54,8 +65,8 @@ export interface DrainStepOptions {
   readonly stepPercent: number;
   /** The lowest desiredMaxReplicas (1, or the size of a warm cluster). */
   readonly floor: number;
-  /** The receiving clusters' ready replicas now; undefined when any of them is unknown. */
-  readonly receiversReady: number | undefined;
+  /** The receiving clusters now; undefined when the ready replicas of any of them are unknown. */
+  readonly receivers: Receivers | undefined;
 }
 
 export type DrainPause = 'ReadyReplicasUnknown' | 'ReceiversNotReady';
@@ -78,31 +89,24 @@ export function stepDraining(
   o: DrainStepOptions,
 ): DrainStep {
   const observed = signal.currentReplicas ?? draining.currentReplicaCount;
-  const initial = draining.initialDesiredMaxReplicas ?? draining.desiredMaxReplicas;
   // A drain from before these fields (or whose receivers were unknown) counts from the first known figures.
-  const baseline = draining.receiversReadyReplicas ?? o.receiversReady;
+  const restart = draining.receiversReadyReplicas === undefined;
+  const initial = restart
+    ? draining.desiredMaxReplicas
+    : (draining.initialDesiredMaxReplicas ?? draining.desiredMaxReplicas);
+  const baseline = draining.receiversReadyReplicas ?? o.receivers?.ready;
   const base: Draining = {
     desiredMaxReplicas: draining.desiredMaxReplicas,
     lastReplicaCountDecrease: draining.lastReplicaCountDecrease,
     ...(observed !== undefined ? { currentReplicaCount: observed } : {}),
-    initialDesiredMaxReplicas: draining.receiversReadyReplicas === undefined ? draining.desiredMaxReplicas : initial,
+    initialDesiredMaxReplicas: initial,
     ...(baseline !== undefined ? { receiversReadyReplicas: baseline } : {}),
   };
   const last = parseTime(draining.lastReplicaCountDecrease) ?? -Infinity;
   if (draining.desiredMaxReplicas <= o.floor || nowMs - last < o.stepIntervalSeconds * SECOND)
     return { draining: base };
-  if (o.receiversReady === undefined || baseline === undefined) {
-    const reason = 'ReadyReplicasUnknown';
-    const message = "a receiving cluster's ready replicas are unknown: no drain step";
-    return { draining: { ...base, pausedReason: reason }, paused: { reason, message } };
-  }
-  const drop = base.initialDesiredMaxReplicas! - draining.desiredMaxReplicas;
-  const growth = o.receiversReady - baseline;
-  if (drop > growth) {
-    const reason = 'ReceiversNotReady';
-    const message = `the drop so far (${drop}) exceeds the receivers' ready-replica growth (${growth}, ${baseline} → ${o.receiversReady}): no drain step`;
-    return { draining: { ...base, pausedReason: reason }, paused: { reason, message } };
-  }
+  const paused = drainPause(initial - draining.desiredMaxReplicas, baseline, o.receivers);
+  if (paused) return { draining: { ...base, pausedReason: paused.reason }, paused };
   return {
     draining: {
       ...base,
@@ -112,6 +116,22 @@ export function stepDraining(
       ),
       lastReplicaCountDecrease: formatTime(nowMs),
     },
+  };
+}
+
+/** Why a due step waits (rule D1), or undefined when the receivers have absorbed the drop so far. */
+export function drainPause(
+  drop: number,
+  baseline: number | undefined,
+  receivers: Receivers | undefined,
+): DrainStep['paused'] {
+  if (receivers === undefined || baseline === undefined)
+    return { reason: 'ReadyReplicasUnknown', message: "a receiving cluster's ready replicas are unknown" };
+  const growth = receivers.ready - baseline;
+  if (drop <= growth || receivers.short === undefined) return undefined;
+  return {
+    reason: 'ReceiversNotReady',
+    message: `the drop so far (${drop}) exceeds the receivers' ready-replica growth (${growth}: ${baseline} → ${receivers.ready}), and ${receivers.short}`,
   };
 }
 

@@ -43,10 +43,16 @@ export interface BackoffSettings {
   readonly decaySeconds: number;
 }
 
-/** The level past which doubling the window no longer changes it (the cap is reached). */
+/** Each fail-back cycle multiplies the window by this. */
+export const BACKOFF_FACTOR = 4;
+
+/** The level past which multiplying the window no longer changes it (the cap is reached). */
 export function maxBackoffLevel(b: BackoffSettings): number {
   if (b.stabilizationSeconds <= 0 || b.maxStabilizationSeconds <= b.stabilizationSeconds) return 0;
-  return Math.min(30, Math.ceil(Math.log2(b.maxStabilizationSeconds / b.stabilizationSeconds)));
+  return Math.min(
+    30,
+    Math.ceil(Math.log(b.maxStabilizationSeconds / b.stabilizationSeconds) / Math.log(BACKOFF_FACTOR) - 1e-9),
+  );
 }
 
 /**
@@ -65,7 +71,7 @@ export function backoffLevelAt(status: FailBackStatus | undefined, nowMs: number
 /** The fail-back window at a backoff level: the base doubled per level, capped. */
 export function failBackWindowSeconds(level: number, b: BackoffSettings): number {
   const cap = Math.max(b.stabilizationSeconds, b.maxStabilizationSeconds);
-  return Math.min(cap, b.stabilizationSeconds * 2 ** level);
+  return Math.min(cap, b.stabilizationSeconds * BACKOFF_FACTOR ** level);
 }
 
 /**
@@ -148,6 +154,22 @@ export function noRoomBecause(higher: readonly FailBackCluster[], moving: number
   return room >= moving ? undefined : `the preferred clusters have room for ${room} replica(s), ${moving} would move`;
 }
 
+/**
+ * Since when the room rule has held continuously for the lowest-priority
+ * ACTIVE cluster of `clusters` (priority order); undefined when it does not
+ * hold now. Kept in status, so a restart loses nothing.
+ */
+export function nextRoomSince(
+  clusters: readonly FailBackCluster[],
+  previous: string | undefined,
+  now: string,
+): string | undefined {
+  const active = clusters.filter((c) => c.state === 'ACTIVE');
+  const l = active.at(-1);
+  if (!l || active.length < 2 || noRoomBecause(active.slice(0, -1), l.signal.currentReplicas)) return undefined;
+  return previous ?? now;
+}
+
 /** A listed cluster as fail-back sees it. */
 export interface FailBackCluster {
   readonly key: string;
@@ -171,6 +193,8 @@ export interface FailBackInput {
   readonly stabilizationSeconds: number;
   readonly cooldownSeconds: number;
   readonly lastAdditionTime: string | undefined;
+  /** Since when the room rule has held continuously (`nextRoomSince`, kept in status.failBack). */
+  readonly roomSince: string | undefined;
 }
 
 export type FailBackVerdict =
@@ -189,10 +213,10 @@ const NONE: FailBackVerdict = { kind: 'none' };
  * - L exists and some eligible cluster of higher priority is ACTIVE;
  * - every ACTIVE cluster has a fresh signal (fail static, as for scale-in);
  * - headroom without L stays >= min;
+ * - the room rule (`noRoomBecause`) holds now, and has held for the whole window;
  * - every ACTIVE cluster of higher priority than L has been below its ceiling
  *   for the whole window (a missing time means it is not);
- * - the scale-in cooldown has passed since the last addition and the last P3;
- * - the room rule (`noRoomBecause`).
+ * - the scale-in cooldown has passed since the last addition and the last P3.
  * The window and the cooldown are timers: when only they are missing, the verdict says when.
  */
 export function chooseFailBack(input: FailBackInput): FailBackVerdict {
@@ -203,8 +227,11 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   if (active.some((c) => !c.signal.fresh)) return NONE;
   const without = input.headroom - (l.signal.atCapacityCeiling ? 0 : 1);
   if (without < input.min) return NONE;
+  const noRoom = noRoomBecause(higher, l.signal.currentReplicas);
+  if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
-  let dueMs = -Infinity;
+  let dueMs = parseTime(input.roomSince) ?? input.nowMs;
+  dueMs += input.stabilizationSeconds * SECOND;
   for (const c of higher) {
     const since = parseTime(c.belowCeilingSince);
     if (since === undefined) return NONE;
@@ -216,8 +243,6 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   );
   dueMs = Math.max(dueMs, lastChange + input.cooldownSeconds * SECOND);
   if (input.nowMs < dueMs) return { kind: 'wait', untilMs: dueMs };
-  const noRoom = noRoomBecause(higher, l.signal.currentReplicas);
-  if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
   const names = higher.map((c) => c.key).join(', ');
   return {

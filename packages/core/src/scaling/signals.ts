@@ -14,6 +14,7 @@ export interface SignalAssessment {
   readonly currentReplicas: number | undefined;
   readonly maxReplicas: number | undefined;
   readonly minReplicas: number | undefined;
+  readonly desiredReplicas: number | undefined;
   /** The workload's ready replicas (Deployment status.readyReplicas). */
   readonly readyReplicas: number | undefined;
   readonly pendingPods: number | undefined;
@@ -42,6 +43,7 @@ export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
   currentReplicas: undefined,
   maxReplicas: undefined,
   minReplicas: undefined,
+  desiredReplicas: undefined,
   readyReplicas: undefined,
   pendingPods: undefined,
   failedScaleUp: undefined,
@@ -116,6 +118,7 @@ export function assessSignal(signal: Signal | undefined, nowMs: number, staleAft
     currentReplicas: signal.hpa?.currentReplicas,
     maxReplicas: signal.hpa?.maxReplicas,
     minReplicas: signal.hpa?.minReplicas,
+    desiredReplicas: signal.hpa?.desiredReplicas,
     readyReplicas: signal.readyReplicas,
     pendingPods: signal.pendingPods,
     failedScaleUp: signal.failedScaleUp,
