@@ -200,7 +200,8 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
       expected: {
         states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
         moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
-        failBack: moved({ backoffLevel: 0, lastCycleTime: at(NOW - 14_400), roomSince: at(NOW - WINDOW) }),
+        // The recorded level stays 1: it decays on reading, from lastCycleTime.
+        failBack: moved({ backoffLevel: 1, lastCycleTime: at(NOW - 14_400), roomSince: at(NOW - WINDOW) }),
         requeue: 60,
       },
     },

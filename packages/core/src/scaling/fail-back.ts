@@ -94,7 +94,10 @@ export function recordCycle(
   };
 }
 
-/** Records a fail-back P2 of `cluster`, keeping the level decayed to now (so a restart loses nothing). */
+/**
+ * Records a fail-back P2 of `cluster`. The level stays as recorded (capped):
+ * it decays on reading, from the last cycle's time.
+ */
 export function recordFailBack(
   status: FailBackStatus | undefined,
   cluster: string,
@@ -103,7 +106,7 @@ export function recordFailBack(
 ): FailBackStatus {
   return {
     ...status,
-    backoffLevel: backoffLevelAt(status, nowMs, b),
+    backoffLevel: Math.min(status?.backoffLevel ?? 0, maxBackoffLevel(b)),
     lastFailBackCluster: cluster,
     lastFailBackTime: formatTime(nowMs),
   };
