@@ -180,7 +180,7 @@ export const BehaviorSchema = z
           'How long every higher-priority ACTIVE cluster must have had room before fail-back, before any backoff (default 600).',
         ),
         maxStabilizationWindowSeconds: seconds(
-          'Cap of the backoff: each fail-back cycle doubles the window, up to this (default 14400).',
+          'Cap of the backoff: each fail-back cycle multiplies the window by 4, up to this (default 14400).',
         ),
         backoffDecaySeconds: z
           .number()
@@ -189,10 +189,10 @@ export const BehaviorSchema = z
           .max(31_536_000)
           .optional()
           .describe(
-            'Quiet period after which the backoff halves again, once per period without a cycle (default 7200).',
+            'Quiet period after which the backoff drops one level, once per period without a cycle (default 14400).',
           ),
         lingerSeconds: seconds(
-          'How long a cluster drained by fail-back stays warm at warmStandbyReplicas before it is removed (default 1800).',
+          'How long a cluster drained by fail-back stays warm at warmStandbyReplicas, while the preferred clusters are calm, before it is removed (default 3600).',
         ),
       })
       .optional()

@@ -43,7 +43,7 @@ const failBackView = (run: Evaluation): FailBackCluster[] =>
 
 /**
  * After scale-out, every evaluation: rule F1 (backoff), a P1 or P3 of the
- * cluster of the last fail-back completes a cycle and doubles the next
+ * cluster of the last fail-back completes a cycle and multiplies the next
  * window; rule F2 (room), since when the preferred clusters have had room.
  */
 export function trackFailBack(run: Evaluation): void {
@@ -75,7 +75,7 @@ export function failBack(run: Evaluation, min: number, headroom: number): void {
   });
   const backoff =
     level > 0
-      ? `backoff level ${level} after fail-back cycles: window ${window}s (failBack.stabilizationWindowSeconds ${settings.stabilizationSeconds}s doubled, at most ${settings.maxStabilizationSeconds}s)`
+      ? `backoff level ${level} after fail-back cycles: window ${window}s (failBack.stabilizationWindowSeconds ${settings.stabilizationSeconds}s × 4 per level, at most ${settings.maxStabilizationSeconds}s)`
       : `window ${window}s (failBack.stabilizationWindowSeconds)`;
   switch (verdict.kind) {
     case 'wait':

@@ -14,7 +14,7 @@ export interface ResolvedBehavior {
   readonly profileLossGraceSeconds: number;
   readonly failBackEnabled: boolean;
   readonly failBackStabilizationSeconds: number;
-  /** The cap of the fail-back backoff (the doubled window never exceeds it). */
+  /** The cap of the fail-back backoff (the backed-off window never exceeds it). */
   readonly failBackMaxStabilizationSeconds: number;
   /** A quiet period without a fail-back cycle lowers the backoff level by one. */
   readonly failBackBackoffDecaySeconds: number;

@@ -11,7 +11,7 @@ import type { SignalAssessment } from './signals.js';
  * room for a whole window, and room for the replicas being moved. The move is
  * an ordinary P2 (SCALING_IN, drained step by step), so if the preferred
  * clusters hit their ceiling again, scale-out reactivates the cluster (P3) as
- * usual: that is a cycle, and each cycle doubles the next window (backoff).
+ * usual: that is a cycle, and each cycle multiplies the next window by 4 (backoff).
  */
 
 /** Fail-back drains the fallback cluster step by step: without draining it would drop all its load at once. */
@@ -68,7 +68,7 @@ export function backoffLevelAt(status: FailBackStatus | undefined, nowMs: number
   return Math.max(0, level - quiet);
 }
 
-/** The fail-back window at a backoff level: the base doubled per level, capped. */
+/** The fail-back window at a backoff level: the base × 4 per level, capped. */
 export function failBackWindowSeconds(level: number, b: BackoffSettings): number {
   const cap = Math.max(b.stabilizationSeconds, b.maxStabilizationSeconds);
   return Math.min(cap, b.stabilizationSeconds * BACKOFF_FACTOR ** level);
