@@ -189,10 +189,10 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
       },
     },
     {
-      name: 'the backoff decays one level per quiet period (backoffDecaySeconds, 4 h) without a cycle',
+      name: 'the backoff decays one level per quiet period (backoffDecaySeconds, 8 h) without a cycle',
       input: {
         spec: withFailBack(),
-        status: afterStockout(WINDOW, { backoffLevel: 1, lastCycleTime: at(NOW - 14_400) }),
+        status: afterStockout(WINDOW, { backoffLevel: 1, lastCycleTime: at(NOW - 28_800) }),
         profiles: fleet,
         signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
         now: NOW,
@@ -201,7 +201,7 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
         states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
         moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
         // The recorded level stays 1: it decays on reading, from lastCycleTime.
-        failBack: moved({ backoffLevel: 1, lastCycleTime: at(NOW - 14_400), roomSince: at(NOW - WINDOW) }),
+        failBack: moved({ backoffLevel: 1, lastCycleTime: at(NOW - 28_800), roomSince: at(NOW - WINDOW) }),
         requeue: 60,
       },
     },

@@ -189,7 +189,7 @@ export const BehaviorSchema = z
           .max(31_536_000)
           .optional()
           .describe(
-            'Quiet period after which the backoff drops one level, once per period without a cycle (default 14400).',
+            'Quiet period after which the backoff drops one level, once per period without a cycle (default 28800).',
           ),
         lingerSeconds: seconds(
           'How long a cluster drained by fail-back stays warm at warmStandbyReplicas, while the preferred clusters are calm, before it is removed (default 3600).',

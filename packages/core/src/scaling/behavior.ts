@@ -35,7 +35,7 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   failBackEnabled: false,
   failBackStabilizationSeconds: 600,
   failBackMaxStabilizationSeconds: 14_400,
-  failBackBackoffDecaySeconds: 14_400,
+  failBackBackoffDecaySeconds: 28_800,
   failBackLingerSeconds: 3600,
 });
 
