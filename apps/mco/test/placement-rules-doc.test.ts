@@ -24,6 +24,9 @@ const FIELDS: Record<keyof typeof DEFAULT_BEHAVIOR, string> = {
   profileLossGraceSeconds: 'spec.scaling.behavior.profileLossGraceSeconds',
   failBackEnabled: 'failBack.enabled',
   failBackStabilizationSeconds: 'failBack.stabilizationWindowSeconds',
+  failBackMaxStabilizationSeconds: 'failBack.maxStabilizationWindowSeconds',
+  failBackBackoffDecaySeconds: 'failBack.backoffDecaySeconds',
+  failBackLingerSeconds: 'failBack.lingerSeconds',
 };
 
 function defaultsTable(): string {

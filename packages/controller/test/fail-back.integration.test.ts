@@ -43,7 +43,14 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
     for (const name of ['a', 'b']) await env.fleet.createProfile('fleet-fb', name, { failback: 'yes' });
     const a = 'fleet-fb/a';
     const b = 'fleet-fb/b';
-    const room = { hpa: { currentReplicas: 4, maxReplicas: 10 }, workloadHealthy: true };
+    // Room for b's 8 replicas (10 − 2), every field the room rule reads, and ready replicas for the drain.
+    const room = {
+      hpa: { currentReplicas: 2, desiredReplicas: 2, maxReplicas: 10 },
+      pendingPods: 0,
+      failedScaleUp: false,
+      readyReplicas: 2,
+      workloadHealthy: true,
+    };
     const source = new FakeSignalSource();
     source.set(a, room);
     env.start(
@@ -54,7 +61,8 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
       'gpu',
       placementSpec(true, {
         scaleIn: { stabilizationWindowSeconds: 3600, cooldownSeconds: 1 },
-        failBack: { enabled: true, stabilizationWindowSeconds: WINDOW },
+        // b lingers warm for 1 s once drained (docs/placement-rules-31.md rule F3).
+        failBack: { enabled: true, stabilizationWindowSeconds: WINDOW, lingerSeconds: 1 },
         drain: { stepIntervalSeconds: 1, stepPercent: 25 },
       }),
     );
@@ -71,7 +79,7 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
 
     // Stockout: pods pending and the cluster-autoscaler's FailedScaleUp. The fallback takes the load.
     source.set(a, { ...room, pendingPods: 3, failedScaleUp: true });
-    source.set(b, { hpa: { currentReplicas: 8, maxReplicas: 10 }, workloadHealthy: true });
+    source.set(b, { hpa: { currentReplicas: 8, maxReplicas: 10 }, readyReplicas: 8, workloadHealthy: true });
     await statesAre(`${a}:ACTIVE`, `${b}:ACTIVE`);
     expect((await clusters())[0]).not.toHaveProperty('belowCeilingSince');
 
@@ -114,7 +122,7 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
       seen.map((v) => schedule.indexOf(v)).filter((i, k, all) => i >= 0 && (k === 0 || i > all[k - 1]!)),
     );
 
-    // The drainer brought b down to one replica: removed (R1); the workload is back on a.
+    // The drainer brought b down to one replica: after lingering it is removed (R1); the workload is back on a.
     source.set(b, { hpa: { currentReplicas: 1, maxReplicas: 1 }, workloadHealthy: true });
     await statesAre(`${a}:ACTIVE`);
     const reasons = await waitFor('the P2 and R1 Events', async () => {

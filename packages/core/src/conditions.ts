@@ -25,3 +25,6 @@ export function setCondition(
   else list.push(condition);
   return list;
 }
+
+export const CONDITION_VALID = 'Valid';
+export const CONDITION_SATISFIED = 'Satisfied';

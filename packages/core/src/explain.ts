@@ -9,7 +9,7 @@ import {
   type DecideInput,
   type EvaluationContext,
 } from './decide.js';
-import { capacityCeilingBecause, indexSignals, scaleInBecause } from './scaling/signals.js';
+import { capacityCeilingBecause, indexSignals, scaleInBecause, UNREACHABLE_AFTER_POLLS } from './scaling/signals.js';
 import type { Inventory, InventoryCluster } from './selection/inventory.js';
 import { preferenceScores } from './selection/select.js';
 import { compileTerm } from './selection/selectors.js';
@@ -30,7 +30,8 @@ export interface ClusterExplanation {
   /** Its taints (`key=value:Effect`), each marked tolerated or not; or why the annotation is ignored. */
   readonly taints?: readonly string[];
   readonly signal: {
-    readonly status: 'fresh' | 'stale' | 'missing';
+    /** `unreachable`: the source reports transport errors on 2 or more consecutive polls. */
+    readonly status: 'fresh' | 'stale' | 'missing' | 'unreachable';
     readonly atCapacityCeiling: boolean;
     readonly wantsScaleIn: boolean;
     /** Why it is at its ceiling or wants scale-in, or why the signal is ignored. */
@@ -99,13 +100,24 @@ export function explain(input: DecideInput): Explanation {
     const signal = signals.get(key);
     const assessment = context?.assess(key);
     const observed = parseTime(signal?.observedAt) ?? nowMs;
-    const status = !signal ? 'missing' : assessment?.fresh ? 'fresh' : 'stale';
+    const transportError = assessment?.transportError;
+    const status = !signal
+      ? 'missing'
+      : assessment?.fresh
+        ? 'fresh'
+        : assessment?.unreachable
+          ? 'unreachable'
+          : transportError
+            ? 'missing'
+            : 'stale';
     const why =
       status === 'fresh'
         ? [capacityCeilingBecause(signal!), scaleInBecause(signal!)].filter(Boolean).join('; ') || undefined
-        : status === 'stale'
-          ? `observed ${Math.round((nowMs - observed) / SECOND)}s ago, stale after ${staleAfter ?? '?'}s: ignored`
-          : undefined;
+        : transportError
+          ? `transport error (${transportError.reason}) on ${transportError.consecutivePolls} consecutive poll(s)${assessment?.unreachable ? ': unreachable' : `: unreachable after ${UNREACHABLE_AFTER_POLLS}`}`
+          : status === 'stale'
+            ? `observed ${Math.round((nowMs - observed) / SECOND)}s ago, stale after ${staleAfter ?? '?'}s: ignored`
+            : undefined;
     const excludedBy = eligible
       ? undefined
       : deleting.has(key)

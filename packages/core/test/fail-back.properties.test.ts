@@ -117,7 +117,8 @@ function runTimeline(t: Timeline, failBack: FailBack): Evaluated[] {
 }
 
 const isFailBack = (tr: Decision['transitions'][number]) => tr.id === 'P2' && tr.reason.startsWith('fail-back:');
-const withoutBelowSince = (s: PlacementStatus): PlacementStatus => ({
+// Fail-back's own bookkeeping: belowCeilingSince per cluster, and status.failBack (roomSince, the backoff).
+const withoutBelowSince = ({ failBack: _f, ...s }: PlacementStatus): PlacementStatus => ({
   ...s,
   ...(s.clusters ? { clusters: s.clusters.map(({ belowCeilingSince: _b, ...c }) => c) } : {}),
 });

@@ -4,7 +4,6 @@ import {
   anAtCeilingSignal,
   anAutoscalingSpec,
   aScaleInSignal,
-  aSignal,
   aSteadySignal,
 } from '@mco/core/testing';
 import type { PlacementSpec, Signal } from '@mco/core';
@@ -27,15 +26,20 @@ const failBack = (extra: { min?: number; window?: number; useDraining?: boolean 
 
 const NOW = 10_000;
 const fresh = NOW - 10;
-/** a is preferred and has had room since `since`; b took the workload during a stockout. */
+/**
+ * a is preferred and has had room since `since` (below its ceiling, and room for b's replicas:
+ * status.failBack.roomSince); b took the workload during a stockout.
+ */
 const afterStockout = (since: number | undefined, extra: { lastAddition?: number } = {}): Case['status'] => ({
   clusters: [
     listed('fleet/a', 'ACTIVE', 0, since !== undefined ? { belowCeilingSince: at(since) } : {}),
     listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
   ],
   lastAdditionTime: at(extra.lastAddition ?? 3000),
+  ...(since !== undefined ? { failBack: { roomSince: at(since) } } : {}),
 });
-const bothSteady: Signal[] = [aSteadySignal('fleet/a', at(fresh), 6), aSteadySignal('fleet/b', at(fresh), 8)];
+// a has room (HPA max 10, 2 replicas) for the 8 replicas b would hand back (rule F2).
+const bothSteady: Signal[] = [aSteadySignal('fleet/a', at(fresh), 2), aSteadySignal('fleet/b', at(fresh), 8)];
 
 interface Row {
   readonly name: string;
@@ -199,6 +203,7 @@ const rows: Row[] = [
           listed('fleet/b', 'ACTIVE', NOW - 250, { reason: 'Reactivated' }),
         ],
         lastAdditionTime: at(3000),
+        failBack: { roomSince: at(NOW - WINDOW) },
       },
       profiles: fleet,
       signals: bothSteady,
@@ -236,6 +241,7 @@ const rows: Row[] = [
           listed('fleet/c', 'ACTIVE', 3000, { reason: 'Added' }),
         ],
         lastAdditionTime: at(3000),
+        failBack: { roomSince: at(NOW - WINDOW) },
       },
       profiles: fleet,
       signals: [...bothSteady, anAtCeilingSignal('fleet/c', at(fresh), 4)],
@@ -362,11 +368,23 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
       state: 'SCALING_IN',
       lastTransitionTime: at(NOW),
       atCapacityCeiling: false,
-      draining: { desiredMaxReplicas: 8, lastReplicaCountDecrease: at(NOW), currentReplicaCount: 8 },
+      draining: {
+        desiredMaxReplicas: 8,
+        lastReplicaCountDecrease: at(NOW),
+        currentReplicaCount: 8,
+        initialDesiredMaxReplicas: 8,
+        receiversReadyReplicas: 2, // a's ready replicas: the drain steps as they grow (rule D1)
+      },
       reason: 'FailBack',
       message: d.transitions[0]!.reason,
     });
     expect(d.status.lastAdditionTime).toBe(at(3000));
+    expect(d.status.failBack).toEqual({
+      backoffLevel: 0,
+      lastFailBackCluster: 'fleet/b',
+      lastFailBackTime: at(NOW),
+      roomSince: at(NOW - WINDOW),
+    });
   });
 
   it('is restart-safe: the window counts from the time kept in status, not from when the controller started', () => {
@@ -440,9 +458,10 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
           listed('fleet/a', 'ACTIVE', 0, { belowCeilingSince: at(NOW - WINDOW) }),
         ],
         lastAdditionTime: at(0),
+        failBack: { roomSince: at(NOW - WINDOW) },
       },
       profiles,
-      signals: [aSignal('fleet/a', at(fresh), { atCapacityCeiling: false }), aSteadySignal('fleet/b', at(fresh))],
+      signals: [aSteadySignal('fleet/a', at(fresh), 2), aSteadySignal('fleet/b', at(fresh))],
       now: NOW,
     });
     expect(moves(d)).toEqual(['P2 fleet/b ACTIVE->SCALING_IN']);

@@ -75,24 +75,30 @@ interface World {
 const iso = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace('.000Z', 'Z');
 
 function signalOf(key: Key, o: Observation, at: string): Signal | undefined {
+  // A source that reports everything: the HPA, every replica ready, no pending pods, no FailedScaleUp.
   const hpa = (current: number, min: number, max: number, limited: 'True' | 'False', reason: string) => ({
-    currentReplicas: current,
-    desiredReplicas: current,
-    minReplicas: min,
-    maxReplicas: max,
-    scalingLimited: { status: limited, reason },
+    hpa: {
+      currentReplicas: current,
+      desiredReplicas: current,
+      minReplicas: min,
+      maxReplicas: max,
+      scalingLimited: { status: limited, reason },
+    },
+    readyReplicas: current,
+    pendingPods: 0,
+    failedScaleUp: false,
   });
   switch (o) {
     case 'ceiling':
-      return aSignal(key, at, { hpa: hpa(8, 1, 8, 'True', 'TooManyReplicas'), workloadHealthy: true });
+      return aSignal(key, at, { ...hpa(8, 1, 8, 'True', 'TooManyReplicas'), workloadHealthy: true });
     case 'scale-in':
-      return aSignal(key, at, { hpa: hpa(2, 2, 8, 'True', 'TooFewReplicas'), workloadHealthy: true });
+      return aSignal(key, at, { ...hpa(2, 2, 8, 'True', 'TooFewReplicas'), workloadHealthy: true });
     case 'steady':
-      return aSignal(key, at, { hpa: hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: true });
+      return aSignal(key, at, { ...hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: true });
     case 'unhealthy':
-      return aSignal(key, at, { hpa: hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: false });
+      return aSignal(key, at, { ...hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: false });
     case 'drained':
-      return aSignal(key, at, { hpa: hpa(1, 1, 8, 'True', 'TooFewReplicas'), workloadHealthy: true });
+      return aSignal(key, at, { ...hpa(1, 1, 8, 'True', 'TooFewReplicas'), workloadHealthy: true });
     case 'missing':
       return undefined;
   }

@@ -51,6 +51,14 @@ const evaluate = (s: Scenario, overrides: Partial<Scenario> = {}): Decision => {
 const keyOf = (c: { namespace?: string | undefined; name: string }) => `${c.namespace}/${c.name}`;
 const autoscale = (s: Scenario) => s.spec.scaling?.autoscaleForCapacity;
 
+/** Clusters added as warm standbys in this evaluation: a P1 and a P2 of the same cluster. */
+const standbyAdditions = (d: Decision): Set<string> =>
+  new Set(
+    d.transitions
+      .filter((t) => t.id === 'P2' && d.transitions.some((p) => p.id === 'P1' && p.cluster === t.cluster))
+      .map((t) => t.cluster),
+  );
+
 describe('properties of the engine', () => {
   it('the arbitraries of @mco/core/testing only make values the schemas accept', () => {
     fc.assert(
@@ -115,23 +123,28 @@ describe('properties of the engine', () => {
         const config = autoscale(s);
         fc.pre(config !== undefined);
         const d = evaluate(s);
-        if (!d.transitions.some((t) => t.id === 'P2')) return;
+        // A warm standby (rule W1) is added (P1) and held (P2) in one evaluation: it takes nothing from headroom.
+        const standby = standbyAdditions(d);
+        const scaleIns = d.transitions.filter((t) => t.id === 'P2' && !standby.has(t.cluster));
+        if (scaleIns.length === 0) return;
         const headroom = d.status.clusters!.filter((c) => c.state === 'ACTIVE' && c.atCapacityCeiling !== true).length;
         expect(headroom).toBeGreaterThanOrEqual(config!.minClustersBelowCapacityCeiling);
-        expect(d.transitions.filter((t) => t.id === 'P2')).toHaveLength(1);
-        expect(d.transitions.some((t) => t.id === 'P1' || t.id === 'P3')).toBe(false);
+        expect(scaleIns).toHaveLength(1);
+        expect(d.transitions.some((t) => t.id === 'P3' || (t.id === 'P1' && !standby.has(t.cluster)))).toBe(false);
       }),
       RUNS,
     );
   });
 
-  it('with no signals at all nothing is scaled in or drained away, and clusters are added only up to min', () => {
+  it('with no signals at all nothing is scaled in or drained away, and clusters are added only up to min (and warm standbys)', () => {
     fc.assert(
       fc.property(arbScenario, (s) => {
         const d = evaluate(s, { signals: [] });
-        expect(d.transitions.filter((t) => t.id === 'P2' || t.id === 'R1')).toEqual([]);
+        const standby = standbyAdditions(d);
+        expect(d.transitions.filter((t) => (t.id === 'P2' && !standby.has(t.cluster)) || t.id === 'R1')).toEqual([]);
         const config = autoscale(s);
-        if (config && d.transitions.some((t) => t.id === 'P1' || t.id === 'P3')) {
+        if (config) expect(standby.size).toBeLessThanOrEqual(config.warmStandbyClusters ?? 0);
+        if (config && d.transitions.some((t) => t.id === 'P3' || (t.id === 'P1' && !standby.has(t.cluster)))) {
           const active = d.status.clusters!.filter((c) => c.state === 'ACTIVE').length;
           expect(active).toBeLessThanOrEqual(config.minClustersBelowCapacityCeiling);
         }

@@ -209,7 +209,13 @@ describe('taint effects in the engine', () => {
         atCapacityCeiling: false,
         reason: 'Tainted',
         message: 'no longer eligible: the taint maintenance=kernel:NoSelect is not tolerated',
-        draining: { desiredMaxReplicas: 8, lastReplicaCountDecrease: at(600), currentReplicaCount: 8 },
+        // The new cluster has no signal yet: its ready replicas, the drain's baseline, are unknown (rule D1).
+        draining: {
+          desiredMaxReplicas: 8,
+          lastReplicaCountDecrease: at(600),
+          currentReplicaCount: 8,
+          initialDesiredMaxReplicas: 8,
+        },
       }),
     ]);
   });

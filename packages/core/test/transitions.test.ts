@@ -721,6 +721,9 @@ describe('draining (useDraining)', () => {
       desiredMaxReplicas: 8,
       lastReplicaCountDecrease: at(NOW),
       currentReplicaCount: 8,
+      // Make-before-break (rule D1): the start and the receivers' ready replicas, which later steps wait on.
+      initialDesiredMaxReplicas: 8,
+      receiversReadyReplicas: 5,
     });
     expect(d.requeueAfterSeconds).toBe(60);
   });

@@ -26,6 +26,23 @@ export interface ObserveEachClusterOptions {
   readonly outOfTime?: Set<string>;
   /** Shutdown, or the caller's overall deadline when it fires with a `TimeoutError` (see isDeadline). */
   readonly abort?: AbortSignal;
+  /**
+   * For sources that reach each member cluster directly: polls in a row that
+   * ended in a transport error (nothing read, code Unavailable or Timeout), per
+   * cluster, owned by the source across calls and kept up to date here. Such a
+   * cluster gets a signal with `transportError` (2 polls in a row: unreachable,
+   * docs/placement-rules-31.md rule O1). Leave it out for sources that read a
+   * central store (Prometheus): its failures say nothing about a member.
+   */
+  readonly transportErrors?: Map<string, number>;
+  /** The clock of `transportError` signals (default: the system clock). */
+  readonly now?: () => Date;
+}
+
+/** An observation that read nothing because the cluster could not be reached (refused, timeout, TLS, 5xx). */
+function transportFailure(result: ClusterObservation): McoErrorCode | undefined {
+  if (result.signal) return undefined;
+  return result.errors.find((e) => e.code === 'Unavailable' || e.code === 'Timeout')?.code;
 }
 
 /**
@@ -93,11 +110,26 @@ export async function observeEachCluster(
   if (options.abort?.aborted && !isDeadline(options.abort)) throw options.abort.reason;
   const signals: Signal[] = [];
   const errors: SignalError[] = [];
+  const counts = options.transportErrors;
+  const observedAt = (options.now ?? (() => new Date()))().toISOString();
   request.clusters.forEach((cluster, i) => {
     const result = results[i] ?? NOT_OBSERVED_IN_TIME;
     if (!results[i])
       options.metrics.record(options.source, cluster.key, 'failed', (performance.now() - begun) / 1000, ['Timeout']);
     if (result.signal) signals.push({ ...result.signal, cluster: cluster.key });
+    // The overall deadline cutting a cluster off says nothing about that cluster: its count stays.
+    if (counts && results[i]) {
+      const failure = transportFailure(result);
+      if (failure) {
+        const consecutivePolls = (counts.get(cluster.key) ?? 0) + 1;
+        counts.set(cluster.key, consecutivePolls);
+        signals.push({
+          cluster: cluster.key,
+          observedAt,
+          transportError: { reason: failure === 'Timeout' ? 'timeout' : 'unavailable', consecutivePolls },
+        });
+      } else counts.delete(cluster.key);
+    }
     for (const e of result.errors) errors.push({ cluster: cluster.key, code: e.code, message: e.message });
   });
   return { signals, errors };

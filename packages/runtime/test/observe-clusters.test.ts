@@ -141,6 +141,52 @@ describe('observeEachCluster', () => {
     });
   });
 
+  it('counts polls in a row that end in a transport error, per cluster, and reports them as transportError', async () => {
+    const transportErrors = new Map<string, number>();
+    const down = new Set(['fleet/gone', 'fleet/flaky']);
+    const poll = () =>
+      observeEachCluster(
+        request(['up', 'gone', 'flaky', 'denied']),
+        {
+          source: 'test',
+          concurrency: 4,
+          timeoutMs: 1000,
+          metrics: signalMetrics(new Registry()),
+          transportErrors,
+          now: () => new Date(observedAt),
+        },
+        async ({ key }) => {
+          if (down.has(key)) throw new McoError('Unavailable', 'connect ECONNREFUSED', true);
+          if (key === 'fleet/denied') throw new McoError('Unauthorized', 'forbidden', false);
+          return { signal: { cluster: key, observedAt, pendingPods: 0 }, errors: [] };
+        },
+      );
+    const transport = (o: Awaited<ReturnType<typeof poll>>) => o.signals.filter((g) => g.transportError);
+    const at = new Date(observedAt).toISOString();
+    expect(transport(await poll())).toEqual([
+      { cluster: 'fleet/gone', observedAt: at, transportError: { reason: 'unavailable', consecutivePolls: 1 } },
+      { cluster: 'fleet/flaky', observedAt: at, transportError: { reason: 'unavailable', consecutivePolls: 1 } },
+    ]);
+    down.delete('fleet/flaky'); // answers again: its count starts over
+    const second = await poll();
+    expect(transport(second)).toEqual([
+      { cluster: 'fleet/gone', observedAt: at, transportError: { reason: 'unavailable', consecutivePolls: 2 } },
+    ]);
+    expect(second.errors.map((e) => e.cluster)).toEqual(['fleet/gone', 'fleet/denied']); // errors are still reported
+    expect([...transportErrors]).toEqual([['fleet/gone', 2]]); // a 403 is no transport error
+  });
+
+  it('reports no transportError without a counter (a source reading a central store)', async () => {
+    const result = await observeEachCluster(
+      request(['gone']),
+      { source: 'test', concurrency: 1, timeoutMs: 1000, metrics: signalMetrics(new Registry()) },
+      async () => {
+        throw new McoError('Timeout', 'i/o timeout', true);
+      },
+    );
+    expect(result.signals).toEqual([]);
+  });
+
   it('rejects when the caller aborts', async () => {
     const abort = new AbortController();
     const pending = observeEachCluster(

@@ -24,7 +24,7 @@ export interface LabelSelector {
 
 export interface Deployment {
   spec?: { selector?: LabelSelector };
-  status?: { conditions?: Condition[] };
+  status?: { readyReplicas?: number; conditions?: Condition[] };
 }
 
 export interface Pod {

@@ -42,6 +42,8 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
   const metrics = signalMetrics(options.metrics);
   // Members that ran out of time lately are asked last (observeEachCluster).
   const outOfTime = new Set<string>();
+  // Polls in a row each member could not be reached: 2 make it unreachable for the engine.
+  const transportErrors = new Map<string, number>();
 
   return {
     async observe(request, abort) {
@@ -51,6 +53,8 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
           source: SOURCE_NAME,
           concurrency: config.concurrency,
           outOfTime,
+          transportErrors,
+          now,
           timeoutMs: config.timeoutSeconds * 1000,
           metrics,
           ...(abort ? { abort } : {}),
@@ -137,6 +141,8 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
         (e) => names.has(e.involvedObject.name) && reportedBy(e, config.eventReporter) && eventTime(e) >= since,
       );
     }
+    // A Deployment omits readyReplicas when none is ready.
+    if (deployment) result.readyReplicas = deployment.status?.readyReplicas ?? 0;
     const healthy = deployment ? deploymentHealth(deployment, observedAt, config.unavailableAfterSeconds) : undefined;
     if (healthy !== undefined) result.workloadHealthy = healthy;
     return { signal: result, errors: problems };

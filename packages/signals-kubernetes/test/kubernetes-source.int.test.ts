@@ -268,6 +268,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
           },
           pendingPods: 2,
           failedScaleUp: true,
+          readyReplicas: 5,
           workloadHealthy: true,
         },
         {
@@ -276,6 +277,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
           hpa: { currentReplicas: 3, desiredReplicas: 4, minReplicas: 1, maxReplicas: 10 },
           pendingPods: 1,
           failedScaleUp: true,
+          readyReplicas: 3,
           workloadHealthy: true,
         },
       ],
@@ -299,6 +301,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
           },
           pendingPods: 1,
           failedScaleUp: false,
+          readyReplicas: 2,
           workloadHealthy: false,
         },
       ],
@@ -326,7 +329,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     for (const sent of hostileSent) expect(sent).toBeLessThan(32 * 1024 * 1024);
   });
 
-  it('leaves only the slow and the unreachable members without a signal, and counts them', async () => {
+  it('leaves the slow and the unreachable members without a full signal (a transport error instead), and counts them', async () => {
     const registry = new Registry();
     const started = Date.now();
     const result = await source(registry, 2).observe(
@@ -343,13 +346,18 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
       eastPending: result.signals[0]?.pendingPods,
       errors: result.errors.map((e) => ({ cluster: e.cluster, code: e.code })),
     }).toEqual({
-      clusters: ['fleet/east'],
+      // The two that could not be reached carry a transport error (one poll: not yet unreachable).
+      clusters: ['fleet/east', 'fleet/slow', 'fleet/down'],
       eastPending: 2,
       errors: [
         { cluster: 'fleet/slow', code: 'Timeout' },
         { cluster: 'fleet/down', code: 'Unavailable' },
       ],
     });
+    expect(result.signals.slice(1).map((s) => s.transportError)).toEqual([
+      { reason: 'timeout', consecutivePolls: 1 },
+      { reason: 'unavailable', consecutivePolls: 1 },
+    ]);
     expect(result.errors[0]!.message).toBe('no complete answer within 2 s; signal left missing');
     expect(result.errors[1]!.message).toMatch(
       /^HorizontalPodAutoscaler shop\/web: .*ECONNREFUSED.* \(and 2 more reads failed\)$/,
@@ -365,7 +373,16 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
   it('reports a missing HPA as a partial signal, never as a guess', async () => {
     const result = await source().observe(request([east()], 'shop', 'no-such-hpa'));
     expect(withoutTimes(result)).toEqual({
-      signals: [{ cluster: 'fleet/east', observedAt: 'T', pendingPods: 2, failedScaleUp: true, workloadHealthy: true }],
+      signals: [
+        {
+          cluster: 'fleet/east',
+          observedAt: 'T',
+          pendingPods: 2,
+          failedScaleUp: true,
+          readyReplicas: 5,
+          workloadHealthy: true,
+        },
+      ],
       errors: [
         {
           cluster: 'fleet/east',
@@ -430,6 +447,8 @@ async function writeWorkload(kc: KubeConfig, w: WorkloadFixture): Promise<void> 
       namespace,
       body: {
         status: {
+          replicas: w.hpa.current,
+          readyReplicas: w.hpa.current,
           conditions: [
             {
               type: 'Available',

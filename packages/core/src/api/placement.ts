@@ -186,7 +186,22 @@ export const BehaviorSchema = z
             'Move the workload back to higher-priority clusters once they have room again (default false; needs useDraining).',
           ),
         stabilizationWindowSeconds: seconds(
-          'How long every higher-priority ACTIVE cluster must be below its capacity ceiling before fail-back (default 600).',
+          'How long every higher-priority ACTIVE cluster must have had room before fail-back, before any backoff (default 600).',
+        ),
+        maxStabilizationWindowSeconds: seconds(
+          'Cap of the backoff: each fail-back cycle multiplies the window by 4, up to this (default 14400).',
+        ),
+        backoffDecaySeconds: z
+          .number()
+          .int()
+          .min(1)
+          .max(31_536_000)
+          .optional()
+          .describe(
+            'Quiet period after which the backoff drops one level, once per period without a cycle (default 28800).',
+          ),
+        lingerSeconds: seconds(
+          'How long a cluster drained by fail-back stays warm at warmStandbyReplicas, while the preferred clusters are calm, before it is removed (default 3600).',
         ),
       })
       .optional()
@@ -228,6 +243,21 @@ export const AutoscaleForCapacitySchema = z.object({
     .optional()
     .describe('Publish draining.desiredMaxReplicas for SCALING_IN and EVICTING clusters.'),
   behavior: BehaviorSchema.optional(),
+  warmStandbyClusters: z
+    .number()
+    .int()
+    .min(0)
+    .max(64)
+    .optional()
+    .describe(
+      'mco extension: clusters kept warm at warmStandbyReplicas, listed SCALING_IN with reason WarmStandby, ready to take load (default 0; needs useDraining).',
+    ),
+  warmStandbyReplicas: z
+    .number()
+    .int()
+    .min(1)
+    .optional()
+    .describe("mco extension: the size of a warm standby or lingering cluster (default: the HPA's minReplicas)."),
   signalSource: z
     .string()
     .max(253)
@@ -279,6 +309,23 @@ export const DrainingSchema = z.object({
   desiredMaxReplicas: z.number().int().describe('The HPA maxReplicas a drainer should apply.'),
   lastReplicaCountDecrease: TimestampSchema,
   currentReplicaCount: z.number().int().optional().describe('Observed replicas (informational).'),
+  initialDesiredMaxReplicas: z
+    .number()
+    .int()
+    .optional()
+    .describe('mco extension: desiredMaxReplicas when the drain began (make-before-break).'),
+  receiversReadyReplicas: z
+    .number()
+    .int()
+    .optional()
+    .describe(
+      "mco extension: the receiving (ACTIVE) clusters' ready replicas when the drain began; a step waits until they have grown by the drop so far.",
+    ),
+  pausedReason: z
+    .string()
+    .max(128)
+    .optional()
+    .describe('mco extension: why the drain does not step now (ReceiversNotReady, ReadyReplicasUnknown).'),
 });
 export type Draining = z.infer<typeof DrainingSchema>;
 
@@ -294,14 +341,38 @@ export const PlacementClusterSchema = z.object({
   scaleInCandidateSince: TimestampSchema.optional().describe(
     'Since when this ACTIVE cluster has continuously wanted scale-in.',
   ),
+  lingerSince: TimestampSchema.optional().describe(
+    'With behavior.failBack: since when this cluster, drained by fail-back, has lingered warm while the preferred clusters were calm.',
+  ),
   belowCeilingSince: TimestampSchema.optional().describe(
     'With behavior.failBack: since when this ACTIVE cluster has continuously had a fresh signal below its capacity ceiling.',
   ),
 });
 export type PlacementCluster = z.infer<typeof PlacementClusterSchema>;
 
+export const FailBackStatusSchema = z
+  .object({
+    backoffLevel: z
+      .number()
+      .int()
+      .min(0)
+      .optional()
+      .describe(
+        'Fail-back cycles counted, less the decay: the window is stabilizationWindowSeconds × 2^level, capped.',
+      ),
+    lastCycleTime: TimestampSchema.optional().describe('When the last fail-back cycle was counted.'),
+    lastFailBackCluster: z.string().max(512).optional().describe('The cluster (namespace/name) of the last fail-back.'),
+    lastFailBackTime: TimestampSchema.optional().describe('When the last fail-back happened.'),
+    roomSince: TimestampSchema.optional().describe(
+      'Since when the preferred clusters have continuously had room for the replicas fail-back would move.',
+    ),
+  })
+  .describe('mco extension: the fail-back backoff, kept in status so a restart loses nothing.');
+export type FailBackStatus = z.infer<typeof FailBackStatusSchema>;
+
 export const PlacementStatusSchema = z.object({
   clusters: z.array(PlacementClusterSchema).optional(),
+  failBack: FailBackStatusSchema.optional(),
   lastAdditionTime: TimestampSchema.optional(),
   lastClusterRemovalTime: TimestampSchema.optional(),
   observedGeneration: z.number().int().min(0).optional(),

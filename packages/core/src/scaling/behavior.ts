@@ -14,6 +14,12 @@ export interface ResolvedBehavior {
   readonly profileLossGraceSeconds: number;
   readonly failBackEnabled: boolean;
   readonly failBackStabilizationSeconds: number;
+  /** The cap of the fail-back backoff (the backed-off window never exceeds it). */
+  readonly failBackMaxStabilizationSeconds: number;
+  /** A quiet period without a fail-back cycle lowers the backoff level by one. */
+  readonly failBackBackoffDecaySeconds: number;
+  /** How long a cluster drained by fail-back stays warm before it drains on to removal. */
+  readonly failBackLingerSeconds: number;
 }
 
 export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
@@ -28,6 +34,9 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   profileLossGraceSeconds: 300,
   failBackEnabled: false,
   failBackStabilizationSeconds: 600,
+  failBackMaxStabilizationSeconds: 14_400,
+  failBackBackoffDecaySeconds: 28_800,
+  failBackLingerSeconds: 3600,
 });
 
 export function resolveBehavior(
@@ -47,5 +56,9 @@ export function resolveBehavior(
     profileLossGraceSeconds: scalingBehavior?.profileLossGraceSeconds ?? d.profileLossGraceSeconds,
     failBackEnabled: behavior?.failBack?.enabled ?? d.failBackEnabled,
     failBackStabilizationSeconds: behavior?.failBack?.stabilizationWindowSeconds ?? d.failBackStabilizationSeconds,
+    failBackMaxStabilizationSeconds:
+      behavior?.failBack?.maxStabilizationWindowSeconds ?? d.failBackMaxStabilizationSeconds,
+    failBackBackoffDecaySeconds: behavior?.failBack?.backoffDecaySeconds ?? d.failBackBackoffDecaySeconds,
+    failBackLingerSeconds: behavior?.failBack?.lingerSeconds ?? d.failBackLingerSeconds,
   };
 }

@@ -2,17 +2,56 @@ import type { Draining } from '../api/placement.js';
 import { formatTime, parseTime, SECOND } from '../time.js';
 import type { SignalAssessment } from './signals.js';
 
+/*
+ * Make-before-break draining (docs/placement-rules-31.md, rule D1). A drain
+ * steps `desiredMaxReplicas` down at most once per interval, by at most
+ * `stepPercent`, and only once the receiving (ACTIVE) clusters have absorbed
+ * the drop so far: either their ready replicas have grown by at least the
+ * drop since the drain began, or they are settled (every one reports ready
+ * replicas at least its HPA's desiredReplicas, and no pending pods: their
+ * autoscalers ask for nothing that is not running). Unknown ready replicas
+ * mean no step. Growth alone cannot be the only test: the load of a step
+ * moves only once the step is taken, and receivers below their HPA's
+ * tolerance never grow, so such a drain would wait for the eviction timeout
+ * and then drop everything at once.
+ */
+
+/** The receiving clusters as a drain sees them. */
+export interface Receivers {
+  /** Their ready replicas, summed. */
+  readonly ready: number;
+  /** Why they are not settled (a cluster still scaling up), or undefined when they are. */
+  readonly short: string | undefined;
+}
+
 /**
  * Draining on entering SCALING_IN or EVICTING: start from the observed
- * replicas (or the HPA maximum when unknown). Undefined while neither is known.
+ * replicas (or the HPA maximum when unknown), remembering the start and the
+ * receivers' ready replicas. Undefined while neither is known.
  */
-export function startDraining(signal: SignalAssessment, nowMs: number): Draining | undefined {
+export function startDraining(
+  signal: SignalAssessment,
+  nowMs: number,
+  receivers: Receivers | undefined,
+): Draining | undefined {
   const start = signal.currentReplicas ?? signal.maxReplicas;
   if (start === undefined) return undefined;
+  return startDrainingAt(Math.max(1, start), nowMs, signal.currentReplicas, receivers);
+}
+
+/** A drain that begins now at `desired`. */
+export function startDrainingAt(
+  desired: number,
+  nowMs: number,
+  currentReplicas: number | undefined,
+  receivers: Receivers | undefined,
+): Draining {
   return {
-    desiredMaxReplicas: Math.max(1, start),
+    desiredMaxReplicas: desired,
     lastReplicaCountDecrease: formatTime(nowMs),
-    ...(signal.currentReplicas !== undefined ? { currentReplicaCount: signal.currentReplicas } : {}),
+    ...(currentReplicas !== undefined ? { currentReplicaCount: currentReplicas } : {}),
+    initialDesiredMaxReplicas: desired,
+    ...(receivers !== undefined ? { receiversReadyReplicas: receivers.ready } : {}),
   };
 }
 
@@ -21,38 +60,84 @@ export function drainStepSize(desiredMaxReplicas: number, stepPercent: number): 
   return Math.max(1, Math.ceil((desiredMaxReplicas * stepPercent) / 100));
 }
 
+export interface DrainStepOptions {
+  readonly stepIntervalSeconds: number;
+  readonly stepPercent: number;
+  /** The lowest desiredMaxReplicas (1, or the size of a warm cluster). */
+  readonly floor: number;
+  /** The receiving clusters now; undefined when the ready replicas of any of them are unknown. */
+  readonly receivers: Receivers | undefined;
+}
+
+export type DrainPause = 'ReadyReplicasUnknown' | 'ReceiversNotReady';
+
+export interface DrainStep {
+  readonly draining: Draining;
+  /** Why a due step was not taken, with the figures. */
+  readonly paused?: { readonly reason: DrainPause; readonly message: string };
+}
+
 /**
  * One step per evaluation, no catch-up: when the interval has passed since the
- * last decrease, lower `desiredMaxReplicas` once, never below 1.
+ * last decrease and the receivers have absorbed the drop so far, lower
+ * `desiredMaxReplicas` once, never below the floor.
  */
 export function stepDraining(
   draining: Draining,
   signal: SignalAssessment,
   nowMs: number,
-  stepIntervalSeconds: number,
-  stepPercent: number,
-): Draining {
+  o: DrainStepOptions,
+): DrainStep {
   const observed = signal.currentReplicas ?? draining.currentReplicaCount;
+  // A drain from before these fields (or whose receivers were unknown) counts from the first known figures.
+  const restart = draining.receiversReadyReplicas === undefined;
+  const initial = restart
+    ? draining.desiredMaxReplicas
+    : (draining.initialDesiredMaxReplicas ?? draining.desiredMaxReplicas);
+  const baseline = draining.receiversReadyReplicas ?? o.receivers?.ready;
   const base: Draining = {
     desiredMaxReplicas: draining.desiredMaxReplicas,
     lastReplicaCountDecrease: draining.lastReplicaCountDecrease,
     ...(observed !== undefined ? { currentReplicaCount: observed } : {}),
+    initialDesiredMaxReplicas: initial,
+    ...(baseline !== undefined ? { receiversReadyReplicas: baseline } : {}),
   };
   const last = parseTime(draining.lastReplicaCountDecrease) ?? -Infinity;
-  if (draining.desiredMaxReplicas <= 1 || nowMs - last < stepIntervalSeconds * SECOND) return base;
+  if (draining.desiredMaxReplicas <= o.floor || nowMs - last < o.stepIntervalSeconds * SECOND)
+    return { draining: base };
+  const paused = drainPause(initial - draining.desiredMaxReplicas, baseline, o.receivers);
+  if (paused) return { draining: { ...base, pausedReason: paused.reason }, paused };
   return {
-    ...base,
-    desiredMaxReplicas: Math.max(
-      1,
-      draining.desiredMaxReplicas - drainStepSize(draining.desiredMaxReplicas, stepPercent),
-    ),
-    lastReplicaCountDecrease: formatTime(nowMs),
+    draining: {
+      ...base,
+      desiredMaxReplicas: Math.max(
+        o.floor,
+        draining.desiredMaxReplicas - drainStepSize(draining.desiredMaxReplicas, o.stepPercent),
+      ),
+      lastReplicaCountDecrease: formatTime(nowMs),
+    },
+  };
+}
+
+/** Why a due step waits (rule D1), or undefined when the receivers have absorbed the drop so far. */
+export function drainPause(
+  drop: number,
+  baseline: number | undefined,
+  receivers: Receivers | undefined,
+): DrainStep['paused'] {
+  if (receivers === undefined || baseline === undefined)
+    return { reason: 'ReadyReplicasUnknown', message: "a receiving cluster's ready replicas are unknown" };
+  const growth = receivers.ready - baseline;
+  if (drop <= growth || receivers.short === undefined) return undefined;
+  return {
+    reason: 'ReceiversNotReady',
+    message: `the drop so far (${drop}) exceeds the receivers' ready-replica growth (${growth}: ${baseline} → ${receivers.ready}), and ${receivers.short}`,
   };
 }
 
 /** When the next drain step is due (ms), or undefined when none is. */
-export function nextDrainStepAt(draining: Draining, stepIntervalSeconds: number): number | undefined {
-  if (draining.desiredMaxReplicas <= 1) return undefined;
+export function nextDrainStepAt(draining: Draining, stepIntervalSeconds: number, floor = 1): number | undefined {
+  if (draining.desiredMaxReplicas <= floor) return undefined;
   const last = parseTime(draining.lastReplicaCountDecrease);
   return last === undefined ? undefined : last + stepIntervalSeconds * SECOND;
 }

@@ -1,15 +1,17 @@
-import type { ClusterState, PlacementSpec } from '../api/placement.js';
+import type { ClusterState, FailBackStatus, PlacementSpec } from '../api/placement.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
-import { parseTime, SECOND } from '../time.js';
+import { formatTime, parseTime, SECOND } from '../time.js';
 import type { SignalAssessment } from './signals.js';
 
 /*
- * Fail-back to preferred clusters (docs/placement-rules.md §10.3). After a
- * stockout the workload would otherwise stay on the lower-priority cluster
- * until load falls; with `behavior.failBack` the preferred clusters take it
- * back once they have had room for a whole window. The move is an ordinary
- * P2 (SCALING_IN, drained step by step), so if the preferred clusters hit
- * their ceiling again, scale-out reactivates the cluster (P3) as usual.
+ * Fail-back to preferred clusters (docs/placement-rules.md §10.3, made safe by
+ * docs/placement-rules-31.md rules F1-F3). After a stockout the workload would
+ * otherwise stay on the lower-priority cluster until load falls; with
+ * `behavior.failBack` the preferred clusters take it back once they have had
+ * room for a whole window, and room for the replicas being moved. The move is
+ * an ordinary P2 (SCALING_IN, drained step by step), so if the preferred
+ * clusters hit their ceiling again, scale-out reactivates the cluster (P3) as
+ * usual: that is a cycle, and each cycle multiplies the next window by 4 (backoff).
  */
 
 /** Fail-back drains the fallback cluster step by step: without draining it would drop all its load at once. */
@@ -23,7 +25,91 @@ export function checkFailBack(spec: PlacementSpec): Result<null, SpecError> {
         'fail-back needs useDraining: true, so that the cluster it moves away from is drained step by step instead of dropping its load at once',
     });
   }
+  if ((autoscale?.warmStandbyClusters ?? 0) > 0 && autoscale?.useDraining !== true) {
+    return err({
+      reason: 'InvalidBehavior',
+      field: 'spec.scaling.autoscaleForCapacity.warmStandbyClusters',
+      message:
+        'a warm standby needs useDraining: true: it is a SCALING_IN cluster held at draining.desiredMaxReplicas = its size',
+    });
+  }
   return ok(null);
+}
+
+/** The backoff settings of fail-back, defaults applied. */
+export interface BackoffSettings {
+  readonly stabilizationSeconds: number;
+  readonly maxStabilizationSeconds: number;
+  readonly decaySeconds: number;
+}
+
+/** Each fail-back cycle multiplies the window by this. */
+export const BACKOFF_FACTOR = 4;
+
+/** The level past which multiplying the window no longer changes it (the cap is reached). */
+export function maxBackoffLevel(b: BackoffSettings): number {
+  if (b.stabilizationSeconds <= 0 || b.maxStabilizationSeconds <= b.stabilizationSeconds) return 0;
+  return Math.min(
+    30,
+    Math.ceil(Math.log(b.maxStabilizationSeconds / b.stabilizationSeconds) / Math.log(BACKOFF_FACTOR) - 1e-9),
+  );
+}
+
+/**
+ * The backoff level now: the recorded level, less one for each whole quiet
+ * period (`decaySeconds`) since the last cycle. Constant within a period, so
+ * the wait never shortens before a quiet period has passed.
+ */
+export function backoffLevelAt(status: FailBackStatus | undefined, nowMs: number, b: BackoffSettings): number {
+  const level = Math.min(status?.backoffLevel ?? 0, maxBackoffLevel(b));
+  const last = parseTime(status?.lastCycleTime);
+  if (level === 0 || last === undefined) return level;
+  const quiet = Math.floor(Math.max(0, nowMs - last) / (b.decaySeconds * SECOND));
+  return Math.max(0, level - quiet);
+}
+
+/** The fail-back window at a backoff level: the base × 4 per level, capped. */
+export function failBackWindowSeconds(level: number, b: BackoffSettings): number {
+  const cap = Math.max(b.stabilizationSeconds, b.maxStabilizationSeconds);
+  return Math.min(cap, b.stabilizationSeconds * BACKOFF_FACTOR ** level);
+}
+
+/**
+ * Records a P1 or P3 of `cluster`: when it is the cluster of the last
+ * fail-back, that is a cycle, and the level rises by one (from its decayed
+ * value; bounded). Returns the status unchanged otherwise.
+ */
+export function recordCycle(
+  status: FailBackStatus | undefined,
+  cluster: string,
+  nowMs: number,
+  b: BackoffSettings,
+): FailBackStatus | undefined {
+  if (status?.lastFailBackCluster !== cluster) return status;
+  const { lastFailBackCluster: _, ...rest } = status;
+  return {
+    ...rest,
+    backoffLevel: Math.min(maxBackoffLevel(b), backoffLevelAt(status, nowMs, b) + 1),
+    lastCycleTime: formatTime(nowMs),
+  };
+}
+
+/**
+ * Records a fail-back P2 of `cluster`. The level stays as recorded (capped):
+ * it decays on reading, from the last cycle's time.
+ */
+export function recordFailBack(
+  status: FailBackStatus | undefined,
+  cluster: string,
+  nowMs: number,
+  b: BackoffSettings,
+): FailBackStatus {
+  return {
+    ...status,
+    backoffLevel: Math.min(status?.backoffLevel ?? 0, maxBackoffLevel(b)),
+    lastFailBackCluster: cluster,
+    lastFailBackTime: formatTime(nowMs),
+  };
 }
 
 /**
@@ -37,7 +123,54 @@ export function nextBelowCeilingSince(
   previous: string | undefined,
   now: string,
 ): string | undefined {
-  return state === 'ACTIVE' && signal.fresh && !signal.atCapacityCeiling ? (previous ?? now) : undefined;
+  // Pending pods or a FailedScaleUp (below the ceiling or not) restart the window: the room rule
+  // asks for none of them within it.
+  const room =
+    state === 'ACTIVE' &&
+    signal.fresh &&
+    !signal.atCapacityCeiling &&
+    !(signal.pendingPods !== undefined && signal.pendingPods > 0) &&
+    signal.failedScaleUp !== true;
+  return room ? (previous ?? now) : undefined;
+}
+
+/**
+ * The room rule: the higher-priority ACTIVE clusters can take `moving`
+ * replicas. Each needs a fresh signal with HPA maxReplicas and
+ * currentReplicas, no pending pods and no FailedScaleUp (a missing field is
+ * no room); their summed `maxReplicas − currentReplicas` must be at least
+ * `moving`. Returns why not, or undefined when there is room.
+ */
+export function noRoomBecause(higher: readonly FailBackCluster[], moving: number | undefined): string | undefined {
+  if (moving === undefined) return 'the replicas to move are unknown (no currentReplicas in its signal)';
+  let room = 0;
+  for (const c of higher) {
+    const s = c.signal;
+    if (s.maxReplicas === undefined || s.currentReplicas === undefined)
+      return `${c.key} reports no HPA maxReplicas/currentReplicas`;
+    if (s.pendingPods === undefined) return `${c.key} reports no pending-pod count`;
+    if (s.pendingPods > 0) return `${c.key} has ${s.pendingPods} pending pod(s)`;
+    if (s.failedScaleUp === undefined) return `${c.key} reports no FailedScaleUp status`;
+    if (s.failedScaleUp) return `${c.key} saw a FailedScaleUp`;
+    room += Math.max(0, s.maxReplicas - s.currentReplicas);
+  }
+  return room >= moving ? undefined : `the preferred clusters have room for ${room} replica(s), ${moving} would move`;
+}
+
+/**
+ * Since when the room rule has held continuously for the lowest-priority
+ * ACTIVE cluster of `clusters` (priority order); undefined when it does not
+ * hold now. Kept in status, so a restart loses nothing.
+ */
+export function nextRoomSince(
+  clusters: readonly FailBackCluster[],
+  previous: string | undefined,
+  now: string,
+): string | undefined {
+  const active = clusters.filter((c) => c.state === 'ACTIVE');
+  const l = active.at(-1);
+  if (!l || active.length < 2 || noRoomBecause(active.slice(0, -1), l.signal.currentReplicas)) return undefined;
+  return previous ?? now;
 }
 
 /** A listed cluster as fail-back sees it. */
@@ -59,15 +192,20 @@ export interface FailBackInput {
   readonly min: number;
   /** ACTIVE clusters below their ceiling. */
   readonly headroom: number;
+  /** The window now, backoff included. */
   readonly stabilizationSeconds: number;
   readonly cooldownSeconds: number;
   readonly lastAdditionTime: string | undefined;
+  /** Since when the room rule has held continuously (`nextRoomSince`, kept in status.failBack). */
+  readonly roomSince: string | undefined;
 }
 
 export type FailBackVerdict =
   | { readonly kind: 'move'; readonly cluster: string; readonly message: string }
   /** Everything holds but a window or the cooldown: the moment it could happen (ms). */
   | { readonly kind: 'wait'; readonly untilMs: number }
+  /** Everything else holds, but the preferred clusters have no room for the replicas being moved. */
+  | { readonly kind: 'noRoom'; readonly cluster: string; readonly why: string }
   | { readonly kind: 'none' };
 
 const NONE: FailBackVerdict = { kind: 'none' };
@@ -78,10 +216,11 @@ const NONE: FailBackVerdict = { kind: 'none' };
  * - L exists and some eligible cluster of higher priority is ACTIVE;
  * - every ACTIVE cluster has a fresh signal (fail static, as for scale-in);
  * - headroom without L stays >= min;
+ * - the room rule (`noRoomBecause`) holds now, and has held for the whole window;
  * - every ACTIVE cluster of higher priority than L has been below its ceiling
  *   for the whole window (a missing time means it is not);
  * - the scale-in cooldown has passed since the last addition and the last P3.
- * The last two are timers: when only they are missing, the verdict says when.
+ * The window and the cooldown are timers: when only they are missing, the verdict says when.
  */
 export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   const active = input.clusters.filter((c) => c.state === 'ACTIVE');
@@ -91,8 +230,11 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   if (active.some((c) => !c.signal.fresh)) return NONE;
   const without = input.headroom - (l.signal.atCapacityCeiling ? 0 : 1);
   if (without < input.min) return NONE;
+  const noRoom = noRoomBecause(higher, l.signal.currentReplicas);
+  if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
-  let dueMs = -Infinity;
+  let dueMs = parseTime(input.roomSince) ?? input.nowMs;
+  dueMs += input.stabilizationSeconds * SECOND;
   for (const c of higher) {
     const since = parseTime(c.belowCeilingSince);
     if (since === undefined) return NONE;

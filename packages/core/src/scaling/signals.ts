@@ -13,9 +13,26 @@ export interface SignalAssessment {
   readonly workloadHealthy: boolean;
   readonly currentReplicas: number | undefined;
   readonly maxReplicas: number | undefined;
-  /** When the signal turns stale (ms), for fresh signals. */
+  readonly minReplicas: number | undefined;
+  readonly desiredReplicas: number | undefined;
+  /** The workload's ready replicas (Deployment status.readyReplicas). */
+  readonly readyReplicas: number | undefined;
+  readonly pendingPods: number | undefined;
+  readonly failedScaleUp: boolean | undefined;
+  /**
+   * The source could not reach the cluster on 2 or more consecutive polls
+   * (refused, timeout, TLS): it leaves the headroom count. A single failed
+   * poll is only missing data.
+   */
+  readonly unreachable: boolean;
+  /** The transport error a not-fresh signal carries, for explanations. */
+  readonly transportError: { readonly reason: string; readonly consecutivePolls: number } | undefined;
+  /** When the signal turns stale (ms), for fresh signals and transport errors. */
   readonly staleAt: number | undefined;
 }
+
+/** Polls in a row that must fail in transport before a cluster counts as unreachable. */
+export const UNREACHABLE_AFTER_POLLS = 2;
 
 export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
   fresh: false,
@@ -25,6 +42,13 @@ export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
   workloadHealthy: false,
   currentReplicas: undefined,
   maxReplicas: undefined,
+  minReplicas: undefined,
+  desiredReplicas: undefined,
+  readyReplicas: undefined,
+  pendingPods: undefined,
+  failedScaleUp: undefined,
+  unreachable: false,
+  transportError: undefined,
   staleAt: undefined,
 });
 
@@ -75,6 +99,16 @@ export function assessSignal(signal: Signal | undefined, nowMs: number, staleAft
   if (!signal || observedAt === undefined) return UNKNOWN_SIGNAL;
   const staleAt = observedAt + staleAfterSeconds * SECOND;
   if (nowMs >= staleAt) return UNKNOWN_SIGNAL;
+  const transportError = signal.transportError;
+  if (transportError) {
+    // No data came back: nothing in the signal is known, but the failure itself is.
+    return {
+      ...UNKNOWN_SIGNAL,
+      unreachable: transportError.consecutivePolls >= UNREACHABLE_AFTER_POLLS,
+      transportError,
+      staleAt,
+    };
+  }
   return {
     fresh: true,
     atCapacityCeiling: isAtCapacityCeiling(signal),
@@ -83,6 +117,13 @@ export function assessSignal(signal: Signal | undefined, nowMs: number, staleAft
     workloadHealthy: signal.workloadHealthy === true,
     currentReplicas: signal.hpa?.currentReplicas,
     maxReplicas: signal.hpa?.maxReplicas,
+    minReplicas: signal.hpa?.minReplicas,
+    desiredReplicas: signal.hpa?.desiredReplicas,
+    readyReplicas: signal.readyReplicas,
+    pendingPods: signal.pendingPods,
+    failedScaleUp: signal.failedScaleUp,
+    unreachable: false,
+    transportError: undefined,
     staleAt,
   };
 }

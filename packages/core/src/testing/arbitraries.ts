@@ -126,14 +126,19 @@ export const arbPlacementSpec: fc.Arbitrary<PlacementSpec> = fc.record(
           cooldown: fc.integer({ min: 0, max: 600 }),
           scaleOutWindow: fc.integer({ min: 0, max: 120 }),
           failBackWindow: fc.integer({ min: 0, max: 600 }),
+          warmStandbyClusters: fc.integer({ min: 0, max: 2 }),
         },
         { requiredKeys: ['min'] },
       )
-      .map(({ min, maxClusters, useDraining, scaleInWindow, cooldown, scaleOutWindow, failBackWindow }) => ({
+      .map(({ min, maxClusters, useDraining, scaleInWindow, cooldown, scaleOutWindow, failBackWindow, ...more }) => ({
         autoscaleForCapacity: {
           minClustersBelowCapacityCeiling: min,
           ...(maxClusters !== undefined ? { maxClusters } : {}),
           ...(useDraining !== undefined ? { useDraining } : {}),
+          // A warm standby is valid only with draining.
+          ...(more.warmStandbyClusters !== undefined && useDraining
+            ? { warmStandbyClusters: more.warmStandbyClusters }
+            : {}),
           behavior: {
             ...(scaleOutWindow !== undefined ? { scaleOut: { stabilizationWindowSeconds: scaleOutWindow } } : {}),
             scaleIn: {
@@ -178,6 +183,11 @@ export const arbSignal = (cluster: fc.Arbitrary<string> = arbClusterKey): fc.Arb
         workloadHealthy: fc.boolean(),
         atCapacityCeiling: fc.boolean(),
         wantsScaleIn: fc.boolean(),
+        readyReplicas: fc.integer({ min: 0, max: 12 }),
+        transportError: fc.record({
+          reason: fc.constantFrom('timeout', 'refused', 'tls'),
+          consecutivePolls: fc.integer({ min: 1, max: 3 }),
+        }),
       },
       { requiredKeys: ['cluster', 'observedAt'] },
     )

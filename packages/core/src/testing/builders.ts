@@ -109,6 +109,7 @@ export function anAtCeilingSignal(cluster: string, observedAt: string, replicas 
       maxReplicas: replicas,
       scalingLimited: { status: 'True', reason: 'TooManyReplicas' },
     },
+    readyReplicas: replicas,
   });
 }
 
@@ -122,10 +123,14 @@ export function aScaleInSignal(cluster: string, observedAt: string, replicas = 2
       maxReplicas: 10,
       scalingLimited: { status: 'True', reason: 'TooFewReplicas' },
     },
+    readyReplicas: replicas,
   });
 }
 
-/** A signal of a cluster with room to grow: neither at its ceiling nor wanting scale-in. */
+/**
+ * A signal of a cluster with room to grow: neither at its ceiling nor wanting
+ * scale-in, every replica ready, no pending pods and no FailedScaleUp.
+ */
 export function aSteadySignal(cluster: string, observedAt: string, replicas = 5): Signal {
   return aSignal(cluster, observedAt, {
     hpa: {
@@ -135,6 +140,14 @@ export function aSteadySignal(cluster: string, observedAt: string, replicas = 5)
       maxReplicas: 10,
       scalingLimited: { status: 'False', reason: 'DesiredWithinRange' },
     },
+    pendingPods: 0,
+    failedScaleUp: false,
+    readyReplicas: replicas,
     workloadHealthy: true,
   });
+}
+
+/** A signal whose source could not reach the cluster (`consecutivePolls` ≥ 2: unreachable). */
+export function anUnreachableSignal(cluster: string, observedAt: string, consecutivePolls = 2): Signal {
+  return aSignal(cluster, observedAt, { transportError: { reason: 'timeout', consecutivePolls } });
 }

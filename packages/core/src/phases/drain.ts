@@ -1,0 +1,75 @@
+import { nextDrainStepAt, startDraining, startDrainingAt, stepDraining, type Receivers } from '../scaling/draining.js';
+import { formatTime } from '../time.js';
+import type { Entry, Evaluation } from './evaluation.js';
+
+/**
+ * The receiving clusters (the ACTIVE ones) for rule D1, or undefined when
+ * any of them does not report its ready replicas (unknown means no step).
+ */
+function receivers(run: Evaluation): Receivers | undefined {
+  let ready = 0;
+  const short: string[] = [];
+  for (const e of run.live()) {
+    if (e.state !== 'ACTIVE') continue;
+    const s = e.signal;
+    if (s.readyReplicas === undefined) return undefined;
+    ready += s.readyReplicas;
+    if (s.desiredReplicas === undefined) short.push(`${e.key} reports no HPA desiredReplicas`);
+    else if (s.readyReplicas < s.desiredReplicas)
+      short.push(`${e.key} has ${s.readyReplicas} of ${s.desiredReplicas} desired replicas ready`);
+    else if ((s.pendingPods ?? 0) > 0) short.push(`${e.key} has ${s.pendingPods} pending pod(s)`);
+  }
+  return { ready, short: short.length > 0 ? short.join(', ') : undefined };
+}
+
+/**
+ * The drain phase, section 4 step 4 with rule D1 (make-before-break):
+ * `draining` of every SCALING_IN and EVICTING cluster.
+ */
+export function drain(run: Evaluation, useDraining: boolean): void {
+  const b = run.behavior;
+  const ready = receivers(run);
+  for (const entry of run.live()) {
+    if (!useDraining || (entry.state !== 'SCALING_IN' && entry.state !== 'EVICTING')) {
+      entry.draining = undefined;
+      continue;
+    }
+    const floor = entry.keepWarm?.size ?? 1;
+    if (entry.enteredDrain || !entry.draining) {
+      entry.draining = startDraining(entry.signal, run.nowMs, ready);
+      // A warm cluster is never started below its size, nor left without a size when its replicas are unknown.
+      if (entry.keepWarm && (entry.draining?.desiredMaxReplicas ?? 0) < floor)
+        entry.draining = startDrainingAt(floor, run.nowMs, entry.signal.currentReplicas, ready);
+    } else {
+      const step = stepDraining(entry.draining, entry.signal, run.nowMs, {
+        stepIntervalSeconds: b.drainStepIntervalSeconds,
+        stepPercent: b.drainStepPercent,
+        floor,
+        receivers: ready,
+      });
+      entry.draining = step.draining;
+      if (step.paused) {
+        // New signals usually come first; this bounds the wait for them.
+        run.timer(run.nowMs, b.drainStepIntervalSeconds);
+        run.note(entry.key, `drain paused (${step.paused.reason}): ${step.paused.message}`);
+      }
+    }
+    warmAtSize(entry);
+    const next = entry.draining && nextDrainStepAt(entry.draining, b.drainStepIntervalSeconds, floor);
+    if (next) {
+      run.timers.push(next);
+      run.note(
+        entry.key,
+        `draining: desiredMaxReplicas ${entry.draining!.desiredMaxReplicas}, next step at ${formatTime(next)}`,
+      );
+    }
+  }
+}
+
+/** A warm cluster whose drain has reached its size takes its reason (WarmStandby, Lingering). */
+function warmAtSize(entry: Entry): void {
+  const warm = entry.keepWarm;
+  if (!warm || !entry.draining || entry.draining.desiredMaxReplicas > warm.size) return;
+  entry.reason = warm.reason;
+  entry.message = warm.message;
+}

@@ -1,0 +1,98 @@
+import {
+  backoffLevelAt,
+  chooseFailBack,
+  failBackWindowSeconds,
+  nextBelowCeilingSince,
+  recordCycle,
+  nextRoomSince,
+  recordFailBack,
+  type BackoffSettings,
+  type FailBackCluster,
+} from '../scaling/fail-back.js';
+import { formatTime } from '../time.js';
+import type { Evaluation } from './evaluation.js';
+
+/** behavior.failBack: since when each ACTIVE cluster has had room (kept in status). */
+export function trackBelowCeiling(run: Evaluation): void {
+  for (const entry of run.live()) {
+    entry.belowCeilingSince = run.behavior.failBackEnabled
+      ? nextBelowCeilingSince(entry.state, entry.signal, entry.belowCeilingSince, run.now)
+      : undefined;
+  }
+}
+
+function backoffSettings(run: Evaluation): BackoffSettings {
+  const b = run.behavior;
+  return {
+    stabilizationSeconds: b.failBackStabilizationSeconds,
+    maxStabilizationSeconds: b.failBackMaxStabilizationSeconds,
+    decaySeconds: b.failBackBackoffDecaySeconds,
+  };
+}
+
+const failBackView = (run: Evaluation): FailBackCluster[] =>
+  run.byPriority(run.live()).map((e) => ({
+    key: e.key,
+    state: e.state,
+    eligible: run.selected.rankOf(e.key) !== undefined,
+    signal: e.signal,
+    belowCeilingSince: e.belowCeilingSince,
+    reason: e.reason,
+    lastTransitionTime: e.lastTransitionTime,
+  }));
+
+/**
+ * After scale-out, every evaluation: rule F1 (backoff), a P1 or P3 of the
+ * cluster of the last fail-back completes a cycle and multiplies the next
+ * window; rule F2 (room), since when the preferred clusters have had room.
+ */
+export function trackFailBack(run: Evaluation): void {
+  if (!run.behavior.failBackEnabled) return;
+  for (const t of run.transitions) {
+    if (t.id !== 'P1' && t.id !== 'P3') continue;
+    run.failBackStatus = recordCycle(run.failBackStatus, t.cluster, run.nowMs, backoffSettings(run));
+  }
+  const { roomSince: previous, ...rest } = run.failBackStatus ?? {};
+  const roomSince = nextRoomSince(failBackView(run), previous, run.now);
+  if (roomSince !== undefined || run.failBackStatus)
+    run.failBackStatus = { ...rest, ...(roomSince ? { roomSince } : {}) };
+}
+
+/** The fail-back phase, section 10.3 and rules F1-F2: the preferred clusters take the workload back. */
+export function failBack(run: Evaluation, min: number, headroom: number): void {
+  const settings = backoffSettings(run);
+  const level = backoffLevelAt(run.failBackStatus, run.nowMs, settings);
+  const window = failBackWindowSeconds(level, settings);
+  const verdict = chooseFailBack({
+    clusters: failBackView(run),
+    nowMs: run.nowMs,
+    min,
+    headroom,
+    stabilizationSeconds: window,
+    cooldownSeconds: run.behavior.scaleInCooldownSeconds,
+    lastAdditionTime: run.lastAdditionTime,
+    roomSince: run.failBackStatus?.roomSince,
+  });
+  const backoff =
+    level > 0
+      ? `backoff level ${level} after fail-back cycles: window ${window}s (failBack.stabilizationWindowSeconds ${settings.stabilizationSeconds}s × 4 per level, at most ${settings.maxStabilizationSeconds}s)`
+      : `window ${window}s (failBack.stabilizationWindowSeconds)`;
+  switch (verdict.kind) {
+    case 'wait':
+      run.timers.push(verdict.untilMs);
+      run.note(
+        undefined,
+        `fail-back waits until ${formatTime(verdict.untilMs)}: ${backoff} of room and below-ceiling signals, or the scale-in cooldown`,
+      );
+      return;
+    case 'noRoom':
+      run.note(verdict.cluster, `fail-back waits for room: ${verdict.why}`);
+      return;
+    case 'move':
+      run.failBackStatus = recordFailBack(run.failBackStatus, verdict.cluster, run.nowMs, settings);
+      run.move(run.byKey.get(verdict.cluster)!, 'P2', 'SCALING_IN', 'FailBack', verdict.message);
+      return;
+    case 'none':
+      return;
+  }
+}

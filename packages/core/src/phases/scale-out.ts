@@ -1,0 +1,211 @@
+import type { Condition } from '../api/common.js';
+import { CONDITION_SATISFIED } from '../conditions.js';
+import type { InventoryCluster } from '../selection/inventory.js';
+import { formatTaint } from '../selection/taints.js';
+import { parseTime, SECOND } from '../time.js';
+import { NO_NOTES, type Entry, type Evaluation } from './evaluation.js';
+
+/** Without autoscaleForCapacity: every eligible, healthy cluster is ACTIVE. */
+export function placeEveryEligible(run: Evaluation): void {
+  for (const entry of run.live()) {
+    if (entry.state === 'SCALING_IN') {
+      run.move(entry, 'P3', 'ACTIVE', 'Reactivated', 'reactivated: no scaling configured, every eligible cluster runs');
+    }
+  }
+  for (const cluster of run.selected.eligible) {
+    if (run.byKey.get(cluster.key)?.removed === false) continue;
+    const taint = run.selected.taintsOf(cluster.key).noSelectIfNew;
+    if (taint) {
+      run.note(cluster.key, `not added: the taint ${formatTaint(taint)} is not tolerated`);
+      continue;
+    }
+    const unhealthy = run.unhealthyBecause(cluster.key, run.assess(cluster.key));
+    if (unhealthy) {
+      run.note(cluster.key, `not added: ${unhealthy}`);
+      continue;
+    }
+    run.add(cluster, 'eligible, and no scaling is configured: every eligible cluster runs');
+  }
+  const count = run.live().length;
+  run.satisfied =
+    run.selected.eligible.length === 0
+      ? {
+          type: CONDITION_SATISFIED,
+          status: 'False',
+          reason: 'NoEligibleClusters',
+          message: 'no ClusterProfile is eligible',
+        }
+      : {
+          type: CONDITION_SATISFIED,
+          status: 'True',
+          reason: 'AllEligibleClustersPlaced',
+          message: `${count} cluster(s) listed`,
+        };
+}
+
+/**
+ * An ACTIVE cluster that counts toward `minClustersBelowCapacityCeiling`: not
+ * at its ceiling, and not unreachable (rule O1: its replacement may be added
+ * at once; the cluster itself stays listed, for health and grace to decide).
+ */
+export const isHeadroom = (e: Entry): boolean =>
+  e.state === 'ACTIVE' && !e.signal.atCapacityCeiling && !e.signal.unreachable;
+
+/** Why a signal says the cluster cannot be reached, for explanations. */
+export function unreachableBecause(e: Pick<Entry, 'signal'>): string | undefined {
+  const error = e.signal.transportError;
+  return e.signal.unreachable && error
+    ? `unreachable: transport error (${error.reason}) on ${error.consecutivePolls} consecutive polls`
+    : undefined;
+}
+
+export interface ScaleOutResult {
+  /** ACTIVE clusters below their ceiling after scale-out. */
+  readonly headroom: number;
+  readonly scaledOut: boolean;
+  /** Headroom is short but scale-out waits for its stabilization window. */
+  readonly stabilizing: boolean;
+}
+
+/**
+ * The scale-out phase, section 4 step 2: while headroom < min, reactivate
+ * SCALING_IN clusters (P3), then add the highest-priority addable clusters (P1).
+ */
+export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutResult {
+  const b = run.behavior;
+  let headroom = run.live().filter(isHeadroom).length;
+  let scaledOut = false;
+  let stabilizing = false;
+  for (const entry of run.live()) {
+    const unreachable = entry.state === 'ACTIVE' ? unreachableBecause(entry) : undefined;
+    if (unreachable)
+      run.note(
+        entry.key,
+        `${unreachable}: not counted as headroom, so a replacement may be added; it stays listed (health and grace decide its removal)`,
+      );
+  }
+
+  if (headroom < min) {
+    // Capacity-driven scale-out waits for the window; filling up to min (a
+    // new placement, after an eviction) never does.
+    const active = run.live().filter((e) => e.state === 'ACTIVE').length;
+    const shortSince = shortSinceMs(run);
+    if (
+      b.scaleOutStabilizationSeconds > 0 &&
+      active >= min &&
+      run.nowMs - shortSince < b.scaleOutStabilizationSeconds * SECOND
+    ) {
+      stabilizing = true;
+      run.timer(shortSince, b.scaleOutStabilizationSeconds);
+      run.note(
+        undefined,
+        `headroom ${headroom} < min ${min}: scale-out waits until ${run.timeAfter(shortSince, b.scaleOutStabilizationSeconds)} (scaleOut.stabilizationWindowSeconds)`,
+      );
+    } else {
+      for (const entry of run.byPriority(run.live().filter((e) => e.state === 'SCALING_IN'))) {
+        if (headroom >= min) break;
+        if (
+          !run.selected.isStillEligible(entry.key) ||
+          run.unhealthyBecause(entry.key, entry.signal) ||
+          entry.signal.unreachable
+        )
+          continue;
+        run.move(
+          entry,
+          'P3',
+          'ACTIVE',
+          'Reactivated',
+          `headroom ${headroom} < min ${min}: reactivated, preferred over adding a cluster`,
+        );
+        entry.reactivated = true;
+        headroom++;
+        scaledOut = true;
+      }
+      for (const cluster of run.selected.eligible) {
+        if (headroom >= min || (max > 0 && run.live().length >= max)) break;
+        if (!isAddable(run, cluster)) continue;
+        run.add(cluster, `headroom ${headroom} < min ${min}: added the highest-priority eligible cluster`);
+        headroom++;
+        scaledOut = true;
+      }
+    }
+  }
+  noteNotAdded(run, min, max, headroom);
+  return { headroom, scaledOut, stabilizing };
+}
+
+/** Since when headroom has been short: the Satisfied=False transition time, kept in status. */
+function shortSinceMs(run: Evaluation): number {
+  const satisfied = run.previous.conditions?.find((c) => c.type === CONDITION_SATISFIED);
+  const since = satisfied?.status === 'False' ? parseTime(satisfied.lastTransitionTime) : undefined;
+  return since ?? run.nowMs;
+}
+
+/**
+ * A cluster scale-out may add: not listed, without an untolerated
+ * NoSelectIfNew taint, not unhealthy, and not known to be at its capacity
+ * ceiling (adding a stocked-out cluster gives no headroom).
+ */
+export function isAddable(run: Evaluation, cluster: InventoryCluster): boolean {
+  return run.byKey.get(cluster.key)?.removed !== false && notAddableBecause(run, cluster) === undefined;
+}
+
+/** Why scale-out may not add an unlisted eligible cluster, or undefined. */
+function notAddableBecause(run: Evaluation, cluster: InventoryCluster): string | undefined {
+  const taint = run.selected.taintsOf(cluster.key).noSelectIfNew;
+  if (taint) return `the taint ${formatTaint(taint)} is not tolerated`;
+  const signal = run.assess(cluster.key);
+  const unhealthy = run.unhealthyBecause(cluster.key, signal);
+  if (unhealthy) return unhealthy;
+  if (signal.unreachable) return unreachableBecause({ signal });
+  return signal.atCapacityCeiling ? 'at its capacity ceiling' : undefined;
+}
+
+/** For explain: why each unlisted eligible cluster was not added. Costs nothing without a sink. */
+function noteNotAdded(run: Evaluation, min: number, max: number, headroom: number): void {
+  if (run.note === NO_NOTES) return;
+  for (const cluster of run.selected.eligible) {
+    if (run.byKey.get(cluster.key)?.removed === false) continue;
+    const why =
+      notAddableBecause(run, cluster) ??
+      (headroom >= min
+        ? `headroom ${headroom} >= min ${min}, no cluster needed`
+        : max > 0 && run.live().length >= max
+          ? `maxClusters (${max}) reached`
+          : 'scale-out is waiting (stabilization window)');
+    run.note(cluster.key, `not added: ${why}`);
+  }
+}
+
+/** The Satisfied condition of an autoscaling placement (section 7). */
+export function satisfaction(
+  run: Evaluation,
+  min: number,
+  max: number,
+  { headroom, stabilizing }: Pick<ScaleOutResult, 'headroom' | 'stabilizing'>,
+): Omit<Condition, 'lastTransitionTime'> {
+  const type = CONDITION_SATISFIED;
+  const counts = `${headroom} of ${min} required cluster(s) are ACTIVE and below their capacity ceiling`;
+  if (headroom >= min) return { type, status: 'True', reason: 'HeadroomAvailable', message: counts };
+  if (stabilizing) {
+    return {
+      type,
+      status: 'False',
+      reason: 'ScaleOutStabilizing',
+      message: `${counts}; waiting for behavior.scaleOut.stabilizationWindowSeconds`,
+    };
+  }
+  const addable = run.selected.eligible.some((c) => isAddable(run, c));
+  if (addable && max > 0 && run.live().length >= max) {
+    return { type, status: 'False', reason: 'MaxClustersReached', message: `${counts}; maxClusters (${max}) reached` };
+  }
+  if (run.selected.eligible.length === 0) {
+    return { type, status: 'False', reason: 'NoEligibleClusters', message: `${counts}; no ClusterProfile is eligible` };
+  }
+  return {
+    type,
+    status: 'False',
+    reason: 'AllClustersAtCapacity',
+    message: `${counts}; every eligible cluster is listed, unhealthy, unreachable, at its capacity ceiling or tainted NoSelectIfNew`,
+  };
+}

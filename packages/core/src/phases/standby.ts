@@ -1,0 +1,122 @@
+import type { AutoscaleForCapacity } from '../api/placement.js';
+import { parseTime, SECOND } from '../time.js';
+import type { Entry, Evaluation } from './evaluation.js';
+import { removeScaledIn } from './health.js';
+import { isAddable } from './scale-out.js';
+
+/*
+ * The standby phase (docs/placement-rules-31.md, rules W1 and F3): which
+ * SCALING_IN clusters are kept warm instead of drained away. Both kinds stay
+ * SCALING_IN (MCO's consumers switch on the four states) with
+ * `draining.desiredMaxReplicas` = their size, and neither counts toward
+ * `minClustersBelowCapacityCeiling`:
+ * - a warm standby (`warmStandbyClusters`), kept until it is reactivated or no
+ *   longer needed, reason `WarmStandby`;
+ * - a cluster drained by fail-back, kept for `failBack.lingerSeconds` once at
+ *   its size, reason `Lingering`.
+ */
+
+/** Reasons of a SCALING_IN cluster that may be kept warm. */
+const WARM_REASONS: ReadonlySet<string | undefined> = new Set(['FailBack', 'Lingering', 'WarmStandby']);
+
+/** Whether the health phase should leave a SCALING_IN cluster's R1 to this phase. */
+export function mayKeepWarm(config: AutoscaleForCapacity): (entry: Entry) => boolean {
+  const standby = (config.warmStandbyClusters ?? 0) > 0;
+  return (entry) => standby || WARM_REASONS.has(entry.reason);
+}
+
+/**
+ * The size of a warm cluster: `warmStandbyReplicas`, else the HPA's
+ * minReplicas as an ACTIVE cluster reports it (a drained cluster's HPA
+ * shows the drain's bounds), else its own, else 1.
+ */
+function warmSize(run: Evaluation, config: AutoscaleForCapacity, entry: Entry): number {
+  if (config.warmStandbyReplicas !== undefined) return config.warmStandbyReplicas;
+  const active = run.byPriority(run.live()).find((e) => e.state === 'ACTIVE' && e.signal.minReplicas !== undefined);
+  return Math.max(1, active?.signal.minReplicas ?? entry.signal.minReplicas ?? 1);
+}
+
+export function standby(run: Evaluation, config: AutoscaleForCapacity, max: number): void {
+  const wanted = config.warmStandbyClusters ?? 0;
+  const kept = new Set<Entry>();
+  if (wanted > 0) {
+    // The highest-priority SCALING_IN clusters that could take load again.
+    for (const entry of run.byPriority(run.live())) {
+      if (kept.size >= wanted) break;
+      if (entry.state !== 'SCALING_IN' || run.selected.rankOf(entry.key) === undefined) continue;
+      if (run.unhealthyBecause(entry.key, entry.signal) || entry.signal.unreachable) continue;
+      kept.add(entry);
+    }
+    for (const cluster of run.selected.eligible) {
+      if (kept.size >= wanted || (max > 0 && run.live().length >= max)) break;
+      if (!isAddable(run, cluster)) continue;
+      const message = `warmStandbyClusters ${wanted}: kept warm, ready to take load`;
+      run.add(cluster, `added as a warm standby (${message})`);
+      const entry = run.byKey.get(cluster.key)!;
+      run.move(entry, 'P2', 'SCALING_IN', 'WarmStandby', message);
+      kept.add(entry);
+    }
+  }
+
+  const b = run.behavior;
+  for (const entry of run.live()) {
+    if (entry.state !== 'SCALING_IN') continue;
+    const size = warmSize(run, config, entry);
+    if (kept.has(entry)) {
+      entry.keepWarm = {
+        size,
+        reason: 'WarmStandby',
+        message: `warm standby at ${size} replica(s) (warmStandbyClusters ${wanted}); not counted toward minClustersBelowCapacityCeiling`,
+      };
+      run.note(entry.key, `kept as a warm standby at ${size} replica(s): warmStandbyClusters is ${wanted}`);
+    } else if (b.failBackEnabled && (entry.reason === 'FailBack' || entry.reason === 'Lingering')) {
+      // The linger clock runs only while the preferred clusters are calm: any pressure restarts it.
+      const atSize = entry.draining !== undefined && entry.draining.desiredMaxReplicas <= size;
+      const pressure = atSize ? preferredPressure(run, entry) : undefined;
+      entry.lingerSince = atSize && !pressure ? (entry.lingerSince ?? run.now) : undefined;
+      const since = parseTime(entry.lingerSince);
+      if (since !== undefined && run.nowMs - since >= b.failBackLingerSeconds * SECOND) {
+        entry.lingerSince = undefined;
+        entry.reason = 'LingerEnded';
+        entry.message = `lingered warm for failBack.lingerSeconds (${b.failBackLingerSeconds}s) while the preferred clusters were calm; draining on to removal`;
+      } else {
+        entry.keepWarm = {
+          size,
+          reason: 'Lingering',
+          message: `drained by fail-back; lingers warm at ${size} replica(s) until the preferred clusters have been calm for failBack.lingerSeconds (${b.failBackLingerSeconds}s)`,
+        };
+        if (since !== undefined) {
+          run.timer(since, b.failBackLingerSeconds);
+          run.note(
+            entry.key,
+            `lingering warm at ${size} replica(s) until ${run.timeAfter(since, b.failBackLingerSeconds)} (failBack.lingerSeconds of calm preferred clusters), then drained and removed`,
+          );
+        } else if (pressure) {
+          run.note(entry.key, `lingering warm at ${size} replica(s): ${pressure}, so the linger clock restarts`);
+        }
+      }
+    } else if (entry.reason === 'WarmStandby') {
+      entry.reason = 'StandbyReleased';
+      entry.message = `no longer needed as a warm standby (warmStandbyClusters ${wanted}); draining on to removal`;
+    }
+    if (entry.removalHeld && !entry.keepWarm) removeScaledIn(run, entry);
+  }
+}
+
+/**
+ * Why a higher-priority ACTIVE cluster than `entry` is under pressure (no
+ * fresh signal, HPA at its maximum, pending pods, a FailedScaleUp), or undefined.
+ */
+function preferredPressure(run: Evaluation, entry: Entry): string | undefined {
+  const rank = (key: string) => run.selected.rankOf(key) ?? Infinity;
+  for (const e of run.live()) {
+    if (e.state !== 'ACTIVE' || rank(e.key) >= rank(entry.key)) continue;
+    const s = e.signal;
+    if (!s.fresh) return `${e.key} has no fresh signal`;
+    if (s.currentReplicas !== undefined && s.maxReplicas !== undefined && s.currentReplicas >= s.maxReplicas)
+      return `${e.key} is at its HPA maximum (${s.currentReplicas}/${s.maxReplicas})`;
+    if ((s.pendingPods ?? 0) > 0) return `${e.key} has ${s.pendingPods} pending pod(s)`;
+    if (s.failedScaleUp === true) return `${e.key} saw a FailedScaleUp`;
+  }
+  return undefined;
+}

@@ -1,0 +1,852 @@
+import { describe, expect, it } from 'vitest';
+import {
+  aClusterProfile,
+  anAtCeilingSignal,
+  anAutoscalingSpec,
+  anUnreachableSignal,
+  aScaleInSignal,
+  aSignal,
+  aSteadySignal,
+} from '@mco/core/testing';
+import {
+  explain,
+  type Behavior,
+  type Decision,
+  type Draining,
+  type FailBackStatus,
+  type PlacementCluster,
+  type PlacementSpec,
+  type Signal,
+} from '@mco/core';
+import { aPlacement } from '@mco/core/testing';
+import { at, condition, listed, moves, run, states, T0, type Case } from './helpers.js';
+
+// The rules of docs/placement-rules-31.md: safe fail-back (F1 backoff, F2
+// room, F3 linger), make-before-break draining (D1), fast outage replacement
+// (O1) and warm standby (W1). fleet/a is preferred over fleet/b over fleet/c.
+
+const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
+const NOW = 100_000;
+const fresh = NOW - 10;
+const WINDOW = 600;
+
+interface Options {
+  readonly min?: number;
+  readonly failBack?: NonNullable<Behavior['failBack']> | false;
+  readonly standby?: number;
+  readonly standbyReplicas?: number;
+  readonly useDraining?: boolean;
+}
+const specOf = (o: Options = {}): PlacementSpec =>
+  anAutoscalingSpec(o.min ?? 1, {
+    useDraining: o.useDraining ?? true,
+    ...(o.standby !== undefined ? { warmStandbyClusters: o.standby } : {}),
+    ...(o.standbyReplicas !== undefined ? { warmStandbyReplicas: o.standbyReplicas } : {}),
+    behavior: {
+      scaleIn: { cooldownSeconds: 300 },
+      ...(o.failBack !== false && o.failBack !== undefined ? { failBack: { enabled: true, ...o.failBack } } : {}),
+    },
+  });
+const withFailBack = (extra: NonNullable<Behavior['failBack']> = {}) => specOf({ failBack: extra });
+
+/** A fresh signal of a cluster whose HPA runs `replicas` (max 10), all ready, no pending pods. */
+const steady = (key: string, replicas: number, extra: Omit<Signal, 'cluster' | 'observedAt'> = {}): Signal => ({
+  ...aSteadySignal(key, at(fresh), replicas),
+  ...extra,
+});
+
+/** What a row checks of a decision: states, transitions, status.failBack and the requeue. */
+const outcome = (d: Decision) => ({
+  states: states(d),
+  moves: moves(d),
+  failBack: d.status.failBack,
+  requeue: d.requeueAfterSeconds,
+});
+const clusterOf = (d: Decision, key: string): PlacementCluster | undefined =>
+  d.status.clusters?.find((c) => `${c.namespace}/${c.name}` === key);
+
+describe('F1, F2: fail-back waits for room, and backs off after each cycle', () => {
+  /** a has had room (below its ceiling, room for b's replicas) for `room` seconds; b took load during a stockout. */
+  const afterStockout = (room: number | undefined, failBack: FailBackStatus = {}): Case['status'] => ({
+    clusters: [
+      listed('fleet/a', 'ACTIVE', 0, room !== undefined ? { belowCeilingSince: at(NOW - room) } : {}),
+      listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
+    ],
+    lastAdditionTime: at(3000),
+    ...(room !== undefined || Object.keys(failBack).length > 0
+      ? { failBack: { ...failBack, ...(room !== undefined ? { roomSince: at(NOW - room) } : {}) } }
+      : {}),
+  });
+  const moved = (extra: FailBackStatus) => ({ lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW), ...extra });
+
+  it.each<{ name: string; input: Case; expected: ReturnType<typeof outcome> }>([
+    {
+      name: 'moves back when the preferred cluster has had room for the replicas moved for the whole window',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
+        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+        failBack: moved({ backoffLevel: 0, roomSince: at(NOW - WINDOW) }),
+        requeue: 60,
+      },
+    },
+    {
+      name: 'waits when the preferred cluster has room for fewer replicas than would move (10 − 6 = 4 < 8)',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [steady('fleet/a', 6), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: { states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'], moves: [], failBack: undefined, requeue: 170 },
+    },
+    {
+      name: 'a missing pending-pod count is no room',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [{ ...steady('fleet/a', 2), pendingPods: undefined }, steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: { states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'], moves: [], failBack: undefined, requeue: 170 },
+    },
+    {
+      name: 'pending pods on the preferred cluster are no room',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2, { pendingPods: 1 }), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: { states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'], moves: [], failBack: undefined, requeue: 170 },
+    },
+    {
+      name: 'a FailedScaleUp on the preferred cluster is no room',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2, { failedScaleUp: true }), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: { states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'], moves: [], failBack: undefined, requeue: 170 },
+    },
+    {
+      name: 'room for 500 s of the 600 s window: waits, and asks to be called when it ends',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(500),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
+        moves: [],
+        failBack: { roomSince: at(NOW - 500) },
+        requeue: 100,
+      },
+    },
+    {
+      name: 'after one cycle (backoff level 1) the window is 4 × 600 s: 600 s of room is not enough',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW, { backoffLevel: 1, lastCycleTime: at(NOW - 1000) }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
+        moves: [],
+        failBack: { backoffLevel: 1, lastCycleTime: at(NOW - 1000), roomSince: at(NOW - WINDOW) },
+        requeue: 170, // the window ends in 1800 s; the signals turn stale first
+      },
+    },
+    {
+      name: 'at backoff level 1, 2400 s of room is enough',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(2400, { backoffLevel: 1, lastCycleTime: at(NOW - 3000) }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
+        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+        failBack: moved({ backoffLevel: 1, lastCycleTime: at(NOW - 3000), roomSince: at(NOW - 2400) }),
+        requeue: 60,
+      },
+    },
+    {
+      name: 'the backoff decays one level per quiet period (backoffDecaySeconds, 8 h) without a cycle',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW, { backoffLevel: 1, lastCycleTime: at(NOW - 28_800) }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
+        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+        // The recorded level stays 1: it decays on reading, from lastCycleTime.
+        failBack: moved({ backoffLevel: 1, lastCycleTime: at(NOW - 28_800), roomSince: at(NOW - WINDOW) }),
+        requeue: 60,
+      },
+    },
+    {
+      name: 'the window is capped at maxStabilizationWindowSeconds (14400 s), the level at the first that reaches it',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(14_400, { backoffLevel: 9 }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
+        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+        failBack: moved({ backoffLevel: 3, roomSince: at(NOW - 14_400) }),
+        requeue: 60,
+      },
+    },
+    {
+      name: 'a P3 of the cluster of the last fail-back completes a cycle: the level rises to 1',
+      input: {
+        spec: withFailBack(),
+        status: {
+          clusters: [
+            listed('fleet/a', 'ACTIVE', 0),
+            listed('fleet/b', 'SCALING_IN', NOW - 900, {
+              reason: 'FailBack',
+              draining: { desiredMaxReplicas: 6, lastReplicaCountDecrease: at(NOW - 60) },
+            }),
+          ],
+          failBack: { backoffLevel: 0, lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW - 900) },
+        },
+        profiles: fleet,
+        signals: [anAtCeilingSignal('fleet/a', at(fresh)), steady('fleet/b', 6)],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
+        moves: ['P3 fleet/b SCALING_IN->ACTIVE'],
+        failBack: { backoffLevel: 1, lastCycleTime: at(NOW), lastFailBackTime: at(NOW - 900) },
+        requeue: 170,
+      },
+    },
+    {
+      name: 'adding it back (P1) after its removal completes a cycle too',
+      input: {
+        spec: withFailBack(),
+        status: {
+          clusters: [listed('fleet/a', 'ACTIVE', 0)],
+          failBack: { backoffLevel: 1, lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW - 5000) },
+        },
+        profiles: fleet,
+        signals: [anAtCeilingSignal('fleet/a', at(fresh))],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
+        moves: ['P1 fleet/b -->ACTIVE'],
+        failBack: { backoffLevel: 2, lastCycleTime: at(NOW), lastFailBackTime: at(NOW - 5000) },
+        requeue: 170,
+      },
+    },
+    {
+      name: 'a P1 of another cluster is no cycle',
+      input: {
+        spec: withFailBack(),
+        status: {
+          clusters: [listed('fleet/a', 'ACTIVE', 0)],
+          failBack: { backoffLevel: 1, lastFailBackCluster: 'fleet/c', lastFailBackTime: at(NOW - 5000) },
+        },
+        profiles: fleet,
+        signals: [anAtCeilingSignal('fleet/a', at(fresh))],
+        now: NOW,
+      },
+      expected: {
+        states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
+        moves: ['P1 fleet/b -->ACTIVE'],
+        failBack: { backoffLevel: 1, lastFailBackCluster: 'fleet/c', lastFailBackTime: at(NOW - 5000) },
+        requeue: 170,
+      },
+    },
+  ])('$name', ({ input, expected }) => {
+    expect(outcome(run(input))).toEqual(expected);
+  });
+});
+
+describe('F3: a cluster drained by fail-back lingers warm', () => {
+  const lingering = (extra: Partial<PlacementCluster> = {}): Case['status'] => ({
+    clusters: [
+      listed('fleet/a', 'ACTIVE', 0),
+      listed('fleet/b', 'SCALING_IN', NOW - 3000, {
+        reason: 'FailBack',
+        draining: { desiredMaxReplicas: 1, lastReplicaCountDecrease: at(NOW - 600) },
+        ...extra,
+      }),
+    ],
+  });
+  // b runs 1 replica; the warm size is the HPA's minReplicas as fleet/a reports it (1).
+  const signals = (a: Signal = steady('fleet/a', 6)) => [a, aScaleInSignal('fleet/b', at(fresh), 1)];
+  const bOf = (d: Decision) => {
+    const b = clusterOf(d, 'fleet/b');
+    return b && { state: b.state, reason: b.reason, lingerSince: b.lingerSince };
+  };
+
+  it.each<{ name: string; input: Case; moves: string[]; b: ReturnType<typeof bOf> }>([
+    {
+      name: 'drained to its warm size, it lingers instead of being removed (reason Lingering, the clock starts)',
+      input: { spec: withFailBack(), status: lingering(), profiles: fleet, signals: signals(), now: NOW },
+      moves: [],
+      b: { state: 'SCALING_IN', reason: 'Lingering', lingerSince: at(NOW) },
+    },
+    {
+      name: 'after lingerSeconds (3600) with calm preferred clusters it is removed (R1)',
+      input: {
+        spec: withFailBack(),
+        status: lingering({ reason: 'Lingering', lingerSince: at(NOW - 3600) }),
+        profiles: fleet,
+        signals: signals(),
+        now: NOW,
+      },
+      moves: ['R1 fleet/b SCALING_IN->-'],
+      b: undefined,
+    },
+    {
+      name: 'pending pods on the preferred cluster restart the linger clock',
+      input: {
+        spec: withFailBack(),
+        status: lingering({ reason: 'Lingering', lingerSince: at(NOW - 3500) }),
+        profiles: fleet,
+        signals: signals(steady('fleet/a', 6, { pendingPods: 2 })),
+        now: NOW,
+      },
+      moves: [],
+      b: { state: 'SCALING_IN', reason: 'Lingering', lingerSince: undefined },
+    },
+    {
+      name: 'lingerSeconds is configurable (600)',
+      input: {
+        spec: withFailBack({ lingerSeconds: 600 }),
+        status: lingering({ reason: 'Lingering', lingerSince: at(NOW - 600) }),
+        profiles: fleet,
+        signals: signals(),
+        now: NOW,
+      },
+      moves: ['R1 fleet/b SCALING_IN->-'],
+      b: undefined,
+    },
+    {
+      name: 'with fail-back off nothing lingers: R1 as soon as it reports 1 replica',
+      input: { spec: specOf(), status: lingering(), profiles: fleet, signals: signals(), now: NOW },
+      moves: ['R1 fleet/b SCALING_IN->-'],
+      b: undefined,
+    },
+  ])('$name', ({ input, moves: expectedMoves, b }) => {
+    const d = run(input);
+    expect(moves(d)).toEqual(expectedMoves);
+    expect(bOf(d)).toEqual(b);
+  });
+});
+
+describe('D1: make-before-break draining', () => {
+  /** b drains (SCALING_IN) from 8 since it began; a receives, with 5 ready replicas back then. */
+  const draining = (d: Partial<Draining>, state: 'SCALING_IN' | 'EVICTING' = 'SCALING_IN', since = NOW - 600) => ({
+    clusters: [
+      listed('fleet/a', 'ACTIVE', 0),
+      listed('fleet/b', state, since, {
+        draining: {
+          desiredMaxReplicas: 8,
+          lastReplicaCountDecrease: at(NOW - 60),
+          initialDesiredMaxReplicas: 8,
+          receiversReadyReplicas: 5,
+          ...d,
+        },
+      }),
+    ],
+  });
+  /** fleet/a with `ready` ready replicas of the `desired` its HPA wants. */
+  const receiver = (ready: number | undefined, desired: number, pendingPods = 0): Signal =>
+    aSignal('fleet/a', at(fresh), {
+      hpa: { currentReplicas: desired, desiredReplicas: desired, minReplicas: 1, maxReplicas: 20 },
+      ...(ready !== undefined ? { readyReplicas: ready } : {}),
+      pendingPods,
+      failedScaleUp: false,
+    });
+  const input = (status: Case['status'], a: Signal, spec = specOf()): Case => ({
+    spec,
+    status,
+    profiles: fleet,
+    signals: [a, aSignal('fleet/b', at(fresh), { hpa: { currentReplicas: 8, maxReplicas: 8 } })],
+    now: NOW,
+  });
+  const stepped = (desired: number, extra: Partial<Draining> = {}): Draining => ({
+    desiredMaxReplicas: desired,
+    lastReplicaCountDecrease: at(NOW),
+    currentReplicaCount: 8,
+    initialDesiredMaxReplicas: 8,
+    receiversReadyReplicas: 5,
+    ...extra,
+  });
+  const held = (desired: number, pausedReason?: string): Draining => ({
+    ...stepped(desired),
+    lastReplicaCountDecrease: at(NOW - 60),
+    ...(pausedReason ? { pausedReason } : {}),
+  });
+
+  it.each<{ name: string; input: Case; moves: string[]; draining: Draining | undefined; requeue: number }>([
+    {
+      name: 'the receivers are settled (5 of 5 desired ready, nothing pending): one step of 25%',
+      input: input(draining({}), receiver(5, 5)),
+      moves: [],
+      draining: stepped(6),
+      requeue: 60,
+    },
+    {
+      name: 'the receivers grew by the drop so far (2: 5 → 7 ready) while still scaling up: one step',
+      input: input(draining({ desiredMaxReplicas: 6 }), receiver(7, 9)),
+      moves: [],
+      draining: stepped(4),
+      requeue: 60,
+    },
+    {
+      name: 'the drop so far (2) exceeds the growth (1) and a still scales up: paused, ReceiversNotReady',
+      input: input(draining({ desiredMaxReplicas: 6 }), receiver(6, 9)),
+      moves: [],
+      draining: held(6, 'ReceiversNotReady'),
+      requeue: 60,
+    },
+    {
+      name: 'pending pods make the receivers unsettled: paused',
+      input: input(draining({ desiredMaxReplicas: 6 }), receiver(5, 5, 1)),
+      moves: [],
+      draining: held(6, 'ReceiversNotReady'),
+      requeue: 60,
+    },
+    {
+      name: "a receiver's ready replicas are unknown: no step, ReadyReplicasUnknown",
+      input: input(draining({ desiredMaxReplicas: 6 }), receiver(undefined, 5)),
+      moves: [],
+      draining: held(6, 'ReadyReplicasUnknown'),
+      requeue: 60,
+    },
+    {
+      name: 'a drain recorded before these fields counts from now: its first step is free',
+      input: input(
+        {
+          clusters: [
+            listed('fleet/a', 'ACTIVE', 0),
+            listed('fleet/b', 'SCALING_IN', NOW - 600, {
+              draining: { desiredMaxReplicas: 8, lastReplicaCountDecrease: at(NOW - 60) },
+            }),
+          ],
+        },
+        receiver(5, 9),
+      ),
+      moves: [],
+      draining: stepped(6),
+      requeue: 60,
+    },
+    {
+      name: 'within the interval nothing steps and nothing is paused',
+      input: input(draining({ desiredMaxReplicas: 6, lastReplicaCountDecrease: at(NOW - 30) }), receiver(5, 9)),
+      moves: [],
+      draining: { ...held(6), lastReplicaCountDecrease: at(NOW - 30) },
+      requeue: 30,
+    },
+    {
+      name: "a paused EVICTING drain still ends at evictionTimeoutSeconds (R3's timeout applies)",
+      input: input(
+        draining({ desiredMaxReplicas: 6 }, 'EVICTING', NOW - 1800),
+        receiver(6, 9),
+        anAutoscalingSpec(
+          1,
+          { useDraining: true },
+          {
+            clusterSelectorRules: [{ type: 'cluster-list', arguments: { clusters: 'fleet/a' } }],
+          },
+        ),
+      ),
+      moves: ['R3 fleet/b EVICTING->-'],
+      draining: undefined,
+      requeue: 170,
+    },
+  ])('$name', ({ input: i, moves: expectedMoves, draining: expected, requeue }) => {
+    const d = run(i);
+    expect(moves(d)).toEqual(expectedMoves);
+    expect(clusterOf(d, 'fleet/b')?.draining).toEqual(expected);
+    expect(d.requeueAfterSeconds).toBe(requeue);
+  });
+});
+
+describe('O1: an unreachable cluster is replaced at once, never removed for it', () => {
+  it.each<{ name: string; input: Case; states: string[]; moves: string[]; satisfied: string }>([
+    {
+      name: 'an ACTIVE cluster unreachable on 2 polls leaves the headroom count: a replacement is added, it stays ACTIVE',
+      input: {
+        spec: specOf(),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+        profiles: fleet,
+        signals: [anUnreachableSignal('fleet/a', at(fresh), 2)],
+        now: NOW,
+      },
+      states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
+      moves: ['P1 fleet/b -->ACTIVE'],
+      satisfied: 'True',
+    },
+    {
+      name: 'one failed poll is only missing data: nothing is added',
+      input: {
+        spec: specOf(),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+        profiles: fleet,
+        signals: [anUnreachableSignal('fleet/a', at(fresh), 1)],
+        now: NOW,
+      },
+      states: ['fleet/a ACTIVE'],
+      moves: [],
+      satisfied: 'True',
+    },
+    {
+      name: 'a stale transport error is missing data too',
+      input: {
+        spec: specOf(),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+        profiles: fleet,
+        signals: [anUnreachableSignal('fleet/a', at(NOW - 1000), 5)],
+        now: NOW,
+      },
+      states: ['fleet/a ACTIVE'],
+      moves: [],
+      satisfied: 'True',
+    },
+    {
+      name: 'unreachable far longer than every timeout, with its replacement listed: it is never removed or evicted',
+      input: {
+        spec: specOf(),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), listed('fleet/b', 'ACTIVE', 1000)] },
+        profiles: fleet,
+        signals: [anUnreachableSignal('fleet/a', at(fresh), 200), steady('fleet/b', 5)],
+        now: NOW,
+      },
+      states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
+      moves: [],
+      satisfied: 'True',
+    },
+    {
+      name: 'an unreachable cluster is neither reactivated nor added as a replacement',
+      input: {
+        spec: specOf(),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), listed('fleet/b', 'SCALING_IN', 1000)] },
+        profiles: fleet,
+        signals: [
+          anAtCeilingSignal('fleet/a', at(fresh)),
+          anUnreachableSignal('fleet/b', at(fresh)),
+          anUnreachableSignal('fleet/c', at(fresh)),
+        ],
+        now: NOW,
+      },
+      states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
+      moves: [],
+      satisfied: 'False',
+    },
+  ])('$name', ({ input, states: expectedStates, moves: expectedMoves, satisfied }) => {
+    const d = run(input);
+    expect(states(d)).toEqual(expectedStates);
+    expect(moves(d)).toEqual(expectedMoves);
+    expect(condition(d, 'Satisfied')?.status).toBe(satisfied);
+  });
+});
+
+describe('W1: warm standby', () => {
+  const standby = (desired: number, extra: Partial<PlacementCluster> = {}) =>
+    listed('fleet/b', 'SCALING_IN', NOW - 600, {
+      reason: 'WarmStandby',
+      draining: {
+        desiredMaxReplicas: desired,
+        lastReplicaCountDecrease: at(NOW - 600),
+        initialDesiredMaxReplicas: desired,
+        receiversReadyReplicas: 5,
+      },
+      ...extra,
+    });
+  const view = (d: Decision) =>
+    (d.status.clusters ?? []).map((c) => ({
+      cluster: `${c.namespace}/${c.name}`,
+      state: c.state,
+      reason: c.reason,
+      desiredMaxReplicas: c.draining?.desiredMaxReplicas,
+    }));
+
+  it.each<{ name: string; input: Case; moves: string[]; clusters: ReturnType<typeof view> }>([
+    {
+      name: 'warmStandbyClusters 1: the next cluster is added and held SCALING_IN at warmStandbyReplicas (WarmStandby)',
+      input: {
+        spec: specOf({ standby: 1, standbyReplicas: 2 }),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+        profiles: fleet,
+        signals: [steady('fleet/a', 5)],
+        now: NOW,
+      },
+      moves: ['P1 fleet/b -->ACTIVE', 'P2 fleet/b ACTIVE->SCALING_IN'],
+      clusters: [
+        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
+        { cluster: 'fleet/b', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
+      ],
+    },
+    {
+      name: "a standby at its size (the HPA's minReplicas, 1) stays listed even at 1 replica",
+      input: {
+        spec: specOf({ standby: 1 }),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(1)] },
+        profiles: fleet,
+        signals: [steady('fleet/a', 5), aScaleInSignal('fleet/b', at(fresh), 1)],
+        now: NOW,
+      },
+      moves: [],
+      clusters: [
+        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
+        { cluster: 'fleet/b', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 1 },
+      ],
+    },
+    {
+      name: 'when a becomes unreachable the standby is reactivated first (P3), and the next cluster becomes the standby',
+      input: {
+        spec: specOf({ standby: 1, standbyReplicas: 2 }),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(2)] },
+        profiles: fleet,
+        signals: [anUnreachableSignal('fleet/a', at(fresh)), steady('fleet/b', 2)],
+        now: NOW,
+      },
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE', 'P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'],
+      clusters: [
+        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
+        { cluster: 'fleet/b', state: 'ACTIVE', reason: 'Reactivated', desiredMaxReplicas: undefined },
+        { cluster: 'fleet/c', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
+      ],
+    },
+    {
+      name: 'a scaled-in cluster at the standby size becomes the standby instead of being removed',
+      input: {
+        spec: specOf({ standby: 1, standbyReplicas: 2 }),
+        status: {
+          clusters: [listed('fleet/a', 'ACTIVE', 0), standby(2, { reason: 'ScaleIn' })],
+        },
+        profiles: fleet,
+        signals: [steady('fleet/a', 5), aScaleInSignal('fleet/b', at(fresh), 2)],
+        now: NOW,
+      },
+      moves: [],
+      clusters: [
+        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
+        { cluster: 'fleet/b', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
+      ],
+    },
+    {
+      name: 'no longer wanted (warmStandbyClusters 0): released, and removed once at 1 replica',
+      input: {
+        spec: specOf({ standby: 0 }),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(1)] },
+        profiles: fleet,
+        signals: [steady('fleet/a', 5), aScaleInSignal('fleet/b', at(fresh), 1)],
+        now: NOW,
+      },
+      moves: ['R1 fleet/b SCALING_IN->-'],
+      clusters: [{ cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined }],
+    },
+    {
+      name: 'a standby does not count toward minClustersBelowCapacityCeiling: with min 2 it is reactivated',
+      input: {
+        spec: specOf({ min: 2, standby: 1, standbyReplicas: 2 }),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(2)] },
+        profiles: fleet,
+        signals: [steady('fleet/a', 5), steady('fleet/b', 2)],
+        now: NOW,
+      },
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE', 'P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'],
+      clusters: [
+        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
+        { cluster: 'fleet/b', state: 'ACTIVE', reason: 'Reactivated', desiredMaxReplicas: undefined },
+        { cluster: 'fleet/c', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
+      ],
+    },
+  ])('$name', ({ input, moves: expectedMoves, clusters }) => {
+    const d = run(input);
+    expect(moves(d)).toEqual(expectedMoves);
+    expect(view(d)).toEqual(clusters);
+  });
+
+  it('warmStandbyClusters without useDraining is invalid (InvalidBehavior) and changes nothing', () => {
+    const status = { clusters: [listed('fleet/a', 'ACTIVE', 0)] };
+    const d = run({
+      spec: specOf({ standby: 1, useDraining: false }),
+      status,
+      profiles: fleet,
+      signals: [steady('fleet/a', 5)],
+      now: NOW,
+    });
+    expect(d.transitions).toEqual([]);
+    expect(d.status.clusters).toEqual(status.clusters);
+    expect(condition(d, 'Valid')).toMatchObject({
+      status: 'False',
+      reason: 'InvalidBehavior',
+      message: expect.stringMatching(/^spec\.scaling\.autoscaleForCapacity\.warmStandbyClusters: a warm standby needs/),
+    });
+  });
+});
+
+describe('mco explain names each new reason', () => {
+  const explainOf = (c: Case) =>
+    explain({
+      now: new Date(T0 + c.now * 1000),
+      placement: aPlacement('default/web', c.spec, c.status),
+      clusterProfiles: c.profiles,
+      signals: c.signals ?? [],
+    });
+  const notesOf = (c: Case, cluster?: string) => {
+    const e = explainOf(c);
+    return cluster === undefined ? e.notes : (e.clusters.find((x) => x.cluster === cluster)?.notes ?? []);
+  };
+  const afterStockout = (room: number, failBack: FailBackStatus = {}): Case['status'] => ({
+    clusters: [
+      listed('fleet/a', 'ACTIVE', 0, { belowCeilingSince: at(NOW - room) }),
+      listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
+    ],
+    lastAdditionTime: at(3000),
+    failBack: { ...failBack, roomSince: at(NOW - room) },
+  });
+
+  it.each<{ name: string; input: Case; cluster: string | undefined; note: RegExp }>([
+    {
+      name: 'why fail-back waits: the backoff',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW, { backoffLevel: 1, lastCycleTime: at(NOW - 1000) }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      cluster: undefined,
+      note: /^fail-back waits until \S+: backoff level 1 after fail-back cycles: window 2400s/,
+    },
+    {
+      name: 'why fail-back waits: no room',
+      input: {
+        spec: withFailBack(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [steady('fleet/a', 6), steady('fleet/b', 8)],
+        now: NOW,
+      },
+      cluster: 'fleet/b',
+      note: /^fail-back waits for room: the preferred clusters have room for 4 replica\(s\), 8 would move$/,
+    },
+    {
+      name: 'why a drain is paused',
+      input: {
+        spec: specOf(),
+        status: {
+          clusters: [
+            listed('fleet/a', 'ACTIVE', 0),
+            listed('fleet/b', 'SCALING_IN', NOW - 600, {
+              draining: {
+                desiredMaxReplicas: 6,
+                lastReplicaCountDecrease: at(NOW - 60),
+                initialDesiredMaxReplicas: 8,
+                receiversReadyReplicas: 5,
+              },
+            }),
+          ],
+        },
+        profiles: fleet,
+        signals: [
+          aSignal('fleet/a', at(fresh), {
+            hpa: { currentReplicas: 9, desiredReplicas: 9, maxReplicas: 20 },
+            readyReplicas: 6,
+            pendingPods: 0,
+          }),
+        ],
+        now: NOW,
+      },
+      cluster: 'fleet/b',
+      note: /^drain paused \(ReceiversNotReady\): the drop so far \(2\) exceeds the receivers' ready-replica growth \(1: 5 → 6\), and fleet\/a has 6 of 9 desired replicas ready$/,
+    },
+    {
+      name: 'why a standby is kept',
+      input: {
+        spec: specOf({ standby: 1, standbyReplicas: 2 }),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+        profiles: fleet,
+        signals: [steady('fleet/a', 5)],
+        now: NOW,
+      },
+      cluster: 'fleet/b',
+      note: /^kept as a warm standby at 2 replica\(s\): warmStandbyClusters is 1$/,
+    },
+    {
+      name: 'why a drained cluster lingers',
+      input: {
+        spec: withFailBack(),
+        status: {
+          clusters: [
+            listed('fleet/a', 'ACTIVE', 0),
+            listed('fleet/b', 'SCALING_IN', NOW - 3000, {
+              reason: 'Lingering',
+              lingerSince: at(NOW - 600),
+              draining: { desiredMaxReplicas: 1, lastReplicaCountDecrease: at(NOW - 900) },
+            }),
+          ],
+        },
+        profiles: fleet,
+        signals: [steady('fleet/a', 6), aScaleInSignal('fleet/b', at(fresh), 1)],
+        now: NOW,
+      },
+      cluster: 'fleet/b',
+      note: /^lingering warm at 1 replica\(s\) until \S+ \(failBack\.lingerSeconds of calm preferred clusters\), then drained and removed$/,
+    },
+    {
+      name: 'why an unreachable cluster is replaced but kept',
+      input: {
+        spec: specOf(),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+        profiles: fleet,
+        signals: [anUnreachableSignal('fleet/a', at(fresh), 3)],
+        now: NOW,
+      },
+      cluster: 'fleet/a',
+      note: /^unreachable: transport error \(timeout\) on 3 consecutive polls: not counted as headroom, so a replacement may be added; it stays listed/,
+    },
+  ])('$name', ({ input, cluster, note }) => {
+    expect(notesOf(input, cluster)).toContainEqual(expect.stringMatching(note));
+  });
+
+  it('shows an unreachable signal as such, with the transport error', () => {
+    const e = explainOf({
+      spec: specOf(),
+      status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+      profiles: fleet,
+      signals: [anUnreachableSignal('fleet/a', at(fresh), 2)],
+      now: NOW,
+    });
+    expect(e.clusters.find((c) => c.cluster === 'fleet/a')?.signal).toEqual({
+      status: 'unreachable',
+      atCapacityCeiling: false,
+      wantsScaleIn: false,
+      why: 'transport error (timeout) on 2 consecutive poll(s): unreachable',
+    });
+  });
+});
