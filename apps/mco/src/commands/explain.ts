@@ -224,9 +224,9 @@ async function observeSignals(
   }
 }
 
-/** One table per placement: a row per cluster, then the notes that explain why nothing more happened. */
-export function formatExplanation(e: Explanation): string {
-  const rows = e.clusters.map((c) => ({
+/** A row per cluster of `mco explain`'s table (the dashboard shows the same rows). */
+export function explanationRows(e: Explanation) {
+  return e.clusters.map((c) => ({
     cluster: c.cluster,
     eligible: c.eligible ? 'yes' : 'no',
     priority: c.priority === undefined ? '-' : String(c.priority),
@@ -249,6 +249,11 @@ export function formatExplanation(e: Explanation): string {
       .filter(Boolean)
       .join('; '),
   }));
+}
+
+/** One table per placement: a row per cluster, then the notes that explain why nothing more happened. */
+export function formatExplanation(e: Explanation): string {
+  const rows = explanationRows(e);
   const header = {
     cluster: 'CLUSTER',
     eligible: 'ELIGIBLE',
