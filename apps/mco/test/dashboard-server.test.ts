@@ -185,7 +185,7 @@ describe('the dashboard server', () => {
       post('{"token": "good"}', { origin: 'https://evil.example' }),
     ]);
     expect(refused.map((r) => r.status)).toEqual([401, 400, 400, 413, 403]);
-    expect((await fetch(`${base}/api/session`)).status).toBe(401);
+    expect(await (await fetch(`${base}/api/session`)).json()).toEqual({ auth: 'token' });
 
     const ok = await post('{"token": "good"}');
     const cookie = ok.headers.get('set-cookie')!;
@@ -202,7 +202,9 @@ describe('the dashboard server', () => {
     expect((await firstView(base, { cookie: session })).user).toBe('alice');
     expect(tokens).toEqual(['bad', 'good']);
     await fetch(`${base}/api/logout`, { method: 'POST', headers: { cookie: session } });
-    expect((await fetch(`${base}/api/session`, { headers: { cookie: session } })).status).toBe(401);
+    expect(await (await fetch(`${base}/api/session`, { headers: { cookie: session } })).json()).toEqual({
+      auth: 'token',
+    });
   });
 });
 

@@ -183,9 +183,9 @@ export function createDashboardServer(options: DashboardServerOptions) {
       case 'GET /healthz':
         return send(res, options.synced() ? 200 : 503, 'text/plain', options.synced() ? 'ok\n' : 'syncing\n');
       case 'GET /api/session': {
+        // 200 either way: the page asks before signing in, and a browser logs every 401 as an error.
         const identity = identityOf(req);
-        if (!identity) return json(res, 401, { auth: options.auth });
-        return json(res, 200, { auth: options.auth, user: identity.user, groups: identity.groups });
+        return json(res, 200, identity ? { auth: options.auth, ...identity } : { auth: options.auth });
       }
       case 'POST /api/login':
         return login(req, res);

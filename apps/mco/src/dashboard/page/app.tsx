@@ -3,7 +3,7 @@
 // (server-sent events). Bundled with its stylesheet into page.generated.ts by
 // scripts/build-dashboard-page.ts; nothing is fetched from elsewhere.
 import { render } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ClusterView, LaneSegment, PlacementDetail, PlacementSummary, View } from '../view.js';
 
 type Route = { page: 'fleet' } | { page: 'cluster'; key: string } | { page: 'placement'; key: string };
@@ -41,7 +41,9 @@ function App() {
   useEffect(() => {
     void fetch('/api/session').then(async (r) => {
       const body = (await r.json()) as { user?: string; auth: string };
-      setSession(r.ok ? { state: 'in', user: body.user ?? '', auth: body.auth } : { state: 'login' });
+      setSession(
+        r.ok && body.user !== undefined ? { state: 'in', user: body.user, auth: body.auth } : { state: 'login' },
+      );
     });
   }, []);
 
@@ -56,9 +58,12 @@ function App() {
     return () => source.close();
   }, [session.state, selected]);
 
+  // After following a link, the focus moves to the new content (not on the first load: Tab starts at the top).
+  const first = useRef(true);
   useEffect(() => {
     document.title = `${route.page === 'fleet' ? 'Fleet' : route.key} · mco dashboard`;
-    document.getElementById('main')?.focus();
+    if (first.current) first.current = false;
+    else document.getElementById('main')?.focus();
   }, [route.page, route.page === 'fleet' ? '' : route.key]);
 
   return (
