@@ -3,6 +3,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { AccessCache, cookieValue, proxyIdentity, SessionStore, type Identity } from '../src/dashboard/auth.js';
 import { FleetModel } from '../src/dashboard/model.js';
 import { createDashboardServer, MAX_BODY_BYTES } from '../src/dashboard/server.js';
+import { main } from '../src/main.js';
 import type { View } from '../src/dashboard/view.js';
 
 describe('dashboard sessions', () => {
@@ -247,5 +248,34 @@ describe('the fleet model', () => {
         ],
       },
     ]);
+  });
+});
+
+describe('mco dashboard', () => {
+  async function mco(...argv: string[]) {
+    let stdout = '';
+    let stderr = '';
+    const code = await main(argv, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+    return { code, stdout, stderr };
+  }
+
+  it('--help prints the usage', async () => {
+    const help = await mco('dashboard', '--help');
+    expect({ code: help.code, first: help.stdout.split('\n')[0], auth: help.stdout.includes('--auth <mode>') }).toEqual(
+      {
+        code: 0,
+        first: 'Usage:',
+        auth: true,
+      },
+    );
+  });
+
+  it.each([
+    [['--listen', '0.0.0.0:8090'], '--listen 0.0.0.0:8090: --auth none serves the hub kubeconfig'],
+    [['--auth', 'basic'], '--auth basic: expected none, proxy or token'],
+    [['--log-level', 'loud'], '--log-level loud: expected debug, info, warn, error'],
+  ])('refuses %j with exit code 2, naming the flag', async (flags, message) => {
+    const result = await mco('dashboard', ...flags);
+    expect({ code: result.code, named: result.stderr.includes(message) }).toEqual({ code: 2, named: true });
   });
 });
