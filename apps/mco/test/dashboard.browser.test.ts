@@ -52,7 +52,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     for (const name of ['a', 'b', 'c']) await fleet.createProfile('fleet', name, { gpu: 'l4', region: `r-${name}` });
     for (const name of ['a', 'b', 'c']) await fleet.setProfileHealthy('fleet', name, true);
     // The tenant may list placements and Events in team-a, and ClusterProfiles in fleet; nothing in team-b.
-    await hub.plane.hub.apply([
+    const rbac: object[] = [
       {
         apiVersion: 'rbac.authorization.k8s.io/v1',
         kind: 'ClusterRole',
@@ -74,7 +74,8 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
         roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'placement-viewer' },
         subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'tenant-a' }],
       })),
-    ]);
+    ];
+    await hub.plane.hub.apply(rbac as Parameters<typeof hub.plane.hub.apply>[0]);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
@@ -158,7 +159,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     await page.locator('tr[data-placement="team-a/web"] th a').click();
     await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Placement team-a/web');
     await page.waitForFunction(() =>
-      [...document.querySelectorAll('.lane')].some(
+      Array.from(document.querySelectorAll('.lane')).some(
         (l) => l.textContent?.includes('fleet/a') && l.textContent.includes('EVICTING → 4'),
       ),
     );
@@ -195,6 +196,14 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     await page.keyboard.press('Enter');
     await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Placement team-a/web');
     expect(page.url()).toBe(`${dashboard.url}#/placement/team-a/web`);
+    // Back to the fleet; the filter keeps the rows that contain every word typed.
+    await page.goBack();
+    await page.getByLabel('Filter').fill('cordoned');
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-cluster]').length === 1);
+    expect(await page.locator('#clusters-h').innerText()).toBe('Clusters (1 of 3 match)');
+    await page.getByLabel('Filter').fill('');
+    await page.goForward();
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Placement team-a/web');
 
     const violations = async () => {
       await page.evaluate(AXE);

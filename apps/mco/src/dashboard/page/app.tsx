@@ -177,27 +177,55 @@ function NotFound({ what }: { what: string }) {
   );
 }
 
+/** Rows shown before "Show all": a fleet of thousands renders fast, and the filter finds the rest. */
+const FIRST_ROWS = 100;
+
 function Fleet({ view }: { view: View }) {
+  const [filter, setFilter] = useState('');
+  const [all, setAll] = useState(false);
+  const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
+  const matches = (text: string) => words.every((w) => text.toLowerCase().includes(w));
+  const clusters = view.clusters.filter((c) =>
+    matches([c.key, c.health, ...c.taints, ...Object.entries(c.labels).map(([k, v]) => `${k}=${v}`)].join(' ')),
+  );
+  const placements = view.placements.filter((p) => matches([p.key, ...p.clusters.map((c) => c.key)].join(' ')));
+  const limit = all ? Infinity : FIRST_ROWS;
+  const more = !all && (clusters.length > limit || placements.length > limit);
   return (
     <>
       <h1>Fleet</h1>
+      <p class="filter">
+        <label for="filter">Filter</label>{' '}
+        <input
+          id="filter"
+          type="search"
+          value={filter}
+          placeholder="name, label=value, taint…"
+          onInput={(e) => setFilter((e.target as HTMLInputElement).value)}
+        />
+        {more ? (
+          <button type="button" onClick={() => setAll(true)}>
+            Show all rows
+          </button>
+        ) : null}
+      </p>
       <section aria-labelledby="clusters-h">
-        <h2 id="clusters-h">Clusters ({view.clusters.length})</h2>
+        <h2 id="clusters-h">Clusters ({shown(clusters.length, limit, view.clusters.length)})</h2>
         <table class="clusters">
           <Head cols={['Cluster', 'Health', 'Taints', 'Labels', 'Properties', 'Placements']} />
           <tbody>
-            {view.clusters.map((c) => (
+            {clusters.slice(0, limit).map((c) => (
               <ClusterRow key={c.key} cluster={c} />
             ))}
           </tbody>
         </table>
       </section>
       <section aria-labelledby="placements-h">
-        <h2 id="placements-h">Placements ({view.placements.length})</h2>
+        <h2 id="placements-h">Placements ({shown(placements.length, limit, view.placements.length)})</h2>
         <table class="placements">
           <Head cols={['Placement', 'Valid', 'Satisfied', 'Clusters']} />
           <tbody>
-            {view.placements.map((p) => (
+            {placements.slice(0, limit).map((p) => (
               <PlacementRow key={p.key} placement={p} />
             ))}
           </tbody>
@@ -205,6 +233,12 @@ function Fleet({ view }: { view: View }) {
       </section>
     </>
   );
+}
+
+/** "12", "100 of 250 shown" or "3 of 12 match". */
+function shown(matching: number, limit: number, total: number): string {
+  if (matching > limit) return `${limit} of ${matching} shown`;
+  return matching === total ? String(total) : `${matching} of ${total} match`;
 }
 
 function ClusterRow({ cluster: c }: { cluster: ClusterView }) {
