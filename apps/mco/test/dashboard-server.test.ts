@@ -1,7 +1,8 @@
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccessCache, cookieValue, proxyIdentity, SessionStore, type Identity } from '../src/dashboard/auth.js';
-import { FleetModel } from '../src/dashboard/model.js';
+import * as flux from '@mco/flux';
+import { CLUSTER_PROFILE_ANNOTATION, FleetModel, PLACEMENT_ANNOTATION, SEE_ALL } from '../src/dashboard/model.js';
 import { createDashboardServer, MAX_BODY_BYTES } from '../src/dashboard/server.js';
 import { main } from '../src/main.js';
 import type { View } from '../src/dashboard/view.js';
@@ -210,6 +211,40 @@ describe('the dashboard server', () => {
 });
 
 describe('the fleet model', () => {
+  it("reads delivery objects by @mco/flux's annotations", () => {
+    expect([PLACEMENT_ANNOTATION, CLUSTER_PROFILE_ANNOTATION]).toEqual([
+      flux.PLACEMENT_ANNOTATION,
+      flux.CLUSTER_PROFILE_ANNOTATION,
+    ]);
+  });
+
+  it('shows the delivery objects that name a placement and a cluster, with their sync status', () => {
+    const model = new FleetModel();
+    model.clusterProfile('add', { metadata: { namespace: 'fleet', name: 'a' } });
+    model.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: {} });
+    const annotations = { [PLACEMENT_ANNOTATION]: 'apps/p', [CLUSTER_PROFILE_ANNOTATION]: 'fleet/a' };
+    model.deliveryObject('add', {
+      kind: 'Kustomization',
+      metadata: { namespace: 'flux-system', name: 'p-a', annotations },
+      status: { conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }] },
+    });
+    model.deliveryObject('add', {
+      kind: 'Application',
+      metadata: { namespace: 'argocd', name: 'p-a', annotations },
+      status: { sync: { status: 'Synced' }, health: { status: 'Healthy' } },
+    });
+    model.deliveryObject('add', { kind: 'Application', metadata: { namespace: 'argocd', name: 'other' } });
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.delivery).toEqual([
+      {
+        cluster: 'fleet/a',
+        kind: 'Kustomization',
+        name: 'flux-system/p-a',
+        status: 'Ready True (ReconciliationSucceeded)',
+      },
+      { cluster: 'fleet/a', kind: 'Application', name: 'argocd/p-a', status: 'Synced, Healthy' },
+    ]);
+  });
+
   it('remembers each cluster state change of a placement as lanes, bounded, with the draining target', () => {
     let now = Date.parse('2026-01-01T00:10:00Z');
     const model = new FleetModel({ laneLength: 3, now: () => now });

@@ -24,6 +24,7 @@ import {
   type Command,
   type Io,
 } from '../cli.js';
+import { explanationRows } from '../explain-rows.js';
 import { createSignalSources } from './controller.js';
 
 const USAGE = `Usage:
@@ -222,33 +223,6 @@ async function observeSignals(
   } finally {
     await Promise.all([...sources.byName.values()].map((s) => s.close?.().catch(() => undefined)));
   }
-}
-
-/** A row per cluster of `mco explain`'s table (the dashboard shows the same rows). */
-export function explanationRows(e: Explanation) {
-  return e.clusters.map((c) => ({
-    cluster: c.cluster,
-    eligible: c.eligible ? 'yes' : 'no',
-    priority: c.priority === undefined ? '-' : String(c.priority),
-    score: c.score === undefined ? '-' : String(Math.round(c.score * 100) / 100),
-    signal: [
-      c.signal.status,
-      c.signal.atCapacityCeiling ? 'at ceiling' : '',
-      c.signal.wantsScaleIn ? 'wants scale-in' : '',
-    ]
-      .filter(Boolean)
-      .join(', '),
-    state: `${c.stateBefore ?? '-'} -> ${c.state ?? '-'}`,
-    why: [
-      c.excludedBy,
-      ...(c.taints ?? []).map((t) => `taint ${t}`),
-      c.signal.why,
-      ...c.transitions.map((t) => `${t.id}: ${t.reason}`),
-      ...c.notes,
-    ]
-      .filter(Boolean)
-      .join('; '),
-  }));
 }
 
 /** One table per placement: a row per cluster, then the notes that explain why nothing more happened. */

@@ -7,9 +7,8 @@ import {
   type ClusterProfile,
   type Placement,
 } from '@mco/core';
-import { CLUSTER_PROFILE_ANNOTATION, PLACEMENT_ANNOTATION } from '@mco/flux';
 import type { InformerEvent, KubeObject } from '@mco/kube-runtime';
-import { explanationRows } from '../commands/explain.js';
+import { explanationRows } from '../explain-rows.js';
 import type {
   ClusterView,
   DeliveryView,
@@ -21,6 +20,10 @@ import type {
   View,
 } from './view.js';
 
+// @mco/flux's annotations naming the placement and ClusterProfile of a delivery object (a test keeps
+// them equal): importing @mco/flux would load @kubernetes/client-node with it.
+export const PLACEMENT_ANNOTATION = 'orchestra.multicluster.x-k8s.io/placement-key';
+export const CLUSTER_PROFILE_ANNOTATION = 'orchestra.multicluster.x-k8s.io/cluster-profile';
 const CORDONED = 'mco.x-k8s.io/cordoned';
 const DRAINED = 'mco.x-k8s.io/drained';
 
