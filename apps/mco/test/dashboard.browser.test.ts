@@ -1,13 +1,16 @@
 /// <reference lib="dom" />
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectionFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { freePort } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startDashboard, type Dashboard } from '../src/dashboard/index.js';
 import { main } from '../src/main.js';
+import { builtMco } from './built.js';
 // The controller's own integration-test harness: a real kube-apiserver with the chart's CRDs and RBAC.
 import { describeWithHub, FakeSignalSource, renderChart } from '../../../packages/controller/test/support.js';
 import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
@@ -89,7 +92,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   });
 
   /** A page on a fresh browser context that may reach only the dashboard; console errors and other requests are collected. */
-  async function open(dashboard: Dashboard, headers: Record<string, string> = {}) {
+  async function open(url: string, headers: Record<string, string> = {}) {
     const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, extraHTTPHeaders: headers });
     contexts.push(context);
     const page = await context.newPage();
@@ -99,7 +102,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     });
     page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
     await page.route('**/*', (route) => {
-      if (route.request().url().startsWith(dashboard.url)) return route.continue();
+      if (route.request().url().startsWith(url)) return route.continue();
       problems.push(`request outside the dashboard: ${route.request().url()}`);
       return route.abort();
     });
@@ -123,7 +126,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
       auth: 'none',
     });
     dashboards.push(dashboard);
-    const { page, problems } = await open(dashboard);
+    const { page, problems } = await open(dashboard.url);
     const loadStarted = Date.now();
     await page.goto(dashboard.url);
     await page.locator('tr[data-cluster="fleet/a"]').waitFor();
@@ -181,7 +184,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
 
   it('works from the keyboard alone, and axe-core finds no WCAG 2.1 A or AA violation on the fleet and placement pages', async () => {
     const dashboard = dashboards[0]!;
-    const { page } = await open(dashboard);
+    const { page } = await open(dashboard.url);
     await page.goto(dashboard.url);
     await page.locator('tr[data-cluster="fleet/a"]').waitFor();
     const focused = () => page.evaluate(() => document.activeElement?.textContent ?? '');
@@ -259,7 +262,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
 
     const proxied = await startDashboard({ hub: connection, host: '127.0.0.1', port: 0, auth: 'proxy' });
     dashboards.push(proxied);
-    const tenant = await open(proxied, { 'X-Remote-User': 'tenant-a' });
+    const tenant = await open(proxied.url, { 'X-Remote-User': 'tenant-a' });
     await tenant.page.goto(proxied.url);
     await tenant.page.locator('tr[data-placement="team-a/web"]').waitFor();
     const visible = async (page: Page) => ({
@@ -282,7 +285,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     // Token mode: the tenant's token is posted once; the page never holds it, the cookie is HttpOnly.
     const tokened = await startDashboard({ hub: connection, host: '127.0.0.1', port: 0, auth: 'token' });
     dashboards.push(tokened);
-    const login = await open(tokened);
+    const login = await open(tokened.url);
     await login.page.goto(tokened.url);
     await login.page.getByLabel('Bearer token').fill(hub.plane.hub.token('tenant-a'));
     await login.page.getByRole('button', { name: 'Sign in' }).click();
@@ -296,4 +299,29 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     expect(cookie).toMatchObject({ name: 'mco_dashboard_session', httpOnly: true, sameSite: 'Strict' });
     expect([...tenant.problems, ...login.problems]).toEqual([]);
   }, 120_000);
+
+  it('the built `mco dashboard` serves the page from the hub kubeconfig on 127.0.0.1, and stops on SIGTERM', async () => {
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [builtMco(), 'dashboard', '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const url = `http://127.0.0.1:${port}/`;
+      await expect.poll(() => stderr, { timeout: 30_000 }).toContain(`mco dashboard: serving ${url} (auth none)`);
+      const { page, problems } = await open(url);
+      await page.goto(url);
+      await page.locator('tr[data-placement="team-a/web"]').waitFor();
+      expect(problems).toEqual([]);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  }, 60_000);
 });
