@@ -165,6 +165,29 @@ describe('the dashboard server', () => {
     expect(reviews).toContain('alice:team-b:multikubernetesclusterplacements');
   });
 
+  it('re-checks access while a page is open: a namespace whose access is revoked disappears from the stream', async () => {
+    let allowed = true;
+    const access = new AccessCache(() => Promise.resolve(allowed), 0);
+    const { base } = await start({ auth: 'proxy', access, heartbeatMs: 50 });
+    const abort = new AbortController();
+    const res = await fetch(`${base}/api/stream`, { headers: { 'x-remote-user': 'bob' }, signal: abort.signal });
+    const reader = res.body!.getReader();
+    const views: string[][] = [];
+    let text = '';
+    while (views.length < 2) {
+      const { value } = await reader.read();
+      text += new TextDecoder().decode(value);
+      for (const match of text.matchAll(/event: view\ndata: (.*)\n\n/g)) {
+        views.push((JSON.parse(match[1]!) as View).placements.map((p) => p.key));
+      }
+      text = text.slice(text.lastIndexOf('\n\n') + 2);
+      // Revoked once the first view arrived; the heartbeat asks again.
+      if (views.length > 0) allowed = false;
+    }
+    abort.abort();
+    expect(views).toEqual([['team-a/web', 'team-b/web'], []]);
+  });
+
   it('in token mode, exchanges a posted token for an HttpOnly SameSite=Strict session cookie, refusing bad and oversized bodies and other origins', async () => {
     const tokens: string[] = [];
     const { base } = await start({
