@@ -124,6 +124,8 @@ export function createDashboardServer(options: DashboardServerOptions) {
     res.write('retry: 2000\n\n');
     streams.add(res);
     let last = '';
+    /** Milliseconds the last view took to build and send. */
+    let cost = 0;
     let timer: NodeJS.Timeout | undefined;
     let running = false;
     let again = false;
@@ -133,13 +135,14 @@ export function createDashboardServer(options: DashboardServerOptions) {
         return;
       }
       running = true;
+      const started = performance.now();
       try {
         do {
           again = false;
           const view = options.model.view(await visibilityOf(identity), identity.user, options.synced(), selected);
           const { now: _now, ...comparable } = view;
           const text = JSON.stringify(comparable);
-          if (text !== last) {
+          if (text !== last && !res.destroyed) {
             last = text;
             res.write(`event: view\ndata: ${JSON.stringify(view)}\n\n`);
           }
@@ -148,16 +151,23 @@ export function createDashboardServer(options: DashboardServerOptions) {
         logger.warn('dashboard: cannot build a view', { error: (error as Error).message });
       } finally {
         running = false;
+        cost = performance.now() - started;
       }
     };
+    // A large fleet's view takes tens of milliseconds to build and send: wait at least twice that between
+    // two, so that a busy hub cannot keep the server building views.
     const schedule = () => {
-      timer ??= setTimeout(() => {
-        timer = undefined;
-        void push();
-      }, throttleMs);
+      timer ??= setTimeout(
+        () => {
+          timer = undefined;
+          void push();
+        },
+        Math.max(throttleMs, 2 * cost),
+      );
     };
     const unsubscribe = options.model.onChange(schedule);
     const heartbeat = setInterval(() => {
+      if (res.destroyed) return;
       res.write(': keep-alive\n\n');
       void push();
     }, heartbeatMs);
