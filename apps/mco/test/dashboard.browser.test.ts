@@ -297,6 +297,11 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     expect(await login.page.content()).not.toContain(hub.plane.hub.token('tenant-a'));
     const [cookie] = await login.page.context().cookies();
     expect(cookie).toMatchObject({ name: 'mco_dashboard_session', httpOnly: true, sameSite: 'Strict' });
+    // Signing out ends the session on the server: the cookie no longer opens the stream.
+    await login.page.getByRole('button', { name: 'Sign out' }).click();
+    await login.page.getByLabel('Bearer token').waitFor();
+    const stale = await fetch(`${tokened.url}api/stream`, { headers: { cookie: `${cookie!.name}=${cookie!.value}` } });
+    expect(stale.status).toBe(401);
     expect([...tenant.problems, ...login.problems]).toEqual([]);
   }, 120_000);
 

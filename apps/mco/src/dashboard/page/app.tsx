@@ -38,14 +38,14 @@ function App() {
   const [live, setLive] = useState(false);
   const selected = route.page === 'placement' ? route.key : undefined;
 
-  useEffect(() => {
+  const checkSession = () =>
     void fetch('/api/session').then(async (r) => {
       const body = (await r.json()) as { user?: string; auth: string };
       setSession(
         r.ok && body.user !== undefined ? { state: 'in', user: body.user, auth: body.auth } : { state: 'login' },
       );
     });
-  }, []);
+  useEffect(checkSession, []);
 
   useEffect(() => {
     if (session.state !== 'in') return undefined;
@@ -54,7 +54,11 @@ function App() {
       setView(JSON.parse((e as MessageEvent<string>).data) as View);
       setLive(true);
     });
-    source.onerror = () => setLive(false);
+    source.onerror = () => {
+      setLive(false);
+      // The browser retries by itself unless the server refused the stream (a session that ended): ask again.
+      if (source.readyState === EventSource.CLOSED) checkSession();
+    };
     return () => source.close();
   }, [session.state, selected]);
 
