@@ -30,19 +30,10 @@ export interface DashboardOptions {
   readonly auth: AuthMode;
   readonly secureCookies?: boolean;
   readonly logger?: Logger;
-  /** How long a SubjectAccessReview answer is reused (default 10 s). */
-  readonly accessTtlMs?: number;
-  /** How long a token login lasts (default 8 h). */
-  readonly sessionTtlMs?: number;
-  readonly laneLength?: number;
 }
 
 export interface Dashboard {
   readonly url: string;
-  readonly address: AddressInfo;
-  readonly model: FleetModel;
-  /** Resolves once every informer has listed once. */
-  synced(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -54,7 +45,7 @@ export interface Dashboard {
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const logger = options.logger ?? silentLogger;
   const client = new KubeClient(options.hub);
-  const model = new FleetModel(options.laneLength !== undefined ? { laneLength: options.laneLength } : {});
+  const model = new FleetModel();
   const informers: Informer<KubeObject>[] = [];
   const watch = (resource: Resource, handler: (event: 'add' | 'update' | 'delete', o: KubeObject) => void) => {
     const informer = createInformer<KubeObject>(client, resource, { logger });
@@ -79,11 +70,11 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     model,
     synced: () => informers.every((i) => i.hasSynced()),
     auth: options.auth,
-    ...(options.auth === 'none' ? {} : { access: new AccessCache(review, options.accessTtlMs ?? 10_000) }),
+    ...(options.auth === 'none' ? {} : { access: new AccessCache(review) }),
     ...(options.auth === 'token'
       ? {
           login: (token: string) => whoAmI(options.hub, token),
-          sessions: new SessionStore(options.sessionTtlMs ?? 8 * 3600_000),
+          sessions: new SessionStore(8 * 3600_000),
         }
       : {}),
     ...(options.secureCookies ? { secureCookies: true } : {}),
@@ -101,11 +92,6 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
     url: `http://${host}:${address.port}/`,
-    address,
-    model,
-    synced: async () => {
-      await Promise.all(informers.map((i) => i.waitForSync()));
-    },
     async close() {
       await server.close();
       await Promise.all(informers.map((i) => i.stop()));

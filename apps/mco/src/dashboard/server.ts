@@ -28,8 +28,6 @@ export interface DashboardServerOptions {
   readonly sessions?: SessionStore;
   /** Mark the session cookie Secure: the page is reached over https (e.g. through an ingress). */
   readonly secureCookies?: boolean;
-  /** Shown as the user in `none` mode (the hub kubeconfig's identity). */
-  readonly localUser?: string;
   readonly logger?: Logger;
   /** The shortest time between two updates of one page (default 100 ms). */
   readonly throttleMs?: number;
@@ -88,7 +86,7 @@ export function createDashboardServer(options: DashboardServerOptions) {
   function identityOf(req: http.IncomingMessage): Identity | undefined {
     switch (options.auth) {
       case 'none':
-        return { user: options.localUser ?? 'local', groups: [] };
+        return { user: 'the hub kubeconfig', groups: [] };
       case 'proxy':
         return proxyIdentity(req.headers);
       case 'token':
