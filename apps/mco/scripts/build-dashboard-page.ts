@@ -20,6 +20,8 @@ export async function renderPageModule(): Promise<string> {
     jsxImportSource: 'preact',
     write: false,
     legalComments: 'none',
+    // The page ships Preact inside mco: its MIT licence asks for the notice.
+    banner: { js: '/*! Preact, MIT License, Copyright (c) 2015-present Jason Miller */' },
     logLevel: 'silent',
   });
   const js = result.outputFiles[0]!.text;
