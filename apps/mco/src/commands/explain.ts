@@ -24,6 +24,7 @@ import {
   type Io,
   parseFlags,
 } from '../cli.js';
+import { explanationRows } from '../explain-rows.js';
 import { createSignalSources } from './controller.js';
 
 const USAGE = `Usage:
@@ -226,29 +227,7 @@ async function observeSignals(
 
 /** One table per placement: a row per cluster, then the notes that explain why nothing more happened. */
 export function formatExplanation(e: Explanation): string {
-  const rows = e.clusters.map((c) => ({
-    cluster: c.cluster,
-    eligible: c.eligible ? 'yes' : 'no',
-    priority: c.priority === undefined ? '-' : String(c.priority),
-    score: c.score === undefined ? '-' : String(Math.round(c.score * 100) / 100),
-    signal: [
-      c.signal.status,
-      c.signal.atCapacityCeiling ? 'at ceiling' : '',
-      c.signal.wantsScaleIn ? 'wants scale-in' : '',
-    ]
-      .filter(Boolean)
-      .join(', '),
-    state: `${c.stateBefore ?? '-'} -> ${c.state ?? '-'}`,
-    why: [
-      c.excludedBy,
-      ...(c.taints ?? []).map((t) => `taint ${t}`),
-      c.signal.why,
-      ...c.transitions.map((t) => `${t.id}: ${t.reason}`),
-      ...c.notes,
-    ]
-      .filter(Boolean)
-      .join('; '),
-  }));
+  const rows = explanationRows(e);
   const header = {
     cluster: 'CLUSTER',
     eligible: 'ELIGIBLE',

@@ -29,6 +29,11 @@ export const commands: readonly CommandEntry[] = [
     load: async () => (await import('./controller.js')).controllerCommand,
   },
   {
+    name: 'dashboard',
+    summary: 'Serve a read-only live web page of the hub: the fleet and every placement, updated as they change',
+    load: async () => (await import('./dashboard.js')).dashboardCommand,
+  },
+  {
     name: 'clusters',
     summary:
       'Declare member clusters as ClusterProfiles (apply, from-kubeconfig, list); take them out of service (taint, cordon, drain)',

@@ -1,0 +1,139 @@
+import type { AddressInfo } from 'node:net';
+import {
+  CLUSTER_PROFILES,
+  createInformer,
+  KubeApiError,
+  KubeClient,
+  PLACEMENTS,
+  type Informer,
+  type KubeConnection,
+  type KubeObject,
+  type Resource,
+} from '@mco/kube-runtime';
+import { silentLogger, type Logger } from '@mco/runtime';
+import { AccessCache, SessionStore, subjectAccessReview, type AuthMode, type Identity } from './auth.js';
+import { FleetModel } from './model.js';
+import { createDashboardServer } from './server.js';
+
+const EVENTS: Resource = { group: '', version: 'v1', plural: 'events' };
+/** Delivery objects shown per placed cluster, when their API is served on the hub. */
+const DELIVERY: readonly Resource[] = [
+  { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' },
+  { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations' },
+  { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases' },
+];
+
+export interface DashboardOptions {
+  readonly hub: KubeConnection;
+  readonly host: string;
+  readonly port: number;
+  readonly auth: AuthMode;
+  readonly secureCookies?: boolean;
+  readonly logger?: Logger;
+}
+
+export interface Dashboard {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Watches the hub (ClusterProfiles, placements, their Events and, where
+ * served, Argo CD Applications and Flux Kustomizations/HelmReleases) and
+ * serves the live page. It reads the hub only; it never reaches member clusters.
+ */
+export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
+  const logger = options.logger ?? silentLogger;
+  const client = new KubeClient(options.hub);
+  const model = new FleetModel();
+  const informers: Informer<KubeObject>[] = [];
+  const watch = (resource: Resource, handler: (event: 'add' | 'update' | 'delete', o: KubeObject) => void) => {
+    const informer = createInformer<KubeObject>(client, resource, { logger });
+    informer.addHandler((event, object) => handler(event, object));
+    informers.push(informer);
+  };
+  watch(CLUSTER_PROFILES, (e, o) => model.clusterProfile(e, o));
+  watch(PLACEMENTS, (e, o) => model.placement(e, o));
+  watch(EVENTS, (e, o) => model.event(e, o));
+  for (const resource of DELIVERY) {
+    if (await served(client, resource)) watch(resource, (e, o) => model.deliveryObject(e, o));
+  }
+
+  const review = async (identity: Identity, namespace: string, resource: { group: string; resource: string }) => {
+    const answer = await client.create<{ status?: { allowed?: boolean } }>(
+      '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      subjectAccessReview(identity, namespace, resource),
+    );
+    return answer.status?.allowed === true;
+  };
+  const server = createDashboardServer({
+    model,
+    synced: () => informers.every((i) => i.hasSynced()),
+    auth: options.auth,
+    ...(options.auth === 'none' ? {} : { access: new AccessCache(review) }),
+    ...(options.auth === 'token'
+      ? {
+          login: (token: string) => whoAmI(options.hub, token),
+          sessions: new SessionStore(8 * 3600_000),
+        }
+      : {}),
+    ...(options.secureCookies ? { secureCookies: true } : {}),
+    logger,
+  });
+  for (const informer of informers) informer.start();
+  let address: AddressInfo;
+  try {
+    address = await server.listen(options.host, options.port);
+  } catch (error) {
+    await Promise.all(informers.map((i) => i.stop()));
+    client.close();
+    throw error;
+  }
+  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  return {
+    url: `http://${host}:${address.port}/`,
+    async close() {
+      await server.close();
+      await Promise.all(informers.map((i) => i.stop()));
+      client.close();
+    },
+  };
+}
+
+/** Whether the hub serves `resource` (an API group that is not installed answers 404). */
+async function served(client: KubeClient, resource: Resource): Promise<boolean> {
+  try {
+    const list = await client.get<{ resources?: { name: string }[] }>(`/apis/${resource.group}/${resource.version}`);
+    return (list.resources ?? []).some((r) => r.name === resource.plural);
+  } catch (error) {
+    if (error instanceof KubeApiError && error.code === 404) return false;
+    throw error;
+  }
+}
+
+/** The identity a bearer token authenticates as on the hub: a SelfSubjectReview made with the token itself. */
+async function whoAmI(hub: KubeConnection, token: string): Promise<Identity> {
+  const client = new KubeClient(
+    {
+      server: hub.server,
+      ...(hub.caData ? { caData: hub.caData } : {}),
+      ...(hub.tlsServerName ? { tlsServerName: hub.tlsServerName } : {}),
+      ...(hub.proxyUrl ? { proxyUrl: hub.proxyUrl } : {}),
+      insecureSkipTlsVerify: hub.insecureSkipTlsVerify,
+      getCredential: () => Promise.resolve({ token }),
+      invalidate: () => undefined,
+    },
+    { timeoutMs: 10_000 },
+  );
+  try {
+    const review = await client.create<{ status?: { userInfo?: { username?: string; groups?: string[] } } }>(
+      '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+      { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+    );
+    const user = review.status?.userInfo?.username;
+    if (!user) throw new Error('the SelfSubjectReview named no user');
+    return { user, groups: review.status?.userInfo?.groups ?? [] };
+  } finally {
+    client.close();
+  }
+}

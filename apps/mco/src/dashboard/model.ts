@@ -1,0 +1,337 @@
+import {
+  clusterKey,
+  CONTROL_PLANE_HEALTHY,
+  explain,
+  formatTaint,
+  parseTaints,
+  type ClusterProfile,
+  type Placement,
+} from '@mco/core';
+import type { InformerEvent, KubeObject } from '@mco/kube-runtime';
+import { explanationRows } from '../explain-rows.js';
+import type {
+  ClusterView,
+  DeliveryView,
+  EventView,
+  LaneSegment,
+  PlacementClusterView,
+  PlacementDetail,
+  PlacementSummary,
+  View,
+} from './view.js';
+
+// @mco/flux's annotations naming the placement and ClusterProfile of a delivery object (a test keeps
+// them equal): importing @mco/flux would load @kubernetes/client-node with it.
+export const PLACEMENT_ANNOTATION = 'orchestra.multicluster.x-k8s.io/placement-key';
+export const CLUSTER_PROFILE_ANNOTATION = 'orchestra.multicluster.x-k8s.io/cluster-profile';
+const CORDONED = 'mco.x-k8s.io/cordoned';
+const DRAINED = 'mco.x-k8s.io/drained';
+
+/** A core/v1 Event, as far as the page reads it. */
+export interface KubeEvent extends KubeObject {
+  involvedObject?: { kind?: string; namespace?: string; name?: string };
+  type?: string;
+  reason?: string;
+  message?: string;
+  count?: number;
+  lastTimestamp?: string | null;
+  eventTime?: string | null;
+  firstTimestamp?: string | null;
+}
+
+/** What the viewer may list, per namespace. */
+export interface Visibility {
+  readonly clusterProfiles: (namespace: string) => boolean;
+  readonly placements: (namespace: string) => boolean;
+  readonly events: (namespace: string) => boolean;
+}
+
+export const SEE_ALL: Visibility = { clusterProfiles: () => true, placements: () => true, events: () => true };
+
+interface LaneEntry {
+  readonly at: number;
+  /** `-`: no longer listed. */
+  readonly state: string;
+  readonly desiredMaxReplicas?: number;
+}
+
+export interface FleetModelOptions {
+  /** State changes kept per cluster of a placement (a ring: the oldest goes first). */
+  readonly laneLength?: number;
+  readonly now?: () => number;
+}
+
+/**
+ * The hub as the informers last saw it, plus each placement's per-cluster
+ * state changes since the server started (bounded), from which every viewer's
+ * {@link View} is built. `version` grows on every change.
+ */
+export class FleetModel {
+  readonly startedAt: number;
+  version = 0;
+  private readonly profiles = new Map<string, ClusterProfile>();
+  private readonly placements = new Map<string, Placement>();
+  private readonly events = new Map<string, KubeEvent>();
+  private readonly delivery = new Map<string, KubeObject>();
+  private readonly lanes = new Map<string, Map<string, LaneEntry[]>>();
+  private readonly laneLength: number;
+  private readonly now: () => number;
+  private readonly listeners = new Set<() => void>();
+
+  constructor(options: FleetModelOptions = {}) {
+    this.now = options.now ?? Date.now;
+    this.laneLength = options.laneLength ?? 64;
+    this.startedAt = this.now();
+  }
+
+  onChange(listener: () => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  private changed(): void {
+    this.version++;
+    for (const listener of this.listeners) listener();
+  }
+
+  clusterProfile(event: InformerEvent, object: KubeObject): void {
+    this.put(this.profiles, event, object as unknown as ClusterProfile);
+  }
+
+  placement(event: InformerEvent, object: KubeObject): void {
+    const placement = object as unknown as Placement;
+    const key = keyOf(object);
+    this.put(this.placements, event, placement);
+    this.record(key, event === 'delete' ? [] : (placement.status?.clusters ?? []));
+    if (event === 'delete') this.lanes.delete(key);
+    this.changed();
+  }
+
+  event(event: InformerEvent, object: KubeObject): void {
+    const kind = (object as KubeEvent).involvedObject?.kind;
+    if (kind !== 'MultiKubernetesClusterPlacement' && kind !== 'ClusterProfile') return;
+    this.put(this.events, event, object as KubeEvent);
+  }
+
+  /** An Argo CD Application or Flux Kustomization/HelmRelease; kept when it names its placement and cluster. */
+  deliveryObject(event: InformerEvent, object: KubeObject): void {
+    const annotations = object.metadata?.annotations ?? {};
+    if (!annotations[PLACEMENT_ANNOTATION] || !annotations[CLUSTER_PROFILE_ANNOTATION]) return;
+    const key = `${object.kind}/${keyOf(object)}`;
+    if (event === 'delete') this.delivery.delete(key);
+    else this.delivery.set(key, object);
+    this.changed();
+  }
+
+  private put<T>(map: Map<string, T>, event: InformerEvent, object: T): void {
+    const key = keyOf(object as KubeObject);
+    if (event === 'delete') map.delete(key);
+    else map.set(key, object);
+    if (map !== this.placements) this.changed();
+  }
+
+  /** Appends a lane entry for every cluster whose state or draining target changed. */
+  private record(placement: string, clusters: NonNullable<Placement['status']>['clusters'] & object): void {
+    const now = this.now();
+    let lanes = this.lanes.get(placement);
+    if (!lanes) this.lanes.set(placement, (lanes = new Map()));
+    const listed = new Set<string>();
+    for (const c of clusters) {
+      const key = clusterKey(c.namespace, c.name);
+      listed.add(key);
+      const since = Date.parse(c.lastTransitionTime);
+      this.append(lanes, key, {
+        // The first sight of a cluster starts at its status' lastTransitionTime (known from before the server started).
+        at: lanes.has(key) || !Number.isFinite(since) ? now : Math.min(since, now),
+        state: c.state,
+        ...(c.draining ? { desiredMaxReplicas: c.draining.desiredMaxReplicas } : {}),
+      });
+    }
+    for (const key of lanes.keys()) if (!listed.has(key)) this.append(lanes, key, { at: now, state: '-' });
+  }
+
+  private append(lanes: Map<string, LaneEntry[]>, key: string, entry: LaneEntry): void {
+    const lane = lanes.get(key) ?? [];
+    const last = lane.at(-1);
+    if (last && last.state === entry.state && last.desiredMaxReplicas === entry.desiredMaxReplicas) return;
+    lane.push(entry);
+    if (lane.length > this.laneLength) lane.shift();
+    lanes.set(key, lane);
+  }
+
+  /** Every namespace holding something the page may show (for the access checks). */
+  namespaces(): Set<string> {
+    const out = new Set<string>();
+    for (const map of [this.profiles, this.placements, this.events] as Map<string, KubeObject>[]) {
+      for (const o of map.values()) if (o.metadata?.namespace) out.add(o.metadata.namespace);
+    }
+    return out;
+  }
+
+  /** What a viewer with `visible` sees; `selected` (`namespace/name`) adds that placement's details. */
+  view(visible: Visibility, user: string, synced: boolean, selected?: string): View {
+    const placements = [...this.placements.values()]
+      .filter((p) => visible.placements(p.metadata.namespace ?? ''))
+      .sort(byKey);
+    const profiles = [...this.profiles.values()]
+      .filter((p) => visible.clusterProfiles(p.metadata.namespace))
+      .sort(byKey);
+    const summaries = placements.map(summary);
+    const users = new Map<string, ClusterView['placements'][number][]>();
+    for (const p of summaries) {
+      for (const c of p.clusters) {
+        const list = users.get(c.key) ?? [];
+        list.push({ key: p.key, state: c.state, atCapacityCeiling: c.atCapacityCeiling });
+        users.set(c.key, list);
+      }
+    }
+    const selectedPlacement = selected ? placements.find((p) => keyOf(p as KubeObject) === selected) : undefined;
+    return {
+      now: this.now(),
+      user,
+      synced,
+      clusters: profiles.map((p) => clusterView(p, users.get(keyOf(p as KubeObject)) ?? [])),
+      placements: summaries,
+      ...(selectedPlacement ? { placement: this.detail(selectedPlacement, profiles, visible) } : {}),
+    };
+  }
+
+  private detail(placement: Placement, profiles: ClusterProfile[], visible: Visibility): PlacementDetail {
+    const key = keyOf(placement as KubeObject);
+    const now = this.now();
+    const explanation = explain({
+      now: new Date(now),
+      placement,
+      // The engine's view of the whole fleet, then only the rows the viewer may see.
+      clusterProfiles: [...this.profiles.values()],
+      signals: [],
+      requireWorkloadInPlacementNamespace: true,
+    });
+    const shown = new Set(profiles.map((p) => keyOf(p as KubeObject)));
+    const lanes = [...(this.lanes.get(key) ?? new Map<string, LaneEntry[]>()).entries()]
+      .filter(
+        ([cluster]) =>
+          shown.has(cluster) || placement.status?.clusters?.some((c) => clusterKey(c.namespace, c.name) === cluster),
+      )
+      .map(([cluster, entries]) => ({ cluster, segments: segments(entries) }));
+    const events: EventView[] = visible.events(placement.metadata.namespace ?? '')
+      ? [...this.events.values()]
+          .filter(
+            (e) =>
+              e.involvedObject?.kind === 'MultiKubernetesClusterPlacement' &&
+              e.involvedObject.namespace === placement.metadata.namespace &&
+              e.involvedObject.name === placement.metadata.name,
+          )
+          .map((e) => ({
+            type: e.type ?? 'Normal',
+            reason: e.reason ?? '',
+            message: e.message ?? '',
+            at: e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '',
+            count: e.count ?? 1,
+          }))
+          .sort((a, b) => b.at.localeCompare(a.at))
+          .slice(0, 50)
+      : [];
+    const delivery: DeliveryView[] = [...this.delivery.values()]
+      .filter((o) => o.metadata?.annotations?.[PLACEMENT_ANNOTATION] === key)
+      .map((o) => ({
+        cluster: o.metadata!.annotations![CLUSTER_PROFILE_ANNOTATION]!,
+        kind: String(o.kind),
+        name: keyOf(o),
+        status: deliveryStatus(o),
+      }))
+      .sort((a, b) => a.cluster.localeCompare(b.cluster));
+    return {
+      ...summary(placement),
+      conditions: (placement.status?.conditions ?? []).map((c) => ({
+        type: c.type,
+        status: c.status,
+        ...(c.reason ? { reason: c.reason } : {}),
+        ...(c.message ? { message: c.message } : {}),
+        ...(c.lastTransitionTime ? { lastTransitionTime: c.lastTransitionTime } : {}),
+      })),
+      lanes,
+      lanesSince: Math.min(this.startedAt, ...lanes.flatMap((l) => l.segments.map((s) => s.from))),
+      explain: {
+        notes: explanation.notes,
+        rows: explanationRows(explanation).filter((r) => shown.has(r.cluster)),
+      },
+      events,
+      delivery,
+    };
+  }
+}
+
+function keyOf(object: KubeObject): string {
+  return clusterKey(object.metadata?.namespace, String(object.metadata?.name));
+}
+
+function byKey(a: { metadata: { namespace?: string; name: string } }, b: typeof a): number {
+  return keyOf(a as KubeObject).localeCompare(keyOf(b as KubeObject));
+}
+
+function segments(entries: readonly LaneEntry[]): LaneSegment[] {
+  return entries.map((e, i) => ({
+    state: e.state,
+    from: e.at,
+    ...(entries[i + 1] ? { to: entries[i + 1]!.at } : {}),
+    ...(e.desiredMaxReplicas !== undefined ? { desiredMaxReplicas: e.desiredMaxReplicas } : {}),
+  }));
+}
+
+function conditionText(p: Placement, type: string): string | undefined {
+  const c = p.status?.conditions?.find((x) => x.type === type);
+  return c ? `${c.status}${c.reason ? ` (${c.reason})` : ''}` : undefined;
+}
+
+function summary(p: Placement): PlacementSummary {
+  const valid = conditionText(p, 'Valid');
+  const satisfied = conditionText(p, 'Satisfied');
+  return {
+    key: keyOf(p as KubeObject),
+    namespace: p.metadata.namespace ?? '',
+    name: p.metadata.name,
+    ...(valid ? { valid } : {}),
+    ...(satisfied ? { satisfied } : {}),
+    clusters: (p.status?.clusters ?? []).map((c): PlacementClusterView => ({
+      key: clusterKey(c.namespace, c.name),
+      state: c.state,
+      since: c.lastTransitionTime,
+      ...(c.reason ? { reason: c.reason } : {}),
+      ...(c.message ? { message: c.message } : {}),
+      atCapacityCeiling: c.atCapacityCeiling === true,
+      ...(c.draining ? { desiredMaxReplicas: c.draining.desiredMaxReplicas } : {}),
+    })),
+  };
+}
+
+function clusterView(p: ClusterProfile, placements: ClusterView['placements']): ClusterView {
+  const { taints, error } = parseTaints(p.metadata.annotations);
+  const health = p.status?.conditions?.find((c) => c.type === CONTROL_PLANE_HEALTHY);
+  return {
+    key: keyOf(p as KubeObject),
+    namespace: p.metadata.namespace,
+    name: p.metadata.name,
+    labels: p.metadata.labels ?? {},
+    taints: error ? [`unreadable taints annotation: ${error}`] : taints.map(formatTaint),
+    cordoned: taints.some((t) => t.key === CORDONED),
+    draining: taints.some((t) => t.key === DRAINED),
+    health: health?.status === 'True' ? 'Healthy' : health?.status === 'False' ? 'Unhealthy' : 'Unknown',
+    ...(health?.message ? { healthMessage: health.message } : {}),
+    properties: Object.fromEntries((p.status?.properties ?? []).map((x) => [x.name, x.value])),
+    deleting: p.metadata.deletionTimestamp !== undefined,
+    placements,
+  };
+}
+
+/** Argo CD: sync and health status; Flux: the Ready condition. */
+function deliveryStatus(o: KubeObject): string {
+  const status = (o.status ?? {}) as {
+    sync?: { status?: string };
+    health?: { status?: string };
+    conditions?: { type: string; status: string; reason?: string }[];
+  };
+  if (status.sync || status.health) return `${status.sync?.status ?? 'Unknown'}, ${status.health?.status ?? 'Unknown'}`;
+  const ready = status.conditions?.find((c) => c.type === 'Ready');
+  return ready ? `Ready ${ready.status}${ready.reason ? ` (${ready.reason})` : ''}` : 'not reconciled yet';
+}

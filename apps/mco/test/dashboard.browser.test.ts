@@ -1,0 +1,332 @@
+/// <reference lib="dom" />
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connectionFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { freePort } from '@mco/testkit';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startDashboard, type Dashboard } from '../src/dashboard/index.js';
+import { main } from '../src/main.js';
+import { builtMco } from './built.js';
+// The controller's own integration-test harness: a real kube-apiserver with the chart's CRDs and RBAC.
+import { describeWithHub, FakeSignalSource, renderChart } from '../../../packages/controller/test/support.js';
+import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
+
+// The dashboard in real headless Chromium (Debian's package) against a real
+// kube-apiserver and a running controller. Under CI it must run; elsewhere it
+// is skipped when Chromium is not installed. MCO_DASHBOARD_SCREENSHOTS=1
+// rewrites the screenshots in docs/.
+const CHROMIUM = '/usr/bin/chromium';
+const available = existsSync(CHROMIUM);
+const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';
+if (!available && !inCi) console.warn(`skipping the dashboard browser tests: ${CHROMIUM} is absent`);
+const DOCS = new URL('../../../docs/', import.meta.url);
+const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+
+async function mco(...argv: string[]) {
+  let stdout = '';
+  let stderr = '';
+  const code = await main(argv, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+  return { code, stdout, stderr };
+}
+
+const autoscaling = {
+  scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1, maxClusters: 0, useDraining: true } },
+};
+
+const describeInBrowser = !available && !inCi ? () => undefined : describeWithHub;
+
+describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver with a running controller', () => {
+  const env = useControllerHub({ users: { 'tenant-a': [] } });
+  let browser: Browser;
+  let kubeconfig: string;
+  const dashboards: Dashboard[] = [];
+  const contexts: BrowserContext[] = [];
+
+  beforeAll(async () => {
+    if (!available) throw new Error(`${CHROMIUM} is absent: CI must apt-get install -y chromium`);
+    const { fleet, hub } = env;
+    for (const ns of ['fleet', 'team-a', 'team-b']) await fleet.namespace(ns);
+    kubeconfig = join(mkdtempSync(join(tmpdir(), 'mco-dashboard-')), 'kubeconfig');
+    writeFileSync(kubeconfig, hub.admin.exportConfig());
+    for (const name of ['a', 'b', 'c']) await fleet.createProfile('fleet', name, { gpu: 'l4', region: `r-${name}` });
+    for (const name of ['a', 'b', 'c']) await fleet.setProfileHealthy('fleet', name, true);
+    // The tenant may list placements and Events in team-a, and ClusterProfiles in fleet; nothing in team-b.
+    const rbac: object[] = [
+      {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: 'placement-viewer' },
+        rules: [
+          {
+            apiGroups: ['orchestra.multicluster.x-k8s.io'],
+            resources: ['multikubernetesclusterplacements'],
+            verbs: ['get', 'list', 'watch'],
+          },
+          { apiGroups: [''], resources: ['events'], verbs: ['get', 'list', 'watch'] },
+          { apiGroups: ['multicluster.x-k8s.io'], resources: ['clusterprofiles'], verbs: ['get', 'list', 'watch'] },
+        ],
+      },
+      ...['team-a', 'fleet'].map((namespace) => ({
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'RoleBinding',
+        metadata: { name: 'tenant-a-viewer', namespace },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'placement-viewer' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'tenant-a' }],
+      })),
+    ];
+    await hub.plane.hub.apply(rbac as Parameters<typeof hub.plane.hub.apply>[0]);
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+    });
+  }, 120_000);
+
+  afterAll(async () => {
+    await Promise.all(contexts.map((c) => c.close()));
+    await browser?.close();
+    await Promise.all(dashboards.map((d) => d.close()));
+  });
+
+  /** A page on a fresh browser context that may reach only the dashboard; console errors and other requests are collected. */
+  async function open(url: string, headers: Record<string, string> = {}) {
+    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, extraHTTPHeaders: headers });
+    contexts.push(context);
+    const page = await context.newPage();
+    const problems: string[] = [];
+    page.on('console', (m) => {
+      if (m.type() === 'error') problems.push(`console: ${m.text()}`);
+    });
+    page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+    await page.route('**/*', (route) => {
+      if (route.request().url().startsWith(url)) return route.continue();
+      problems.push(`request outside the dashboard: ${route.request().url()}`);
+      return route.abort();
+    });
+    return { page, problems };
+  }
+
+  const rowText = (page: Page, selector: string) => page.locator(selector).innerText();
+
+  it('shows the fleet live: a ClusterProfile label change appears within the latency target, cordon and drain show as the cluster cordoned and draining, the placement lanes EVICTING with its desiredMaxReplicas', async () => {
+    const { fleet, hub } = env;
+    const source = new FakeSignalSource();
+    for (const c of ['a', 'b', 'c']) source.set(`fleet/${c}`, { hpa: { currentReplicas: 4, maxReplicas: 10 } });
+    env.start(testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }));
+    await fleet.createPlacement('team-a', 'web', autoscaling);
+    await fleet.createPlacement('team-b', 'api', {});
+
+    const dashboard = await startDashboard({
+      hub: connectionFromKubeConfig(hub.admin),
+      host: '127.0.0.1',
+      port: 0,
+      auth: 'none',
+    });
+    dashboards.push(dashboard);
+    const { page, problems } = await open(dashboard.url);
+    const loadStarted = Date.now();
+    await page.goto(dashboard.url);
+    await page.locator('tr[data-cluster="fleet/a"]').waitFor();
+    console.log(`bench: first fleet view in ${Date.now() - loadStarted} ms (3 clusters, 2 placements)`);
+    await page.waitForFunction(() =>
+      document.querySelector('tr[data-placement="team-a/web"]')?.textContent?.includes('ACTIVE'),
+    );
+
+    // A label change, from the API server's write to the page's DOM.
+    const latencies: number[] = [];
+    for (const tier of ['gold', 'silver', 'bronze']) {
+      const started = Date.now();
+      await fleet.labelProfile('fleet', 'b', { tier });
+      await page.waitForFunction(
+        (t) => document.querySelector('tr[data-cluster="fleet/b"] td.labels')?.textContent?.includes(`tier=${t}`),
+        tier,
+      );
+      latencies.push(Date.now() - started);
+    }
+    console.log(`bench: ClusterProfile label change to page: ${latencies.join(', ')} ms (target <= 2000 ms)`);
+
+    expect(await mco('clusters', 'cordon', 'fleet/c', '--kubeconfig', kubeconfig)).toMatchObject({ code: 0 });
+    await page.waitForFunction(() =>
+      document.querySelector('tr[data-cluster="fleet/c"] td.taints')?.textContent?.includes('cordoned'),
+    );
+    expect(await rowText(page, 'tr[data-cluster="fleet/c"] td.taints')).toBe('cordoned');
+
+    expect(await mco('clusters', 'drain', 'fleet/a', '--kubeconfig', kubeconfig)).toMatchObject({ code: 0 });
+    await page.waitForFunction(() =>
+      document.querySelector('tr[data-cluster="fleet/a"] td.taints')?.textContent?.includes('draining'),
+    );
+    // Follow the link to the placement: its lane for fleet/a turns EVICTING, draining to the observed 4 replicas.
+    await page.locator('tr[data-placement="team-a/web"] th a').click();
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Placement team-a/web');
+    await page.waitForFunction(() =>
+      Array.from(document.querySelectorAll('.lane')).some(
+        (l) => l.textContent?.includes('fleet/a') && l.textContent.includes('EVICTING → 4'),
+      ),
+    );
+    const placed = await page.locator('table.placed tbody').innerText();
+    expect(placed).toMatch(/fleet\/a\s+EVICTING\s+maxReplicas 4/);
+    expect(await page.locator('table.explain').innerText()).toContain(
+      'the taint mco.x-k8s.io/drained:NoSelect is not tolerated',
+    );
+    await page.waitForFunction(() => document.querySelector('table.events')?.textContent?.includes('E1Tainted'));
+
+    if (process.env.MCO_DASHBOARD_SCREENSHOTS === '1') {
+      await page.screenshot({ path: new URL('dashboard-placement.png', DOCS).pathname, fullPage: true });
+      await page.goto(`${dashboard.url}#/`);
+      await page.locator('tr[data-cluster="fleet/a"]').waitFor();
+      await page.screenshot({ path: new URL('dashboard-fleet.png', DOCS).pathname, fullPage: true });
+    }
+    expect(problems).toEqual([]);
+  }, 180_000);
+
+  it('works from the keyboard alone, and axe-core finds no WCAG 2.1 A or AA violation on the fleet and placement pages', async () => {
+    const dashboard = dashboards[0]!;
+    const { page } = await open(dashboard.url);
+    await page.goto(dashboard.url);
+    await page.locator('tr[data-cluster="fleet/a"]').waitFor();
+    const focused = () => page.evaluate(() => document.activeElement?.textContent ?? '');
+    // The first Tab reaches the skip link; Enter moves the focus to the content.
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Skip to content');
+    await page.keyboard.press('Enter');
+    expect(await page.evaluate(() => document.activeElement?.id)).toBe('main');
+    // Tab to the first link to a placement, open it with Enter.
+    for (let i = 0; i < 40 && (await focused()) !== 'team-a/web'; i++) await page.keyboard.press('Tab');
+    expect(await focused()).toBe('team-a/web');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Placement team-a/web');
+    expect(page.url()).toBe(`${dashboard.url}#/placement/team-a/web`);
+    // Back to the fleet; the filter keeps the rows that contain every word typed.
+    await page.goBack();
+    await page.getByLabel('Filter').fill('cordoned');
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-cluster]').length === 1);
+    expect(await page.locator('#clusters-h').innerText()).toBe('Clusters (1 of 3 match)');
+    await page.getByLabel('Filter').fill('');
+    await page.goForward();
+    await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Placement team-a/web');
+
+    const violations = async () => {
+      await page.evaluate(AXE);
+      return page.evaluate(async () => {
+        const result = await (
+          window as unknown as {
+            axe: {
+              run(
+                c: unknown,
+                o: unknown,
+              ): Promise<{ violations: { id: string; nodes: unknown[] }[]; passes: unknown[] }>;
+            };
+          }
+        ).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+        // Rules that passed, so that an empty list of violations means axe looked.
+        return {
+          violations: result.violations.map((v) => `${v.id} (${v.nodes.length})`),
+          ran: result.passes.length > 5,
+        };
+      });
+    };
+    expect(await violations()).toEqual({ violations: [], ran: true });
+    await page.goto(`${dashboard.url}#/`);
+    await page.locator('tr[data-cluster="fleet/a"]').waitFor();
+    expect(await violations()).toEqual({ violations: [], ran: true });
+  }, 120_000);
+
+  it("shows a tenant only its own namespaces, behind an authenticating proxy or with its token, on the chart's dashboard RBAC", async () => {
+    const { hub } = env;
+    // The chart's dashboard ServiceAccount and ClusterRole, and a token for it.
+    const rbac = renderChart(['--set', 'dashboard.enabled=true']).filter(
+      (o) =>
+        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? '') &&
+        o.metadata?.name?.endsWith('-dashboard'),
+    );
+    expect(rbac.map((o) => o.kind)).toEqual(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']);
+    await hub.plane.hub.apply(rbac);
+    const account = rbac[0]!.metadata!;
+    const token = (
+      await hub.core.createNamespacedServiceAccountToken({
+        name: account.name!,
+        namespace: account.namespace!,
+        body: { spec: { audiences: [], expirationSeconds: 3600 } },
+      })
+    ).status!.token;
+    const connection = {
+      server: hub.plane.hub.server,
+      caData: hub.plane.hub.caData,
+      insecureSkipTlsVerify: false,
+      getCredential: () => Promise.resolve({ token }),
+      invalidate: () => undefined,
+    };
+
+    const proxied = await startDashboard({ hub: connection, host: '127.0.0.1', port: 0, auth: 'proxy' });
+    dashboards.push(proxied);
+    const tenant = await open(proxied.url, { 'X-Remote-User': 'tenant-a' });
+    await tenant.page.goto(proxied.url);
+    await tenant.page.locator('tr[data-placement="team-a/web"]').waitFor();
+    const visible = async (page: Page) => ({
+      placements: await page.locator('tr[data-placement]').evaluateAll((rows) => rows.map((r) => r.dataset.placement)),
+      clusters: await page.locator('tr[data-cluster]').count(),
+      text: await page.locator('main').innerText(),
+    });
+    const seen = await visible(tenant.page);
+    expect({ ...seen, text: seen.text.includes('team-b') }).toEqual({
+      placements: ['team-a/web'],
+      clusters: 3,
+      text: false,
+    });
+    await tenant.page.goto(`${proxied.url}#/placement/team-b/api`);
+    await tenant.page.getByText('There is no placement team-b/api, or your identity may not list it').waitFor();
+    // Without the proxy's header, nothing.
+    const anonymous = await fetch(`${proxied.url}api/stream`);
+    expect(anonymous.status).toBe(401);
+
+    // Token mode: the tenant's token is posted once; the page never holds it, the cookie is HttpOnly.
+    const tokened = await startDashboard({ hub: connection, host: '127.0.0.1', port: 0, auth: 'token' });
+    dashboards.push(tokened);
+    const login = await open(tokened.url);
+    await login.page.goto(tokened.url);
+    await login.page.getByLabel('Bearer token').fill(hub.plane.hub.token('tenant-a'));
+    await login.page.getByRole('button', { name: 'Sign in' }).click();
+    await login.page.locator('tr[data-placement="team-a/web"]').waitFor();
+    const afterLogin = await visible(login.page);
+    expect(afterLogin.placements).toEqual(['team-a/web']);
+    expect(await login.page.locator('.status').innerText()).toContain('signed in as tenant-a');
+    expect(await login.page.evaluate(() => document.cookie)).toBe('');
+    expect(await login.page.content()).not.toContain(hub.plane.hub.token('tenant-a'));
+    const [cookie] = await login.page.context().cookies();
+    expect(cookie).toMatchObject({ name: 'mco_dashboard_session', httpOnly: true, sameSite: 'Strict' });
+    // Signing out ends the session on the server: the cookie no longer opens the stream.
+    await login.page.getByRole('button', { name: 'Sign out' }).click();
+    await login.page.getByLabel('Bearer token').waitFor();
+    const stale = await fetch(`${tokened.url}api/stream`, { headers: { cookie: `${cookie!.name}=${cookie!.value}` } });
+    expect(stale.status).toBe(401);
+    expect([...tenant.problems, ...login.problems]).toEqual([]);
+  }, 120_000);
+
+  it('the built `mco dashboard` serves the page from the hub kubeconfig on 127.0.0.1, and stops on SIGTERM', async () => {
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [builtMco(), 'dashboard', '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    try {
+      const url = `http://127.0.0.1:${port}/`;
+      await expect.poll(() => stderr, { timeout: 30_000 }).toContain(`mco dashboard: serving ${url} (auth none)`);
+      const { page, problems } = await open(url);
+      await page.goto(url);
+      await page.locator('tr[data-placement="team-a/web"]').waitFor();
+      expect(problems).toEqual([]);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    expect(await exited).toBe(0);
+  }, 60_000);
+});
