@@ -55,6 +55,22 @@ function publishable(root) {
   });
 }
 
+/** Dependencies before their dependents, so they can be published in this order. */
+function dependencyOrder(root, dirs) {
+  const manifests = new Map(
+    dirs.map((dir) => [dir, JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'))]),
+  );
+  const dirOf = new Map([...manifests].map(([dir, m]) => [m.name, dir]));
+  const ordered = [];
+  const visit = (dir) => {
+    if (ordered.includes(dir)) return;
+    for (const dep of Object.keys(manifests.get(dir).dependencies ?? {})) if (dirOf.has(dep)) visit(dirOf.get(dep));
+    ordered.push(dir);
+  };
+  dirs.forEach(visit);
+  return ordered;
+}
+
 function files(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? files(join(dir, entry.name)) : [join(dir, entry.name)],
@@ -86,7 +102,7 @@ try {
   // --ignore-scripts: the root `prepare` builds the repository's own bundle, not the published one.
   run('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], tree);
   run('npx', ['--no-install', 'changeset', 'version'], tree);
-  const dirs = publishable(tree);
+  const dirs = dependencyOrder(tree, publishable(tree));
   // turbo builds in dependency order; the published mco keeps @mco/* external (apps/mco/tsup.config.ts).
   run('npx', ['--no-install', 'turbo', 'run', 'build', ...dirs.flatMap((d) => ['--filter', `./${d}`])], tree, {
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -102,12 +118,12 @@ try {
     ),
   );
   if (report.length !== dirs.length) throw new Error(`packed ${report.length} of ${dirs.length} workspaces`);
-  const packages = report.map((p, i) => ({
-    name: p.name,
-    version: p.version,
-    tarball: `npm/${p.filename}`,
-    dir: dirs[i],
-  }));
+  // npm reports in its own order: list them in dependency order.
+  const packed = new Map(report.map((p) => [p.name, p]));
+  const packages = dirs.map((dir) => {
+    const p = packed.get(JSON.parse(readFileSync(join(tree, dir, 'package.json'), 'utf8')).name);
+    return { name: p.name, version: p.version, tarball: `npm/${p.filename}`, dir };
+  });
   const version = packages.find((p) => p.name === 'mco').version;
 
   const chart = join(work, 'chart');
