@@ -19,7 +19,7 @@ import {
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishableWorkspaces, REPO, type Manifest } from './workspaces.js';
+import { publishableWorkspaces, REPO, run, type Manifest } from './workspaces.js';
 
 const packed = preparedTool('npm-packages');
 const inCi = process.env.CI === 'true' || process.env.CI === '1';
@@ -37,21 +37,6 @@ if (skip) {
 interface Packed {
   readonly name: string;
   readonly tarball: string;
-}
-
-/** Runs a command; resolves with its stdout, rejects with its output when it fails. */
-function run(command: string, args: readonly string[], cwd: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${out}${err}`)),
-    );
-  });
 }
 
 const node = (cwd: string, ...args: string[]) => run(process.execPath, args, cwd);
@@ -379,7 +364,7 @@ describeWithControlPlane(
       const child = spawn(
         process.execPath,
         [
-          join(REPO, 'apps', 'mco', 'bin', 'mco.js'),
+          join(dir, 'node_modules', 'mco', 'bin', 'mco.js'), // the installed mco, from its tarball
           'inventory',
           '--config',
           file,

@@ -1,3 +1,4 @@
+import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -33,5 +34,20 @@ export function publishableWorkspaces(): { dir: string; manifest: Manifest }[] {
       .filter((dir) => existsSync(join(REPO, dir, 'package.json')))
       .map((dir) => ({ dir, manifest: JSON.parse(readFileSync(join(REPO, dir, 'package.json'), 'utf8')) as Manifest }))
       .filter(({ manifest }) => manifest.private !== true);
+  });
+}
+
+/** Runs a command; resolves with its stdout, rejects with its output when it fails. */
+export function run(command: string, args: readonly string[], cwd: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
+    child.on('error', reject);
+    child.on('close', (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${out}${err}`)),
+    );
   });
 }
