@@ -413,6 +413,14 @@ describeWithControlPlane(
         (items) => items.length === 2 && items.some((p) => p.metadata.name === 'b-2'),
       );
       expect(byName(second)).toEqual({ 'b-1': 'beta', 'b-2': 'beta' });
+      // Every write is logged, the deletions of a template provider included.
+      const logged = (what: string, key: string) =>
+        mcoLog.split('\n').some((line) => line.includes(`ClusterProfile ${what}`) && line.includes(key));
+      await eventually(
+        () => `a log line for each deletion and the creation (mco log: ${mcoLog})`,
+        async () => ['a-1', 'a-2'].every((n) => logged('deleted', `fleet/${n}`)) && logged('created', 'fleet/b-2'),
+        (ok) => ok,
+      );
       expect(second.find((p) => p.metadata.name === 'b-1')!.metadata.resourceVersion).toBe(b1);
       // Nobody but its owner (field managers mco-<managerName>[-create]) ever wrote a profile.
       for (const p of [...first, ...second]) {

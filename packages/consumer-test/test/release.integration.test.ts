@@ -223,10 +223,15 @@ describeWithControlPlane(
           plural: 'clusterprofiles',
         })) as { items: { metadata: { name: string } }[] };
         names = list.items.map((p) => p.metadata.name).sort();
-        if (names.length === wanted.length) break;
+        // Every write is logged: wait for the creations' lines too.
+        const logged = wanted.every(
+          (name) => log.includes(`${namespace}/${name}`) && log.includes('ClusterProfile created'),
+        );
+        if (names.length === wanted.length && logged) break;
         await new Promise((resolve) => setTimeout(resolve, 200));
       }
       expect(names, log).toEqual(wanted);
+      expect(log).toContain('ClusterProfile created');
     });
   },
 );
