@@ -7,7 +7,7 @@
 // templates/provider-template, built, tested and run under `mco inventory`
 // against a real kube-apiserver.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -187,6 +187,13 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
       expect(existsSync(join(root, 'node_modules', 'zod')), `${name} has its own zod`).toBe(false);
     }
     expect(existsSync(join(dir, 'node_modules', '@mco', 'core', 'crds'))).toBe(true);
+    // @mco/crds ships the chart's crds/, the one source of them, byte for byte.
+    const chartCrds = join(REPO, 'apps', 'mco', 'chart', 'crds');
+    const shipped = join(dir, 'node_modules', '@mco', 'crds', 'crds');
+    expect(readdirSync(shipped).sort()).toEqual(readdirSync(chartCrds).sort());
+    for (const file of readdirSync(chartCrds)) {
+      expect(readFileSync(join(shipped, file), 'utf8'), file).toBe(readFileSync(join(chartCrds, file), 'utf8'));
+    }
     expect(existsSync(join(dir, 'node_modules', '@mco', 'provider-manual', 'deploy', 'rbac.yaml'))).toBe(true);
   });
 
