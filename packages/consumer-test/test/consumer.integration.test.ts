@@ -19,7 +19,7 @@ import {
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishableWorkspaces, REPO, run, type Manifest } from './workspaces.js';
+import { libraryNames, publishableWorkspaces, REPO, run, type Manifest } from './workspaces.js';
 
 const packed = preparedTool('npm-packages');
 const inCi = process.env.CI === 'true' || process.env.CI === '1';
@@ -44,6 +44,9 @@ const versionOf = (name: string) =>
   (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as Manifest).version;
 
 const PROVIDERS = ['alpha', 'beta'] as const;
+const NEWEST = (
+  JSON.parse(readFileSync(new URL('../peers.json', import.meta.url), 'utf8')) as { newest: Record<string, string> }
+).newest;
 
 /** Copies the template as a user would and renames it: package `mco-provider-<id>`, provider name `<id>`. */
 function copyTemplate(to: string, id: string): void {
@@ -84,7 +87,8 @@ function installScratch(): Promise<{ dir: string; packages: readonly Packed[]; i
           workspaces: PROVIDERS.map((id) => `providers/${id}`),
           dependencies: {
             ...tarballs,
-            ...Object.fromEntries(thirdParty.map((name) => [name, versionOf(name)])),
+            // The peers at the newest tested versions (peers.json); lowest-peers.integration.test.ts runs the floors.
+            ...Object.fromEntries(thirdParty.map((name) => [name, NEWEST[name] ?? versionOf(name)])),
             '@types/node': versionOf('@types/node'),
           },
           overrides: Object.fromEntries(packages.map((p) => [p.name, `$${p.name}`])),
@@ -151,6 +155,10 @@ export const states: string[] = (
 `;
 }
 
+/** The packed packages a program imports, in packing order: all but the `mco` command. */
+const libraries = (packages: readonly Packed[]) =>
+  packages.map((p) => p.name).filter((n) => libraryNames().includes(n));
+
 const TS_CONFIGS = {
   node16: { module: 'node16', moduleResolution: 'node16' },
   bundler: { module: 'esnext', moduleResolution: 'bundler' },
@@ -200,7 +208,7 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
   it('decides from plain ESM, and every package imports', async () => {
     writeFileSync(join(dir, 'decide.mjs'), `import { decide } from '@mco/core';\n${DECIDE}`);
     expect(JSON.parse(await node(dir, 'decide.mjs'))).toEqual([['fleet/eu-1', 'ACTIVE']]);
-    const names = packages.map((p) => p.name);
+    const names = libraries(packages);
     writeFileSync(
       join(dir, 'import-all.mjs'),
       `for (const name of ${JSON.stringify(names)}) console.log(name, Object.keys(await import(name)).length);\n`,
@@ -213,7 +221,7 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
   it('decides from CommonJS with require(), and every package requires', async () => {
     writeFileSync(join(dir, 'decide.cjs'), `const { decide } = require('@mco/core');\n${DECIDE}`);
     expect(JSON.parse(await node(dir, 'decide.cjs'))).toEqual([['fleet/eu-1', 'ACTIVE']]);
-    const names = packages.map((p) => p.name);
+    const names = libraries(packages);
     writeFileSync(
       join(dir, 'require-all.cjs'),
       `for (const name of ${JSON.stringify(names)}) console.log(name, Object.keys(require(name)).length);\n`,
@@ -229,7 +237,7 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
       const project = join(dir, 'ts', kind);
       mkdirSync(project, { recursive: true });
       writeFileSync(join(project, 'package.json'), JSON.stringify({ type: 'module' }));
-      writeFileSync(join(project, 'index.ts'), typescriptConsumer(packages.map((p) => p.name)));
+      writeFileSync(join(project, 'index.ts'), typescriptConsumer(libraries(packages)));
       writeFileSync(
         join(project, 'tsconfig.json'),
         JSON.stringify({

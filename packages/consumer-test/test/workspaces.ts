@@ -51,3 +51,32 @@ export function run(command: string, args: readonly string[], cwd: string): Prom
     );
   });
 }
+
+/**
+ * The lowest version of each peer dependency that every package's range
+ * allows: the highest of their `^x.y.z` floors.
+ */
+export function lowestPeers(manifests: readonly Manifest[]): Record<string, string> {
+  const parts = (v: string) => v.split('.').map(Number);
+  const newer = (a: string, b: string) => {
+    const [x, y] = [parts(a), parts(b)];
+    const i = x.findIndex((n, k) => n !== y[k]);
+    return i >= 0 && x[i]! > y[i]!;
+  };
+  const floors: Record<string, string> = {};
+  for (const manifest of manifests) {
+    for (const [name, range] of Object.entries(manifest.peerDependencies ?? {})) {
+      const floor = /^\^(\d+\.\d+\.\d+)$/.exec(range)?.[1];
+      if (!floor) throw new Error(`${manifest.name}: peer ${name} "${range}" is not a ^x.y.z range`);
+      if (!floors[name] || newer(floor, floors[name])) floors[name] = floor;
+    }
+  }
+  return floors;
+}
+
+/** The publishable packages a program can import (`exports`): all but the `mco` command. */
+export function libraryNames(): string[] {
+  return publishableWorkspaces()
+    .filter(({ manifest }) => manifest.exports !== undefined)
+    .map(({ manifest }) => manifest.name);
+}
