@@ -35,12 +35,16 @@ function run(command, args, cwd, options = {}) {
   return result.stdout;
 }
 
-/** helm: HELM, else the one scripts/prepare-tools.mjs built (node_modules/.cache/mco-tools.json), else PATH. */
+/**
+ * helm: $HELM, else the one scripts/prepare-tools.mjs built (node_modules/.cache/mco-tools.json),
+ * else tools/helm/build.sh (helm on PATH, or built once from the Go module proxy and cached).
+ */
 function helm() {
   if (process.env.HELM) return process.env.HELM;
   const manifest = join(repo, 'node_modules', '.cache', 'mco-tools.json');
   const prepared = existsSync(manifest) ? JSON.parse(readFileSync(manifest, 'utf8')).helm : undefined;
-  return prepared && existsSync(prepared) ? prepared : 'helm';
+  if (prepared && existsSync(prepared)) return prepared;
+  return run('bash', [join(repo, 'tools', 'helm', 'build.sh')], repo).trim();
 }
 
 /** The publishable workspaces (package.json without "private": true), as packages/consumer-test finds them. */
