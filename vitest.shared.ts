@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
 
 // Tests run against TypeScript sources of sibling packages through the
-// "source" export condition, so no build is needed before `npm test`.
+// "@mco/source" export condition, so no build is needed before `npm test`.
+// The name is scoped: a consumer's own `--conditions=source` never reaches
+// mco's .ts files, which Node.js refuses to run from node_modules.
 export default defineConfig({
-  resolve: { conditions: ['source'] },
-  ssr: { resolve: { conditions: ['source'], externalConditions: ['source'] } },
+  resolve: { conditions: ['@mco/source'] },
+  ssr: { resolve: { conditions: ['@mco/source'], externalConditions: ['@mco/source'] } },
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     // scripts/test.mjs sums these reports; each Node.js pass writes its own.

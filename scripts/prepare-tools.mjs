@@ -75,7 +75,11 @@ if (built.length === 0 && failed.length === 0) {
 // as users do (`node apps/mco/bin/mco.js ...`): rebuilt from the current
 // sources here, so no test builds it and none rebuilds it under another's feet.
 const bundleStart = Date.now();
-const bundle = spawnSync('npx', ['--no-install', 'tsup'], { cwd: join(root, 'apps', 'mco'), encoding: 'utf8' });
+const bundle = spawnSync('npx', ['--no-install', 'tsup'], {
+  cwd: join(root, 'apps', 'mco'),
+  encoding: 'utf8',
+  env: { ...process.env, MCO_BUNDLE_WORKSPACE: '1' }, // @mco/* inlined from their sources (apps/mco/tsup.config.ts)
+});
 if (bundle.status !== 0) {
   process.stderr.write(`${bundle.stdout ?? ''}${bundle.stderr ?? ''}`);
   console.log('prepare: building the mco bundle (apps/mco/dist) failed');

@@ -1,10 +1,16 @@
 import { defineConfig } from 'tsup';
 
-// The app bundles the @mco/* workspace packages from their TypeScript sources
-// (the "source" export condition), so `npm ci` only has to build this one
-// entry for `npx mco` to work; third-party packages stay external. Each command
-// is a chunk of its own (code splitting; commands/index.ts imports them on
-// demand), so `mco controller` loads no @kubernetes/client-node.
+// The published build (`npm run build`, `prepack`, turbo) keeps every
+// dependency external, the @mco/* packages included: `mco` depends on them, so
+// a provider module that imports @mco/runtime or @mco/provider-manual gets the
+// same copies mco runs. MCO_BUNDLE_WORKSPACE=1 (the repository's own `npx mco`,
+// built by `npm ci` and scripts/prepare-tools.mjs) inlines them from their
+// TypeScript sources (the "@mco/source" export condition) instead, so that one
+// entry is all a checkout builds. Each command is a chunk of its own (code
+// splitting; commands/index.ts imports them on demand), so `mco controller`
+// loads no @kubernetes/client-node.
+const workspace = process.env.MCO_BUNDLE_WORKSPACE === '1';
+
 export default defineConfig({
   entry: { main: 'src/main.ts' },
   format: ['esm'],
@@ -13,9 +19,9 @@ export default defineConfig({
   dts: false,
   clean: true,
   sourcemap: true,
-  target: 'node20',
-  noExternal: [/^@mco\//],
+  target: 'node22',
+  noExternal: workspace ? [/^@mco\//] : [],
   esbuildOptions(options) {
-    options.conditions = ['source'];
+    if (workspace) options.conditions = ['@mco/source'];
   },
 });

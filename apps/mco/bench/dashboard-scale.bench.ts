@@ -5,7 +5,7 @@
 // changing. The server's model is fed directly (as its informers would feed
 // it), so the figures are the dashboard's own, not the API server's.
 //
-//   node --expose-gc --conditions=source --import tsx bench/dashboard-scale.bench.ts [minutes]
+//   node --expose-gc --conditions=@mco/source --import tsx bench/dashboard-scale.bench.ts [minutes]
 //
 // Prints figures; asserts nothing.
 import { chromium } from 'playwright-core';

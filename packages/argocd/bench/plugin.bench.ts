@@ -3,7 +3,7 @@
 // token, JSON body, keep-alive). The server runs in a child process so client
 // and server do not share an event loop. Prints figures; asserts nothing.
 //
-//   npm run bench -w @mco/argocd        (tsx --conditions=source bench/plugin.bench.ts)
+//   npm run bench -w @mco/argocd        (tsx --conditions=@mco/source bench/plugin.bench.ts)
 import { fork } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
@@ -177,7 +177,7 @@ async function main(): Promise<void> {
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, TOKEN);
   const child = fork(fileURLToPath(import.meta.url), ['--serve', tokenFile], {
-    execArgv: ['--conditions=source', '--import', 'tsx'],
+    execArgv: ['--conditions=@mco/source', '--import', 'tsx'],
   });
   try {
     const port = await new Promise<number>((resolve, reject) => {

@@ -11,7 +11,7 @@
 // until all 500 are rewritten and the margin left before the old tokens
 // expire; asserts nothing. Takes about 8 minutes.
 //
-//   npx tsx --conditions=source bench/token-refresh.bench.ts   (in packages/argocd)
+//   npx tsx --conditions=@mco/source bench/token-refresh.bench.ts   (in packages/argocd)
 //   BENCH_CLUSTERS, BENCH_PLUGIN_SECONDS, BENCH_CONCURRENCY, BENCH_JITTER (0..1) override the defaults.
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';

@@ -635,7 +635,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     const child = spawn(
       process.execPath,
       [
-        '--conditions=source',
+        '--conditions=@mco/source',
         '--import',
         'tsx',
         '--input-type=module',

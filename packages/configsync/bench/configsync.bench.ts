@@ -6,7 +6,7 @@
 // fixed per-request latency, so the figures are mco's own cost plus the hub's.
 // Prints figures; asserts nothing.
 //
-//   npm run bench -w @mco/configsync     (tsx --conditions=source bench/configsync.bench.ts)
+//   npm run bench -w @mco/configsync     (tsx --conditions=@mco/source bench/configsync.bench.ts)
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';

@@ -7,7 +7,7 @@
 // templates/provider-template, built, tested and run under `mco inventory`
 // against a real kube-apiserver.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
@@ -19,7 +19,7 @@ import {
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { publishableWorkspaces, REPO, type Manifest } from './workspaces.js';
+import { libraryNames, publishableWorkspaces, REPO, run, type Manifest } from './workspaces.js';
 
 const packed = preparedTool('npm-packages');
 const inCi = process.env.CI === 'true' || process.env.CI === '1';
@@ -39,26 +39,14 @@ interface Packed {
   readonly tarball: string;
 }
 
-/** Runs a command; resolves with its stdout, rejects with its output when it fails. */
-function run(command: string, args: readonly string[], cwd: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => (err += chunk));
-    child.on('error', reject);
-    child.on('close', (code) =>
-      code === 0 ? resolve(out) : reject(new Error(`${command} ${args.join(' ')} exited ${code}:\n${out}${err}`)),
-    );
-  });
-}
-
 const node = (cwd: string, ...args: string[]) => run(process.execPath, args, cwd);
 const versionOf = (name: string) =>
   (JSON.parse(readFileSync(join(REPO, 'node_modules', name, 'package.json'), 'utf8')) as Manifest).version;
 
 const PROVIDERS = ['alpha', 'beta'] as const;
+const NEWEST = (
+  JSON.parse(readFileSync(new URL('../peers.json', import.meta.url), 'utf8')) as { newest: Record<string, string> }
+).newest;
 
 /** Copies the template as a user would and renames it: package `mco-provider-<id>`, provider name `<id>`. */
 function copyTemplate(to: string, id: string): void {
@@ -99,7 +87,8 @@ function installScratch(): Promise<{ dir: string; packages: readonly Packed[]; i
           workspaces: PROVIDERS.map((id) => `providers/${id}`),
           dependencies: {
             ...tarballs,
-            ...Object.fromEntries(thirdParty.map((name) => [name, versionOf(name)])),
+            // The peers at the newest tested versions (peers.json); lowest-peers.integration.test.ts runs the floors.
+            ...Object.fromEntries(thirdParty.map((name) => [name, NEWEST[name] ?? versionOf(name)])),
             '@types/node': versionOf('@types/node'),
           },
           overrides: Object.fromEntries(packages.map((p) => [p.name, `$${p.name}`])),
@@ -166,6 +155,10 @@ export const states: string[] = (
 `;
 }
 
+/** The packed packages a program imports, in packing order: all but the `mco` command. */
+const libraries = (packages: readonly Packed[]) =>
+  packages.map((p) => p.name).filter((n) => libraryNames().includes(n));
+
 const TS_CONFIGS = {
   node16: { module: 'node16', moduleResolution: 'node16' },
   bundler: { module: 'esnext', moduleResolution: 'bundler' },
@@ -202,13 +195,20 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
       expect(existsSync(join(root, 'node_modules', 'zod')), `${name} has its own zod`).toBe(false);
     }
     expect(existsSync(join(dir, 'node_modules', '@mco', 'core', 'crds'))).toBe(true);
+    // @mco/crds ships the chart's crds/, the one source of them, byte for byte.
+    const chartCrds = join(REPO, 'apps', 'mco', 'chart', 'crds');
+    const shipped = join(dir, 'node_modules', '@mco', 'crds', 'crds');
+    expect(readdirSync(shipped).sort()).toEqual(readdirSync(chartCrds).sort());
+    for (const file of readdirSync(chartCrds)) {
+      expect(readFileSync(join(shipped, file), 'utf8'), file).toBe(readFileSync(join(chartCrds, file), 'utf8'));
+    }
     expect(existsSync(join(dir, 'node_modules', '@mco', 'provider-manual', 'deploy', 'rbac.yaml'))).toBe(true);
   });
 
   it('decides from plain ESM, and every package imports', async () => {
     writeFileSync(join(dir, 'decide.mjs'), `import { decide } from '@mco/core';\n${DECIDE}`);
     expect(JSON.parse(await node(dir, 'decide.mjs'))).toEqual([['fleet/eu-1', 'ACTIVE']]);
-    const names = packages.map((p) => p.name);
+    const names = libraries(packages);
     writeFileSync(
       join(dir, 'import-all.mjs'),
       `for (const name of ${JSON.stringify(names)}) console.log(name, Object.keys(await import(name)).length);\n`,
@@ -221,7 +221,7 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
   it('decides from CommonJS with require(), and every package requires', async () => {
     writeFileSync(join(dir, 'decide.cjs'), `const { decide } = require('@mco/core');\n${DECIDE}`);
     expect(JSON.parse(await node(dir, 'decide.cjs'))).toEqual([['fleet/eu-1', 'ACTIVE']]);
-    const names = packages.map((p) => p.name);
+    const names = libraries(packages);
     writeFileSync(
       join(dir, 'require-all.cjs'),
       `for (const name of ${JSON.stringify(names)}) console.log(name, Object.keys(require(name)).length);\n`,
@@ -237,7 +237,7 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
       const project = join(dir, 'ts', kind);
       mkdirSync(project, { recursive: true });
       writeFileSync(join(project, 'package.json'), JSON.stringify({ type: 'module' }));
-      writeFileSync(join(project, 'index.ts'), typescriptConsumer(packages.map((p) => p.name)));
+      writeFileSync(join(project, 'index.ts'), typescriptConsumer(libraries(packages)));
       writeFileSync(
         join(project, 'tsconfig.json'),
         JSON.stringify({
@@ -379,7 +379,7 @@ describeWithControlPlane(
       const child = spawn(
         process.execPath,
         [
-          join(REPO, 'apps', 'mco', 'bin', 'mco.js'),
+          join(dir, 'node_modules', 'mco', 'bin', 'mco.js'), // the installed mco, from its tarball
           'inventory',
           '--config',
           file,
@@ -428,6 +428,14 @@ describeWithControlPlane(
         (items) => items.length === 2 && items.some((p) => p.metadata.name === 'b-2'),
       );
       expect(byName(second)).toEqual({ 'b-1': 'beta', 'b-2': 'beta' });
+      // Every write is logged, the deletions of a template provider included.
+      const logged = (what: string, key: string) =>
+        mcoLog.split('\n').some((line) => line.includes(`ClusterProfile ${what}`) && line.includes(key));
+      await eventually(
+        () => `a log line for each deletion and the creation (mco log: ${mcoLog})`,
+        async () => ['a-1', 'a-2'].every((n) => logged('deleted', `fleet/${n}`)) && logged('created', 'fleet/b-2'),
+        (ok) => ok,
+      );
       expect(second.find((p) => p.metadata.name === 'b-1')!.metadata.resourceVersion).toBe(b1);
       // Nobody but its owner (field managers mco-<managerName>[-create]) ever wrote a profile.
       for (const p of [...first, ...second]) {

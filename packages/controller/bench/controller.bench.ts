@@ -99,7 +99,7 @@ async function buildControllerProcess(): Promise<string> {
     noExternal: [/^@mco\//],
     // Every other package stays external, also those only the @mco packages depend on (yaml), as in the app.
     skipNodeModulesBundle: true,
-    esbuildOptions: (options) => void (options.conditions = ['source']),
+    esbuildOptions: (options) => void (options.conditions = ['@mco/source']),
     silent: true,
     clean: true,
   });

@@ -267,7 +267,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
     const child = spawn(
       process.execPath,
       [
-        '--conditions=source',
+        '--conditions=@mco/source',
         '--import',
         'tsx',
         RUN_MCO,

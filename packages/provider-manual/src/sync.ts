@@ -183,6 +183,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
         )) as ClusterProfile;
         report.writes++;
         (current ? report.updated : report.created).push(key);
+        logger.info(current ? 'ClusterProfile updated' : 'ClusterProfile created', { cluster: key, dryRun });
       }
       // A dry-run create leaves nothing whose status could be written.
       if (!current && dryRun) return;
@@ -226,6 +227,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
         );
         report.writes++;
         report.deleted.push(key);
+        logger.info('ClusterProfile deleted', { cluster: key, dryRun });
       } catch (error) {
         const failure = toMcoError(error, `delete ClusterProfile ${key}`);
         if (failure.code === 'NotFound') continue;
@@ -274,8 +276,9 @@ function refuseMassPrune(
   throw new McoError(
     'Invalid',
     `refusing to prune ${doomed} of the ${owned} ClusterProfiles of cluster manager "${manager}" ` +
-      `(the source declares ${desired.length}): an empty or near-empty source is more likely broken than a decommission; ` +
-      `for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)`,
+      `(the source declares ${desired.length}): an empty or near-empty source is more likely broken than a decommission, ` +
+      `or another provider uses the same managerName "${manager}" (each provider needs its own); ` +
+      `for a real decommission set the provider's allowMassPrune: true (mco clusters apply: --allow-mass-prune)`,
     false,
   );
 }

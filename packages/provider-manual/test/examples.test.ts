@@ -235,7 +235,8 @@ describeWithControlPlane('template, example provider and mco clusters against a 
         noManager: 'throws: apply --prune needs --manager <name>: the manager whose profiles may be deleted',
         refused:
           'throws: refusing to prune 2 of the 2 ClusterProfiles of cluster manager "cli" (the source declares 0): ' +
-          'an empty or near-empty source is more likely broken than a decommission; for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)',
+          'an empty or near-empty source is more likely broken than a decommission, or another provider uses the same managerName "cli" (each provider needs its own); ' +
+          "for a real decommission set the provider's allowMassPrune: true (mco clusters apply: --allow-mass-prune)",
         pruned:
           'deleted    fleet/cli-1\ndeleted    fleet/member-ctx\n0 created, 0 updated, 2 deleted, 0 unchanged, 0 skipped, 0 failed (2 writes)\n',
         bad: `throws: invalid ${join(dir, 'bad.yaml')}: clusters[0]: Unrecognized key: "lables"`,

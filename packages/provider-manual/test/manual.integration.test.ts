@@ -291,9 +291,11 @@ describeWithControlPlane('manual provider against a real kube-apiserver', () => 
     }).toEqual({
       refused: [
         'Invalid: refusing to prune 4 of the 5 ClusterProfiles of cluster manager "mass" (the source declares 2): ' +
-          'an empty or near-empty source is more likely broken than a decommission; for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)',
+          'an empty or near-empty source is more likely broken than a decommission, or another provider uses the same managerName "mass" (each provider needs its own); ' +
+          "for a real decommission set the provider's allowMassPrune: true (mco clusters apply: --allow-mass-prune)",
         'Invalid: refusing to prune 5 of the 5 ClusterProfiles of cluster manager "mass" (the source declares 0): ' +
-          'an empty or near-empty source is more likely broken than a decommission; for a real decommission set allowMassPrune (mco clusters apply --allow-mass-prune)',
+          'an empty or near-empty source is more likely broken than a decommission, or another provider uses the same managerName "mass" (each provider needs its own); ' +
+          "for a real decommission set the provider's allowMassPrune: true (mco clusters apply: --allow-mass-prune)",
       ],
       unchanged: before,
       scaledIn: ['fleet/m-4', 'fleet/m-5'],

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import type { DecideInput } from '../decide.js';
 import { ClusterProfileSchema } from './cluster-profile.js';
 import { ObjectMetaSchema, TimestampSchema } from './common.js';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND, PlacementStatusSchema } from './placement.js';
@@ -23,6 +24,17 @@ export const DecisionInputSchema = z.object({
   signals: z.array(SignalSchema).default([]),
 });
 export type DecisionInputDocument = z.infer<typeof DecisionInputSchema>;
+
+/**
+ * Checks a decision input document (YAML or JSON, as `mco decide -f` reads it)
+ * and returns what `decide` and `explain` take: `now` becomes a Date (the
+ * schema keeps it the RFC 3339 string of the document). Throws a ZodError
+ * naming the field when the document is invalid.
+ */
+export function parseDecideInput(document: unknown): DecideInput {
+  const { now, ...rest } = DecisionInputSchema.parse(document);
+  return { ...rest, now: new Date(now) };
+}
 
 export const TRANSITION_IDS = ['P1', 'P2', 'P3', 'E1', 'E2', 'E3', 'H1', 'H2', 'H3', 'R1', 'R2', 'R3'] as const;
 export type TransitionId = (typeof TRANSITION_IDS)[number];
