@@ -72,9 +72,12 @@ export {
   createObjectWriter,
   digestOf,
   planOwnedObjects,
+  syncOwnedObjects,
   type DesiredObject,
   type ObjectWriter,
   type ObjectWriterOptions,
   type OwnedObjectsInput,
   type OwnedObjectsPlan,
+  type SyncOwnedObjectsOptions,
+  type SyncOwnedObjectsReport,
 } from './owned.js';
