@@ -13,6 +13,19 @@ const impure = [
   { name: 'console', message: '@mco/core returns reasons; it never logs.' },
 ];
 
+// One client for every runtime request: @mco/kube-runtime's KubeClient
+// (docs/architecture.md). Runtime code may name client-node's KubeConfig (a
+// library user may pass one; @mco/kube-runtime/client-node turns it into a
+// KubeClient), never its generated APIs. The interop module itself and the
+// private testkit are exempt.
+const clientNodeOnlyKubeConfig = {
+  name: '@kubernetes/client-node',
+  allowImportNames: ['KubeConfig'],
+  message:
+    "Requests go through @mco/kube-runtime's KubeClient; only KubeConfig may be imported from client-node (convert it with kubeClientFromKubeConfig from @mco/kube-runtime/client-node).",
+};
+const clientNodeExempt = ['packages/testkit/**', 'packages/kube-runtime/src/client-node.ts'];
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/reports/**', '**/*.d.ts', 'apps/mco/chart/**'] },
   js.configs.recommended,
@@ -43,6 +56,28 @@ export default tseslint.config(
         },
       ],
     },
+  },
+  {
+    files: ['packages/*/src/**/*.ts'],
+    ignores: ['packages/controller/**', 'packages/core/**', ...clientNodeExempt],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          paths: [clientNodeOnlyKubeConfig],
+          patterns: [
+            {
+              group: ['@mco/controller', '@mco/controller/*', '**/controller/src/**'],
+              message: 'Only the mco app uses @mco/controller; shared Kubernetes machinery lives in @mco/kube-runtime.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
+    files: ['apps/*/src/**/*.ts', 'templates/*/src/**/*.ts', 'packages/controller/src/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { paths: [clientNodeOnlyKubeConfig] }] },
   },
   {
     files: ['packages/core/src/**/*.ts'],

@@ -1,5 +1,6 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig, type V1Secret } from '@kubernetes/client-node';
-import { requestOptions } from '@mco/kube-runtime/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { objectPath, resourcePath, SECRETS, type KubeClient } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { httpStatusOf } from '@mco/runtime';
 import { APPLICATION_SETS, REFRESH_ANNOTATION, type ApplicationSetLike } from './applicationsets.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL, SECRET_TYPE_LABEL } from './cluster-secret.js';
@@ -17,40 +18,14 @@ export function createApplicationSetClient(
   kubeConfig: KubeConfig,
   options: ApplicationSetClientOptions = {},
 ): ApplicationSetClient {
-  const api = kubeConfig.makeApiClient(CustomObjectsApi);
-  const timeoutMs = options.requestTimeoutMs ?? 30_000;
+  const client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: options.requestTimeoutMs ?? 30_000 });
   return {
-    async list() {
-      const items: ApplicationSetLike[] = [];
-      let next: string | undefined;
-      do {
-        const page = (
-          options.namespace
-            ? await api.listNamespacedCustomObject(
-                { ...APPLICATION_SETS, namespace: options.namespace, limit: 500, _continue: next },
-                requestOptions(kubeConfig, timeoutMs),
-              )
-            : await api.listClusterCustomObject(
-                { ...APPLICATION_SETS, limit: 500, _continue: next },
-                requestOptions(kubeConfig, timeoutMs),
-              )
-        ) as { items?: ApplicationSetLike[]; metadata?: { continue?: string } };
-        items.push(...(page.items ?? []));
-        next = page.metadata?.continue || undefined;
-      } while (next);
-      return items;
-    },
+    list: () => listAll<ApplicationSetLike>(client, resourcePath(APPLICATION_SETS, options.namespace)),
     async refresh(namespace, name, stale) {
       const patch = (value: string | null) =>
-        api.patchNamespacedCustomObject(
-          {
-            ...APPLICATION_SETS,
-            namespace,
-            name,
-            body: { metadata: { annotations: { [REFRESH_ANNOTATION]: value } } },
-          },
-          requestOptions(kubeConfig, timeoutMs, PatchStrategy.MergePatch),
-        );
+        client.patch(objectPath(APPLICATION_SETS, namespace, name), 'merge', {
+          metadata: { annotations: { [REFRESH_ANNOTATION]: value } },
+        });
       try {
         if (stale) await patch(null);
         await patch('true');
@@ -70,71 +45,61 @@ export interface SecretClientOptions {
 
 /** The syncer's Secret calls in one namespace (RBAC: get, list, create, update, delete on secrets there). */
 export function createSecretClient(kubeConfig: KubeConfig, options: SecretClientOptions): SecretClient {
-  const api = kubeConfig.makeApiClient(CoreV1Api);
+  const client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: options.requestTimeoutMs ?? 30_000 });
   const { namespace } = options;
-  const timeoutMs = options.requestTimeoutMs ?? 30_000;
   const selector = `${SECRET_TYPE_LABEL}=cluster,${MANAGED_BY_LABEL}=${options.manager ?? DEFAULT_MANAGER}`;
+  const path = (name: string) => objectPath(SECRETS, namespace, name);
+  const secret = (body: object) => ({ apiVersion: 'v1', kind: 'Secret', ...body });
   return {
-    async listOwned() {
-      const items: ExistingSecret[] = [];
-      let next: string | undefined;
-      do {
-        const page = await api.listNamespacedSecret(
-          { namespace, labelSelector: selector, limit: 500, _continue: next },
-          requestOptions(kubeConfig, timeoutMs),
-        );
-        items.push(...(page.items as ExistingSecret[]));
-        next = page.metadata?._continue || undefined;
-      } while (next);
-      return items;
-    },
+    listOwned: () => listAll<ExistingSecret>(client, resourcePath(SECRETS, namespace), selector),
     async get(name) {
       try {
-        return (await api.readNamespacedSecret(
-          { namespace, name },
-          requestOptions(kubeConfig, timeoutMs),
-        )) as ExistingSecret;
+        return await client.get<ExistingSecret>(path(name));
       } catch (error) {
         if (httpStatusOf(error) === 404) return undefined;
         throw error;
       }
     },
-    async create(secret) {
-      await api.createNamespacedSecret({ namespace, body: secret as V1Secret }, requestOptions(kubeConfig, timeoutMs));
+    async create(body) {
+      await client.create(resourcePath(SECRETS, namespace), secret(body));
     },
-    async replace(secret) {
-      await api.replaceNamespacedSecret(
-        { namespace, name: secret.metadata.name, body: secret as V1Secret },
-        requestOptions(kubeConfig, timeoutMs),
-      );
+    async replace(body) {
+      await client.replace(path(body.metadata.name), secret(body));
     },
     async setAnnotation(secret, key, value) {
       const annotations = { ...secret.metadata?.annotations };
       if (value === undefined) delete annotations[key];
       else annotations[key] = value;
       // An update with the read resourceVersion (RBAC `update`, as for replace): a concurrent change fails with 409.
-      await api.replaceNamespacedSecret(
-        {
-          namespace,
-          name: secret.metadata?.name ?? '',
-          body: { ...secret, metadata: { ...secret.metadata, annotations } } as V1Secret,
-        },
-        requestOptions(kubeConfig, timeoutMs),
-      );
+      await client.replace(path(secret.metadata?.name ?? ''), {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        ...secret,
+        metadata: { ...secret.metadata, annotations },
+      });
     },
     async delete(name, uid, resourceVersion) {
       try {
-        await api.deleteNamespacedSecret(
-          {
-            namespace,
-            name,
-            body: { preconditions: { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) } },
-          },
-          requestOptions(kubeConfig, timeoutMs),
-        );
+        await client.delete(path(name), {
+          preconditions: { ...(uid ? { uid } : {}), ...(resourceVersion ? { resourceVersion } : {}) },
+        });
       } catch (error) {
         if (httpStatusOf(error) !== 404) throw error;
       }
     },
   };
+}
+
+/** Every item of a collection, 500 a page. */
+async function listAll<T>(client: KubeClient, path: string, labelSelector?: string): Promise<T[]> {
+  const items: T[] = [];
+  let next: string | undefined;
+  do {
+    const page = await client.get<{ items?: T[]; metadata?: { continue?: string } }>(path, {
+      query: { labelSelector, limit: 500, continue: next },
+    });
+    items.push(...(page.items ?? []));
+    next = page.metadata?.continue || undefined;
+  } while (next);
+  return items;
 }

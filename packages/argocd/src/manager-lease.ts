@@ -1,8 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { LeaderElector, objectPath } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { isValidSecretName } from './cluster-secret.js';
 
@@ -61,8 +61,9 @@ export function holdManagerName(options: ManagerLeaseOptions): ManagerLease {
   const logger = (options.logger ?? silentLogger).child({ component: 'argocd-cluster-sync' });
   const lease = `${options.namespace}/${name}`;
   let leading = false;
+  const client = kubeClientFromKubeConfig(options.kubeConfig);
   const elector = new LeaderElector({
-    client: kubeClientFromKubeConfig(options.kubeConfig),
+    client,
     namespace: options.namespace,
     name,
     identity,
@@ -83,16 +84,17 @@ export function holdManagerName(options: ManagerLeaseOptions): ManagerLease {
       options.onLost();
     },
   });
-  const api = options.kubeConfig.makeApiClient(CoordinationV1Api);
+  const leasePath = objectPath(
+    { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' },
+    options.namespace,
+    name,
+  );
   let reporting: NodeJS.Timeout | undefined;
   const report = async () => {
     if (leading) return;
     let holder = '';
     try {
-      const current = await api.readNamespacedLease(
-        { namespace: options.namespace, name },
-        requestOptions(options.kubeConfig, 10_000),
-      );
+      const current = await client.get<{ spec?: { holderIdentity?: string } }>(leasePath, { timeoutMs: 10_000 });
       holder = current.spec?.holderIdentity ?? '';
     } catch {
       // Only for the message: the elector itself retries and logs API errors.

@@ -1,8 +1,8 @@
-import { CoreV1Api, CustomObjectsApi, PatchStrategy, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { MemberClusterClient } from '@mco/cluster-access';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND, type Condition, type Placement } from '@mco/core';
-import { objectPath, PLACEMENTS } from '@mco/kube-runtime';
-import { requestOptions } from '@mco/kube-runtime/client-node';
+import { objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { httpStatusOf } from '@mco/runtime';
 import { CONFIG_SYNC_GROUP, MANAGED_BY, type MemberObject, type MemberObjectRef } from './template.js';
 
@@ -19,7 +19,7 @@ export interface ExistingObject {
   [field: string]: unknown;
 }
 
-/** The calls mco makes on one member cluster (`memberObjects` implements it over client-node). */
+/** The calls mco makes on one member cluster (`memberObjects` implements it). */
 export interface MemberObjects {
   get(ref: MemberObjectRef): Promise<ExistingObject | undefined>;
   /** Server-side apply with mco's field manager. */
@@ -85,64 +85,52 @@ export interface HubWriter {
 }
 
 export function createHubWriter(kubeConfig: KubeConfig, options: { requestTimeoutMs?: number } = {}): HubWriter {
-  const custom = kubeConfig.makeApiClient(CustomObjectsApi);
-  const core = kubeConfig.makeApiClient(CoreV1Api);
-  const timeout = options.requestTimeoutMs ?? 30_000;
-  const apply = requestOptions(kubeConfig, timeout, PatchStrategy.ServerSideApply);
+  const client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: options.requestTimeoutMs ?? 30_000 });
   const id = (p: Placement) => ({ name: p.metadata.name, namespace: p.metadata.namespace ?? '' });
+  const path = (p: Placement, subresource?: 'status') =>
+    objectPath(PLACEMENTS, id(p).namespace, id(p).name, subresource);
   const head = { apiVersion: PLACEMENT_API_VERSION, kind: PLACEMENT_KIND };
+  const apply = { query: { fieldManager: MANAGED_BY, force: true } };
   return {
     async applyPlacementMetadata(placement, annotations, finalizers) {
-      await custom.patchNamespacedCustomObject(
-        {
-          ...PLACEMENTS,
-          ...id(placement),
-          body: { ...head, metadata: { ...id(placement), annotations, finalizers } },
-          fieldManager: MANAGED_BY,
-          force: true,
-        },
+      await client.patch(
+        path(placement),
+        'apply',
+        { ...head, metadata: { ...id(placement), annotations, finalizers } },
         apply,
       );
     },
     async applyCondition(placement, condition) {
-      await custom.patchNamespacedCustomObjectStatus(
-        {
-          ...PLACEMENTS,
-          ...id(placement),
-          body: { ...head, metadata: id(placement), status: { conditions: [condition] } },
-          fieldManager: MANAGED_BY,
-          force: true,
-        },
+      await client.patch(
+        path(placement, 'status'),
+        'apply',
+        { ...head, metadata: id(placement), status: { conditions: [condition] } },
         apply,
       );
     },
     async createEvent(placement, type, reason, message) {
-      const now = new Date();
+      const now = new Date().toISOString();
       const { name, namespace } = id(placement);
-      await core.createNamespacedEvent(
-        {
+      await client.create(resourcePath({ group: '', version: 'v1', plural: 'events' }, namespace), {
+        apiVersion: 'v1',
+        kind: 'Event',
+        metadata: { generateName: `${name}.`, namespace },
+        involvedObject: {
+          apiVersion: PLACEMENT_API_VERSION,
+          kind: PLACEMENT_KIND,
+          name,
           namespace,
-          body: {
-            metadata: { generateName: `${name}.`, namespace },
-            involvedObject: {
-              apiVersion: PLACEMENT_API_VERSION,
-              kind: PLACEMENT_KIND,
-              name,
-              namespace,
-              ...(placement.metadata.uid ? { uid: placement.metadata.uid } : {}),
-            },
-            type,
-            reason,
-            message: message.slice(0, 1024),
-            source: { component: MANAGED_BY },
-            reportingComponent: MANAGED_BY,
-            firstTimestamp: now,
-            lastTimestamp: now,
-            count: 1,
-          },
+          ...(placement.metadata.uid ? { uid: placement.metadata.uid } : {}),
         },
-        requestOptions(kubeConfig, timeout),
-      );
+        type,
+        reason,
+        message: message.slice(0, 1024),
+        source: { component: MANAGED_BY },
+        reportingComponent: MANAGED_BY,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        count: 1,
+      });
     },
   };
 }

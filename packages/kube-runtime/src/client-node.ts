@@ -4,10 +4,13 @@ import { KubeConfig, type CustomObjectsApi, type RequestContext, type User } fro
 import type { Credential, KubeConnection } from '@mco/runtime';
 import { KubeClient, type KubeClientOptions } from './client.js';
 
-// Bridges for the code that still uses @kubernetes/client-node (the adapters,
-// the inventory providers, the one-shot commands), in an entry point of their
-// own (`@mco/kube-runtime/client-node`): importing it loads client-node, the
-// main entry never does.
+// The one interop module with @kubernetes/client-node, in an entry point of
+// its own (`@mco/kube-runtime/client-node`): importing it loads client-node,
+// the main entry never does. A library user may hand mco a client-node
+// `KubeConfig`; every request is still made by `KubeClient`
+// (`kubeClientFromKubeConfig`). `requestOptions` is for code that drives
+// client-node's generated APIs itself (tests, benchmarks); runtime code may
+// not (a lint rule).
 
 /** The auth-provider name under which a converted connection's credential answers. */
 const AUTH_PROVIDER = 'mco-connection';

@@ -6,9 +6,17 @@ import type { Duplex } from 'node:stream';
 import tls from 'node:tls';
 import { McoError, type Credential, type KubeConnection } from '@mco/runtime';
 
-/** An answer of the API server other than 2xx. `code` is the HTTP status (`httpStatusOf` reads it). */
+/**
+ * An answer of the API server other than 2xx: the one error shape of every
+ * request. `code` is the HTTP status (`httpStatusOf` reads it), `reason` the
+ * `Status` reason (`NotFound`, `Conflict`, `AlreadyExists`, `Gone`,
+ * `Forbidden`, ...; empty when the body is no Status), `retryable` whether
+ * the same request may succeed later (409, 429, 5xx), as `toMcoError` decides.
+ */
 export class KubeApiError extends Error {
   override readonly name = 'KubeApiError';
+  readonly reason: string;
+  readonly retryable: boolean;
   constructor(
     readonly code: number,
     /** The response body as text (a `Status` object in JSON, usually). */
@@ -16,6 +24,20 @@ export class KubeApiError extends Error {
     message: string,
   ) {
     super(message);
+    this.reason = statusOf(body).reason ?? '';
+    this.retryable = code === 409 || code === 429 || code >= 500;
+  }
+}
+
+function statusOf(text: string): { reason?: string; message?: string } {
+  try {
+    const parsed = JSON.parse(text) as { reason?: unknown; message?: unknown } | null;
+    return {
+      ...(typeof parsed?.reason === 'string' ? { reason: parsed.reason } : {}),
+      ...(typeof parsed?.message === 'string' ? { message: parsed.message } : {}),
+    };
+  } catch {
+    return {}; // not a Status object
   }
 }
 
@@ -58,6 +80,13 @@ export interface KubeRequest {
   readonly query?: Query;
   readonly body?: unknown;
   readonly contentType?: string;
+  /**
+   * Server-side dry run (`All`): validated and admitted, nothing stored. It
+   * goes in the body of a DELETE (DeleteOptions; the API server ignores the
+   * query once a body is sent, so a query there would delete for real) and
+   * in the query of every other request.
+   */
+  readonly dryRun?: boolean;
   readonly signal?: AbortSignal;
   /** Overrides the client's request timeout. */
   readonly timeoutMs?: number;
@@ -152,6 +181,7 @@ export class KubeClient {
     return this.request<T>({ ...options, method: 'PATCH', path, body, contentType: PATCH_CONTENT_TYPES[type] });
   }
 
+  /** `body` is DeleteOptions, e.g. `{ preconditions: { uid, resourceVersion } }`. */
   delete<T>(path: string, body?: unknown, options: Omit<KubeRequest, 'method' | 'path' | 'body'> = {}): Promise<T> {
     return this.request<T>({ ...options, method: 'DELETE', path, body });
   }
@@ -247,8 +277,13 @@ export class KubeClient {
     await this.options.beforeRequest?.(signal);
     const credential = await this.connection.getCredential(signal);
     // A server with a trailing slash (`https://host/prefix/`) must not double it, as in client-go.
-    const url = new URL(this.connection.server.replace(/\/+$/, '') + request.path + queryString(request.query));
-    const body = request.body === undefined ? undefined : JSON.stringify(request.body);
+    const inBody = request.dryRun && request.method === 'DELETE';
+    const query = request.dryRun && !inBody ? { ...request.query, dryRun: 'All' } : request.query;
+    const url = new URL(this.connection.server.replace(/\/+$/, '') + request.path + queryString(query));
+    const payload = inBody
+      ? { apiVersion: 'v1', kind: 'DeleteOptions', ...(request.body as object | undefined), dryRun: ['All'] }
+      : request.body;
+    const body = payload === undefined ? undefined : JSON.stringify(payload);
     const headers: Record<string, string> = { Accept: 'application/json' };
     if (credential.token) headers.Authorization = `Bearer ${credential.token}`;
     if (body !== undefined) {
@@ -365,14 +400,8 @@ export class KubeClient {
   }
 
   private apiError(method: string, path: string, status: number, text: string): KubeApiError {
-    let detail = '';
-    try {
-      const parsed = JSON.parse(text) as { message?: unknown };
-      if (typeof parsed.message === 'string') detail = `: ${parsed.message}`;
-    } catch {
-      // not a Status object
-    }
-    return new KubeApiError(status, text, `${method} ${path}: HTTP ${status}${detail}`);
+    const { message } = statusOf(text);
+    return new KubeApiError(status, text, `${method} ${path}: HTTP ${status}${message ? `: ${message}` : ''}`);
   }
 }
 

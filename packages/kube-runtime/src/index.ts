@@ -72,10 +72,13 @@ export {
   createObjectWriter,
   digestOf,
   planOwnedObjects,
+  syncOwnedObjects,
   type DesiredObject,
   type ObjectWriter,
   type ObjectWriterOptions,
   type OwnedObjectsInput,
   type OwnedObjectsPlan,
+  type SyncOwnedObjectsOptions,
+  type SyncOwnedObjectsReport,
 } from './owned.js';
 export { readPlacementStatus, type PlacementStatusReading } from './placement-status.js';

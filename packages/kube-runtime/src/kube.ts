@@ -34,9 +34,14 @@ export function resourcePath(resource: Resource, namespace?: string): string {
   return `${prefix}${namespace ? `/namespaces/${encodeURIComponent(namespace)}` : ''}/${resource.plural}`;
 }
 
-/** The API path of one namespaced object of `resource`. */
-export function objectPath(resource: Resource, namespace: string, name: string): string {
-  return `${resourcePath(resource, namespace)}/${encodeURIComponent(name)}`;
+/** The API path of one namespaced object of `resource`, or of its subresource (`status`, `scale`). */
+export function objectPath(
+  resource: Resource,
+  namespace: string,
+  name: string,
+  subresource?: 'status' | 'scale',
+): string {
+  return `${resourcePath(resource, namespace)}/${encodeURIComponent(name)}${subresource ? `/${subresource}` : ''}`;
 }
 
 /** Where a list-watch looks. */

@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
-import { httpStatusOf } from '@mco/runtime';
+import { httpStatusOf, McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import type { KubeClient } from './client.js';
 import type { KubeObject } from './informer.js';
-import { objectPath, type Resource } from './kube.js';
+import { objectPath, resourcePath, type Resource } from './kube.js';
 
 /**
  * Annotation on every object an owned-object sync writes: a digest of what it
@@ -126,27 +126,30 @@ export interface ObjectWriter {
 
 export interface ObjectWriterOptions {
   readonly fieldManager: string;
+  /** Each request's deadline; the client's own (`KubeClientOptions.timeoutMs`) when absent. */
   readonly requestTimeoutMs?: number;
+  /** Every write a server-side dry run: validated, nothing stored. */
+  readonly dryRun?: boolean;
 }
 
 /** An `ObjectWriter` for one namespaced resource (a custom resource, or core Secrets and ConfigMaps). */
 export function createObjectWriter(client: KubeClient, resource: Resource, options: ObjectWriterOptions): ObjectWriter {
-  const timeoutMs = options.requestTimeoutMs ?? 30_000;
+  const timeout = deadline(options.requestTimeoutMs);
+  const dryRun = options.dryRun === true;
   const path = (o: KubeObject) => objectPath(resource, o.metadata?.namespace ?? '', o.metadata?.name ?? '');
   return {
     apply: (o) =>
       client.patch<KubeObject>(path(o), 'apply', o, {
         query: { fieldManager: options.fieldManager, force: true },
-        timeoutMs,
+        ...timeout,
+        dryRun,
       }),
     delete: (o) =>
       client
         .delete(
           path(o),
           { preconditions: { uid: o.metadata?.uid, resourceVersion: o.metadata?.resourceVersion } },
-          {
-            timeoutMs,
-          },
+          { ...timeout, dryRun },
         )
         .then(
           () => undefined,
@@ -155,4 +158,160 @@ export function createObjectWriter(client: KubeClient, resource: Resource, optio
           },
         ),
   };
+}
+
+export interface SyncOwnedObjectsOptions<T extends DesiredObject> {
+  readonly resource: Resource;
+  /** The one namespace the caller's objects live in. */
+  readonly namespace: string;
+  /**
+   * The labels that mark the caller's objects: the listing selects by them and
+   * every desired object carries them. An object without them is never
+   * written or deleted.
+   */
+  readonly ownedLabels: Readonly<Record<string, string>>;
+  /** Every object that should exist now, in `namespace`. */
+  readonly desired: readonly T[];
+  /** As in `planOwnedObjects`: false whenever a removal is in doubt, and the object stays. */
+  readonly mayPrune: (existing: KubeObject) => boolean;
+  readonly fieldManager: string;
+  /** Server-side dry run: the report says what would be done, nothing is stored. */
+  readonly dryRun?: boolean;
+  /** Each request's deadline; the client's own when absent. */
+  readonly requestTimeoutMs?: number;
+  /** Each apply and delete is logged at info; nothing when nothing changed. */
+  readonly logger?: Logger;
+}
+
+/** What `syncOwnedObjects` did, by `namespace/name`. */
+export interface SyncOwnedObjectsReport {
+  readonly applied: string[];
+  readonly deleted: string[];
+  /**
+   * Not desired, kept: `mayPrune` said no, or the object changed or was
+   * re-created since the listing (its delete preconditions failed).
+   */
+  readonly kept: string[];
+  /** Desired, but a same-named object without the owned labels exists: left untouched. */
+  readonly notOwned: string[];
+  readonly failed: { readonly key: string; readonly error: McoError }[];
+}
+
+/**
+ * The shared safe apply and prune: lists the caller's objects (by its owned
+ * labels), applies what is missing or changed (server-side apply; an owned
+ * object's uid goes in the body, so one re-created meanwhile is not taken
+ * over), and deletes only owned objects `mayPrune` allows, each with uid and
+ * resourceVersion preconditions. Never deletes on doubt: a failed listing
+ * throws before anything is written, and a delete whose preconditions no
+ * longer hold keeps the object. A failed write is reported in `failed`; the
+ * others still run.
+ */
+export async function syncOwnedObjects<T extends DesiredObject>(
+  client: KubeClient,
+  options: SyncOwnedObjectsOptions<T>,
+): Promise<SyncOwnedObjectsReport> {
+  const { resource, namespace, ownedLabels, fieldManager, logger = silentLogger } = options;
+  const timeout = deadline(options.requestTimeoutMs);
+  const dryRun = options.dryRun === true;
+  options.desired.forEach((o, i) => {
+    if (o.metadata.namespace !== namespace) {
+      throw new McoError(
+        'Invalid',
+        `desired[${i}].metadata.namespace: ${o.metadata.namespace} is not ${namespace}, the namespace of the owned objects`,
+        false,
+      );
+    }
+  });
+  const existing = await listOwned(client, resourcePath(resource, namespace), ownedLabels, timeout);
+  const byKey = new Map(existing.map((o) => [keyOf(o), o]));
+  const desired = options.desired.map((o) => ({
+    ...o,
+    // The owned labels last, so a desired label can never take them over.
+    metadata: { ...o.metadata, labels: { ...o.metadata.labels, ...ownedLabels } },
+  }));
+  const plan = planOwnedObjects({ desired, existing, mayPrune: options.mayPrune });
+  const writer = createObjectWriter(client, resource, {
+    fieldManager,
+    dryRun,
+    ...(timeout.timeoutMs === undefined ? {} : { requestTimeoutMs: timeout.timeoutMs }),
+  });
+  const report: SyncOwnedObjectsReport = { applied: [], deleted: [], kept: [], notOwned: [], failed: [] };
+  const log = (message: string, key: string) =>
+    logger.info(message, { resource: resource.plural, object: key, ...(dryRun ? { dryRun } : {}) });
+
+  for (const object of plan.apply) {
+    const key = keyOf(object);
+    try {
+      const uid = byKey.get(key)?.metadata?.uid;
+      if (!uid && (await exists(client, objectPath(resource, namespace, object.metadata.name), timeout))) {
+        report.notOwned.push(key);
+        continue;
+      }
+      await writer.apply(uid ? { ...object, metadata: { ...object.metadata, uid } } : object);
+      report.applied.push(key);
+      log('applied', key);
+    } catch (error) {
+      report.failed.push({ key, error: toMcoError(error, `apply ${resource.plural} ${key}`) });
+    }
+  }
+  report.kept.push(...plan.kept.map(keyOf));
+  for (const object of plan.prune) {
+    const key = keyOf(object);
+    try {
+      await writer.delete(object);
+      report.deleted.push(key);
+      log('deleted', key);
+    } catch (error) {
+      // 409: changed or re-created since the listing; the next sync decides again.
+      if (httpStatusOf(error) === 409) report.kept.push(key);
+      else report.failed.push({ key, error: toMcoError(error, `delete ${resource.plural} ${key}`) });
+    }
+  }
+  return report;
+}
+
+async function listOwned(
+  client: KubeClient,
+  path: string,
+  labels: Readonly<Record<string, string>>,
+  timeout: { timeoutMs?: number },
+): Promise<KubeObject[]> {
+  const labelSelector = Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+  if (!labelSelector) throw new McoError('Invalid', 'ownedLabels: at least one label marks the owned objects', false);
+  const items: KubeObject[] = [];
+  let next: string | undefined;
+  try {
+    do {
+      const page = await client.get<{
+        apiVersion?: string;
+        kind?: string;
+        items?: KubeObject[];
+        metadata?: { continue?: string };
+      }>(path, { query: { labelSelector, limit: 500, continue: next }, ...timeout });
+      // The items of a list carry no apiVersion and kind; the desired objects do, and are compared whole.
+      const head = { apiVersion: page.apiVersion, kind: page.kind?.replace(/List$/, '') };
+      items.push(...(page.items ?? []).map((o) => ({ ...head, ...o })));
+      next = page.metadata?.continue || undefined;
+    } while (next);
+  } catch (error) {
+    throw toMcoError(error, `list ${path} (${labelSelector}); nothing was written`);
+  }
+  return items;
+}
+
+async function exists(client: KubeClient, path: string, timeout: { timeoutMs?: number }): Promise<boolean> {
+  try {
+    await client.get(path, timeout);
+    return true;
+  } catch (error) {
+    if (httpStatusOf(error) === 404) return false;
+    throw error;
+  }
+}
+
+function deadline(timeoutMs: number | undefined): { timeoutMs?: number } {
+  return timeoutMs === undefined ? {} : { timeoutMs };
 }

@@ -108,6 +108,70 @@ describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
     }).toEqual({ code: 409, status: 409, message: true, body: 'Conflict' });
   });
 
+  it('dry run stores nothing: create and apply in the query, delete in DeleteOptions with its preconditions', async () => {
+    const collection = resourcePath(CONFIGMAPS, ns);
+    const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'dry', namespace: ns }, data: { k: 'v' } };
+    const dryCreated = await client.create<KubeObject>(collection, body, { dryRun: true });
+    const afterDryCreate = await client.get(path('dry')).catch((e: unknown) => httpStatusOf(e));
+    const stored = await client.create<KubeObject>(collection, body);
+    await client.patch(
+      path('dry'),
+      'apply',
+      { ...body, data: { k: 'dry' } },
+      {
+        query: { fieldManager: 'mco-test', force: true },
+        dryRun: true,
+      },
+    );
+    const preconditions = { uid: stored.metadata?.uid, resourceVersion: stored.metadata?.resourceVersion };
+    await client.delete(path('dry'), { preconditions }, { dryRun: true });
+    const afterDryRuns = await client.get<{ data?: unknown; metadata?: { uid?: string } }>(path('dry'));
+    // A dry-run delete still checks its preconditions: a stale uid is refused, not "deleted".
+    const stale = (await client
+      .delete(path('dry'), { preconditions: { uid: 'not-the-uid' } }, { dryRun: true })
+      .catch((e: unknown) => e)) as KubeApiError;
+    await client.delete(path('dry'), { preconditions });
+    const gone = (await client.get(path('dry')).catch((e: unknown) => e)) as KubeApiError;
+    expect({
+      dryCreated: dryCreated.metadata?.name,
+      afterDryCreate,
+      afterDryRuns: { data: afterDryRuns.data, uid: afterDryRuns.metadata?.uid === stored.metadata?.uid },
+      stale: { code: stale.code, reason: stale.reason, retryable: stale.retryable },
+      gone: { code: gone.code, reason: gone.reason, retryable: gone.retryable },
+    }).toEqual({
+      dryCreated: 'dry',
+      afterDryCreate: 404,
+      afterDryRuns: { data: { k: 'v' }, uid: true },
+      stale: { code: 409, reason: 'Conflict', retryable: true },
+      gone: { code: 404, reason: 'NotFound', retryable: false },
+    });
+  });
+
+  it('reads and writes the status and scale subresources', async () => {
+    const deployments = { group: 'apps', version: 'v1', plural: 'deployments' };
+    const labels = { app: 'sub' };
+    await client.create(resourcePath(deployments, ns), {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'sub' },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: labels },
+        template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'example.invalid/c' }] } },
+      },
+    });
+    await client.patch(objectPath(deployments, ns, 'sub', 'scale'), 'merge', { spec: { replicas: 3 } });
+    await client.patch(objectPath(deployments, ns, 'sub', 'status'), 'merge', { status: { observedGeneration: 7 } });
+    const scale = await client.get<{ spec?: { replicas?: number } }>(objectPath(deployments, ns, 'sub', 'scale'));
+    const status = await client.get<{ status?: { observedGeneration?: number } }>(
+      objectPath(deployments, ns, 'sub', 'status'),
+    );
+    expect({ replicas: scale.spec?.replicas, observed: status.status?.observedGeneration }).toEqual({
+      replicas: 3,
+      observed: 7,
+    });
+  });
+
   it('watches: events as they happen, ended by the returned function', async () => {
     const list = await client.get<{ metadata: { resourceVersion: string } }>(resourcePath(CONFIGMAPS, ns));
     const events: string[] = [];

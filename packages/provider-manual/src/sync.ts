@@ -1,5 +1,6 @@
-import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { requestOptions, type RequestOptions } from '@mco/kube-runtime/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { CLUSTER_PROFILES, objectPath, resourcePath, type KubeClient } from '@mco/kube-runtime';
+import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import {
   CLUSTER_MANAGER_LABEL,
   CLUSTER_PROFILE_API_VERSION,
@@ -12,10 +13,6 @@ import {
 import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { canonicalJson, projectOwnedFields } from './managed-fields.js';
 
-const GROUP = 'multicluster.x-k8s.io';
-const VERSION = 'v1alpha1';
-const PLURAL = 'clusterprofiles';
-const APPLY_PATCH = 'application/apply-patch+yaml';
 /** Every hub call is bounded: a hung API server fails one sync (retried by the loop), never freezes the provider. */
 const REQUEST_TIMEOUT_MS = 30_000;
 const LIST_PAGE = 500;
@@ -108,10 +105,7 @@ export interface SyncReport {
 export async function syncClusterProfiles(options: SyncOptions): Promise<SyncReport> {
   const { manager, logger = silentLogger } = options;
   const fieldManager = options.fieldManager ?? `mco-${manager}`;
-  const api = options.kubeConfig.makeApiClient(CustomObjectsApi);
-  const call = requestOptions(options.kubeConfig, REQUEST_TIMEOUT_MS);
-  const apply = requestOptions(options.kubeConfig, REQUEST_TIMEOUT_MS, APPLY_PATCH);
-  const dryRun = options.dryRun ? 'All' : undefined;
+  const dryRun = options.dryRun === true;
   assertUniqueKeys(options.desired);
   if (options.namespaces) {
     const allowed = new Set(options.namespaces);
@@ -124,7 +118,8 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
       );
   }
 
-  const existing = await listProfiles(api, call, manager, options.namespaces);
+  const client = hubClient(options.kubeConfig);
+  const existing = await listProfiles(client, manager, options.namespaces);
   const retained = new Set(options.retain ?? []);
   if (options.prune && !options.allowMassPrune) refuseMassPrune(existing, options.desired, retained, manager);
   const report: MutableReport = {
@@ -163,7 +158,7 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
         // Create first with a plain POST: it fails if a profile of that name appeared since the
         // listing, where an apply would silently take over someone else's object. Only the fields
         // this manager never removes go in, under a separate field manager.
-        const created = await createProfile(api, call, desired, manager, `${fieldManager}-create`);
+        const created = await createProfile(client, desired, manager, `${fieldManager}-create`);
         if (!created) {
           report.skipped.push({
             key,
@@ -177,10 +172,10 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
       }
       const body = specApplyBody(desired, manager, uid);
       if (!current || !ownsSame(current, body, fieldManager, '')) {
-        object = (await api.patchNamespacedCustomObject(
-          { ...target(desired), body, fieldManager, force: true, dryRun },
-          apply,
-        )) as ClusterProfile;
+        object = await client.patch<ClusterProfile>(target(desired), 'apply', body, {
+          query: { fieldManager, force: true },
+          dryRun,
+        });
         report.writes++;
         (current ? report.updated : report.created).push(key);
         logger.info(current ? 'ClusterProfile updated' : 'ClusterProfile created', { cluster: key, dryRun });
@@ -189,10 +184,10 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
       if (!current && dryRun) return;
       const statusBody = statusApplyBody(desired, object, options.now);
       if (!object || !ownsSame(object, statusBody, fieldManager, 'status')) {
-        await api.patchNamespacedCustomObjectStatus(
-          { ...target(desired), body: statusBody, fieldManager, force: true, dryRun },
-          apply,
-        );
+        await client.patch(target(desired, 'status'), 'apply', statusBody, {
+          query: { fieldManager, force: true },
+          dryRun,
+        });
         report.writes++;
         report.statusUpdated.push(key);
       }
@@ -208,22 +203,11 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
     for (const [key, profile] of pruneCandidates(existing, options.desired, retained, manager)) {
       options.abort?.throwIfAborted();
       try {
-        await api.deleteNamespacedCustomObject(
-          {
-            group: GROUP,
-            version: VERSION,
-            plural: PLURAL,
-            namespace: profile.metadata.namespace,
-            name: profile.metadata.name,
-            // Deletes exactly the object that was listed: if it changed since, the next sync decides again.
-            // dryRun goes in this body too: the apiserver reads DeleteOptions from the body when there is
-            // one and ignores the query then, so a dryRun query parameter here would delete for real.
-            body: {
-              preconditions: { uid: profile.metadata.uid, resourceVersion: profile.metadata.resourceVersion },
-              ...(dryRun ? { dryRun: [dryRun] } : {}),
-            },
-          },
-          call,
+        // Deletes exactly the object that was listed: if it changed since, the next sync decides again.
+        await client.delete(
+          target(profile.metadata),
+          { preconditions: { uid: profile.metadata.uid, resourceVersion: profile.metadata.resourceVersion } },
+          { dryRun },
         );
         report.writes++;
         report.deleted.push(key);
@@ -242,6 +226,15 @@ export async function syncClusterProfiles(options: SyncOptions): Promise<SyncRep
   report.skipped.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   report.failed.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   return report;
+}
+
+// One client per hub kubeconfig, so that the syncs of a provider loop share its keep-alive connections.
+const hubClients = new WeakMap<KubeConfig, KubeClient>();
+function hubClient(kubeConfig: KubeConfig): KubeClient {
+  let client = hubClients.get(kubeConfig);
+  if (!client)
+    hubClients.set(kubeConfig, (client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: REQUEST_TIMEOUT_MS })));
+  return client;
 }
 
 /** Owned, live profiles that are neither desired nor retained, by key. */
@@ -295,8 +288,7 @@ export function isOwnedBy(profile: ClusterProfile, manager: string): boolean {
  * other managers' ones, so that a name taken by them is known and left alone.
  */
 async function listProfiles(
-  api: CustomObjectsApi,
-  call: RequestOptions,
+  client: KubeClient,
   manager: string,
   namespaces: readonly string[] | undefined,
 ): Promise<Map<ClusterKey, ClusterProfile>> {
@@ -306,28 +298,9 @@ async function listProfiles(
     do {
       let page: { items?: ClusterProfile[]; metadata?: { continue?: string } };
       try {
-        page = namespace
-          ? await api.listNamespacedCustomObject(
-              {
-                group: GROUP,
-                version: VERSION,
-                plural: PLURAL,
-                namespace,
-                limit: LIST_PAGE,
-                _continue: cont,
-              },
-              call,
-            )
-          : await api.listClusterCustomObject(
-              {
-                group: GROUP,
-                version: VERSION,
-                plural: PLURAL,
-                limit: LIST_PAGE,
-                _continue: cont,
-              },
-              call,
-            );
+        page = await client.get(resourcePath(CLUSTER_PROFILES, namespace), {
+          query: { limit: LIST_PAGE, continue: cont },
+        });
       } catch (error) {
         throw toMcoError(error, `list ClusterProfiles${namespace ? ` in ${namespace}` : ''} (manager ${manager})`);
       }
@@ -338,35 +311,28 @@ async function listProfiles(
   return out;
 }
 
-function target(desired: DesiredClusterProfile) {
-  return { group: GROUP, version: VERSION, plural: PLURAL, namespace: desired.namespace, name: desired.name };
+function target(profile: { namespace: string; name: string }, subresource?: 'status'): string {
+  return objectPath(CLUSTER_PROFILES, profile.namespace, profile.name, subresource);
 }
 
 /** POSTs a minimal profile; undefined when the name is taken (409). */
 async function createProfile(
-  api: CustomObjectsApi,
-  call: RequestOptions,
+  client: KubeClient,
   desired: DesiredClusterProfile,
   manager: string,
   fieldManager: string,
 ): Promise<ClusterProfile | undefined> {
   try {
-    return (await api.createNamespacedCustomObject(
+    return await client.create<ClusterProfile>(
+      resourcePath(CLUSTER_PROFILES, desired.namespace),
       {
-        group: GROUP,
-        version: VERSION,
-        plural: PLURAL,
-        namespace: desired.namespace,
-        fieldManager,
-        body: {
-          apiVersion: CLUSTER_PROFILE_API_VERSION,
-          kind: 'ClusterProfile',
-          metadata: { name: desired.name, namespace: desired.namespace, labels: { [CLUSTER_MANAGER_LABEL]: manager } },
-          spec: { clusterManager: { name: manager } },
-        },
+        apiVersion: CLUSTER_PROFILE_API_VERSION,
+        kind: 'ClusterProfile',
+        metadata: { name: desired.name, namespace: desired.namespace, labels: { [CLUSTER_MANAGER_LABEL]: manager } },
+        spec: { clusterManager: { name: manager } },
       },
-      call,
-    )) as ClusterProfile;
+      { query: { fieldManager } },
+    );
   } catch (error) {
     if (toMcoError(error).code === 'Conflict') return undefined;
     throw error;
