@@ -7,7 +7,7 @@
 // Outside CI a tool that cannot be built (no Go) is reported in one line and
 // its tests skip; under CI=true that is an error.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -87,4 +87,32 @@ if (bundle.status !== 0) {
 }
 console.log(`prepare: built the mco bundle (apps/mco/dist) in ${((Date.now() - bundleStart) / 1000).toFixed(1)} s`);
 
-if (inCi && failed.length > 0) process.exit(1);
+// The release artefacts (scripts/release.mjs) that the release consumer test
+// installs outside the repository: built from the committed HEAD into
+// node_modules/.cache/mco-release, again only when HEAD has moved.
+const RELEASE_DIR = join(root, 'node_modules', '.cache', 'mco-release');
+const head = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: root, encoding: 'utf8' }).stdout?.trim();
+const stamp = join(RELEASE_DIR, '.head');
+let releaseFailed = false;
+if (head && !(existsSync(stamp) && readFileSync(stamp, 'utf8') === head)) {
+  const releaseStart = Date.now();
+  console.log('prepare: building the release artefacts from HEAD (once per commit; about 3-5 minutes)');
+  const release = spawnSync(process.execPath, [join(root, 'scripts', 'release.mjs'), '--out', RELEASE_DIR], {
+    cwd: root,
+    encoding: 'utf8',
+  });
+  if (release.status === 0) {
+    writeFileSync(stamp, head);
+    console.log(
+      `prepare: built the release artefacts in ${((Date.now() - releaseStart) / 1000).toFixed(0)} s -> ${RELEASE_DIR}`,
+    );
+  } else {
+    releaseFailed = true;
+    process.stderr.write(`${release.stdout ?? ''}${release.stderr ?? ''}`);
+    console.log(
+      `prepare: building the release artefacts failed; ${inCi ? 'required under CI' : 'the release test skips'}`,
+    );
+  }
+}
+
+if (inCi && (failed.length > 0 || releaseFailed)) process.exit(1);
