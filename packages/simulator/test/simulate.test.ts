@@ -145,17 +145,35 @@ describe('the engine sees what a real fleet would show', () => {
 });
 
 describe('shipped scenarios', () => {
-  it('are the seven documented ones', () => {
+  it('are the ten documented ones', () => {
     expect(readdirSync(SCENARIOS).sort()).toEqual([
+      'bursty-slow-nodes.yaml',
       'diurnal.yaml',
       'fail-back-flapping.yaml',
+      'flapping-ceiling-dropout.yaml',
       'gpu-stockout.yaml',
       'lose-eligibility.yaml',
       'noisy-signals.yaml',
       'region-outage.yaml',
       'shared-gpu-quota.yaml',
+      'stockout-every-50m.yaml',
     ]);
   });
+
+  // Two hostile scenarios of issue 31 where fail-back used to flap and lose requests: with only
+  // failBack.enabled: true it now loses no more than without it and cycles at most 0.2 times an hour.
+  it.each(['stockout-every-50m', 'flapping-ceiling-dropout'])(
+    '%s: fail-back (only enabled: true) loses at most 0.05 pp more than mco and cycles at most 0.2 times an hour',
+    (name) => {
+      const scenario = loadScenario(name);
+      const result = simulate(scenario, { policies: ['mco', 'mco-fail-back'] });
+      const mco = run(result, 'mco').summary;
+      const failBack = run(result, 'mco-fail-back').summary;
+      expect(failBack.failBack!.failBacks).toBeGreaterThan(0);
+      expect(failBack.unservedPercent - mco.unservedPercent).toBeLessThanOrEqual(0.05);
+      expect(failBack.failBack!.cycles / (scenario.duration / 3600)).toBeLessThanOrEqual(0.2);
+    },
+  );
 
   it('gpu-stockout: mco scales out on the first FailedScaleUp, serves the ramp, and keeps us-east4 until load falls', () => {
     const result = simulate(loadScenario('gpu-stockout'));
