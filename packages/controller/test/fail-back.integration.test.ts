@@ -61,7 +61,7 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
       'gpu',
       placementSpec(true, {
         scaleIn: { stabilizationWindowSeconds: 3600, cooldownSeconds: 1 },
-        // b lingers warm for 1 s once drained (docs/placement-rules-31.md rule F3).
+        // b lingers warm for 1 s once drained (docs/placement-rules.md §10.3 rule F3).
         failBack: { enabled: true, stabilizationWindowSeconds: WINDOW, lingerSeconds: 1 },
         drain: { stepIntervalSeconds: 1, stepPercent: 25 },
       }),

@@ -10,7 +10,7 @@ import {
   type BackoffSettings,
 } from '../src/scaling/fail-back.js';
 
-// Properties of the rules of docs/placement-rules-31.md over random timelines:
+// Properties of the rules of docs/placement-rules.md over random timelines:
 // four clusters (priority c0 > c1 > c2 > c3), random observations, random
 // time steps, each evaluation fed the previous status, as the controller does.
 
@@ -167,7 +167,7 @@ function headroomOf(e: Evaluated): number {
 
 const RUNS = { numRuns: 100 };
 
-describe('rules of docs/placement-rules-31.md over random timelines', () => {
+describe('rules of docs/placement-rules.md over random timelines', () => {
   it('fail-back, drain and standby never leave fewer ACTIVE-and-below-ceiling clusters than the minimum', () => {
     let seen = { failBack: 0, standby: 0 };
     fc.assert(

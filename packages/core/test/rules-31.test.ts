@@ -21,7 +21,7 @@ import {
 import { aPlacement } from '@mco/core/testing';
 import { at, condition, listed, moves, run, states, T0, type Case } from './helpers.js';
 
-// The rules of docs/placement-rules-31.md: safe fail-back (F1 backoff, F2
+// The rules of docs/placement-rules.md: safe fail-back (F1 backoff, F2
 // room, F3 linger), make-before-break draining (D1), fast outage replacement
 // (O1) and warm standby (W1). fleet/a is preferred over fleet/b over fleet/c.
 

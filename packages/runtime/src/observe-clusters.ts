@@ -31,7 +31,7 @@ export interface ObserveEachClusterOptions {
    * ended in a transport error (nothing read, code Unavailable or Timeout), per
    * cluster, owned by the source across calls and kept up to date here. Such a
    * cluster gets a signal with `transportError` (2 polls in a row: unreachable,
-   * docs/placement-rules-31.md rule O1). Leave it out for sources that read a
+   * docs/placement-rules.md §4 rule O1). Leave it out for sources that read a
    * central store (Prometheus): its failures say nothing about a member.
    */
   readonly transportErrors?: Map<string, number>;

@@ -5,7 +5,7 @@ import { removeScaledIn } from './health.js';
 import { isAddable } from './scale-out.js';
 
 /*
- * The standby phase (docs/placement-rules-31.md, rules W1 and F3): which
+ * The standby phase (docs/placement-rules.md §10.6 and §10.3, rules W1 and F3): which
  * SCALING_IN clusters are kept warm instead of drained away. Both kinds stay
  * SCALING_IN (MCO's consumers switch on the four states) with
  * `draining.desiredMaxReplicas` = their size, and neither counts toward

@@ -3,7 +3,7 @@ import { formatTime, parseTime, SECOND } from '../time.js';
 import type { SignalAssessment } from './signals.js';
 
 /*
- * Make-before-break draining (docs/placement-rules-31.md, rule D1). A drain
+ * Make-before-break draining (docs/placement-rules.md §4, rule D1). A drain
  * steps `desiredMaxReplicas` down at most once per interval, by at most
  * `stepPercent`, and only once the receiving (ACTIVE) clusters have absorbed
  * the drop so far: either their ready replicas have grown by at least the

@@ -5,7 +5,7 @@ import type { SignalAssessment } from './signals.js';
 
 /*
  * Fail-back to preferred clusters (docs/placement-rules.md §10.3, made safe by
- * docs/placement-rules-31.md rules F1-F3). After a stockout the workload would
+ * docs/placement-rules.md §10.3 rules F1-F3). After a stockout the workload would
  * otherwise stay on the lower-priority cluster until load falls; with
  * `behavior.failBack` the preferred clusters take it back once they have had
  * room for a whole window, and room for the replicas being moved. The move is
