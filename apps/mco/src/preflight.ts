@@ -9,6 +9,8 @@ export interface WatchedResource {
   /** Watched in this namespace only, and only the objects this field selector picks (e.g. one name). */
   readonly namespace?: string;
   readonly fieldSelector?: string;
+  /** What to do when the API does not serve the kind (its CRD is missing); default: install mco's CRDs. */
+  readonly whenMissing?: string;
 }
 
 export const PLACEMENTS: WatchedResource = {
@@ -50,9 +52,12 @@ export async function checkHubAccess(
           await client.get(resourcePath(r, namespace), { query: { limit: 1, fieldSelector: r.fieldSelector } });
         } catch (error) {
           const where = `${r.fieldSelector ? ` (${r.fieldSelector})` : ''}${namespace ? ` in ${namespace}` : ''}`;
-          throw new UsageError(
-            `cannot list ${r.plural}${r.group ? `.${r.group}` : ''}${where}: ${explainFailure(error)}`,
-          );
+          const kind = `${r.plural}${r.group ? `.${r.group}` : ''}`;
+          // A list in a missing namespace is just empty: a 404 means the API does not serve the kind.
+          if (r.whenMissing && httpStatusOf(error) === 404) {
+            throw new UsageError(`cannot list ${kind}${where}: its CRD is not installed: ${r.whenMissing}`);
+          }
+          throw new UsageError(`cannot list ${kind}${where}: ${explainFailure(error)}`);
         }
       }
     }

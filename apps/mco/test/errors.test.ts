@@ -17,6 +17,7 @@ function file(name: string, content: string): string {
   return path;
 }
 const tokenFile = file('token', 'a-token');
+const fluxTemplates = file('flux-templates.yaml', 'templates: []\n');
 const providerFile = file(
   'access-providers.yaml',
   'providers: [{name: p, execConfig: {apiVersion: client.authentication.k8s.io/v1, command: /bin/true}, allowedServers: [https://member.example]}]',
@@ -184,6 +185,37 @@ describeWithControlPlane('start-up errors on a real kube-apiserver', () => {
     );
     expect(result.stderr).not.toMatch(/HTTP-Code|Unknown API Status Code|\n\s+at /);
     expect(result.code).toBe(1); // a failed write, not a bad command line
+  });
+
+  it('mco flux without a required Flux CRD is one line saying what to install, exit 2', async () => {
+    const flux = ['flux', '--provider-file', providerFile, '--kubeconfig', admin];
+    expect([
+      oneLine(await mco(...flux, '--templates', fluxTemplates)),
+      oneLine(await mco(...flux, '--input-providers')),
+    ]).toEqual([
+      {
+        code: 2,
+        lines: 1,
+        stderr:
+          'mco flux: cannot list kustomizations.kustomize.toolkit.fluxcd.io in flux-system: ' +
+          'its CRD is not installed: install Flux (kustomize-controller) first',
+      },
+      {
+        code: 2,
+        lines: 1,
+        stderr:
+          'mco flux: cannot list kustomizations.kustomize.toolkit.fluxcd.io in flux-system: ' +
+          'its CRD is not installed: install Flux (kustomize-controller) first',
+      },
+    ]);
+    await cp.hub.installCrds([thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml')]);
+    expect(oneLine(await mco(...flux, '--input-providers'))).toEqual({
+      code: 2,
+      lines: 1,
+      stderr:
+        'mco flux: cannot list resourcesetinputproviders.fluxcd.controlplane.io in flux-system: ' +
+        'its CRD is not installed: install the Flux Operator first, or drop --input-providers',
+    });
   });
 
   it('missing RBAC is one line naming the permission, exit 2', async () => {

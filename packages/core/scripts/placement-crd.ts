@@ -6,6 +6,7 @@ import {
   CONDITION_SATISFIED,
   CONDITION_VALID,
   MAX_REGEX_LENGTH,
+  MISPLACED_BEHAVIOR_FIELDS,
   PLACEMENT_GROUP,
   PLACEMENT_KIND,
   PlacementSpecSchema,
@@ -187,6 +188,12 @@ const VALIDATIONS: Readonly<Record<string, NonNullable<SchemaNode['x-kubernetes-
   'spec.clusterSelectorRules[]': [regexRule('clusterSelectorRules')],
   'spec.rules[]': [regexRule('rules')],
 };
+// Each behavior block declares the other's fields so that they reach CEL instead of being pruned.
+const MISPLACED_VALIDATIONS: Readonly<Record<string, NonNullable<SchemaNode['x-kubernetes-validations']>>> = {};
+for (const { path, field, message } of MISPLACED_BEHAVIOR_FIELDS) {
+  (MISPLACED_VALIDATIONS as Record<string, unknown[]>)[path] ??= [];
+  MISPLACED_VALIDATIONS[path]!.push({ rule: `!has(self.${field})`, message });
+}
 
 // --- zod JSON Schema -> structural schema ------------------------------------
 
@@ -253,8 +260,8 @@ function toStructural(input: Record<string, unknown>, path: string, problems: st
   const description = out.description ?? describe(path, used);
   if (description) out.description = description;
   else if (!path.endsWith('[]') && !path.endsWith('{}')) problems.push(`${path}: no description (kubectl explain)`);
-  const validations = VALIDATIONS[path];
-  if (validations) out['x-kubernetes-validations'] = validations;
+  const validations = [...(VALIDATIONS[path] ?? []), ...(MISPLACED_VALIDATIONS[path] ?? [])];
+  if (validations.length > 0) out['x-kubernetes-validations'] = validations;
   if (path === 'status.conditions') {
     out['x-kubernetes-list-type'] = 'map';
     out['x-kubernetes-list-map-keys'] = ['type'];

@@ -15,6 +15,7 @@ import {
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { McoError, silentLogger, type Logger } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
+import { createOptionalCache } from './optional-kind.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL } from './names.js';
 import { createFluxSync, type FluxSync, type FluxSyncOptions, type OwnedKind } from './sync.js';
 import type { FluxTemplate } from './templates.js';
@@ -29,10 +30,13 @@ export interface FluxDeliveryOptions {
   readonly templates?: readonly FluxTemplate[];
   /**
    * Watch HelmReleases too (default true): needed when a template or a
-   * ResourceSet makes HelmReleases that use mco's kubeconfig Secrets. Turn it
-   * off only where helm-controller (its CRD) is not installed.
+   * ResourceSet makes HelmReleases that use mco's kubeconfig Secrets. While
+   * their CRD is not installed they are skipped, with one warning, and watched
+   * once it is (discovery is asked every `optionalKindPollMs`).
    */
   readonly helmReleases?: boolean;
+  /** How often discovery is asked whether the HelmRelease CRD is installed, while it is not (default 30 s). */
+  readonly optionalKindPollMs?: number;
   readonly resolveAccess: FluxSyncOptions['resolveAccess'];
   /** managed-by label value and field manager (default `mco-flux`). */
   readonly manager?: string;
@@ -84,6 +88,19 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     writer: createObjectWriter(hub, resource, { fieldManager: manager }),
   });
 
+  const helmReleases =
+    options.helmReleases === false
+      ? undefined
+      : createOptionalCache({
+          hub,
+          resource: HELM_RELEASES,
+          createInformer: () =>
+            createInformer<KubeObject>(hub, HELM_RELEASES, { logger, tuning: options.informers, scope: { namespace } }),
+          onAvailable: () => sync.trigger(),
+          pollMs: options.optionalKindPollMs ?? 30_000,
+          logger,
+        });
+
   const placements = informer<Placement>(PLACEMENTS, {});
   const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, { namespaces: options.clusterProfileNamespaces });
   const sync = createFluxSync({
@@ -92,7 +109,14 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     ...(options.inputProviders ? { inputProviders: kind(INPUT_PROVIDERS, ownedOnly) } : {}),
     // All of them, not only mco's: a Secret stays while any Flux object uses it.
     kustomizations: kind(KUSTOMIZATIONS),
-    ...(options.helmReleases !== false ? { helmReleases: kind(HELM_RELEASES) } : {}),
+    ...(helmReleases
+      ? {
+          helmReleases: {
+            cache: helmReleases,
+            writer: createObjectWriter(hub, HELM_RELEASES, { fieldManager: manager }),
+          },
+        }
+      : {}),
     secrets: kind(SECRETS, ownedOnly),
     resolveAccess: options.resolveAccess,
     namespace,
@@ -104,12 +128,13 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   });
   sync.start();
   for (const i of informers) i.start();
+  helmReleases?.start();
   return {
     sync,
-    ready: () => informers.every((i) => i.hasSynced()),
+    ready: () => informers.every((i) => i.hasSynced()) && (helmReleases?.hasSynced() ?? true),
     async stop() {
       await sync.stop();
-      await Promise.all(informers.map((i) => i.stop()));
+      await Promise.all([...informers.map((i) => i.stop()), helmReleases?.stop()]);
     },
   };
 }

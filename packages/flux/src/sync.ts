@@ -19,6 +19,8 @@ export interface ObjectCache<T> {
   get(key: string): T | undefined;
   list(): T[];
   hasSynced(): boolean;
+  /** False while the API does not serve the kind (its CRD is missing): nothing of it is planned then. */
+  served?(): boolean;
   addHandler(handler: (event: 'add' | 'update' | 'delete', object: T, previous: T | undefined) => void): void;
 }
 
@@ -81,6 +83,8 @@ export interface PassResult {
 export interface FluxSync {
   start(): void;
   stop(): Promise<void>;
+  /** Asks for a pass soon (a cache became available without an event, say). */
+  trigger(): void;
   /** Runs one pass now, on a sync that was not started (tests, benchmarks). Caches must be synced. */
   pass(): Promise<PassResult>;
   /** The last pass's result. */
@@ -173,7 +177,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     const plans: { kind: OwnedKind; apply: readonly DesiredObject[]; prune: readonly KubeObject[]; kept: number }[] =
       [];
     const planFor = (kind: OwnedKind | undefined, wanted: readonly DesiredObject[]) => {
-      if (!kind) return;
+      if (!kind || kind.cache.served?.() === false) return;
       const plan = planOwnedObjects({ desired: wanted, existing: observed(kind, true), mayPrune });
       plans.push({ kind, apply: plan.apply, prune: plan.prune, kept: plan.kept.length });
     };
@@ -329,6 +333,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       queue.shutDown();
       await running;
     },
+    trigger,
     pass: async () => (last = await pass()),
     get last() {
       return last;

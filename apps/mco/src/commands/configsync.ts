@@ -8,6 +8,7 @@ import { createLogger, type LogLevel } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
+  KUBECONFIG_HELP,
   loadHub,
   UsageError,
   type Command,
@@ -34,7 +35,7 @@ own reconciler. A template outside these bounds changes nothing on any member
 (condition reason InvalidTemplate, naming the field).
 
 Options:
-  --kubeconfig <path>              hub kubeconfig (default: in-cluster, then $KUBECONFIG, then ~/.kube/config)
+  --kubeconfig <path>              ${KUBECONFIG_HELP}
   --provider-file <path>           Cluster Inventory access-provider config (credential plugins); without
                                    it only ClusterProfiles with a kubeconfig Secret can be reached
   --workers <n>                    placements reconciled at once (default 4)

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
-import { FluxTemplatesFileSchema, startFluxDelivery } from '@mco/flux';
+import { FluxTemplatesFileSchema, INPUT_PROVIDERS, KUSTOMIZATIONS, startFluxDelivery } from '@mco/flux';
 import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import {
@@ -14,7 +14,7 @@ import {
   type Command,
   parseFlags,
 } from '../cli.js';
-import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
+import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS, type WatchedResource } from '../preflight.js';
 
 const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
@@ -98,7 +98,23 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-flux' });
     const hub = loadHub(values.kubeconfig);
-    await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES], clusterProfileNamespaces);
+    // HelmReleases are optional (helm-controller may be absent): the delivery watches for their CRD itself.
+    const fluxNamespace = values['flux-namespace'];
+    const required: WatchedResource[] = [
+      PLACEMENTS,
+      CLUSTER_PROFILES,
+      { ...KUSTOMIZATIONS, namespace: fluxNamespace, whenMissing: 'install Flux (kustomize-controller) first' },
+      ...(values['input-providers']
+        ? [
+            {
+              ...INPUT_PROVIDERS,
+              namespace: fluxNamespace,
+              whenMissing: 'install the Flux Operator first, or drop --input-providers',
+            },
+          ]
+        : []),
+    ];
+    await checkHubAccess(hub, required, clusterProfileNamespaces);
     const kubeConfig = toClientNodeKubeConfig(hub);
     const refreshBeforeMs = 5 * 60_000;
     const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });

@@ -239,18 +239,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     }
     write('applicationset-controller', plane.hub.adminKubeConfig());
 
-    // What an Argo CD installation brings: its settings objects and the default
-    // AppProject. argocd-server writes `server.secretkey` on its first start;
-    // without it the applicationset controller refuses every destination
-    // ("server.secretkey is missing"), and argocd-server does not run here.
+    // The walk-through's prerequisite: Argo CD's default AppProject. (Its settings,
+    // argocd-cm and argocd-secret, come from the walk-through's step 1.)
     await plane.hub.apply([
-      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: ARGOCD, labels: partOfArgo } },
-      {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: 'argocd-secret', namespace: ARGOCD, labels: partOfArgo },
-        stringData: { 'server.secretkey': randomBytes(32).toString('base64') },
-      } as KubernetesObject,
       {
         apiVersion: 'argoproj.io/v1alpha1',
         kind: 'AppProject',
@@ -379,6 +370,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     const port = (name: string) => String(this.ports.get(name));
     return text
       .replace('<the token>', this.token)
+      .replace('<a random key>', randomBytes(32).toString('base64'))
       .replace(/127\.0\.0\.1:4355/g, `127.0.0.1:${port('plugin')}`)
       .replace(/(^|\s)(providers\.yaml)/g, `$1${join(this.dir, 'providers.yaml')}`);
   }
@@ -586,8 +578,6 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
-
-const partOfArgo = { 'app.kubernetes.io/part-of': 'argocd' };
 
 function roleOf(command: string[]): Role {
   if (command[0] === 'KUBECONFIG=hub.kubeconfig' && command[1] === 'argocd-applicationset-controller') {

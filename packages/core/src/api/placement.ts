@@ -142,7 +142,7 @@ export const ClusterSelectorRuleSchema = z
   .describe('A v0.1 rule: consumes an ordered list of clusters and returns an ordered list.');
 export type ClusterSelectorRule = z.infer<typeof ClusterSelectorRuleSchema>;
 
-export const BehaviorSchema = z
+const BehaviorFields = z
   .object({
     scaleOut: z
       .object({
@@ -217,7 +217,75 @@ export const BehaviorSchema = z
       .describe('A signal older than this is ignored (default 180).'),
   })
   .describe('mco extension: timing of scale-out, scale-in, draining and removal.');
+
+const ScalingBehaviorFields = z
+  .object({
+    profileLossGraceSeconds: seconds(
+      'Without autoscaleForCapacity, a listed cluster whose ClusterProfile is missing stays EVICTING this long before it is removed (default 300).',
+    ),
+  })
+  .describe('mco extension: timing for placements without autoscaleForCapacity.');
+
+// --- the two behavior blocks ---------------------------------------------------
+//
+// A structural CRD prunes unknown fields, so a field of one behavior block put in
+// the other would vanish without a word. Each block therefore declares the other
+// block's fields, only to refuse them with a message naming the right path: zod
+// here, and the CRD's CEL rules (scripts/placement-crd.ts) from the same table.
+
+export const CAPACITY_BEHAVIOR_PATH = 'spec.scaling.autoscaleForCapacity.behavior';
+export const SCALING_BEHAVIOR_PATH = 'spec.scaling.behavior';
+
+/** A field of one behavior block placed in the other. */
+export interface MisplacedBehaviorField {
+  /** The block it was put in. */
+  readonly path: string;
+  readonly field: string;
+  /** The block it belongs in. */
+  readonly rightPath: string;
+  readonly message: string;
+}
+
+function misplacedIn(path: string, rightPath: string, fields: z.ZodObject): MisplacedBehaviorField[] {
+  return Object.keys(fields.shape).map((field) => ({
+    path,
+    field,
+    rightPath,
+    message: `${field} belongs in ${rightPath}, not in ${path}: move it to ${rightPath}.${field}`,
+  }));
+}
+
+export const MISPLACED_BEHAVIOR_FIELDS: readonly MisplacedBehaviorField[] = [
+  ...misplacedIn(SCALING_BEHAVIOR_PATH, CAPACITY_BEHAVIOR_PATH, BehaviorFields),
+  ...misplacedIn(CAPACITY_BEHAVIOR_PATH, SCALING_BEHAVIOR_PATH, ScalingBehaviorFields),
+];
+
+/** `fields`, also declaring `other`'s fields, which it refuses; its output type is `fields`'. */
+function refusingMisplaced<T extends z.ZodObject>(path: string, fields: T, other: z.ZodObject) {
+  const misplaced = MISPLACED_BEHAVIOR_FIELDS.filter((m) => m.path === path);
+  const declared = Object.fromEntries(
+    Object.entries(other.shape).map(([field, schema]) => [
+      field,
+      schema.describe(`Not here: refused, set ${misplaced.find((m) => m.field === field)?.rightPath}.${field}.`),
+    ]),
+  );
+  return fields
+    .extend(declared)
+    .superRefine((value, ctx) => {
+      for (const m of misplaced) {
+        if ((value as Record<string, unknown>)[m.field] !== undefined) {
+          ctx.addIssue({ code: 'custom', path: [m.field], message: m.message });
+        }
+      }
+    })
+    .transform((value) => value as z.output<T>)
+    .describe(fields.description ?? '');
+}
+
+export const BehaviorSchema = refusingMisplaced(CAPACITY_BEHAVIOR_PATH, BehaviorFields, ScalingBehaviorFields);
 export type Behavior = z.infer<typeof BehaviorSchema>;
+export const ScalingBehaviorSchema = refusingMisplaced(SCALING_BEHAVIOR_PATH, ScalingBehaviorFields, BehaviorFields);
+export type ScalingBehavior = z.infer<typeof ScalingBehaviorSchema>;
 
 export const WorkloadDetailsSchema = z.object({
   namespace: z.string().optional().describe('Namespace of the workload in each member cluster.'),
@@ -265,15 +333,6 @@ export const AutoscaleForCapacitySchema = z.object({
     .describe('mco extension: name of the capacity-signal source to use (default: the controller-wide one).'),
 });
 export type AutoscaleForCapacity = z.infer<typeof AutoscaleForCapacitySchema>;
-
-export const ScalingBehaviorSchema = z
-  .object({
-    profileLossGraceSeconds: seconds(
-      'Without autoscaleForCapacity, a listed cluster whose ClusterProfile is missing stays EVICTING this long before it is removed (default 300).',
-    ),
-  })
-  .describe('mco extension: timing for placements without autoscaleForCapacity.');
-export type ScalingBehavior = z.infer<typeof ScalingBehaviorSchema>;
 
 export const PlacementSpecSchema = z.object({
   clusterSelectorRules: z

@@ -4,10 +4,12 @@ import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import {
   buildPlacementDecisions,
   decide,
+  MISPLACED_BEHAVIOR_FIELDS,
   PLACEMENT_API_VERSION,
   PLACEMENT_GROUP,
   PLACEMENT_KIND,
   PlacementSchema,
+  PlacementSpecSchema,
   type ClusterProfile,
   type PlacementStatus,
 } from '@mco/core';
@@ -369,6 +371,36 @@ describeWithControlPlane('MultiKubernetesClusterPlacement CRD on a real kube-api
       google: NO_GOOGLE ? undefined : c.google,
     });
   });
+
+  // A structural CRD would prune a field of one behavior block put in the other, silently.
+  it.each(MISPLACED_BEHAVIOR_FIELDS)(
+    'refuses $field put in $path, naming $rightPath, with the message the zod schema gives',
+    async ({ path, field, message }) => {
+      const misplaced = { [field]: field.endsWith('Seconds') ? 60 : {} };
+      const spec = {
+        scaling: {
+          autoscaleForCapacity: {
+            minClustersBelowCapacityCeiling: 1,
+            ...(path.endsWith('autoscaleForCapacity.behavior') ? { behavior: misplaced } : {}),
+          },
+          ...(path === 'spec.scaling.behavior' ? { behavior: misplaced } : {}),
+        },
+      };
+      const name = uniqueName('misplaced');
+      const object = { apiVersion: PLACEMENT_API_VERSION, kind: PLACEMENT_KIND, metadata: { name }, spec };
+      const parsed = PlacementSpecSchema.safeParse(spec);
+      expect({
+        apiserver: await tryCreate(ours, object),
+        zod: parsed.success ? 'accepted' : parsed.error.issues.map((i) => i.message),
+      }).toEqual({
+        apiserver: {
+          accepted: false,
+          message: `${PLACEMENT_KIND}.${PLACEMENT_GROUP} "${name}" is invalid: ${path}: Invalid value: ${message}`,
+        },
+        zod: [message],
+      });
+    },
+  );
 
   it('accepts every spec the engine evaluates as valid, with the status decide() writes for it', async () => {
     const now = new Date('2026-01-01T02:00:00Z');
