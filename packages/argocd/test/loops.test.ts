@@ -183,6 +183,69 @@ describe('the ApplicationSet refresher', () => {
   });
 });
 
+describe('the ApplicationSet refresher probing the plugin', () => {
+  /** A refresher whose probe answers from `ready`; `probes` counts the calls. */
+  function setup(ready: (boolean | 'refused')[]) {
+    const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
+    const profiles = new FakeCache<ClusterProfile>([aClusterProfile('fleet/a')]);
+    const refreshed: string[] = [];
+    const state = { probes: 0 };
+    const refresher = createApplicationSetRefresher({
+      placements,
+      clusterProfiles: profiles,
+      applicationSets: {
+        list: async () => [
+          appSet('web-set', 'web'),
+          appSet('api-set', 'api'),
+          { metadata: { name: 'git-set', namespace: 'argocd' } },
+        ],
+        refresh: async (namespace, name) => void refreshed.push(`${namespace}/${name}`),
+      },
+      debounceMs: 5,
+      probeIntervalMs: 5,
+      pluginReady: async () => {
+        const answer = ready[Math.min(state.probes, ready.length - 1)]!;
+        state.probes++;
+        if (answer === 'refused') throw new Error('connection refused');
+        return answer;
+      },
+    });
+    return { refresher, refreshed, state };
+  }
+  const until = async (condition: () => boolean) => {
+    const deadline = Date.now() + 5000;
+    while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+
+  it('refreshes every ApplicationSet that uses the plugin, once, when the plugin becomes ready again', async () => {
+    const { refresher, refreshed, state } = setup([true, false, false, true]);
+    refresher.start();
+    await until(() => state.probes >= 8);
+    await refresher.idle();
+    refresher.stop();
+    expect(refreshed.sort()).toEqual(['argocd/api-set', 'argocd/web-set']);
+  });
+
+  it('refreshes nothing while the plugin stays ready, nor when it is ready from the first probe', async () => {
+    const { refresher, refreshed, state } = setup([true]);
+    refresher.start();
+    await until(() => state.probes >= 6);
+    await refresher.idle();
+    refresher.stop();
+    expect(refreshed).toEqual([]);
+  });
+
+  it('takes a failed probe as unready', async () => {
+    const { refresher, refreshed, state } = setup(['refused', false, true]);
+    refresher.start();
+    await until(() => state.probes >= 5);
+    await until(() => refreshed.length >= 2);
+    await refresher.idle();
+    refresher.stop();
+    expect(refreshed.sort()).toEqual(['argocd/api-set', 'argocd/web-set']);
+  });
+});
+
 describe('the ApplicationSet refresher on an unexpected error', () => {
   it('logs it and retries: no unhandled rejection, and the next change is still refreshed', async () => {
     const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
