@@ -369,6 +369,42 @@ describe('the cluster Secret syncer', () => {
     });
   });
 
+  it('waits quietly for a new profile to list an access provider, then writes its Secret', async () => {
+    const profiles = new FakeCache([aClusterProfile('fleet/a')]);
+    const secrets = new FakeSecrets();
+    const lines: { level: string; msg: string }[] = [];
+    const logger = createLogger({
+      write: (line) => void lines.push(JSON.parse(line) as { level: string; msg: string }),
+    });
+    let resolved = 0;
+    const syncer = createSecretSyncer({
+      clusterProfiles: profiles,
+      secrets,
+      namespace: 'argocd',
+      logger,
+      resolveAccess: async () => {
+        resolved++;
+        return access(async () => ({ token: 't' }));
+      },
+    });
+    await syncer.start();
+    await syncer.idle();
+    expect({ resolved, writes: [...secrets.writes], lines: [...lines] }).toEqual({
+      resolved: 0,
+      writes: [],
+      lines: [],
+    });
+    profiles.set(aClusterProfile('fleet/a', { server: 'https://a.example' }));
+    const deadline = Date.now() + 2000;
+    while (secrets.writes.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await syncer.idle();
+    syncer.stop();
+    expect({ writes: secrets.writes, lines: lines.map((l) => `${l.level} ${l.msg}`) }).toEqual({
+      writes: ['create fleet.a'],
+      lines: ['info created cluster Secret'],
+    });
+  });
+
   it('writes nothing when the Secret is already up to date', async () => {
     const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
     const secrets = new FakeSecrets();
