@@ -149,7 +149,9 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
     }
     if (pending.size === 0 && !refreshAll) return;
     const keys = new Set(pending);
+    // Taken now: the plugin may turn ready again while this pass runs.
     const all = refreshAll;
+    refreshAll = false;
     try {
       const appSets = await options.applicationSets.list();
       for (const appSet of appSets) {
@@ -168,9 +170,9 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
         });
       }
       for (const key of keys) pending.delete(key);
-      if (all) refreshAll = false;
       retryMs = baseRetryMs;
     } catch (error) {
+      refreshAll ||= all;
       logger.warn('refreshing ApplicationSets failed; retrying', { error: toMcoError(error), retryInMs: retryMs });
       retryMs = Math.min(retryMs * 2, 60_000);
     }
