@@ -1,3 +1,4 @@
+import { KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
 import type { ClusterProfile } from '@mco/core';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import type { ObjectCache } from './cache.js';
@@ -406,7 +407,10 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Whether a profile's status lists any access provider (or deprecated credential provider). */
+/** Whether a profile names a way in: an access provider (or deprecated credential provider), or a kubeconfig Secret. */
 function offersAccess(profile: ClusterProfile): boolean {
-  return (profile.status?.accessProviders?.length ?? 0) + (profile.status?.credentialProviders?.length ?? 0) > 0;
+  return (
+    (profile.status?.accessProviders?.length ?? 0) + (profile.status?.credentialProviders?.length ?? 0) > 0 ||
+    profile.metadata.annotations?.[KUBECONFIG_SECRET_ANNOTATION] !== undefined
+  );
 }

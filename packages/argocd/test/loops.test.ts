@@ -1,6 +1,7 @@
 import type { ClusterProfile, Placement, PlacementStatus } from '@mco/core';
 import { aClusterProfile, aPlacement } from '@mco/core/testing';
 import { describe, expect, it } from 'vitest';
+import { KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
 import { createLogger } from '@mco/runtime';
 import {
   buildClusterSecret,
@@ -403,6 +404,22 @@ describe('the cluster Secret syncer', () => {
       writes: ['create fleet.a'],
       lines: ['info created cluster Secret'],
     });
+  });
+
+  it('writes the Secret of a profile reached through a kubeconfig Secret, which lists no access provider', async () => {
+    const profile = aClusterProfile('fleet/a');
+    profile.metadata.annotations = { [KUBECONFIG_SECRET_ANNOTATION]: 'a-kubeconfig' };
+    const secrets = new FakeSecrets();
+    const syncer = createSecretSyncer({
+      clusterProfiles: new FakeCache([profile]),
+      secrets,
+      namespace: 'argocd',
+      resolveAccess: async () => access(async () => ({ token: 't' })),
+    });
+    await syncer.start();
+    await syncer.idle();
+    syncer.stop();
+    expect(secrets.writes).toEqual(['create fleet.a']);
   });
 
   it('writes nothing when the Secret is already up to date', async () => {
