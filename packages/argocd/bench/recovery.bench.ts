@@ -7,7 +7,6 @@
 //
 //   npm run bench:recovery -w @mco/argocd
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -15,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { CustomObjectsApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { requestOptions } from '@mco/kube-runtime/client-node';
-import { startControlPlane, thirdPartyCrd } from '@mco/testkit';
+import { freePort, startControlPlane, thirdPartyCrd } from '@mco/testkit';
 import { APPLICATION_SETS, REFRESH_ANNOTATION, startArgoCdDelivery } from '../src/index.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -127,12 +126,7 @@ try {
   };
 
   writeFileSync(join(dir, 'token'), 'bench-token-0123456789abcdef\n');
-  const port = await new Promise<number>((resolve) => {
-    const probe = createServer().listen(0, '127.0.0.1', () => {
-      const { port: free } = probe.address() as AddressInfo;
-      probe.close(() => resolve(free));
-    });
-  });
+  const port = await freePort();
   const refresher = await startArgoCdDelivery({
     kubeConfig: admin,
     refresh: { namespace: 'argocd', pluginUrl: `http://127.0.0.1:${port}` },

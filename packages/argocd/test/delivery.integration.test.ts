@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import { createServer, type AddressInfo } from 'node:net';
 import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,6 +21,7 @@ import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
   eventually,
+  freePort,
   renderChart,
   serviceAccountKubeConfig,
   thirdPartyCrd,
@@ -495,12 +495,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 
   it('refreshes the ApplicationSets that use the plugin when the plugin becomes ready after an outage', async () => {
     // A port nothing listens on yet: the plugin is down when the refresher starts.
-    const port = await new Promise<number>((resolve) => {
-      const probe = createServer().listen(0, '127.0.0.1', () => {
-        const { port: free } = probe.address() as AddressInfo;
-        probe.close(() => resolve(free));
-      });
-    });
+    const port = await freePort();
     const refresher = await startArgoCdDelivery({
       kubeConfig: e2eKubeConfig,
       refresh: { namespace: 'argocd', debounceMs: 50, pluginUrl: `http://127.0.0.1:${port}`, probeIntervalMs: 100 },
