@@ -217,7 +217,7 @@ describeWithControlPlane("the chart's Argo CD accounts on a real kube-apiserver"
     });
   });
 
-  it('an optional NetworkPolicy admits only the ApplicationSet controller and, when selected, Prometheus', async () => {
+  it("an optional NetworkPolicy admits only the ApplicationSet controller, mco's refresher (its readiness probe) and, when selected, Prometheus", async () => {
     const policy = (values: Record<string, string>) =>
       renderChart({ ...ALL_ON, 'argocd.plugin.networkPolicy.enabled': 'true', ...values }).filter(
         (o) => o.kind === 'NetworkPolicy',
@@ -251,6 +251,15 @@ describeWithControlPlane("the chart's Argo CD accounts on a real kube-apiserver"
               {
                 namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ARGOCD } },
                 podSelector: { matchLabels: { 'app.kubernetes.io/name': 'argocd-applicationset-controller' } },
+              },
+              {
+                podSelector: {
+                  matchLabels: {
+                    'app.kubernetes.io/name': 'mco',
+                    'app.kubernetes.io/instance': 'mco',
+                    'app.kubernetes.io/component': 'argocd-applicationset-refresher',
+                  },
+                },
               },
             ],
             ports: [{ port: 'http', protocol: 'TCP' }],

@@ -106,6 +106,14 @@ describe('kubeconfig lookup, the same for every command', () => {
       '--applicationset-namespace and --all-applicationset-namespaces exclude each other',
     ],
     [
+      ['argocd-sync', '--refresh-applicationsets', '--plugin-url', 'mco-argocd-plugin:4355'],
+      '--plugin-url must be http(s)://host:port, got "mco-argocd-plugin:4355"',
+    ],
+    [
+      ['argocd-sync', '--sync-cluster-secrets', '--provider-file', 'p.yaml', '--plugin-url', 'http://plugin:4355'],
+      '--plugin-url needs --refresh-applicationsets',
+    ],
+    [
       ['argocd-plugin', '--token-file', tokenFile, '--sync-cluster-secrets'],
       '--sync-cluster-secrets moved to `mco argocd-sync`: the plugin serves HTTP and only reads',
     ],

@@ -28,6 +28,16 @@ export interface RefresherOptions {
   readonly debounceMs?: number;
   /** Retry delay after a failed list or patch, doubled up to 60 s (default 1 s). */
   readonly retryMs?: number;
+  /**
+   * Whether the plugin answers (its /readyz); false when it cannot be reached.
+   * When it turns ready after being unready, every ApplicationSet that uses
+   * mco's plugin generator is refreshed once: Argo CD retries a failed
+   * generation only minutes later, so a change made while the plugin was down
+   * would wait that long.
+   */
+  readonly pluginReady?: () => Promise<boolean>;
+  /** How often `pluginReady` is asked (default 2 s). */
+  readonly probeIntervalMs?: number;
   readonly logger?: Logger;
 }
 
@@ -69,6 +79,11 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
   let retryMs = baseRetryMs;
   let started = false;
   let baselined = false;
+  /** Refresh every ApplicationSet that uses the plugin (it became ready again). */
+  let refreshAll = false;
+  let probeTimer: NodeJS.Timeout | undefined;
+  /** The plugin's last probed readiness; undefined before the first probe. */
+  let pluginWasReady: boolean | undefined;
 
   const synced = () => options.placements.hasSynced() && options.clusterProfiles.hasSynced();
 
@@ -91,7 +106,7 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
           running = undefined;
           const delay = failed || pending.size > 0 ? retryMs : debounceMs;
           if (failed) retryMs = Math.min(retryMs * 2, 60_000);
-          if (dirty.size > 0 || allDirty || pending.size > 0) schedule(delay);
+          if (dirty.size > 0 || allDirty || pending.size > 0 || refreshAll) schedule(delay);
         });
     }, delayMs);
   };
@@ -132,15 +147,18 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
       baselined = true;
       return;
     }
-    if (pending.size === 0) return;
+    if (pending.size === 0 && !refreshAll) return;
     const keys = new Set(pending);
+    // Taken now: the plugin may turn ready again while this pass runs.
+    const all = refreshAll;
+    refreshAll = false;
     try {
       const appSets = await options.applicationSets.list();
       for (const appSet of appSets) {
         const namespace = appSet.metadata?.namespace;
         const name = appSet.metadata?.name;
         if (!namespace || !name) continue;
-        const used = placementsOf(appSet).filter((key) => keys.has(key));
+        const used = placementsOf(appSet).filter((key) => all || keys.has(key));
         if (used.length === 0) continue;
         const stale = appSet.metadata?.annotations?.[REFRESH_ANNOTATION] !== undefined;
         await options.applicationSets.refresh(namespace, name, stale);
@@ -148,11 +166,13 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
           applicationSet: `${namespace}/${name}`,
           placements: used,
           ...(stale ? { replacedStaleAnnotation: true } : {}),
+          ...(all ? { reason: 'plugin ready again' } : {}),
         });
       }
       for (const key of keys) pending.delete(key);
       retryMs = baseRetryMs;
     } catch (error) {
+      refreshAll ||= all;
       logger.warn('refreshing ApplicationSets failed; retrying', { error: toMcoError(error), retryInMs: retryMs });
       retryMs = Math.min(retryMs * 2, 60_000);
     }
@@ -168,6 +188,24 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
   };
   let handlersAdded = false;
 
+  const probe = options.pluginReady;
+  const probeIntervalMs = options.probeIntervalMs ?? 2000;
+  /** Bumped by stop(), so a probe still running from before a restart ends its loop. */
+  let probeRound = 0;
+  const probeOnce = async (round: number) => {
+    const ready = await probe!().catch(() => false);
+    if (!started || round !== probeRound) return;
+    if (ready && pluginWasReady === false) {
+      logger.info('the plugin is ready again; refreshing the ApplicationSets that use it');
+      refreshAll = true;
+      schedule(0);
+    } else if (!ready && pluginWasReady !== false) {
+      logger.info('the plugin is not ready; its ApplicationSets are refreshed when it is');
+    }
+    pluginWasReady = ready;
+    probeTimer = setTimeout(() => void probeOnce(round), probeIntervalMs);
+  };
+
   return {
     start() {
       if (started) return;
@@ -179,11 +217,16 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
       }
       allDirty = true;
       schedule(0);
+      if (probe) void probeOnce(probeRound);
     },
     stop() {
       started = false;
       clearTimeout(timer);
       timer = undefined;
+      clearTimeout(probeTimer);
+      probeTimer = undefined;
+      probeRound++;
+      pluginWasReady = undefined;
     },
     async idle() {
       for (;;) {

@@ -44,7 +44,16 @@ export interface ArgoCdDeliveryOptions {
     readonly maxSilenceMs?: number;
   };
   /** Refresh ApplicationSets when a placement's answer changes; omit to disable. */
-  readonly refresh?: { readonly namespace?: string; readonly debounceMs?: number };
+  readonly refresh?: {
+    readonly namespace?: string;
+    readonly debounceMs?: number;
+    /**
+     * The plugin's base URL (`http://host:port`): its /readyz is probed, and the
+     * ApplicationSets that use it are refreshed when it becomes ready again.
+     */
+    readonly pluginUrl?: string;
+    readonly probeIntervalMs?: number;
+  };
   /** Sync ClusterProfiles to Argo CD cluster Secrets; omit to disable. */
   readonly secretSync?: {
     /** Namespace Argo CD reads cluster Secrets from. */
@@ -114,6 +123,8 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         }),
         serverOf,
         ...(options.refresh.debounceMs !== undefined ? { debounceMs: options.refresh.debounceMs } : {}),
+        ...(options.refresh.pluginUrl ? { pluginReady: probeReadyz(options.refresh.pluginUrl) } : {}),
+        ...(options.refresh.probeIntervalMs !== undefined ? { probeIntervalMs: options.refresh.probeIntervalMs } : {}),
         logger,
       })
     : undefined;
@@ -214,6 +225,16 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
       await managerLease?.stop();
       await Promise.all([placements.stop(), clusterProfiles.stop()]);
     },
+  };
+}
+
+/** A readiness probe of the plugin: its /readyz answers 2xx within 2 s. */
+function probeReadyz(baseUrl: string): () => Promise<boolean> {
+  const url = new URL('/readyz', baseUrl);
+  return async () => {
+    const response = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    await response.body?.cancel();
+    return response.ok;
   };
 }
 

@@ -1,3 +1,4 @@
+import { KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
 import type { ClusterProfile } from '@mco/core';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import type { ObjectCache } from './cache.js';
@@ -240,7 +241,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     if (existing && !owned) {
       logger.warn('a cluster Secret of this name exists and is not managed by mco; leaving it alone', {
         cluster: key,
-        secret: `${options.namespace}/${secretName}`,
+        secretName: `${options.namespace}/${secretName}`,
       });
       return;
     }
@@ -249,6 +250,12 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       refreshPlans.delete(key);
       if (!existing) return;
       await releaseSecret(key, namespace, name, existing);
+      return;
+    }
+    if (!offersAccess(profile)) {
+      // Just created (`mco clusters apply`): its status lists no access provider yet. Its status
+      // update queues it again; an existing Secret stays as it is.
+      logger.debug('ClusterProfile lists no access provider yet; waiting for its status', { cluster: key });
       return;
     }
     // Fail static: when access or the credential cannot be had, or the profile
@@ -278,10 +285,10 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     if (existing) {
       desired.metadata.resourceVersion = existing.metadata?.resourceVersion ?? '';
       await options.secrets.replace(desired);
-      logger.info('updated cluster Secret', { cluster: key, secret: secretName });
+      logger.info('updated cluster Secret', { cluster: key, secretName });
     } else {
       await options.secrets.create(desired);
-      logger.info('created cluster Secret', { cluster: key, secret: secretName });
+      logger.info('created cluster Secret', { cluster: key, secretName });
     }
   }
 
@@ -310,7 +317,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
         'no placement lists the cluster of a removed ClusterProfile; keeping its Secret for the grace period',
         {
           cluster: key,
-          secret: secretName,
+          secretName,
           releaseGraceMs,
         },
       );
@@ -323,7 +330,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       return;
     }
     await options.secrets.delete(secretName, existing.metadata?.uid, existing.metadata?.resourceVersion);
-    logger.info('deleted the cluster Secret of a removed ClusterProfile', { cluster: key, secret: secretName });
+    logger.info('deleted the cluster Secret of a removed ClusterProfile', { cluster: key, secretName });
   }
 
   function isOwned(secret: ExistingSecret): boolean {
@@ -338,7 +345,8 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       if (!isOwned(secret)) continue;
       const key = secret.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION];
       if (key && key.includes('/')) keys.add(key);
-      else logger.warn('owned cluster Secret without a ClusterProfile annotation', { secret: secret.metadata?.name });
+      else
+        logger.warn('owned cluster Secret without a ClusterProfile annotation', { secretName: secret.metadata?.name });
     }
     for (const key of [...keys].sort()) enqueue(key);
   }
@@ -397,4 +405,12 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Whether a profile names a way in: an access provider (or deprecated credential provider), or a kubeconfig Secret. */
+function offersAccess(profile: ClusterProfile): boolean {
+  return (
+    (profile.status?.accessProviders?.length ?? 0) + (profile.status?.credentialProviders?.length ?? 0) > 0 ||
+    profile.metadata.annotations?.[KUBECONFIG_SECRET_ANNOTATION] !== undefined
+  );
 }

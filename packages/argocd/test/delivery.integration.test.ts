@@ -21,6 +21,7 @@ import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
   eventually,
+  freePort,
   renderChart,
   serviceAccountKubeConfig,
   thirdPartyCrd,
@@ -489,6 +490,37 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       await clearAnnotation('web');
       await setPlacement({ clusters: [active('east')] });
       await eventually('back to east alone', answer, answered(['fleet.east']));
+    }
+  });
+
+  it('refreshes the ApplicationSets that use the plugin when the plugin becomes ready after an outage', async () => {
+    // A port nothing listens on yet: the plugin is down when the refresher starts.
+    const port = await freePort();
+    const refresher = await startArgoCdDelivery({
+      kubeConfig: e2eKubeConfig,
+      refresh: { namespace: 'argocd', debounceMs: 50, pluginUrl: `http://127.0.0.1:${port}`, probeIntervalMs: 100 },
+    });
+    let pluginAgain: Awaited<ReturnType<typeof startArgoCdDelivery>> | undefined;
+    try {
+      await eventually('the refresher caches', async () => refresher.ready(), Boolean);
+      // What the earlier tests' changes left annotated, as Argo CD would after its reconcile.
+      await delivery!.refresher!.idle();
+      await clearAnnotation('web');
+      await clearAnnotation('other');
+      pluginAgain = await startArgoCdDelivery({
+        kubeConfig: e2eKubeConfig,
+        plugin: { host: '127.0.0.1', port, tokenFile: join(dir, 'token') },
+      });
+      await eventually(
+        'both ApplicationSets refreshed',
+        async () => [await annotationOf('web'), await annotationOf('other')],
+        (values) => values.every((v) => v === 'true'),
+      );
+    } finally {
+      await pluginAgain?.stop();
+      await refresher.stop();
+      await clearAnnotation('web');
+      await clearAnnotation('other');
     }
   });
 

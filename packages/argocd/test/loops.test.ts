@@ -1,6 +1,7 @@
 import type { ClusterProfile, Placement, PlacementStatus } from '@mco/core';
 import { aClusterProfile, aPlacement } from '@mco/core/testing';
 import { describe, expect, it } from 'vitest';
+import { KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
 import { createLogger } from '@mco/runtime';
 import {
   buildClusterSecret,
@@ -183,6 +184,69 @@ describe('the ApplicationSet refresher', () => {
   });
 });
 
+describe('the ApplicationSet refresher probing the plugin', () => {
+  /** A refresher whose probe answers from `ready`; `probes` counts the calls. */
+  function setup(ready: (boolean | 'refused')[]) {
+    const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
+    const profiles = new FakeCache<ClusterProfile>([aClusterProfile('fleet/a')]);
+    const refreshed: string[] = [];
+    const state = { probes: 0 };
+    const refresher = createApplicationSetRefresher({
+      placements,
+      clusterProfiles: profiles,
+      applicationSets: {
+        list: async () => [
+          appSet('web-set', 'web'),
+          appSet('api-set', 'api'),
+          { metadata: { name: 'git-set', namespace: 'argocd' } },
+        ],
+        refresh: async (namespace, name) => void refreshed.push(`${namespace}/${name}`),
+      },
+      debounceMs: 5,
+      probeIntervalMs: 5,
+      pluginReady: async () => {
+        const answer = ready[Math.min(state.probes, ready.length - 1)]!;
+        state.probes++;
+        if (answer === 'refused') throw new Error('connection refused');
+        return answer;
+      },
+    });
+    return { refresher, refreshed, state };
+  }
+  const until = async (condition: () => boolean) => {
+    const deadline = Date.now() + 5000;
+    while (!condition() && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+
+  it('refreshes every ApplicationSet that uses the plugin, once, when the plugin becomes ready again', async () => {
+    const { refresher, refreshed, state } = setup([true, false, false, true]);
+    refresher.start();
+    await until(() => state.probes >= 8);
+    await refresher.idle();
+    refresher.stop();
+    expect(refreshed.sort()).toEqual(['argocd/api-set', 'argocd/web-set']);
+  });
+
+  it('refreshes nothing while the plugin stays ready, nor when it is ready from the first probe', async () => {
+    const { refresher, refreshed, state } = setup([true]);
+    refresher.start();
+    await until(() => state.probes >= 6);
+    await refresher.idle();
+    refresher.stop();
+    expect(refreshed).toEqual([]);
+  });
+
+  it('takes a failed probe as unready', async () => {
+    const { refresher, refreshed, state } = setup(['refused', false, true]);
+    refresher.start();
+    await until(() => state.probes >= 5);
+    await until(() => refreshed.length >= 2);
+    await refresher.idle();
+    refresher.stop();
+    expect(refreshed.sort()).toEqual(['argocd/api-set', 'argocd/web-set']);
+  });
+});
+
 describe('the ApplicationSet refresher on an unexpected error', () => {
   it('logs it and retries: no unhandled rejection, and the next change is still refreshed', async () => {
     const placements = new FakeCache<Placement>([aPlacement('apps/web', {}, listed('a'))]);
@@ -304,6 +368,58 @@ describe('the cluster Secret syncer', () => {
       writes: ['replace fleet.a'],
       token: 'new',
     });
+  });
+
+  it('waits quietly for a new profile to list an access provider, then writes its Secret', async () => {
+    const profiles = new FakeCache([aClusterProfile('fleet/a')]);
+    const secrets = new FakeSecrets();
+    const lines: { level: string; msg: string }[] = [];
+    const logger = createLogger({
+      write: (line) => void lines.push(JSON.parse(line) as { level: string; msg: string }),
+    });
+    let resolved = 0;
+    const syncer = createSecretSyncer({
+      clusterProfiles: profiles,
+      secrets,
+      namespace: 'argocd',
+      logger,
+      resolveAccess: async () => {
+        resolved++;
+        return access(async () => ({ token: 't' }));
+      },
+    });
+    await syncer.start();
+    await syncer.idle();
+    expect({ resolved, writes: [...secrets.writes], lines: [...lines] }).toEqual({
+      resolved: 0,
+      writes: [],
+      lines: [],
+    });
+    profiles.set(aClusterProfile('fleet/a', { server: 'https://a.example' }));
+    const deadline = Date.now() + 2000;
+    while (secrets.writes.length === 0 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 5));
+    await syncer.idle();
+    syncer.stop();
+    expect({ writes: secrets.writes, lines: lines.map((l) => `${l.level} ${l.msg}`) }).toEqual({
+      writes: ['create fleet.a'],
+      lines: ['info created cluster Secret'],
+    });
+  });
+
+  it('writes the Secret of a profile reached through a kubeconfig Secret, which lists no access provider', async () => {
+    const profile = aClusterProfile('fleet/a');
+    profile.metadata.annotations = { [KUBECONFIG_SECRET_ANNOTATION]: 'a-kubeconfig' };
+    const secrets = new FakeSecrets();
+    const syncer = createSecretSyncer({
+      clusterProfiles: new FakeCache([profile]),
+      secrets,
+      namespace: 'argocd',
+      resolveAccess: async () => access(async () => ({ token: 't' })),
+    });
+    await syncer.start();
+    await syncer.idle();
+    syncer.stop();
+    expect(secrets.writes).toEqual(['create fleet.a']);
   });
 
   it('writes nothing when the Secret is already up to date', async () => {

@@ -9,13 +9,11 @@
 //   npm run bench -w @mco/configsync     (tsx --conditions=@mco/source bench/configsync.bench.ts)
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
-import { CustomObjectsApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
+import { PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
 import type { ClusterProfile, PlacementCluster } from '@mco/core';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { requestOptions } from '@mco/kube-runtime/client-node';
-import { startControlPlane, thirdPartyCrd } from '@mco/testkit';
 import {
   CONDITION_TYPE,
   TEMPLATE_ANNOTATION,
@@ -25,15 +23,13 @@ import {
   type ReconcileResult,
 } from '../src/index.js';
 import { FakeMember } from '../test/fakes.js';
+import { startBenchHub, until as waitUntil } from './hub.js';
 
 const PLACEMENTS_N = Number(process.env.BENCH_PLACEMENTS ?? 100);
 const MEMBERS_N = 10;
 const MEMBER_LATENCY_MS = 2;
 const CHANGES = 100;
 const T = '2026-01-01T00:00:00Z';
-const MKCP_CRD = fileURLToPath(
-  new URL('../../core/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url),
-);
 const TEMPLATE = `apiVersion: configsync.gke.io/v1beta1
 kind: RepoSync
 metadata: {name: PLACEMENT}
@@ -51,34 +47,12 @@ const quantile = (values: number[], q: number) => {
 };
 const ms = (v: number) => `${v.toFixed(1)} ms`;
 let progress = () => '';
-async function until(what: string, done: () => boolean, timeoutMs = 600_000) {
-  const deadline = Date.now() + timeoutMs;
-  let report = Date.now() + 10_000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error(`timed out: ${what} (${progress()})`);
-    if (Date.now() > report) {
-      report += 10_000;
-      console.error(`waiting for ${what}: ${progress()}`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+const until = (what: string, done: () => boolean, timeoutMs?: number) =>
+  waitUntil(what, done, timeoutMs, () => progress());
 
-const cp = await startControlPlane();
+const names = Array.from({ length: MEMBERS_N }, (_, i) => `member-${i}`);
+const { cp, admin, custom } = await startBenchHub(names);
 try {
-  await cp.hub.installCrds([MKCP_CRD, thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml')]);
-  const admin = cp.hub.adminKubeConfig();
-  const custom = admin.makeApiClient(CustomObjectsApi);
-  await cp.hub.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'fleet' } }]);
-  const names = Array.from({ length: MEMBERS_N }, (_, i) => `member-${i}`);
-  await cp.hub.apply(
-    names.map((name) => ({
-      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-      kind: 'ClusterProfile',
-      metadata: { name, namespace: 'fleet' },
-      spec: { displayName: name, clusterManager: { name: 'bench' } },
-    })) as KubernetesObject[],
-  );
   const cluster = (name: string, drain?: number): PlacementCluster => ({
     name,
     namespace: 'fleet',

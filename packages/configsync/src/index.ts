@@ -40,4 +40,9 @@ export {
 } from './sync-status.js';
 export { createHubWriter, memberObjects, type ExistingObject, type HubWriter, type MemberObjects } from './kube.js';
 export { createReconciler, type Cache, type ReconcileResult, type ReconcilerOptions } from './reconciler.js';
-export { startConfigSyncDelivery, type ConfigSyncDelivery, type ConfigSyncDeliveryOptions } from './run.js';
+export {
+  RETRY_BACKOFF,
+  startConfigSyncDelivery,
+  type ConfigSyncDelivery,
+  type ConfigSyncDeliveryOptions,
+} from './run.js';

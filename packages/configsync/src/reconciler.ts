@@ -329,6 +329,7 @@ export function createReconciler(options: ReconcilerOptions) {
       ) {
         current = await member.apply(object);
         writes++;
+        logger.info('applied', { placement: placementKey, cluster, object: formatRef(ref) });
         if (!existing && isSync(ref)) created = formatRef(ref);
       }
       if (isSync(ref)) syncStatus = current?.status as SyncStatus | undefined;
@@ -367,6 +368,7 @@ export function createReconciler(options: ReconcilerOptions) {
         }
         await member.delete(ref, existing.metadata?.uid);
         writes++;
+        logger.info('deleted', { placement: placementKey, cluster, object: formatRef(ref) });
         waiting.push(`${formatRef(ref)} deleted; waiting for Config Sync to finish`);
       }
     }
@@ -394,8 +396,17 @@ export function createReconciler(options: ReconcilerOptions) {
         last.delete(cluster);
         continue;
       }
-      if (last.get(cluster) === report.phase) continue;
+      const before = last.get(cluster);
+      if (before === report.phase) continue;
       last.set(cluster, report.phase);
+      // Said once per outage, not on every retry.
+      if (report.phase === 'Unreachable') {
+        logger.warn('member unreachable; its objects are kept and retried', {
+          placement: key,
+          cluster,
+          reason: report.message,
+        });
+      } else if (before === 'Unreachable') logger.info('member reachable again', { placement: key, cluster });
       if (report.phase === 'Synced') synced.push(`${cluster}: ${report.message}`);
       if (report.phase === 'Error' || report.phase === 'Unreachable' || report.phase === 'NotOwned') {
         warnings.push([eventReason(report.phase), `${cluster}: ${report.message}`]);

@@ -34,7 +34,7 @@ export interface ConfigSyncDeliveryOptions {
   readonly statusIntervalMs?: number;
   /** How soon to look again while Config Sync works (a finalizer, a first sync; default 5 s). */
   readonly waitingIntervalMs?: number;
-  /** Retry backoff of a placement with an unreachable member (default 1 s doubling to 5 min; tests shorten it). */
+  /** Retry backoff of a placement with an unreachable member (default `RETRY_BACKOFF`; tests shorten it). */
   readonly retryBackoff?: BackoffOptions;
   /** Run only while holding this Lease (several replicas); omit for a single instance. */
   readonly leaderElection?: { readonly namespace: string; readonly name: string; readonly identity: string };
@@ -51,6 +51,14 @@ export interface ConfigSyncDeliveryOptions {
   /** Called after each reconcile (tests and benchmarks observe progress). */
   readonly onReconciled?: (key: string, result: ReconcileResult | Error) => void;
 }
+
+/**
+ * A placement with an unreachable member is retried after 1 s, doubling up to
+ * 10 s: a member that answers again gets its pending cleanup within about
+ * 10 s (plus one request), however long it was away. A retry costs one
+ * credential check and a few reads per unreachable member.
+ */
+export const RETRY_BACKOFF: BackoffOptions = { baseMs: 1000, maxMs: 10_000, jitter: 0.2 };
 
 export interface ConfigSyncDelivery {
   /** True once the placement and ClusterProfile caches are synced. */
@@ -96,7 +104,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
     ...(options.clusterConcurrency ? { clusterConcurrency: options.clusterConcurrency } : {}),
     logger,
   });
-  const queue = new WorkQueue({ backoff: options.retryBackoff ?? { baseMs: 1000, maxMs: 5 * 60_000, jitter: 0.2 } });
+  const queue = new WorkQueue({ backoff: options.retryBackoff ?? RETRY_BACKOFF });
   const statusIntervalMs = options.statusIntervalMs ?? 60_000;
   const waitingIntervalMs = options.waitingIntervalMs ?? 5_000;
 

@@ -1,9 +1,12 @@
 import type { ClusterProfile, Placement, PlacementCluster } from '@mco/core';
 import { aClusterProfile, aPlacement } from '@mco/core/testing';
+import { backoffDelay } from '@mco/kube-runtime';
+import { createLogger } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import {
   CLEANUP_FINALIZER,
   DELIVERED_ANNOTATION,
+  RETRY_BACKOFF,
   TEMPLATE_ANNOTATION,
   createReconciler,
   desiredObjects,
@@ -317,7 +320,16 @@ describe('the reconciler (fakes for the hub and members)', () => {
     );
     const hub = new FakeHub(placements);
     let synced = true;
+    /** The info and higher lines logged, without time and component. */
+    const logs: Record<string, unknown>[] = [];
+    const logger = createLogger({
+      write: (line) => {
+        const { time: _time, component: _component, ...rest } = JSON.parse(line) as Record<string, unknown>;
+        logs.push(rest);
+      },
+    });
     const reconciler = createReconciler({
+      logger,
       placements: { get: (k) => placements.get(k), hasSynced: () => synced },
       clusterProfiles: { get: (k) => profileMap.get(k), hasSynced: () => synced },
       member: async (profile) => members.get(`${profile.metadata.namespace}/${profile.metadata.name}`)!,
@@ -333,7 +345,7 @@ describe('the reconciler (fakes for the hub and members)', () => {
       Object.keys(
         JSON.parse(placements.get('shop/web')!.metadata.annotations?.[DELIVERED_ANNOTATION] ?? '{}') as object,
       );
-    return { placements, members, hub, reconciler, setStatus, record, unsync: () => (synced = false) };
+    return { placements, members, hub, reconciler, setStatus, record, logs, unsync: () => (synced = false) };
   }
 
   it('applies on every listed cluster, then writes nothing on a resync', async () => {
@@ -479,6 +491,52 @@ describe('the reconciler (fakes for the hub and members)', () => {
     expect(t.record()).toEqual(['fleet/east']);
   });
 
+  it('logs one line per applied object, and nothing at info when a resync changes nothing', async () => {
+    const t = setup(placementWith(REPO_SYNC + ROLE_BINDING, [cluster('east')]), ['east']);
+    await t.reconciler.reconcile('shop/web');
+    // In desiredObjects' order: the RoleBindings first.
+    expect(t.logs).toEqual([
+      {
+        level: 'info',
+        msg: 'applied',
+        placement: 'shop/web',
+        cluster: 'fleet/east',
+        object: 'RoleBinding/shop/web-reconciler',
+      },
+      { level: 'info', msg: 'applied', placement: 'shop/web', cluster: 'fleet/east', object: 'RepoSync/shop/web' },
+    ]);
+    t.logs.length = 0;
+    await t.reconciler.reconcile('shop/web');
+    expect(t.logs).toEqual([]);
+  });
+
+  it('logs an unreachable member once per outage, its return, and each delete', async () => {
+    const t = setup(placementWith(REPO_SYNC, [cluster('east'), cluster('west')]));
+    await t.reconciler.reconcile('shop/web');
+    const west = t.members.get('fleet/west')!;
+    west.reachable = false;
+    t.setStatus([cluster('east')]);
+    t.logs.length = 0;
+    await t.reconciler.reconcile('shop/web');
+    await t.reconciler.reconcile('shop/web');
+    expect(t.logs).toEqual([
+      {
+        level: 'warn',
+        msg: 'member unreachable; its objects are kept and retried',
+        placement: 'shop/web',
+        cluster: 'fleet/west',
+        reason: expect.stringContaining('ECONNREFUSED') as string,
+      },
+    ]);
+    t.logs.length = 0;
+    west.reachable = true;
+    await t.reconciler.reconcile('shop/web');
+    expect(t.logs).toEqual([
+      { level: 'info', msg: 'deleted', placement: 'shop/web', cluster: 'fleet/west', object: 'RepoSync/shop/web' },
+      { level: 'info', msg: 'member reachable again', placement: 'shop/web', cluster: 'fleet/west' },
+    ]);
+  });
+
   it('deletes the RoleBinding only after Config Sync removed the sync object', async () => {
     const t = setup(placementWith(REPO_SYNC + ROLE_BINDING, [cluster('east')]));
     await t.reconciler.reconcile('shop/web');
@@ -493,5 +551,20 @@ describe('the reconciler (fakes for the hub and members)', () => {
     await t.reconciler.reconcile('shop/web');
     expect(east.objects.size).toBe(0);
     expect(t.record()).toEqual([]);
+  });
+});
+
+describe('the retry backoff of a placement with an unreachable member', () => {
+  it.each([
+    [0, 1000],
+    [1, 2000],
+    [2, 4000],
+    [3, 8000],
+    [4, 10_000],
+    [6, 10_000],
+    [20, 10_000],
+  ])('after %i failures waits at most %i ms (capped: a member back is retried within 10 s)', (attempt, ms) => {
+    expect(backoffDelay(attempt, RETRY_BACKOFF, () => 0)).toBe(ms);
+    expect(backoffDelay(attempt, RETRY_BACKOFF, () => 1)).toBe(ms * 0.8);
   });
 });

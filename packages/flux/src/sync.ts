@@ -250,8 +250,13 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         const key = keyOf(object);
         const base = plan.kind.cache.get(key)?.metadata?.resourceVersion;
         try {
-          overlay.set(key, base, await plan.kind.writer.apply(object));
-          applied++;
+          const written = await plan.kind.writer.apply(object);
+          overlay.set(key, base, written);
+          // The same resourceVersion back: the server found nothing to change (e.g. after a restart).
+          if (written.metadata?.resourceVersion !== base) {
+            applied++;
+            logger.info('applied', { object: `${object.kind} ${key}` });
+          }
         } catch (error) {
           writeFailures++;
           logger.warn('write failed; retrying', { object: `${object.kind} ${key}`, error: toMcoError(error) });
@@ -263,7 +268,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
           await plan.kind.writer.delete(object);
           overlay.set(key, object.metadata?.resourceVersion, null);
           pruned++;
-          logger.info('deleted', { object: key, reason: 'removal observed' });
+          logger.info('deleted', { object: `${object.kind} ${key}`, reason: 'removal observed' });
         } catch (error) {
           writeFailures++;
           logger.warn('delete failed; retrying', { object: key, error: toMcoError(error) });
@@ -287,7 +292,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
           continue;
         }
         last = await pass();
-        if (last.applied || last.pruned) logger.info('flux pass', { ...last });
+        if (last.applied || last.pruned) logger.debug('flux pass', { ...last });
         if (last.credentialFailures || last.writeFailures) queue.addRateLimited(KEY);
         else queue.forget(KEY);
       } catch (error) {

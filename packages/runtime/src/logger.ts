@@ -15,11 +15,13 @@ const LEVELS: Record<LogLevel, number> = { debug: 10, info: 20, warn: 30, error:
 /**
  * Keys whose string values are never logged, whatever their nesting. Matched
  * at the end of the key, so `clientSecret` and `bearerToken` are hidden but
- * `tokenFile`, `secretName` or a `syncClusterSecrets` flag are not: only
- * values that are secrets are redacted, never settings that mention one.
+ * `tokenFile`, `secretName` or `syncClusterSecrets` (a namespace) are not:
+ * only values that are secrets are redacted, never settings that mention one.
+ * A plural "secrets" names Kubernetes Secrets (objects, a namespace), not
+ * secret values; a Secret's name goes under `secretName`.
  */
 const SECRET_KEY =
-  /(tokens?|secrets?|passwords?|passwd|authorization|credentials?|bearer|private-?key|key-?data|cookies?)$/i;
+  /(tokens?|secret|passwords?|passwd|authorization|credentials?|bearer|private-?key|key-?data|cookies?)$/i;
 export const REDACTED = '[REDACTED]';
 
 /** Replaces the string values of secret keys; also turns Errors into {message, code}. */

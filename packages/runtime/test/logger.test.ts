@@ -14,6 +14,13 @@ describe('redact', () => {
     ['a boolean flag that mentions secrets', { syncClusterSecrets: true }, { syncClusterSecrets: true }],
     ['a path to a token file', { tokenFile: '/etc/token' }, { tokenFile: '/etc/token' }],
     ['the name of a Secret', { secretName: 'cluster-a' }, { secretName: 'cluster-a' }],
+    ['the namespace Secrets are synced to', { syncClusterSecrets: 'argocd' }, { syncClusterSecrets: 'argocd' }],
+    ['a secret string', { secret: 's3cr3t' }, { secret: '[REDACTED]' }],
+    [
+      'a token in a list of objects',
+      { users: [{ name: 'a', token: 't' }] },
+      { users: [{ name: 'a', token: '[REDACTED]' }] },
+    ],
     ['a count of tokens', { token: 3 }, { token: 3 }],
     [
       'an object under a secret-looking key: its own secret values only',
@@ -24,18 +31,18 @@ describe('redact', () => {
     expect(redact(input)).toEqual(expected);
   });
 
-  it('writes the argocd plugin start-up line with its settings readable', () => {
+  it('writes the argocd sync start-up line with its settings readable', () => {
     const lines: string[] = [];
     createLogger({ write: (line) => lines.push(line), now: () => new Date(0) })
-      .child({ component: 'mco-argocd-plugin' })
-      .info('argocd plugin listening', { syncClusterSecrets: false, refreshApplicationSets: true });
+      .child({ component: 'mco-argocd-sync' })
+      .info('argocd sync running', { syncClusterSecrets: 'argocd', refreshApplicationSets: 'argocd' });
     expect(JSON.parse(lines[0]!)).toEqual({
       time: '1970-01-01T00:00:00.000Z',
       level: 'info',
-      msg: 'argocd plugin listening',
-      component: 'mco-argocd-plugin',
-      syncClusterSecrets: false,
-      refreshApplicationSets: true,
+      msg: 'argocd sync running',
+      component: 'mco-argocd-sync',
+      syncClusterSecrets: 'argocd',
+      refreshApplicationSets: 'argocd',
     });
   });
 });

@@ -32,6 +32,10 @@ Options:
   --applicationset-namespace <ns>  namespace of those ApplicationSets (default: --argocd-namespace)
   --all-applicationset-namespaces  look for ApplicationSets in every namespace (Argo CD's
                                    "ApplicationSets in any namespace"; needs a ClusterRole)
+  --plugin-url <url>               the plugin's address (e.g. http://mco-argocd-plugin.mco-system:4355):
+                                   its /readyz is probed every 2 s and, when it is ready again after
+                                   an outage, the ApplicationSets using it are refreshed (Argo CD
+                                   itself retries a failed generation only after 3 minutes)
   --sync-cluster-secrets           keep one Argo CD cluster Secret per ClusterProfile
   --argocd-namespace <ns>          Argo CD's namespace (default argocd)
   --provider-file <path>           Cluster Inventory access-provider config (credential plugins);
@@ -55,6 +59,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'refresh-applicationsets': { type: 'boolean', default: false },
         'applicationset-namespace': { type: 'string' },
         'all-applicationset-namespaces': { type: 'boolean', default: false },
+        'plugin-url': { type: 'string' },
         'sync-cluster-secrets': { type: 'boolean', default: false },
         'argocd-namespace': { type: 'string', default: 'argocd' },
         'provider-file': { type: 'string' },
@@ -80,6 +85,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     if (values['all-applicationset-namespaces'] && values['applicationset-namespace']) {
       throw new UsageError('--applicationset-namespace and --all-applicationset-namespaces exclude each other');
     }
+    const pluginUrl = values['plugin-url'];
+    if (pluginUrl !== undefined && !/^https?:\/\/[^/]+\/?$/.test(pluginUrl)) {
+      throw new UsageError(`--plugin-url must be http(s)://host:port, got ${JSON.stringify(pluginUrl)}`);
+    }
+    if (pluginUrl !== undefined && !refresh) throw new UsageError('--plugin-url needs --refresh-applicationsets');
     const syncConcurrency =
       values['secret-sync-concurrency'] === undefined ? undefined : Number(values['secret-sync-concurrency']);
     if (syncConcurrency !== undefined && !(Number.isInteger(syncConcurrency) && syncConcurrency >= 1)) {
@@ -124,7 +134,14 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       clusterProfileNamespaces,
       ...(providers ? { serverPolicies: providers.providers } : {}),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
-      ...(refresh ? { refresh: applicationSetNamespace ? { namespace: applicationSetNamespace } : {} } : {}),
+      ...(refresh
+        ? {
+            refresh: {
+              ...(applicationSetNamespace ? { namespace: applicationSetNamespace } : {}),
+              ...(pluginUrl ? { pluginUrl } : {}),
+            },
+          }
+        : {}),
       ...(secretSync ? { secretSync } : {}),
     });
     const server = await startHealthServer({
