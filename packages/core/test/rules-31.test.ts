@@ -896,6 +896,30 @@ describe('mco explain names each new reason', () => {
     expect(notesOf(input, cluster)).toContainEqual(expect.stringMatching(note));
   });
 
+  it('says why a lingering cluster came back: a burst on the preferred cluster (F4)', () => {
+    const e = explainOf({
+      spec: withFailBack(),
+      status: {
+        clusters: [
+          listed('fleet/a', 'ACTIVE', 0),
+          listed('fleet/b', 'SCALING_IN', NOW - 3000, {
+            reason: 'Lingering',
+            draining: { desiredMaxReplicas: 1, lastReplicaCountDecrease: at(NOW - 600) },
+          }),
+        ],
+      },
+      profiles: fleet,
+      signals: [steady('fleet/a', 6, { pendingPods: 3 }), aScaleInSignal('fleet/b', at(fresh), 1)],
+      now: NOW,
+    });
+    expect(e.clusters.find((c) => c.cluster === 'fleet/b')?.transitions).toEqual([
+      {
+        id: 'P3',
+        reason: 'fleet/a has 3 pending pod(s) and 6 ready: reactivated to take the burst (fail-back rule F4)',
+      },
+    ]);
+  });
+
   it('shows an unreachable signal as such, with the transport error', () => {
     const e = explainOf({
       spec: specOf(),
