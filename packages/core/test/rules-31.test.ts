@@ -302,6 +302,14 @@ describe('F3: a cluster drained by fail-back lingers warm', () => {
   });
   // b runs 1 replica; the warm size is the HPA's minReplicas as fleet/a reports it (1).
   const signals = (a: Signal = steady('fleet/a', 6)) => [a, aScaleInSignal('fleet/b', at(fresh), 1)];
+  // b has lingered 3500 s (of 3600) when fleet/a reports `a`.
+  const lingeringUnder = (a: Signal): Case => ({
+    spec: withFailBack(),
+    status: lingering({ reason: 'Lingering', lingerSince: at(NOW - 3500) }),
+    profiles: fleet,
+    signals: signals(a),
+    now: NOW,
+  });
   const bOf = (d: Decision) => {
     const b = clusterOf(d, 'fleet/b');
     return b && { state: b.state, reason: b.reason, lingerSince: b.lingerSince };
@@ -327,16 +335,70 @@ describe('F3: a cluster drained by fail-back lingers warm', () => {
       b: undefined,
     },
     {
-      name: 'pending pods on the preferred cluster restart the linger clock',
+      name: 'the preferred cluster at its HPA maximum, without pending pods, restarts the linger clock',
+      input: lingeringUnder(steady('fleet/a', 10)),
+      moves: [],
+      b: { state: 'SCALING_IN', reason: 'Lingering', lingerSince: undefined },
+    },
+    {
+      name: 'F4: as many pending pods as half the ready ones on the preferred cluster reactivate the lingering cluster at once, below its ceiling',
+      input: lingeringUnder(steady('fleet/a', 6, { pendingPods: 3 })),
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE'],
+      b: { state: 'ACTIVE', reason: 'Reactivated', lingerSince: undefined },
+    },
+    {
+      name: 'F4: one pending pod at the HPA maximum reactivates the lingering cluster',
+      input: lingeringUnder(steady('fleet/a', 10, { pendingPods: 1 })),
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE'],
+      b: { state: 'ACTIVE', reason: 'Reactivated', lingerSince: undefined },
+    },
+    {
+      name: 'F4: two pending pods beside six ready ones are ordinary growth: no reactivation, the linger clock restarts',
+      input: lingeringUnder(steady('fleet/a', 6, { pendingPods: 2 })),
+      moves: [],
+      b: { state: 'SCALING_IN', reason: 'Lingering', lingerSince: undefined },
+    },
+    {
+      name: 'F4: a cluster still draining for fail-back is not reactivated: the load it hands over makes those pending pods',
       input: {
         spec: withFailBack(),
-        status: lingering({ reason: 'Lingering', lingerSince: at(NOW - 3500) }),
+        status: lingering({ draining: { desiredMaxReplicas: 4, lastReplicaCountDecrease: at(NOW - 600) } }),
         profiles: fleet,
-        signals: signals(steady('fleet/a', 6, { pendingPods: 2 })),
+        signals: [steady('fleet/a', 6, { pendingPods: 3 }), steady('fleet/b', 4)],
         now: NOW,
       },
       moves: [],
+      b: { state: 'SCALING_IN', reason: 'FailBack', lingerSince: undefined },
+    },
+    {
+      name: 'F4: pending pods on a stale preferred signal reactivate nothing (fail static), and restart the linger clock',
+      input: lingeringUnder({ ...steady('fleet/a', 6, { pendingPods: 3 }), observedAt: at(NOW - 100_000) }),
+      moves: [],
       b: { state: 'SCALING_IN', reason: 'Lingering', lingerSince: undefined },
+    },
+    {
+      name: 'F4: pending pods never reactivate a cluster scaled in for low demand (reason ScaleIn)',
+      input: {
+        spec: withFailBack(),
+        status: lingering({ reason: 'ScaleIn' }),
+        profiles: fleet,
+        signals: signals(steady('fleet/a', 6, { pendingPods: 3 })),
+        now: NOW,
+      },
+      moves: ['R1 fleet/b SCALING_IN->-'],
+      b: undefined,
+    },
+    {
+      name: 'F4: with fail-back off, pending pods reactivate nothing',
+      input: {
+        spec: specOf(),
+        status: lingering({ reason: 'Lingering', lingerSince: at(NOW - 3500) }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 6, { pendingPods: 3 }), steady('fleet/b', 4)],
+        now: NOW,
+      },
+      moves: [],
+      b: { state: 'SCALING_IN', reason: 'Lingering', lingerSince: at(NOW - 3500) },
     },
     {
       name: 'lingerSeconds is configurable (600)',
@@ -832,6 +894,30 @@ describe('mco explain names each new reason', () => {
     },
   ])('$name', ({ input, cluster, note }) => {
     expect(notesOf(input, cluster)).toContainEqual(expect.stringMatching(note));
+  });
+
+  it('says why a lingering cluster came back: a burst on the preferred cluster (F4)', () => {
+    const e = explainOf({
+      spec: withFailBack(),
+      status: {
+        clusters: [
+          listed('fleet/a', 'ACTIVE', 0),
+          listed('fleet/b', 'SCALING_IN', NOW - 3000, {
+            reason: 'Lingering',
+            draining: { desiredMaxReplicas: 1, lastReplicaCountDecrease: at(NOW - 600) },
+          }),
+        ],
+      },
+      profiles: fleet,
+      signals: [steady('fleet/a', 6, { pendingPods: 3 }), aScaleInSignal('fleet/b', at(fresh), 1)],
+      now: NOW,
+    });
+    expect(e.clusters.find((c) => c.cluster === 'fleet/b')?.transitions).toEqual([
+      {
+        id: 'P3',
+        reason: 'fleet/a has 3 pending pod(s) and 6 ready: reactivated to take the burst (fail-back rule F4)',
+      },
+    ]);
   });
 
   it('shows an unreachable signal as such, with the transport error', () => {

@@ -2,6 +2,7 @@ import type { Condition } from '../api/common.js';
 import { CONDITION_SATISFIED } from '../conditions.js';
 import type { InventoryCluster } from '../selection/inventory.js';
 import { formatTaint } from '../selection/taints.js';
+import { burstBecause } from '../scaling/fail-back.js';
 import { parseTime, SECOND } from '../time.js';
 import { NO_NOTES, type Entry, type Evaluation } from './evaluation.js';
 
@@ -130,8 +131,43 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
       }
     }
   }
+  if (run.behavior.failBackEnabled && reactivateOnBurst(run)) {
+    headroom++;
+    scaledOut = true;
+  }
   noteNotAdded(run, min, max, headroom);
   return { headroom, scaledOut, stabilizing };
+}
+
+/**
+ * Rule F4 (docs/placement-rules.md §10.3): a cluster lingering after a
+ * fail-back is reactivated (P3) as soon as an ACTIVE cluster of higher
+ * priority shows a burst (`burstBecause`), without waiting for its ceiling.
+ * Not while the fail-back still drains it: the load it hands over makes the
+ * preferred clusters' pending pods. At most one per evaluation, the
+ * highest-priority one. Returns whether it reactivated one.
+ */
+function reactivateOnBurst(run: Evaluation): boolean {
+  const rank = (key: string) => run.selected.rankOf(key) ?? Infinity;
+  for (const entry of run.byPriority(run.live().filter((e) => e.state === 'SCALING_IN'))) {
+    if (entry.reason !== 'Lingering') continue;
+    if (
+      !run.selected.isStillEligible(entry.key) ||
+      run.unhealthyBecause(entry.key, entry.signal) ||
+      entry.signal.unreachable
+    )
+      continue;
+    const burst = run
+      .live()
+      .filter((e) => e.state === 'ACTIVE' && rank(e.key) < rank(entry.key))
+      .map((e) => burstBecause(e.key, e.signal))
+      .find((why) => why !== undefined);
+    if (!burst) continue;
+    run.move(entry, 'P3', 'ACTIVE', 'Reactivated', `${burst}: reactivated to take the burst (fail-back rule F4)`);
+    entry.reactivated = true;
+    return true;
+  }
+  return false;
 }
 
 /** Since when headroom has been short: the Satisfied=False transition time, kept in status. */

@@ -135,6 +135,25 @@ export function nextBelowCeilingSince(
 }
 
 /**
+ * Rule F4, burst: why a preferred cluster's fresh signal shows a burst it
+ * cannot take in time, or undefined: pending pods with its HPA at
+ * maxReplicas, or at least as many pending pods as ready ones (it runs at most
+ * half of what it asks for). The §4 ceiling needs a FailedScaleUp or
+ * ScalingLimited, which slow nodes and a saturated metric may not report for
+ * many minutes. A few pods waiting for nodes while the rest serve is ordinary
+ * growth, not a burst.
+ */
+export function burstBecause(key: string, s: SignalAssessment): string | undefined {
+  if (!s.fresh || s.pendingPods === undefined || s.pendingPods === 0) return undefined;
+  const atMax = s.currentReplicas !== undefined && s.maxReplicas !== undefined && s.currentReplicas >= s.maxReplicas;
+  if (atMax)
+    return `${key} has ${s.pendingPods} pending pod(s) at its HPA maximum (${s.currentReplicas}/${s.maxReplicas})`;
+  if (s.readyReplicas !== undefined && 2 * s.pendingPods >= s.readyReplicas)
+    return `${key} has ${s.pendingPods} pending pod(s) and ${s.readyReplicas} ready`;
+  return undefined;
+}
+
+/**
  * The room rule: the higher-priority ACTIVE clusters can take `moving`
  * replicas. Each needs a fresh signal with HPA maxReplicas and
  * currentReplicas, no pending pods and no FailedScaleUp (a missing field is
