@@ -252,17 +252,20 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       await releaseSecret(key, namespace, name, existing);
       return;
     }
-    if (!offersAccess(profile)) {
-      // Just created (`mco clusters apply`): its status lists no access provider yet. Its status
-      // update queues it again; an existing Secret stays as it is.
-      logger.debug('ClusterProfile lists no access provider yet; waiting for its status', { cluster: key });
-      return;
-    }
     // Fail static: when access or the credential cannot be had, or the profile
     // is refused (a reserved, duplicate or disallowed server), the existing
     // Secret stays as it is (never rewritten with the refused server, never
     // deleted on doubt) and the key is retried with backoff.
-    const clusterAccess = await options.resolveAccess(profile, options.clusterProfiles.list());
+    const clusterAccess = await options
+      .resolveAccess(profile, options.clusterProfiles.list())
+      .catch((error: unknown) => {
+        if (offersAccess(profile)) throw error;
+        // Just created (`mco clusters apply`): its status lists no access provider yet. Its status
+        // update queues it again; an existing Secret stays as it is.
+        logger.debug('ClusterProfile lists no access provider yet; waiting for its status', { cluster: key });
+        return undefined;
+      });
+    if (!clusterAccess) return;
     let credential = await clusterAccess.getCredential();
     const plan = refreshPlans.get(key);
     if (plan && now() >= plan.refreshAt && credential.expiresAt?.getTime() === plan.expiresAt) {

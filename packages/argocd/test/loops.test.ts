@@ -383,15 +383,17 @@ describe('the cluster Secret syncer', () => {
       secrets,
       namespace: 'argocd',
       logger,
-      resolveAccess: async () => {
+      // As cluster-access does: a profile that lists no access provider cannot be resolved.
+      resolveAccess: async (profile) => {
         resolved++;
+        if (!profile.status?.accessProviders?.length) throw new Error('offers access providers [none]');
         return access(async () => ({ token: 't' }));
       },
     });
     await syncer.start();
     await syncer.idle();
     expect({ resolved, writes: [...secrets.writes], lines: [...lines] }).toEqual({
-      resolved: 0,
+      resolved: 1,
       writes: [],
       lines: [],
     });
