@@ -103,10 +103,12 @@ export function commandsOf(script: string): string[] {
 
 /**
  * One entry of a doc's substitution table. Only what differs on a test
- * machine may be substituted: a path, a port or a token.
+ * machine may be substituted: a path, a port, a server's address (its URL:
+ * the doc's `https://east.clusters.example:6443` is a test apiserver's
+ * `https://127.0.0.1:<port>`) or a token.
  */
 export interface Substitution {
-  readonly kind: 'path' | 'port' | 'token';
+  readonly kind: 'path' | 'port' | 'address' | 'token';
   /** Replaced everywhere in every block (a string: each occurrence; a RegExp should be global). */
   readonly from: string | RegExp;
   readonly to: string;
@@ -421,12 +423,13 @@ export class Walkthrough {
 
   /**
    * Starts a stopped background command again, as the user would in its
-   * terminal; `change` rewrites it for a fault test (e.g. another kubeconfig).
+   * terminal: the doc's command (the first one started that contains
+   * `match`), or `change` of it for a fault test (e.g. another kubeconfig).
    */
   restartProcess(match: string, change: (command: string) => string = (c) => c): ServerProcess {
-    const { command, server } = this.process(match);
-    if (!server.hasExited()) throw new Error(`${this.name}: "${command}" is still running`);
-    return this.startBackground(change(command));
+    const latest = this.process(match);
+    if (!latest.server.hasExited()) throw new Error(`${this.name}: "${latest.command}" is still running`);
+    return this.startBackground(change(this.processes.find((p) => p.command.includes(match))!.command));
   }
 
   /** The last lines of every background process's log, for failure messages. */

@@ -176,8 +176,21 @@ describe('Walkthrough', () => {
       finished: 'done\n',
       running: [['greet --port 40123    --settings settings.yaml', false]],
     });
+    // A fault test stops a process and starts it again, changed or as the doc wrote it.
     await walk.stopProcess('greet', 0);
-    expect(walk.process('greet').server.hasExited()).toBe(true);
+    expect(() => walk.restartProcess('greet')).not.toThrow();
+    expect(() => walk.restartProcess('greet')).toThrow('is still running');
+    await walk.stopProcess('greet', 0);
+    walk.restartProcess('greet', (command) => command.replace('--settings', '--other'));
+    await walk.stopProcess('greet', 0);
+    walk.restartProcess('greet');
+    const command = 'greet --port 40123    --settings settings.yaml';
+    expect(walk.background().map((p) => [p.command, p.server.hasExited()])).toEqual([
+      [command, true],
+      [command, true],
+      ['greet --port 40123    --other settings.yaml', true],
+      [command, false],
+    ]);
   });
 
   it('runs up to the block containing a text, then the rest, and fails finish() for blocks left unrun', async () => {
