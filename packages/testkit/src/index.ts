@@ -46,3 +46,16 @@ export {
 } from './flux.js';
 export { controlPlaneSkipReason, describeWithControlPlane, type RequirementOptions } from './vitest.js';
 export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } from './crds.js';
+export {
+  commandsOf,
+  containsFragment,
+  parseDocBlocks,
+  substitute,
+  Walkthrough,
+  type BlockReport,
+  type Directive,
+  type DocBlock,
+  type Outcome,
+  type Substitution,
+  type WalkthroughOptions,
+} from './walkthrough.js';
