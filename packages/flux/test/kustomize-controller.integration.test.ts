@@ -1,4 +1,4 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,41 +41,10 @@ const FLUX_NS = 'flux-system';
 const T = '2026-01-01T00:00:00Z';
 const GIT_REPOSITORIES = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'gitrepositories' };
 
-// The workload as its Git repository would hold it: the HPA maximum comes from
-// mco through postBuild.substitute, with the repository's own default.
-const MANIFESTS = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: default
-spec:
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-        - name: web
-          image: registry.example/web:1.0
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata:
-  name: web
-  namespace: default
-  labels:
-    cluster: \${MCO_CLUSTER_NAME:=unknown}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-  minReplicas: 1
-  maxReplicas: \${MCO_DESIRED_MAX_REPLICAS:=10}
-  metrics:
-    - type: Resource
-      resource:
-        name: cpu
-        target: {type: Utilization, averageUtilization: 70}
-`;
+// The workload as its Git repository holds it (the walk-through's, docs/flux.md):
+// the HPA maximum comes from mco through postBuild.substitute, with the
+// repository's own default.
+const MANIFESTS = readFileSync(join(REPO, 'examples/flux/web/deploy/web.yaml'), 'utf8');
 
 describeWithControlPlane(
   'Flux delivery end to end: real source-controller v1.9.0 and kustomize-controller v1.9.5 apply to member apiservers',
