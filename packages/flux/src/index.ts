@@ -45,7 +45,10 @@ export {
   RESOURCE_SET_NAMESPACE_LABEL,
   describeOrphan,
   findOrphans,
+  startOrphanCheck,
   type Orphan,
+  type OrphanCheck,
+  type OrphanCheckOptions,
   type OrphanInput,
   type ResourceSetView,
 } from './orphans.js';

@@ -1,5 +1,6 @@
 import type { Placement } from '@mco/core';
-import type { KubeObject } from '@mco/kube-runtime';
+import type { KubeClient, KubeObject } from '@mco/kube-runtime';
+import { silentLogger } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import {
   MANAGED_BY_LABEL,
@@ -10,6 +11,7 @@ import {
   describeOrphan,
   findOrphans,
   kubeconfigSecretName,
+  startOrphanCheck,
   type ResourceSetView,
 } from '../src/index.js';
 
@@ -139,5 +141,102 @@ describe('orphaned Flux objects', () => {
     expect(found.map((o) => o.name)).toEqual(['web-one']);
     // No placement label in the selector: the orphan is still found, with no placement to report on.
     expect(found[0]!.placement).toBeUndefined();
+  });
+});
+
+describe('the orphan check', () => {
+  const setup = () => {
+    let t = 0;
+    const calls: { method: string; path: string; body?: unknown }[] = [];
+    const hub = {
+      get: async (path: string) => {
+        calls.push({ method: 'get', path });
+        return resourceSet([]);
+      },
+      create: async (path: string, body: unknown) => {
+        calls.push({ method: 'create', path, body });
+        return body;
+      },
+      patch: async (path: string, _type: string, body: unknown) => {
+        calls.push({ method: 'patch', path, body });
+        return body;
+      },
+    } as unknown as KubeClient;
+    let objects: KubeObject[] = [kustomization('one'), kustomization('two')];
+    const check = startOrphanCheck({
+      hub,
+      manager: 'mco-flux',
+      objects: () => objects,
+      providers: () => [provider('one')],
+      placements: () => placements,
+      graceMs: 10_000,
+      intervalMs: 3_600_000,
+      logger: silentLogger,
+      now: () => t,
+    });
+    return {
+      check,
+      calls,
+      advance: (ms: number) => (t += ms),
+      setObjects: (next: KubeObject[]) => (objects = next),
+    };
+  };
+  const conditionOf = (body: unknown) =>
+    (body as { status: { conditions: { type: string; status: string; reason: string; message: string }[] } }).status
+      .conditions[0]!;
+
+  it('reports an orphan only once it has lasted the grace period, then clears the condition when it is gone', async () => {
+    const { check, calls, advance, setObjects } = setup();
+    await check.check();
+    expect(check.orphans()).toEqual([]);
+    expect(calls.filter((c) => c.method !== 'get')).toEqual([]);
+
+    advance(10_000);
+    await check.check();
+    expect(check.orphans().map((o) => o.name)).toEqual(['web-two']);
+    const [event] = calls.filter((c) => c.method === 'create');
+    expect(event!.path).toBe('/api/v1/namespaces/apps/events');
+    expect(event!.body).toMatchObject({
+      type: 'Warning',
+      reason: 'FluxOrphanedObject',
+      involvedObject: { kind: 'MultiKubernetesClusterPlacement', name: 'web', namespace: 'apps' },
+    });
+    const [patch] = calls.filter((c) => c.method === 'patch');
+    expect(patch!.path).toBe(
+      '/apis/orchestra.multicluster.x-k8s.io/v1alpha1/namespaces/apps/multikubernetesclusterplacements/web/status',
+    );
+    expect(conditionOf(patch!.body)).toMatchObject({
+      type: 'FluxOrphanedObjects',
+      status: 'True',
+      reason: 'OrphanedObjects',
+    });
+    expect(conditionOf(patch!.body).message).toContain('web-two');
+
+    // Unchanged: no second Event, no second write.
+    advance(1_000);
+    await check.check();
+    expect(calls.filter((c) => c.method !== 'get')).toHaveLength(2);
+
+    setObjects([kustomization('one')]);
+    await check.check();
+    expect(check.orphans()).toEqual([]);
+    const last = calls.filter((c) => c.method === 'patch').at(-1)!;
+    expect(conditionOf(last.body)).toMatchObject({ status: 'False', reason: 'NoOrphanedObjects' });
+    await check.check();
+    expect(calls.filter((c) => c.method === 'patch')).toHaveLength(2);
+    check.stop();
+  });
+
+  it('starts the grace period again for an orphan that came back', async () => {
+    const { check, advance, setObjects } = setup();
+    await check.check();
+    setObjects([kustomization('one')]);
+    advance(5_000);
+    await check.check();
+    setObjects([kustomization('one'), kustomization('two')]);
+    advance(6_000);
+    await check.check();
+    expect(check.orphans()).toEqual([]);
+    check.stop();
   });
 });
