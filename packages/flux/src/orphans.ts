@@ -255,19 +255,21 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
 
   async function writeCondition(placement: Placement, orphans: readonly Orphan[]): Promise<void> {
     const key = placementKey({ namespace: placement.metadata.namespace ?? '', name: placement.metadata.name ?? '' });
-    const message = orphans.map(describeOrphan).join('\n').slice(0, 32_768);
-    if ((written.get(key) ?? (orphans.length === 0 ? '' : undefined)) === message) return;
     const previous = (placement.status?.conditions ?? []).find((c) => c.type === ORPHANS_CONDITION);
+    const next =
+      orphans.length > 0
+        ? {
+            status: 'True',
+            reason: 'OrphanedObjects',
+            message: orphans.map(describeOrphan).join('\n').slice(0, 32_768),
+          }
+        : { status: 'False', reason: 'NoOrphanedObjects', message: 'no orphaned Flux objects' };
+    // What this process wrote last, or else what the placement holds (a True left by an earlier run is cleared).
+    const last = written.get(key) ?? (previous ? `${previous.status}\n${previous.message ?? ''}` : 'False\nnone');
+    if (last === `${next.status}\n${next.message}`) return;
     const [condition] = setCondition(
       previous ? [previous as Condition] : [],
-      orphans.length > 0
-        ? { type: ORPHANS_CONDITION, status: 'True', reason: 'OrphanedObjects', message }
-        : {
-            type: ORPHANS_CONDITION,
-            status: 'False',
-            reason: 'NoOrphanedObjects',
-            message: 'no orphaned Flux objects',
-          },
+      { type: ORPHANS_CONDITION, ...(next as { status: 'True' | 'False'; reason: string; message: string }) },
       new Date(now()).toISOString(),
     );
     const { name, namespace } = placement.metadata;
@@ -282,7 +284,7 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
       },
       { query: { fieldManager: options.manager, force: true } },
     );
-    written.set(key, message);
+    written.set(key, `${next.status}\n${next.message}`);
   }
 
   async function check(): Promise<void> {
@@ -317,11 +319,15 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
           options.logger.warn('cannot record an event', { error }),
         );
     }
-    // The condition: on every placement with orphans, and back to False on one that had them.
+    // The condition: on every placement with orphans, and back to False on one
+    // that had them (written by this process or an earlier one), unless an
+    // orphan of it is still within its grace period.
     for (const p of placements) {
       const key = placementKey({ namespace: p.metadata.namespace ?? '', name: p.metadata.name ?? '' });
-      const mine = due.filter((o) => o.placement && placementKey(o.placement) === key);
-      if (mine.length === 0 && !written.has(key)) continue;
+      const of = (list: readonly Orphan[]) => list.filter((o) => o.placement && placementKey(o.placement) === key);
+      const mine = of(due);
+      const had = written.has(key) || p.status?.conditions?.some((c) => c.type === ORPHANS_CONDITION);
+      if (mine.length === 0 && (!had || of(current).length > 0)) continue;
       await writeCondition(p, mine).catch((error) =>
         options.logger.warn('cannot write the orphan condition of a placement', { placement: key, error }),
       );

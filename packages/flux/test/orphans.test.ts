@@ -145,7 +145,7 @@ describe('orphaned Flux objects', () => {
 });
 
 describe('the orphan check', () => {
-  const setup = () => {
+  const setup = (placementsNow: Placement[] = placements) => {
     let t = 0;
     const calls: { method: string; path: string; body?: unknown }[] = [];
     const hub = {
@@ -168,7 +168,7 @@ describe('the orphan check', () => {
       manager: 'mco-flux',
       objects: () => objects,
       providers: () => [provider('one')],
-      placements: () => placements,
+      placements: () => placementsNow,
       graceMs: 10_000,
       intervalMs: 3_600_000,
       logger: silentLogger,
@@ -237,6 +237,26 @@ describe('the orphan check', () => {
     advance(6_000);
     await check.check();
     expect(check.orphans()).toEqual([]);
+    check.stop();
+  });
+
+  it('clears a True condition an earlier run left, unless an orphan of the placement is within its grace period', async () => {
+    const earlier = [
+      {
+        metadata: { name: 'web', namespace: 'apps' },
+        status: {
+          conditions: [{ type: 'FluxOrphanedObjects', status: 'True', reason: 'OrphanedObjects', message: 'old' }],
+        },
+      } as unknown as Placement,
+    ];
+    const { check, calls, setObjects } = setup(earlier);
+    await check.check(); // web-two is an orphan, not yet due: the condition waits
+    expect(calls.filter((c) => c.method === 'patch')).toEqual([]);
+    setObjects([kustomization('one')]);
+    await check.check();
+    const patches = calls.filter((c) => c.method === 'patch');
+    expect(patches).toHaveLength(1);
+    expect(conditionOf(patches[0]!.body)).toMatchObject({ status: 'False', reason: 'NoOrphanedObjects' });
     check.stop();
   });
 });
