@@ -15,8 +15,8 @@ afterEach(async () => {
 function docOf(markdown: string): { doc: string; dir: string; root: string } {
   const root = mkdtempSync(join(tmpdir(), 'walkthrough-test-'));
   dirs.push(root);
-  writeFileSync(join(root, 'doc.md'), markdown);
-  return { doc: join(root, 'doc.md'), dir: join(root, 'work'), root };
+  writeFileSync(join(root, 'guide.markdown'), markdown);
+  return { doc: join(root, 'guide.markdown'), dir: join(root, 'work'), root };
 }
 
 function walkOf(markdown: string, options: Partial<ConstructorParameters<typeof Walkthrough>[0]> = {}) {
@@ -74,15 +74,17 @@ describe('parseDocBlocks', () => {
   });
 
   it.each([
-    ['<!-- walkthrough: skip -->', 'doc.md:2: "walkthrough: skip" needs a reason'],
-    ['<!-- walkthrough: file -->', 'doc.md:2: "walkthrough: file" needs a file name'],
-    ['<!-- walkthrough: run-later -->', 'doc.md:2: unknown walk-through marker "run-later"'],
+    ['<!-- walkthrough: skip -->', 'guide.markdown:2: "walkthrough: skip" needs a reason'],
+    ['<!-- walkthrough: file -->', 'guide.markdown:2: "walkthrough: file" needs a file name'],
+    ['<!-- walkthrough: run-later -->', 'guide.markdown:2: unknown walk-through marker "run-later"'],
   ])('refuses the marker %s', (marker, message) => {
-    expect(() => parseDocBlocks(`${marker}\n${fence}sh\ntrue\n${fence}\n`, 'doc.md')).toThrow(message);
+    expect(() => parseDocBlocks(`${marker}\n${fence}sh\ntrue\n${fence}\n`, 'guide.markdown')).toThrow(message);
   });
 
   it('refuses a block that is never closed, naming its line', () => {
-    expect(() => parseDocBlocks(`text\n${fence}sh\ntrue\n`, 'doc.md')).toThrow('doc.md:2: code block never closed');
+    expect(() => parseDocBlocks(`text\n${fence}sh\ntrue\n`, 'guide.markdown')).toThrow(
+      'guide.markdown:2: code block never closed',
+    );
   });
 });
 
@@ -209,33 +211,33 @@ describe('Walkthrough', () => {
     );
     await walk.run('echo 2');
     expect(readFileSync(join(dir, 'log'), 'utf8')).toBe('1\n2\n');
-    expect(() => walk.finish()).toThrow('doc.md: 1 block(s) left unrun: line 7 (sh)');
+    expect(() => walk.finish()).toThrow('guide.markdown: 1 block(s) left unrun: line 7 (sh)');
     await walk.run();
     expect(walk.finish().map((r) => r.outcome)).toEqual(['ran', 'ran', 'ran']);
   });
 
   it.each([
-    ['a failing command', `${fence}sh\ntrue\nfalse\necho never\n${fence}`, 'doc.md:1: the block exited 1'],
-    ['a failing pipeline', `${fence}sh\nfalse | cat\n${fence}`, 'doc.md:1: the block exited 1'],
+    ['a failing command', `${fence}sh\ntrue\nfalse\necho never\n${fence}`, 'guide.markdown:1: the block exited 1'],
+    ['a failing pipeline', `${fence}sh\nfalse | cat\n${fence}`, 'guide.markdown:1: the block exited 1'],
     [
       'an unmarked YAML block',
       `x\n\n${fence}yaml\na: 1\n${fence}`,
-      'doc.md:3: a `yaml` block needs a walk-through marker (file, expect, fragment-of or skip)',
+      'guide.markdown:3: a `yaml` block needs a walk-through marker (file, expect, fragment-of or skip)',
     ],
     [
       'a file the prose does not name',
       `Save it:\n<!-- walkthrough: file b.yaml -->\n${fence}yaml\na: 1\n${fence}`,
-      'doc.md:3: the text before the block does not tell the user to save it as b.yaml',
+      'guide.markdown:3: the text before the block does not tell the user to save it as b.yaml',
     ],
     [
       'a fragment missing from its file',
-      `<!-- walkthrough: fragment-of doc.md -->\n${fence}yaml\na: 1\n${fence}`,
-      'doc.md:2: the block is not part of doc.md',
+      `<!-- walkthrough: fragment-of guide.markdown -->\n${fence}yaml\na: 1\n${fence}`,
+      'guide.markdown:2: the block is not part of guide.markdown',
     ],
     [
       'an expected output that never appears',
       `${fence}sh\necho no\n${fence}\n<!-- walkthrough: expect -->\n${fence}\nyes\n${fence}`,
-      'doc.md:1: the output never showed ["yes"] (the block at line 5)',
+      'guide.markdown:1: the output never showed ["yes"] (the block at line 5)',
     ],
   ])('fails on %s, naming the line', async (_, markdown, message) => {
     const { walk, root } = walkOf(markdown, { expectTimeoutMs: 1_000 });
@@ -249,7 +251,7 @@ describe('Walkthrough', () => {
   it('refuses a substitution that matches no block', () => {
     const paths = docOf(`${fence}sh\necho 8080\n${fence}\n`);
     expect(() => new Walkthrough({ ...paths, substitutions: [{ kind: 'port', from: '9090', to: '1' }] })).toThrow(
-      'doc.md: the substitution of 9090 (port) matches no block',
+      'guide.markdown: the substitution of 9090 (port) matches no block',
     );
   });
 });

@@ -246,7 +246,15 @@ describeWithControlPlane(
       await stack.setHpa('east', AT_CEILING);
       await waitListed(`${clusterEntry('east')}:ACTIVE,${clusterEntry('west')}:ACTIVE`);
       await failedWith(/connection refused|connect/i);
-      const stale = (await stack.applicationSet()).metadata?.annotations?.[REFRESH];
+      // Argo CD's own poll may fail before the refresher's annotation arrives: wait
+      // for the annotation, which the failed reconcile it triggers leaves in place.
+      const stale = (
+        await wait(
+          "the refresher's annotation, left by the failed reconcile",
+          () => stack.applicationSet(),
+          (a) => a.metadata?.annotations?.[REFRESH] !== undefined,
+        )
+      ).metadata?.annotations?.[REFRESH];
       const logged = (stack.fullLogs().get('refresher') ?? '').length;
       stack.start('plugin');
       await wait(
@@ -257,19 +265,22 @@ describeWithControlPlane(
       const readyAt = Date.now();
       await wait('the Application of west', apps, (a) => a.has(applicationOf('west')));
       const since = (stack.fullLogs().get('refresher') ?? '').slice(logged).split('\n');
-      expect({
-        staleBeforeThePluginCameBack: stale,
-        readyAgainLogged: since.some((l) => l.includes('the plugin is ready again')),
-        refreshedForIt: since.some(
-          (l) =>
-            l.includes('refreshed ApplicationSet') &&
-            l.includes('"reason":"plugin ready again"') &&
-            l.includes('"replacedStaleAnnotation":true'),
-        ),
-        // Seconds after the plugin is ready, not Argo CD's retry 3 minutes after the
-        // failure (the bench measures the figure: docs/performance.md).
-        beforeArgoRetry: Date.now() - readyAt < 170_000,
-      }).toEqual({
+      expect(
+        {
+          staleBeforeThePluginCameBack: stale,
+          readyAgainLogged: since.some((l) => l.includes('the plugin is ready again')),
+          refreshedForIt: since.some(
+            (l) =>
+              l.includes('refreshed ApplicationSet') &&
+              l.includes('"reason":"plugin ready again"') &&
+              l.includes('"replacedStaleAnnotation":true'),
+          ),
+          // Seconds after the plugin is ready, not Argo CD's retry 3 minutes after the
+          // failure (the bench measures the figure: docs/performance.md).
+          beforeArgoRetry: Date.now() - readyAt < 170_000,
+        },
+        `the refresher's log since the plugin was restarted:\n${since.join('\n')}`,
+      ).toEqual({
         staleBeforeThePluginCameBack: 'true',
         readyAgainLogged: true,
         refreshedForIt: true,
