@@ -1,7 +1,13 @@
 import { readFile } from 'node:fs/promises';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
-import { FluxTemplatesFileSchema, INPUT_PROVIDERS, KUSTOMIZATIONS, startFluxDelivery } from '@mco/flux';
+import {
+  FluxTemplatesFileSchema,
+  INPUT_PROVIDERS,
+  KUSTOMIZATIONS,
+  startFluxDelivery,
+  type FluxDelivery,
+} from '@mco/flux';
 import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import { Gauge, Registry } from 'prom-client';
@@ -157,7 +163,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 };
 
 /** /healthz, /readyz (every cache synced) and /metrics of `mco flux --listen`. */
-function probes(delivery: ReturnType<typeof startFluxDelivery>) {
+export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'ready'>) {
   const registry = new Registry();
   new Gauge({
     name: 'mco_flux_orphaned_objects',
