@@ -37,3 +37,16 @@ export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerPr
 export { eventually } from './wait.js';
 export { controlPlaneSkipReason, describeWithControlPlane, type RequirementOptions } from './vitest.js';
 export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } from './crds.js';
+export {
+  commandsOf,
+  containsFragment,
+  parseDocBlocks,
+  substitute,
+  Walkthrough,
+  type BlockReport,
+  type Directive,
+  type DocBlock,
+  type Outcome,
+  type Substitution,
+  type WalkthroughOptions,
+} from './walkthrough.js';

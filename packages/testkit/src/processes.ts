@@ -29,18 +29,19 @@ export interface ServerProcess {
 /**
  * Starts a server binary in its own process group with output appended to a
  * log file (no pipes, so it never blocks on, or dies with, our streams);
- * `env` is added to this process's environment.
+ * `env` is added to this process's environment; `cwd` is its working directory.
  */
 export function startServer(
   binary: string,
   args: readonly string[],
   logFile: string,
   env: Readonly<Record<string, string>> = {},
+  cwd?: string,
 ): ServerProcess {
   const fd = openSync(logFile, 'a');
   let child: ChildProcess;
   try {
-    child = spawn(binary, args, { detached: true, stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
+    child = spawn(binary, args, { cwd, detached: true, stdio: ['ignore', fd, fd], env: { ...process.env, ...env } });
   } finally {
     closeSync(fd);
   }

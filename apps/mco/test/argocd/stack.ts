@@ -1,45 +1,47 @@
 // The Argo CD walk-through of docs/argocd.md, run for real: a hub and two
 // member kube-apiservers, Argo CD's own argocd-applicationset-controller
-// (tools/argocd), and the built `mco controller` and `mco argocd-plugin` as
-// processes. Shared by the end-to-end test and the latency benchmark.
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+// (tools/argocd), and the built `mco` processes. The test creates only what
+// the walk-through lists under "You need"; every code block of the doc is run
+// as written by @mco/testkit's Walkthrough (paths, ports and the members'
+// server URLs substituted). Shared by the end-to-end test and the latency
+// benchmark.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { randomBytes } from 'node:crypto';
 import { createServer as createHttpServer, type Server as HttpServer } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import type { KubeConfig } from '@kubernetes/client-node';
 import {
   AutoscalingV2Api,
   CoreV1Api,
   CustomObjectsApi,
+  PatchStrategy,
   type KubernetesObject,
   type V2HorizontalPodAutoscaler,
 } from '@kubernetes/client-node';
+import { requestOptions } from '@mco/kube-runtime/client-node';
 import {
-  eventually,
   freePort,
-  loadYamlObjects,
-  parseYamlDocuments,
-  ProcessReaper,
-  renderChart,
   requireTool,
-  serviceAccountKubeConfig,
   startControlPlane,
-  startServer,
-  stopServer,
-  tailOf,
+  Walkthrough,
+  type BlockReport,
   type ControlPlane,
-  type ServerProcess,
+  type Substitution,
 } from '@mco/testkit';
 import { builtMco } from '../built.js';
+import {
+  chartIdentities,
+  clusterProfiles,
+  credentialPlugin,
+  CREDENTIAL_PLUGIN,
+  PROVIDER,
+} from '../walkthrough-fixtures.js';
 
 const REPO = fileURLToPath(new URL('../../../../', import.meta.url));
 const APP = join(REPO, 'apps', 'mco');
 const DOC = join(REPO, 'docs', 'argocd.md');
-const HELLO_WORLD = join(REPO, 'examples', 'argocd', 'hello-world');
 
 export const ARGOCD = 'argocd';
 export const FLEET = 'fleet-cluster-inventory';
@@ -66,30 +68,6 @@ export const CLUSTER_PROFILES = {
 } as const;
 export const APPLICATIONS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' } as const;
 export const APPLICATION_SETS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applicationsets' } as const;
-
-/** The fenced block that follows `<!-- walkthrough: <name> -->` in docs/argocd.md, dedented. */
-export function walkthrough(name: string): string {
-  const text = readFileSync(DOC, 'utf8');
-  const at = text.indexOf(`<!-- walkthrough: ${name} -->`);
-  if (at < 0) throw new Error(`docs/argocd.md has no walk-through block "${name}"`);
-  const block = /\n( *)```[a-z]*\n([\s\S]*?)\n *```/.exec(text.slice(at));
-  if (!block) throw new Error(`docs/argocd.md: no code block after walk-through "${name}"`);
-  const indent = block[1]!.length;
-  return block[2]!
-    .split('\n')
-    .map((line) => line.slice(Math.min(indent, line.length - line.trimStart().length)))
-    .join('\n');
-}
-
-/** The shell commands of a walk-through block as argument vectors (`\` continues a line; no quoting is used there). */
-export function commandsOf(script: string): string[][] {
-  return script
-    .replace(/\\\n/g, ' ')
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line && !line.startsWith('#'))
-    .map((line) => line.split(/\s+/));
-}
 
 export interface PlacementStatusCluster {
   name: string;
@@ -125,155 +103,136 @@ export const IDLE: HpaState = { minReplicas: 1, maxReplicas: 4, currentReplicas:
 
 type Role = 'controller' | 'plugin' | 'refresher' | 'secret-syncer' | 'applicationset-controller';
 
+/** Each process of the walk-through's background block, by a text only its command contains. */
+const COMMAND_OF: Record<Role, string> = {
+  controller: 'mco controller',
+  plugin: 'mco argocd-plugin',
+  refresher: '--refresh-applicationsets',
+  'secret-syncer': '--sync-cluster-secrets',
+  'applicationset-controller': 'argocd-applicationset-controller',
+};
+
+/** The addresses the walk-through's processes listen on, by name; each gets a free port here. */
+const ADDRESSES = {
+  plugin: '127.0.0.1:4355',
+  'controller-http': '127.0.0.1:8080',
+  'refresher-http': '127.0.0.1:8082',
+  'secret-syncer-http': '127.0.0.1:8083',
+  'appset-metrics': '127.0.0.1:8090',
+  'appset-probe': '127.0.0.1:8091',
+  'appset-webhook': '127.0.0.1:7000',
+} as const;
+
+/** The hub kubeconfig the walk-through gives each mco process, and the chart component whose ServiceAccount it is. */
+const IDENTITIES = [
+  ['controller.kubeconfig', 'controller'],
+  ['plugin.kubeconfig', 'argocd-plugin'],
+  ['refresher.kubeconfig', 'argocd-applicationset-refresher'],
+  ['secret-syncer.kubeconfig', 'argocd-secret-syncer'],
+] as const;
+
 export interface StackOptions {
-  /** Run `mco argocd-sync --refresh-applicationsets` (the walk-through's default) or not. */
-  readonly refresh?: boolean;
-  /** Placement `behavior` (mco extension) so scale-in and draining happen within a test's time. */
+  /** Placement `behavior` (mco extension), set after the walk-through, so scale-in and draining happen within a test's time. */
   readonly behavior?: Record<string, unknown>;
 }
 
 export class ArgoStack {
   readonly custom: CustomObjectsApi;
   readonly core: CoreV1Api;
-  private readonly processes = new Map<Role, ServerProcess>();
-  private readonly ports = new Map<string, number>();
-  private readonly reaper: ProcessReaper;
-  private readonly kubeconfigs = new Map<Role, string>();
-  private readonly commands = new Map<Role, string[]>();
+  /** What the walk-through did with each code block of docs/argocd.md. */
+  report: BlockReport[] = [];
+  /** The plugin token the walk-through picked (its file `token`). */
+  token = '';
   private stalledHub?: HttpServer;
 
   private constructor(
     readonly plane: ControlPlane,
     readonly dir: string,
-    readonly token: string,
-    /** apps/mco/bin/mco.js: the built bundle. */
-    private readonly mco: string,
-    private readonly argocd: string,
+    /** The user's directory: the walk-through's files and the kubeconfigs it names. */
+    readonly user: string,
+    readonly walk: Walkthrough,
+    private readonly ports: ReadonlyMap<string, number>,
   ) {
     const admin = plane.hub.adminKubeConfig();
     this.custom = admin.makeApiClient(CustomObjectsApi);
     this.core = admin.makeApiClient(CoreV1Api);
-    mkdirSync(join(dir, 'procs'));
-    this.reaper = new ProcessReaper(join(dir, 'procs'));
   }
 
-  /** Everything of the walk-through up to (and including) the three processes and the hello-world objects. */
+  /** The walk-through's prerequisites, then every code block of docs/argocd.md, in order. */
   static async start(options: StackOptions = {}): Promise<ArgoStack> {
     const argocd = requireTool('argocd');
+    const kubectl = requireTool('kubectl');
     const mco = builtMco();
     const plane = await startControlPlane({ clusters: [...MEMBERS] });
     const dir = mkdtempSync(join(tmpdir(), 'mco-argocd-real-'));
-    const stack = new ArgoStack(plane, dir, randomBytes(36).toString('base64'), mco, argocd);
+    const user = join(dir, 'user');
+    let walk: Walkthrough | undefined;
     try {
-      await stack.setUp(options);
+      const ports = new Map<string, number>();
+      for (const name of Object.keys(ADDRESSES)) ports.set(name, await freePort());
+      const substitutions: Substitution[] = [
+        ...Object.entries(ADDRESSES).map(([name, address]): Substitution => ({
+          kind: 'port',
+          from: address,
+          to: `127.0.0.1:${ports.get(name)}`,
+        })),
+        ...MEMBERS.map((m): Substitution => ({
+          kind: 'address',
+          from: `https://${m}.clusters.example:6443`,
+          to: plane.members[m]!.server,
+        })),
+        { kind: 'path', from: 'examples/argocd/hello-world/', to: join(REPO, 'examples', 'argocd', 'hello-world/') },
+      ];
+      walk = new Walkthrough({
+        doc: DOC,
+        dir: user,
+        substitutions,
+        commands: {
+          mco: [process.execPath, mco],
+          kubectl,
+          'argocd-applicationset-controller': join(argocd, 'argocd-applicationset-controller'),
+          [CREDENTIAL_PLUGIN]: credentialPlugin(dir, plane, 'admin'),
+        },
+        env: { KUBECONFIG: join(user, 'hub.kubeconfig') },
+      });
+      const stack = new ArgoStack(plane, dir, user, walk, ports);
+      await stack.setUp(options, argocd);
+      return stack;
     } catch (error) {
-      await stack.stop();
+      await walk?.stop(0);
+      await plane.stop();
+      rmSync(dir, { recursive: true, force: true });
       throw error;
     }
-    return stack;
   }
 
-  private async setUp(options: StackOptions): Promise<void> {
-    const { plane, dir } = this;
-    await plane.hub.installCrds([join(APP, 'chart', 'crds'), join(this.argocd, 'crds')]);
-    await plane.hub.apply(
-      [ARGOCD, 'mco-system', FLEET, WORKLOAD_NS].map((name) => ({
-        apiVersion: 'v1',
-        kind: 'Namespace',
-        metadata: { name },
-      })),
-    );
+  private async setUp(options: StackOptions, argocd: string): Promise<void> {
+    const { plane, user } = this;
+    // "You need": the CRDs, and kubectl as the hub's admin.
+    await plane.hub.installCrds([join(APP, 'chart', 'crds'), join(argocd, 'crds')]);
+    writeFileSync(join(user, 'hub.kubeconfig'), plane.hub.adminKubeConfig().exportConfig(), { mode: 0o600 });
 
-    // Credentials: one access provider per member, each a credential plugin
-    // that hands out that member's token (what gke-gcloud-auth-plugin does for GKE).
-    const plugin = join(dir, 'credential-plugin.sh');
-    writeFileSync(
-      plugin,
-      `#!/bin/sh
-printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$1"
-`,
-    );
-    chmodSync(plugin, 0o755);
-    const providers = MEMBERS.map((m) => ({
-      name: m,
-      execConfig: {
-        apiVersion: 'client.authentication.k8s.io/v1',
-        command: plugin,
-        args: [plane.members[m]!.token('admin')],
-      },
-      // The test members listen on loopback, which a provider reaches only when it names it.
-      allowedServers: [plane.members[m]!.server],
-    }));
-    writeFileSync(join(dir, 'providers.yaml'), JSON.stringify({ providers }));
-
-    // The chart's ServiceAccounts and RBAC: mco runs with exactly what the chart grants.
-    const rbac = renderChart({
-      'argocd.plugin.enabled': 'true',
-      'argocd.plugin.existingSecret': 'mco-argocd-plugin-token',
-      'argocd.clusterSecretSync.enabled': 'true',
-      'argocd.clusterSecretSync.providers[0].name': 'east',
-      'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
-      'argocd.clusterSecretSync.providers[0].execConfig.command': plugin,
-      'argocd.clusterSecretSync.providers[0].allowedServers[0]': plane.members.east!.server,
-    }).filter((o) =>
-      ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? ''),
-    );
-    await plane.hub.apply(rbac);
-    const account = (component: string) =>
-      rbac.find(
-        (o) => o.kind === 'ServiceAccount' && o.metadata?.labels?.['app.kubernetes.io/component'] === component,
-      )!.metadata!;
-    const write = (role: Role, kc: KubeConfig) => {
-      const file = join(dir, `${role}.kubeconfig`);
-      writeFileSync(file, kc.exportConfig(), { mode: 0o600 });
-      this.kubeconfigs.set(role, file);
-    };
-    for (const [role, component] of [
-      ['controller', 'controller'],
-      ['plugin', 'argocd-plugin'],
-      ['refresher', 'argocd-applicationset-refresher'],
-      ['secret-syncer', 'argocd-secret-syncer'],
-    ] as const) {
-      const sa = account(component);
-      write(role, await serviceAccountKubeConfig(plane.hub, sa.namespace!, sa.name!));
-    }
-    write('applicationset-controller', plane.hub.adminKubeConfig());
-
-    // The walk-through's prerequisite: Argo CD's default AppProject. (Its settings,
-    // argocd-cm and argocd-secret, come from the walk-through's step 1.)
-    await plane.hub.apply([
+    // "You need": one identity per mco process, with the chart's RBAC. The
+    // Roles in `argocd` wait until the walk-through has created the namespace.
+    const inArgocd = await chartIdentities(
+      plane,
       {
-        apiVersion: 'argoproj.io/v1alpha1',
-        kind: 'AppProject',
-        metadata: { name: 'default', namespace: ARGOCD },
-        spec: {
-          sourceRepos: ['*'],
-          destinations: [{ name: '*', server: '*', namespace: '*' }],
-          clusterResourceWhitelist: [{ group: '*', kind: '*' }],
-        },
-      } as KubernetesObject,
-    ]);
+        'argocd.plugin.enabled': 'true',
+        'argocd.plugin.existingSecret': 'mco-argocd-plugin-token',
+        'argocd.clusterSecretSync.enabled': 'true',
+        'argocd.clusterSecretSync.providers[0].name': PROVIDER,
+        'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
+        'argocd.clusterSecretSync.providers[0].execConfig.command': CREDENTIAL_PLUGIN,
+        'argocd.clusterSecretSync.providers[0].allowedServers[0]': plane.members.east!.server,
+      },
+      IDENTITIES,
+      user,
+      (o) => o.metadata?.namespace === ARGOCD,
+    );
 
-    // Walk-through step 1 and 2: the token, Argo CD's Secret and ConfigMap, signals.yaml.
-    writeFileSync(join(dir, 'token'), `${this.token}\n`, { mode: 0o600 });
-    for (const name of [
-      'plugin',
-      'controller-http',
-      'refresher-http',
-      'secret-syncer-http',
-      'appset-metrics',
-      'appset-probe',
-      'appset-webhook',
-    ]) {
-      this.ports.set(name, await freePort());
-    }
-    await plane.hub.apply(parseYamlDocuments(this.localize(walkthrough('argocd-objects'))) as KubernetesObject[]);
-    writeFileSync(join(dir, 'signals.yaml'), this.localize(walkthrough('signals.yaml')));
-
-    // The member clusters: the workload's HPA, whose status stands in for load.
+    // "You need": the workload's Deployment and HPA on each member, whose status stands in for load.
     for (const member of MEMBERS) {
       await plane.members[member]!.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: WORKLOAD_NS } }]);
-      // mco's kubernetes signal source reads the workload's Deployment beside its HPA.
       await plane.members[member]!.apply([
         {
           apiVersion: 'apps/v1',
@@ -301,130 +260,47 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       ]);
       await this.setHpa(member, NORMAL);
     }
-    const memberProfile = (member: Member) => ({
-      apiVersion: 'multicluster.x-k8s.io/v1alpha1',
-      kind: 'ClusterProfile',
-      metadata: { name: profileOf(member), namespace: FLEET, labels: { region: member } },
-      spec: { displayName: member, clusterManager: { name: 'test' } },
-    });
-    await plane.hub.apply(MEMBERS.map(memberProfile));
-    for (const member of MEMBERS) {
-      const handle = plane.members[member]!;
-      const status = {
-        conditions: [
-          {
-            type: 'ControlPlaneHealthy',
-            status: 'True',
-            reason: 'Healthy',
-            message: 'test',
-            lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
-          },
-        ],
-        accessProviders: [
-          { name: member, cluster: { server: handle.server, 'certificate-authority-data': handle.caData } },
-        ],
-      };
-      await this.custom.patchNamespacedCustomObjectStatus({
-        ...CLUSTER_PROFILES,
-        namespace: FLEET,
-        name: profileOf(member),
-        body: [{ op: 'add', path: '/status', value: status }],
-      });
-    }
 
-    // Walk-through step 3: the processes.
-    for (const command of commandsOf(walkthrough('processes'))) {
-      const role = roleOf(command);
-      this.commands.set(role, command);
-      if (role !== 'refresher' || (options.refresh ?? true)) this.start(role);
-    }
-    // As a user waits for a rollout: every process ready before the placement and
-    // the ApplicationSet exist. Otherwise Argo CD's first reconcile may meet a plugin
-    // that is not listening yet and wait out its 3-minute error requeue.
-    const ready: [Role, string][] = [
-      ['controller', 'controller-http'],
-      ['plugin', 'plugin'],
-      ['refresher', 'refresher-http'],
-      ['secret-syncer', 'secret-syncer-http'],
-    ];
-    for (const [role, port] of ready) {
-      if (!this.processes.has(role)) continue;
-      await eventually(
-        `${role} to be ready`,
-        () => fetch(`${this.httpUrl(port)}/readyz`).then((r) => r.status),
-        (status) => status === 200,
-        180_000,
+    // "You need": the members' ClusterProfiles, offering the provider `google` (what a cluster manager writes).
+    await clusterProfiles(
+      plane,
+      FLEET,
+      MEMBERS.map((m) => ({ name: profileOf(m), member: plane.members[m]!, labels: { region: m } })),
+    );
+
+    // The walk-through, every block in order (the chart's Roles in `argocd` once it exists).
+    await this.walk.run('kubectl create namespace argocd');
+    await plane.hub.apply(inArgocd);
+    await this.walk.run();
+    this.report = this.walk.finish();
+    this.token = readFileSync(join(user, 'token'), 'utf8');
+
+    if (options.behavior) {
+      await this.custom.patchNamespacedCustomObject(
+        {
+          ...PLACEMENTS,
+          namespace: WORKLOAD_NS,
+          name: 'hello-web-placement-autoscale',
+          body: { spec: { scaling: { autoscaleForCapacity: { behavior: options.behavior } } } },
+        },
+        requestOptions(plane.hub.adminKubeConfig(), 10_000, PatchStrategy.MergePatch),
       );
     }
-
-    // Walk-through step 4: MCO's hello-world placement and ApplicationSet, unchanged
-    // (the placement gains mco's `behavior` extension so scale-in happens within a test).
-    const [placement] = loadYamlObjects(join(HELLO_WORLD, 'placement.yaml')) as PlacementObject[];
-    const scaling = placement!.spec.scaling as { autoscaleForCapacity: Record<string, unknown> };
-    if (options.behavior) scaling.autoscaleForCapacity.behavior = options.behavior;
-    await plane.hub.apply([placement!, ...loadYamlObjects(join(HELLO_WORLD, 'applicationset.yaml'))]);
   }
 
-  /** Paths, ports and the token of the walk-through text, for this machine. */
-  private localize(text: string): string {
-    const port = (name: string) => String(this.ports.get(name));
-    return text
-      .replace('<the token>', this.token)
-      .replace('<a random key>', randomBytes(32).toString('base64'))
-      .replace(/127\.0\.0\.1:4355/g, `127.0.0.1:${port('plugin')}`)
-      .replace(/(^|\s)(providers\.yaml)/g, `$1${join(this.dir, 'providers.yaml')}`);
-  }
-
-  private argsOf(role: Role, command: string[]): string[] {
-    const files: Record<string, string> = {
-      'hub.kubeconfig': this.kubeconfigs.get(role)!,
-      token: join(this.dir, 'token'),
-      'signals.yaml': join(this.dir, 'signals.yaml'),
-      'providers.yaml': join(this.dir, 'providers.yaml'),
-    };
-    const ports: Record<string, string> = {
-      '4355': 'plugin',
-      '8080': 'controller-http',
-      '8082': 'refresher-http',
-      '8083': 'secret-syncer-http',
-      '8090': 'appset-metrics',
-      '8091': 'appset-probe',
-      '7000': 'appset-webhook',
-    };
-    return command
-      .slice(2)
-      .map(
-        (arg) =>
-          files[arg] ?? arg.replace(/^127\.0\.0\.1:(\d+)$/, (_, p: string) => `127.0.0.1:${this.ports.get(ports[p]!)}`),
-      );
-  }
-
-  private spawn(role: Role, command: string[], args = this.argsOf(role, command)): void {
-    const server =
-      role === 'applicationset-controller'
-        ? startServer(join(this.argocd, 'argocd-applicationset-controller'), args, join(this.dir, `${role}.log`), {
-            KUBECONFIG: this.kubeconfigs.get(role)!,
-          })
-        : startServer(process.execPath, [this.mco, command[1]!, ...args], join(this.dir, `${role}.log`));
-    this.reaper.track(server.child.pid);
-    this.processes.set(role, server);
-  }
-
-  /** Starts one process of the walk-through, as another hub user when a kubeconfig is given. */
+  /** Starts a walk-through process again as the doc wrote it, or with another hub kubeconfig (a fault). */
   start(role: Role, options: { kubeconfig?: string } = {}): void {
-    const command = this.commands.get(role)!;
-    const args = this.argsOf(role, command);
-    if (options.kubeconfig) args[args.indexOf('--kubeconfig') + 1] = options.kubeconfig;
-    this.spawn(role, command, args);
+    const kubeconfig = options.kubeconfig;
+    this.walk.restartProcess(
+      COMMAND_OF[role],
+      kubeconfig ? (command) => command.replace(/--kubeconfig \S+/, `--kubeconfig ${kubeconfig}`) : undefined,
+    );
   }
 
   /** Stops one process: SIGTERM (graceful) or SIGKILL (a crash). */
   async stopProcess(role: Role, options: { kill?: boolean } = {}): Promise<void> {
-    const server = this.processes.get(role);
-    if (!server) return;
-    await stopServer(server, options.kill ? 0 : 10_000);
-    this.reaper.untrack(server.child.pid);
-    this.processes.delete(role);
+    if (this.walk.process(COMMAND_OF[role]).server.hasExited()) return;
+    await this.walk.stopProcess(COMMAND_OF[role], options.kill ? 0 : 10_000);
   }
 
   /**
@@ -454,7 +330,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     }
     const { port } = this.stalledHub.address() as AddressInfo;
     // exportConfig() writes JSON.
-    const config = JSON.parse(readFileSync(this.kubeconfigs.get('plugin')!, 'utf8')) as {
+    const config = JSON.parse(readFileSync(join(this.user, 'plugin.kubeconfig'), 'utf8')) as {
       clusters: { cluster: Record<string, unknown> }[];
     };
     // client-node speaks plain HTTP only with TLS verification off.
@@ -467,21 +343,32 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   }
 
   pluginUrl(): string {
-    return `http://127.0.0.1:${this.ports.get('plugin')}`;
+    return this.httpUrl('plugin');
   }
 
-  /** Everything each process wrote, by role (a restarted process appends to its file). */
+  /** Everything each process wrote, by role (every run of it, in order). */
   fullLogs(): Map<string, string> {
+    const runs = this.walk.background();
     return new Map(
-      [...this.processes.keys()].map((role) => [role, readFileSync(join(this.dir, `${role}.log`), 'utf8')]),
+      (Object.keys(COMMAND_OF) as Role[]).map((role) => [
+        role,
+        runs
+          .filter((p) => p.command.includes(COMMAND_OF[role]))
+          .map((p) => readFileSync(p.server.logFile, 'utf8'))
+          .join(''),
+      ]),
     );
   }
 
   /** The secrets this walk-through hands out: members' tokens and each process's hub token. */
   credentials(): Record<string, string> {
-    const hub = [...this.kubeconfigs.entries()].flatMap(([role, file]) => {
-      const users = (JSON.parse(readFileSync(file, 'utf8')) as { users?: { user?: { token?: string } }[] }).users;
-      return (users ?? []).flatMap((u) => (u.user?.token ? [[`hub token of ${role}`, u.user.token] as const] : []));
+    const hub = [['hub.kubeconfig', 'admin'] as const, ...IDENTITIES].flatMap(([file, who]) => {
+      const config = JSON.parse(readFileSync(join(this.user, file), 'utf8')) as {
+        users?: { user?: { token?: string } }[];
+      };
+      return (config.users ?? []).flatMap((u) =>
+        u.user?.token ? [[`hub token of ${who}`, u.user.token] as const] : [],
+      );
     });
     return Object.fromEntries([
       ...MEMBERS.map((m) => [`member token of ${m}`, this.plane.members[m]!.token('admin')] as const),
@@ -496,9 +383,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 
   /** The last lines of each process's log, for failure messages. */
   logs(): string {
-    return [...this.processes.entries()]
-      .map(([role, p]) => `--- ${role}${p.hasExited() ? ' (exited)' : ''}\n${tailOf(p.logFile, 15)}`)
-      .join('\n');
+    return this.walk.logs();
   }
 
   async setHpa(member: Member, state: HpaState): Promise<void> {
@@ -568,8 +453,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   }
 
   async stop(): Promise<void> {
-    for (const role of [...this.processes.keys()]) await this.stopProcess(role, { kill: true });
-    this.reaper.dispose();
+    await this.walk.stop(0);
     if (this.stalledHub) {
       this.stalledHub.closeAllConnections();
       await new Promise((resolve) => this.stalledHub!.close(resolve));
@@ -577,19 +461,4 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     await this.plane.stop();
     rmSync(this.dir, { recursive: true, force: true });
   }
-}
-
-function roleOf(command: string[]): Role {
-  if (command[0] === 'KUBECONFIG=hub.kubeconfig' && command[1] === 'argocd-applicationset-controller') {
-    return 'applicationset-controller';
-  }
-  if (command[0] === 'mco' && command[1] === 'controller') return 'controller';
-  if (command[0] === 'mco' && command[1] === 'argocd-plugin') return 'plugin';
-  if (command[0] === 'mco' && command[1] === 'argocd-sync' && command.includes('--refresh-applicationsets')) {
-    return 'refresher';
-  }
-  if (command[0] === 'mco' && command[1] === 'argocd-sync' && command.includes('--sync-cluster-secrets')) {
-    return 'secret-syncer';
-  }
-  throw new Error(`docs/argocd.md walk-through: unexpected command "${command.join(' ')}"`);
 }

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PatchStrategy } from '@kubernetes/client-node';
 import { requestOptions } from '@mco/kube-runtime/client-node';
-import { describeWithControlPlane } from '@mco/testkit';
+import { describeWithControlPlane, type BlockReport } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
   ARGOCD,
@@ -11,17 +11,14 @@ import {
   applicationOf,
   argoClusterOf,
   ArgoStack,
-  CLUSTER_PROFILES,
-  FLEET,
   IDLE,
   NORMAL,
   PLACEMENTS,
-  profileOf,
   WORKLOAD_NS,
   type Application,
   type Member,
   type PlacementObject,
-} from './argocd/stack.js';
+} from './stack.js';
 
 // Real processes on a shared 2-core machine: every step waits on a condition,
 // with room for Argo CD's 10 s poll and a loaded machine.
@@ -56,7 +53,7 @@ const helmParameters = (app: Application | undefined) =>
 
 describeWithControlPlane(
   'Argo CD v3.2.6 applicationset controller with the built `mco controller` and `mco argocd-plugin`',
-  { tools: ['argocd', 'helm'] },
+  { tools: ['argocd', 'helm', 'kubectl'] },
   () => {
     let stack: ArgoStack;
 
@@ -121,6 +118,42 @@ describeWithControlPlane(
     }, 600_000);
     afterAll(async () => {
       await stack?.stop();
+    });
+
+    it('runs every code block of docs/argocd.md in order, as written', () => {
+      for (const r of stack.report.filter((r) => r.outcome === 'skipped')) {
+        console.log(`[walkthrough] docs/argocd.md:${r.line} not run: ${r.detail}`);
+      }
+      const what = (r: BlockReport) =>
+        r.outcome === 'file' || r.outcome === 'fragment' ? `${r.outcome} ${r.detail}` : r.outcome;
+      const example = 'fragment examples/argocd/hello-world/applicationset.yaml';
+      expect(stack.report.map(what)).toEqual([
+        'skipped', // chart values (Helm install)
+        'skipped', // the Helm install's existingSecret commands
+        'file providers.yaml',
+        'file signals.yaml',
+        'ran', // namespaces, AppProject, Argo CD settings
+        'ran', // the plugin token, its Secret and ConfigMap
+        'background', // the five processes
+        'ran', // readiness
+        'expected',
+        'ran', // kubectl apply -f examples/argocd/hello-world/
+        'ran', // the placement's clusters
+        'expected',
+        'ran', // the cluster Secret
+        'expected',
+        'ran', // the Application
+        'expected',
+        example, // the plugin generator
+        example, // the templates
+      ]);
+      expect(stack.walk.background().map((p) => p.command.split(' ').slice(0, 2).join(' '))).toEqual([
+        'mco controller',
+        'mco argocd-plugin',
+        'mco argocd-sync',
+        'mco argocd-sync',
+        'KUBECONFIG=hub.kubeconfig argocd-applicationset-controller',
+      ]);
     });
 
     it("creates the first cluster's Application with the template's destination, naming the cluster Secret mco wrote", async () => {
@@ -203,42 +236,56 @@ describeWithControlPlane(
       expect(left.get(applicationOf('east'))!.metadata!.resourceVersion).toBe(eastVersion);
     });
 
-    it('a change reaches Argo CD at once even when a failed reconcile left the refresh annotation', async () => {
+    it('a change made while the plugin is down reaches Argo CD once the plugin is ready again (the refresher probes it, `--plugin-url`)', async () => {
       // The plugin is down when the placement scales out: the refresher's refresh
       // makes Argo CD reconcile, which fails; Argo CD keeps the annotation and
-      // retries only after 3 minutes. Writing the same annotation again would not
-      // wake it, so the refresher removes the stale one and adds it back.
+      // retries only after 3 minutes. The refresher probes the plugin's /readyz and,
+      // once it answers again, refreshes the ApplicationSet, replacing the stale
+      // annotation (writing the same value again would not wake Argo CD).
       await stack.stopProcess('plugin', { kill: true });
       await stack.setHpa('east', AT_CEILING);
       await waitListed(`${clusterEntry('east')}:ACTIVE,${clusterEntry('west')}:ACTIVE`);
       await failedWith(/connection refused|connect/i);
-      const failedAt = Date.now();
+      // Argo CD's own poll may fail before the refresher's annotation arrives: wait
+      // for the annotation, which the failed reconcile it triggers leaves in place.
+      const stale = (
+        await wait(
+          "the refresher's annotation, left by the failed reconcile",
+          () => stack.applicationSet(),
+          (a) => a.metadata?.annotations?.[REFRESH] !== undefined,
+        )
+      ).metadata?.annotations?.[REFRESH];
+      const logged = (stack.fullLogs().get('refresher') ?? '').length;
       stack.start('plugin');
       await wait(
         'the plugin to be ready',
         () => fetch(`${stack.pluginUrl()}/readyz`).then((r) => r.status),
         (s) => s === 200,
       );
-      const stale = (await stack.applicationSet()).metadata?.annotations?.[REFRESH];
-      // The next change of the plugin's answer: a label of the profile west.
-      await stack.custom.patchNamespacedCustomObject(
-        {
-          ...CLUSTER_PROFILES,
-          namespace: FLEET,
-          name: profileOf('west'),
-          body: { metadata: { labels: { tier: 'gold' } } },
-        },
-        requestOptions(stack.plane.hub.adminKubeConfig(), 10_000, PatchStrategy.MergePatch),
-      );
+      const readyAt = Date.now();
       await wait('the Application of west', apps, (a) => a.has(applicationOf('west')));
-      const refreshes = (stack.fullLogs().get('refresher') ?? '').split('\n').filter((l) => l.includes('refreshed'));
-      expect({
-        staleBeforeTheChange: stale,
-        lastRefreshReplacedIt: refreshes.at(-1)?.includes('"replacedStaleAnnotation":true'),
-        // Seconds after the change, not Argo CD's retry 3 minutes after the failure
-        // (the margin: the failure was seen a poll after it happened).
-        beforeArgoRetry: Date.now() - failedAt < 170_000,
-      }).toEqual({ staleBeforeTheChange: 'true', lastRefreshReplacedIt: true, beforeArgoRetry: true });
+      const since = (stack.fullLogs().get('refresher') ?? '').slice(logged).split('\n');
+      expect(
+        {
+          staleBeforeThePluginCameBack: stale,
+          readyAgainLogged: since.some((l) => l.includes('the plugin is ready again')),
+          refreshedForIt: since.some(
+            (l) =>
+              l.includes('refreshed ApplicationSet') &&
+              l.includes('"reason":"plugin ready again"') &&
+              l.includes('"replacedStaleAnnotation":true'),
+          ),
+          // Seconds after the plugin is ready, not Argo CD's retry 3 minutes after the
+          // failure (the bench measures the figure: docs/performance.md).
+          beforeArgoRetry: Date.now() - readyAt < 170_000,
+        },
+        `the refresher's log since the plugin was restarted:\n${since.join('\n')}`,
+      ).toEqual({
+        staleBeforeThePluginCameBack: 'true',
+        readyAgainLogged: true,
+        refreshedForIt: true,
+        beforeArgoRetry: true,
+      });
     });
 
     it('faults never delete or change an Application, and Argo CD follows the placement again afterwards', async () => {
@@ -305,7 +352,7 @@ describeWithControlPlane(
 
       // 5. The token is rotated: the plugin's file first (Argo CD still sends the old one: 403), then Argo CD's Secret.
       const rotated = `${stack.token}-rotated`;
-      writeFileSync(join(stack.dir, 'token'), `${rotated}\n`);
+      writeFileSync(join(stack.user, 'token'), `${rotated}\n`);
       const withOldToken = () =>
         fetch(`${stack.pluginUrl()}/api/v1/getparams.execute`, {
           method: 'POST',
