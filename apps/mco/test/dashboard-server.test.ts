@@ -2,7 +2,15 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccessCache, cookieValue, proxyIdentity, SessionStore, type Identity } from '../src/dashboard/auth.js';
 import * as flux from '@mco/flux';
-import { CLUSTER_PROFILE_ANNOTATION, FleetModel, PLACEMENT_ANNOTATION, SEE_ALL } from '../src/dashboard/model.js';
+import * as controller from '@mco/controller';
+import {
+  CLUSTER_PROFILE_ANNOTATION,
+  CONDITION_SIGNALS_OBSERVED,
+  FleetModel,
+  NO_SIGNAL_SOURCE_REASONS,
+  PLACEMENT_ANNOTATION,
+  SEE_ALL,
+} from '../src/dashboard/model.js';
 import { createDashboardServer, MAX_BODY_BYTES } from '../src/dashboard/server.js';
 import { main } from '../src/main.js';
 import type { View } from '../src/dashboard/view.js';
@@ -238,6 +246,87 @@ describe('the fleet model', () => {
     expect([PLACEMENT_ANNOTATION, CLUSTER_PROFILE_ANNOTATION]).toEqual([
       flux.PLACEMENT_ANNOTATION,
       flux.CLUSTER_PROFILE_ANNOTATION,
+    ]);
+  });
+
+  it("reads the controller's signal condition and reasons", () => {
+    expect({ observed: CONDITION_SIGNALS_OBSERVED, reasons: [...NO_SIGNAL_SOURCE_REASONS].sort() }).toEqual({
+      observed: controller.CONDITION_SIGNALS_OBSERVED,
+      reasons: [
+        controller.REASON_NO_SIGNAL_SOURCE,
+        controller.REASON_SIGNAL_SOURCE_NOT_ALLOWED,
+        controller.REASON_UNKNOWN_SIGNAL_SOURCE,
+      ].sort(),
+    });
+  });
+
+  it("shows each listed cluster's capacity signal as the controller's last evaluation saw it: fresh, at ceiling or stale, and why", () => {
+    const model = new FleetModel();
+    for (const name of ['a', 'b', 'c', 'd', 'e'])
+      model.clusterProfile('add', { metadata: { namespace: 'fleet', name } });
+    const listed = (name: string, atCapacityCeiling?: boolean) => ({
+      namespace: 'fleet',
+      name,
+      state: 'ACTIVE',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+      ...(atCapacityCeiling === undefined ? {} : { atCapacityCeiling }),
+    });
+    const condition = (type: string, status: string, reason: string, message = '') => ({
+      type,
+      status,
+      reason,
+      message,
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    });
+    const autoscaling = { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1 } } };
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'web' },
+      spec: autoscaling,
+      status: {
+        clusters: [listed('a', false), listed('b', true), listed('c'), listed('d'), listed('e', false)],
+        conditions: [
+          condition('Valid', 'True', 'Valid'),
+          condition(CONDITION_SIGNALS_OBSERVED, 'False', 'ObserveFailed', 'fleet/c: Unavailable; fleet/e: Invalid'),
+        ],
+      },
+    });
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'sourceless' },
+      spec: autoscaling,
+      status: {
+        clusters: [listed('a')],
+        conditions: [condition('Satisfied', 'Unknown', 'NoSignalSource')],
+      },
+    });
+    // No autoscaleForCapacity, or a spec the engine refused: no signals are read.
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'plain' },
+      spec: {},
+      status: { clusters: [listed('a')] },
+    });
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'invalid' },
+      spec: autoscaling,
+      status: { clusters: [listed('a')], conditions: [condition('Valid', 'False', 'InvalidSpec')] },
+    });
+    const view = model.view(SEE_ALL, 'u', true, 'apps/web');
+    expect(Object.fromEntries(view.placement!.clusters.map((c) => [c.key, c.signal]))).toEqual({
+      'fleet/a': { status: 'fresh' },
+      'fleet/b': { status: 'at ceiling' },
+      'fleet/c': { status: 'stale', why: 'the signal source could not observe it (Unavailable)' },
+      'fleet/d': { status: 'stale', why: 'no fresh signal at the last evaluation' },
+      'fleet/e': { status: 'fresh', why: 'observed in part (Invalid)' },
+    });
+    // The fleet shows the same per placement that lists the cluster.
+    expect(view.clusters.find((c) => c.key === 'fleet/a')!.placements).toEqual([
+      { key: 'apps/invalid', state: 'ACTIVE' },
+      { key: 'apps/plain', state: 'ACTIVE' },
+      {
+        key: 'apps/sourceless',
+        state: 'ACTIVE',
+        signal: { status: 'stale', why: 'no usable signal source (NoSignalSource)' },
+      },
+      { key: 'apps/web', state: 'ACTIVE', signal: { status: 'fresh' } },
     ]);
   });
 
