@@ -196,7 +196,7 @@ describe('the dashboard server', () => {
     expect(views).toEqual([['team-a/web', 'team-b/web'], []]);
   });
 
-  it('in token mode, exchanges a posted token for an HttpOnly SameSite=Strict session cookie, refusing bad and oversized bodies and other origins', async () => {
+  it('in token mode, exchanges a posted token for an HttpOnly SameSite=Strict session cookie, refusing bad, oversized and non-JSON bodies and other origins', async () => {
     const tokens: string[] = [];
     const { base } = await start({
       auth: 'token',
@@ -216,8 +216,10 @@ describe('the dashboard server', () => {
       post('{"token": 3}'),
       post(JSON.stringify({ token: 'x'.repeat(MAX_BODY_BYTES) })),
       post('{"token": "good"}', { origin: 'https://evil.example' }),
+      // What a cross-site form can post without a preflight.
+      post('{"token": "good"}', { 'content-type': 'text/plain' }),
     ]);
-    expect(refused.map((r) => r.status)).toEqual([401, 400, 400, 413, 403]);
+    expect(refused.map((r) => r.status)).toEqual([401, 400, 400, 413, 403, 415]);
     expect(await (await fetch(`${base}/api/session`)).json()).toEqual({ auth: 'token' });
 
     const ok = await post('{"token": "good"}');
