@@ -332,6 +332,40 @@ describe('the fleet model', () => {
     ]);
   });
 
+  it("keeps only placements' Events, as the page shows them, and forgets a deleted one", () => {
+    const model = new FleetModel();
+    model.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: {} });
+    const event = (
+      namespace: string,
+      name: string,
+      kind: string,
+      involved: string,
+      reason: string,
+      second: number,
+    ) => ({
+      metadata: { namespace, name, managedFields: [{ manager: 'mco' }] },
+      involvedObject: { kind, namespace, name: involved },
+      type: 'Normal',
+      reason,
+      message: `${reason} happened`,
+      lastTimestamp: `2026-01-01T00:00:0${second}Z`,
+      count: 2,
+    });
+    const placementEvent = (name: string, involved: string, reason: string, second: number) =>
+      event('apps', name, 'MultiKubernetesClusterPlacement', involved, reason, second);
+    model.event('add', placementEvent('e1', 'p', 'P1Added', 1));
+    model.event('add', placementEvent('e2', 'p', 'E1Tainted', 2));
+    model.event('update', { ...placementEvent('e2', 'p', 'E1Tainted', 3), count: 3 });
+    model.event('add', placementEvent('e3', 'other', 'P1Added', 1));
+    model.event('add', event('fleet', 'e4', 'ClusterProfile', 'a', 'Cordoned', 1));
+    model.event('delete', placementEvent('e1', 'p', 'P1Added', 1));
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.events).toEqual([
+      { type: 'Normal', reason: 'E1Tainted', message: 'E1Tainted happened', at: '2026-01-01T00:00:03Z', count: 3 },
+    ]);
+    // The ClusterProfile's Event was not kept: its namespace is not one the page asks about.
+    expect([...model.namespaces()]).toEqual(['apps']);
+  });
+
   it('shows the delivery objects that name a placement and a cluster, with their sync status', () => {
     const model = new FleetModel();
     model.clusterProfile('add', { metadata: { namespace: 'fleet', name: 'a' } });

@@ -4,6 +4,7 @@ import {
   explain,
   formatTaint,
   parseTaints,
+  PLACEMENT_KIND,
   type ClusterProfile,
   type Placement,
   type PlacementCluster,
@@ -109,9 +110,9 @@ export class FleetModel {
     this.changed();
   }
 
+  /** A placement's Event (the informer's own object: nothing is copied); any other Event is ignored. */
   event(event: InformerEvent, object: KubeObject): void {
-    const kind = (object as KubeEvent).involvedObject?.kind;
-    if (kind !== 'MultiKubernetesClusterPlacement' && kind !== 'ClusterProfile') return;
+    if ((object as KubeEvent).involvedObject?.kind !== PLACEMENT_KIND) return;
     this.put(this.events, event, object as KubeEvent);
   }
 
@@ -220,9 +221,8 @@ export class FleetModel {
       ? [...this.events.values()]
           .filter(
             (e) =>
-              e.involvedObject?.kind === 'MultiKubernetesClusterPlacement' &&
-              e.involvedObject.namespace === placement.metadata.namespace &&
-              e.involvedObject.name === placement.metadata.name,
+              e.involvedObject?.namespace === placement.metadata.namespace &&
+              e.involvedObject?.name === placement.metadata.name,
           )
           .map((e) => ({
             type: e.type ?? 'Normal',
