@@ -1,8 +1,6 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { MemberClusterClient } from '@mco/cluster-access';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND, type Condition, type Placement } from '@mco/core';
-import { objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { objectPath, PLACEMENTS, resourcePath, type KubeClient } from '@mco/kube-runtime';
 import { httpStatusOf } from '@mco/runtime';
 import { CONFIG_SYNC_GROUP, MANAGED_BY, type MemberObject, type MemberObjectRef } from './template.js';
 
@@ -84,8 +82,8 @@ export interface HubWriter {
   createEvent(placement: Placement, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
 }
 
-export function createHubWriter(kubeConfig: KubeConfig, options: { requestTimeoutMs?: number } = {}): HubWriter {
-  const client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: options.requestTimeoutMs ?? 30_000 });
+/** The hub writes through the hub's client (RBAC: patch placements and their status, create events). */
+export function createHubWriter(client: KubeClient): HubWriter {
   const id = (p: Placement) => ({ name: p.metadata.name, namespace: p.metadata.namespace ?? '' });
   const path = (p: Placement, subresource?: 'status') =>
     objectPath(PLACEMENTS, id(p).namespace, id(p).name, subresource);
