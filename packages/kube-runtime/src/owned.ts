@@ -281,24 +281,44 @@ async function listOwned(
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   if (!labelSelector) throw new McoError('Invalid', 'ownedLabels: at least one label marks the owned objects', false);
+  const context = `list ${path} (${labelSelector}); nothing was written`;
+  // A continue token expires (410 Gone) when etcd compacts its revision
+  // between two pages: the listing starts again, once. Its remainder at a
+  // newer revision would not be one consistent listing.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await listPages(client, path, labelSelector, timeout);
+    } catch (error) {
+      if (httpStatusOf(error) !== 410) throw toMcoError(error, context);
+      if (attempt === 2) {
+        throw new McoError('Conflict', `${context}: the listing expired twice while paging (410 Gone)`, true, {
+          cause: error,
+        });
+      }
+    }
+  }
+}
+
+async function listPages(
+  client: KubeClient,
+  path: string,
+  labelSelector: string,
+  timeout: { timeoutMs?: number },
+): Promise<KubeObject[]> {
   const items: KubeObject[] = [];
   let next: string | undefined;
-  try {
-    do {
-      const page = await client.get<{
-        apiVersion?: string;
-        kind?: string;
-        items?: KubeObject[];
-        metadata?: { continue?: string };
-      }>(path, { query: { labelSelector, limit: 500, continue: next }, ...timeout });
-      // The items of a list carry no apiVersion and kind; the desired objects do, and are compared whole.
-      const head = { apiVersion: page.apiVersion, kind: page.kind?.replace(/List$/, '') };
-      items.push(...(page.items ?? []).map((o) => ({ ...head, ...o })));
-      next = page.metadata?.continue || undefined;
-    } while (next);
-  } catch (error) {
-    throw toMcoError(error, `list ${path} (${labelSelector}); nothing was written`);
-  }
+  do {
+    const page = await client.get<{
+      apiVersion?: string;
+      kind?: string;
+      items?: KubeObject[];
+      metadata?: { continue?: string };
+    }>(path, { query: { labelSelector, limit: 500, continue: next }, ...timeout });
+    // The items of a list carry no apiVersion and kind; the desired objects do, and are compared whole.
+    const head = { apiVersion: page.apiVersion, kind: page.kind?.replace(/List$/, '') };
+    items.push(...(page.items ?? []).map((o) => ({ ...head, ...o })));
+    next = page.metadata?.continue || undefined;
+  } while (next);
   return items;
 }
 
