@@ -83,6 +83,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   };
   const ownedOnly = `${MANAGED_BY_LABEL}=${manager}`;
   const kind = (resource: Resource, labelSelector?: string): OwnedKind => ({
+    resource,
     cache: informer(resource, { namespace, ...(labelSelector ? { labelSelector } : {}) }),
     writer: createObjectWriter(hub, resource, { fieldManager: manager }),
   });
@@ -103,6 +104,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   const placements = informer<Placement>(PLACEMENTS, {});
   const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, { namespaces: options.clusterProfileNamespaces });
   const sync = createFluxSync({
+    hub,
     placements,
     clusterProfiles,
     ...(options.inputProviders ? { inputProviders: kind(INPUT_PROVIDERS, ownedOnly) } : {}),
@@ -111,6 +113,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     ...(helmReleases
       ? {
           helmReleases: {
+            resource: HELM_RELEASES,
             cache: helmReleases,
             writer: createObjectWriter(hub, HELM_RELEASES, { fieldManager: manager }),
           },

@@ -123,15 +123,15 @@ describeWithControlPlane('syncOwnedObjects against a real kube-apiserver', () =>
       theirs: (await admin.get<{ data?: unknown }>(objectPath(CONFIGMAPS, ns, 'theirs'))).data,
     }).toEqual({
       created: { applied: [`${ns}/a`, `${ns}/b`], deleted: [], kept: [], notOwned: [`${ns}/theirs`], failed: [] },
-      firstLog: [`applied ${ns}/a`, `applied ${ns}/b`],
+      firstLog: [`applied ConfigMap ${ns}/a`, `applied ConfigMap ${ns}/b`],
       unchanged: { applied: [], deleted: [], kept: [], notOwned: [], failed: [] },
       againLog: [],
       dryRun: { applied: [`${ns}/a`], deleted: [`${ns}/b`], kept: [], notOwned: [], failed: [] },
-      dryLog: [`applied ${ns}/a (dry run)`, `deleted ${ns}/b (dry run)`],
+      dryLog: [`applied ConfigMap ${ns}/a (dry run)`, `deleted ConfigMap ${ns}/b (dry run)`],
       afterDryRun: { a: { v: '1' }, b: { v: '1' } },
       doubt: { kept: [`${ns}/b`], deleted: [] },
       pruned: { applied: [], deleted: [`${ns}/b`], kept: [], notOwned: [], failed: [] },
-      realLog: [`deleted ${ns}/b`],
+      realLog: [`deleted ConfigMap ${ns}/b`],
       end: { a: { v: '2' } },
       theirs: { owner: 'them' },
     });
@@ -305,7 +305,7 @@ describeWithControlPlane('syncOwnedObjects against a real kube-apiserver', () =>
       afterError: 501,
       pagesOnce: ['first', 'continue', 'first', 'continue'],
       report: { applied: [], deleted: [`${ns}/o-500`], kept: 500, notOwned: [], failed: [] },
-      log: [`deleted ${ns}/o-500`],
+      log: [`deleted ConfigMap ${ns}/o-500`],
       end: 500,
     });
   });
