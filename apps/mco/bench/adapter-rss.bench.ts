@@ -178,7 +178,6 @@ spec:
       .map((l) => l.toFixed(1))
       .join(', ')}`,
   );
-  const rows: string[] = [];
   for (let run = 1; run <= RUNS; run++) {
     for (const command of commands) {
       for (const bin of bins) {
@@ -189,10 +188,9 @@ spec:
         );
         const row = `run ${run} | ${command.name} | ${bin} | idle ${idle} MiB | peak ${peak} MiB | work done in ${seconds} s | load ${loadavg()[0]!.toFixed(1)}`;
         console.log(row);
-        rows.push(row);
+        // The next command (or binary) starts from the same hub: remove what this one wrote.
+        await cleanUp(hub);
       }
-      // The next command (or binary) starts from the same hub: remove what this one wrote.
-      await cleanUp(hub);
     }
   }
   console.log(

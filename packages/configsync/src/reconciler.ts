@@ -445,8 +445,8 @@ function isOwnedBy(object: ExistingObject, placementKey: string, cluster: string
 
 /**
  * A short reason for a member failure: the error code, the HTTP status and the
- * API server's own message. client-node's message carries the response
- * headers, which do not belong in a condition.
+ * API server's own message, without the request line the error's message
+ * starts with.
  */
 function describeError(error: unknown): string {
   const e = toMcoError(error);

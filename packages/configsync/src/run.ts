@@ -89,7 +89,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
       const signal = AbortSignal.timeout(timeoutMs);
       // Every cached profile is a peer: one naming an older profile's server is refused.
       const client = await options.access.clientFor(profile, signal, clusterProfiles.list());
-      // The credential first, within the deadline (client-node would wait for it unbounded).
+      // The credential first, within the deadline (a credential plugin may hang).
       await client.access.getCredential(signal);
       return memberObjects(client, timeoutMs);
     });

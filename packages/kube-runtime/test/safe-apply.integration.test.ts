@@ -137,6 +137,46 @@ describeWithControlPlane('syncOwnedObjects against a real kube-apiserver', () =>
     });
   });
 
+  it('observing through a cache (existing): a same-named object without the owned labels is left alone, an apply the server finds nothing to change in is not reported, each write reaches onWritten', async () => {
+    const ns = await namespace();
+    await admin.create(resourcePath(CONFIGMAPS, ns), { ...configMap(ns, 'theirs', { owner: 'them' }) });
+    await syncOwnedObjects(admin, options(ns, [configMap(ns, 'a', { v: '1' }), configMap(ns, 'old', {})]));
+    const listed = await admin.get<{ items: KubeObject[] }>(resourcePath(CONFIGMAPS, ns));
+    // As an informer holds them: kind and apiVersion on each; `a` as a stale copy without the digest.
+    const cache = listed.items.map((o) => ({ apiVersion: 'v1', kind: 'ConfigMap', ...o }) as KubeObject);
+    const stale = cache.map((o) =>
+      o.metadata?.name === 'a' ? { ...o, metadata: { ...o.metadata, annotations: {} } } : o,
+    );
+    const written: string[] = [];
+    const log = capture();
+    const report = await syncOwnedObjects(
+      admin,
+      options(
+        ns,
+        [configMap(ns, 'a', { v: '1' }), configMap(ns, 'theirs', { v: 'mine' }), configMap(ns, 'b', { v: '1' })],
+        {
+          existing: stale,
+          concurrency: 3,
+          logger: log.logger,
+          onWritten: (key, object) => written.push(`${key} ${object ? 'applied' : 'deleted'}`),
+        },
+      ),
+    );
+    expect({
+      report,
+      written: written.sort(),
+      log: log.lines.sort(),
+      end: await stored(ns),
+      theirs: (await admin.get<{ data?: unknown }>(objectPath(CONFIGMAPS, ns, 'theirs'))).data,
+    }).toEqual({
+      report: { applied: [`${ns}/b`], deleted: [`${ns}/old`], kept: [], notOwned: [`${ns}/theirs`], failed: [] },
+      written: [`${ns}/b applied`, `${ns}/old deleted`],
+      log: [`applied ConfigMap ${ns}/b`, `deleted ConfigMap ${ns}/old`],
+      end: { a: { v: '1' }, b: { v: '1' } },
+      theirs: { owner: 'them' },
+    });
+  });
+
   it('a delete whose uid or resourceVersion precondition fails (409) keeps the object; one already gone (404) is no failure', async () => {
     const ns = await namespace();
     await syncOwnedObjects(
