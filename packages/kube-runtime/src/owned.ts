@@ -225,7 +225,8 @@ export interface SyncOwnedObjectsReport {
  * in is neither logged nor reported).
  */
 export async function syncOwnedObjects<T extends DesiredObject>(
-  client: KubeClient,
+  /** null when `existing` and `writer` are given: a caller that observes and writes through its own calls. */
+  client: KubeClient | null,
   options: SyncOwnedObjectsOptions<T>,
 ): Promise<SyncOwnedObjectsReport> {
   const { resource, namespace, ownedLabels, fieldManager, logger = silentLogger } = options;
@@ -240,11 +241,14 @@ export async function syncOwnedObjects<T extends DesiredObject>(
       );
     }
   });
+  if (!client && !(options.existing && options.writer)) {
+    throw new McoError('Invalid', 'client: needed unless existing and writer are given', false);
+  }
   const owned = (o: KubeObject) => Object.entries(ownedLabels).every(([k, v]) => o.metadata?.labels?.[k] === v);
   const observed = options.existing;
   const existing = observed
     ? observed.filter(owned)
-    : await listOwned(client, resourcePath(resource, namespace), ownedLabels, timeout);
+    : await listOwned(client!, resourcePath(resource, namespace), ownedLabels, timeout);
   const byKey = new Map(existing.map((o) => [keyOf(o), o]));
   const others = new Set(observed?.filter((o) => !owned(o)).map(keyOf));
   const desired = options.desired.map((o) => ({
@@ -255,7 +259,7 @@ export async function syncOwnedObjects<T extends DesiredObject>(
   const plan = planOwnedObjects({ desired, existing, mayPrune: options.mayPrune });
   const writer =
     options.writer ??
-    createObjectWriter(client, resource, {
+    createObjectWriter(client!, resource, {
       fieldManager,
       dryRun,
       ...(timeout.timeoutMs === undefined ? {} : { requestTimeoutMs: timeout.timeoutMs }),
@@ -276,7 +280,7 @@ export async function syncOwnedObjects<T extends DesiredObject>(
       if (
         !current &&
         (others.has(key) ||
-          (!observed && (await exists(client, objectPath(resource, namespace, object.metadata.name), timeout))))
+          (!observed && (await exists(client!, objectPath(resource, namespace, object.metadata.name), timeout))))
       ) {
         report.notOwned.push(key);
         return;
