@@ -26,7 +26,8 @@ export interface MemberObjects {
   delete(ref: MemberObjectRef, uid: string | undefined): Promise<void>;
 }
 
-const RESOURCES = {
+/** The resources of the member objects mco writes. */
+export const MEMBER_RESOURCES = {
   RepoSync: { group: CONFIG_SYNC_GROUP, version: 'v1beta1', plural: 'reposyncs' },
   RootSync: { group: CONFIG_SYNC_GROUP, version: 'v1beta1', plural: 'rootsyncs' },
   RoleBinding: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' },
@@ -40,7 +41,7 @@ const RESOURCES = {
 export function memberObjects(member: MemberClusterClient, timeoutMs: number): MemberObjects {
   const { client } = member;
   const path = (ref: MemberObjectRef, version?: string) => {
-    const resource = RESOURCES[ref.kind];
+    const resource = MEMBER_RESOURCES[ref.kind];
     return objectPath({ ...resource, version: version ?? resource.version }, ref.namespace, ref.name);
   };
   return {
