@@ -1,7 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
 import { FluxTemplatesFileSchema, INPUT_PROVIDERS, KUSTOMIZATIONS, startFluxDelivery } from '@mco/flux';
-import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
@@ -115,11 +114,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         : []),
     ];
     await checkHubAccess(hub, required, clusterProfileNamespaces);
-    const kubeConfig = toClientNodeKubeConfig(hub);
     const refreshBeforeMs = 5 * 60_000;
     const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
     const delivery = startFluxDelivery({
-      kubeConfig,
+      hub,
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
       templates,

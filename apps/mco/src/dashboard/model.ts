@@ -24,7 +24,7 @@ import type {
 } from './view.js';
 
 // @mco/flux's annotations naming the placement and ClusterProfile of a delivery object (a test keeps
-// them equal): importing @mco/flux would load @kubernetes/client-node with it.
+// them equal): importing @mco/flux would load the whole adapter with it.
 export const PLACEMENT_ANNOTATION = 'orchestra.multicluster.x-k8s.io/placement-key';
 export const CLUSTER_PROFILE_ANNOTATION = 'orchestra.multicluster.x-k8s.io/cluster-profile';
 const CORDONED = 'mco.x-k8s.io/cordoned';
