@@ -30,7 +30,7 @@ export function mayKeepWarm(config: AutoscaleForCapacity): (entry: Entry) => boo
  * minReplicas as an ACTIVE cluster reports it (a drained cluster's HPA
  * shows the drain's bounds), else its own, else 1.
  */
-function warmSize(run: Evaluation, config: AutoscaleForCapacity, entry: Entry): number {
+export function warmSize(run: Evaluation, config: AutoscaleForCapacity, entry: Entry): number {
   if (config.warmStandbyReplicas !== undefined) return config.warmStandbyReplicas;
   const active = run.byPriority(run.live()).find((e) => e.state === 'ACTIVE' && e.signal.minReplicas !== undefined);
   return Math.max(1, active?.signal.minReplicas ?? entry.signal.minReplicas ?? 1);
