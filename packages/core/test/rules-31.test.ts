@@ -790,6 +790,58 @@ describe('W1: warm standby', () => {
   });
 });
 
+describe('§10.7 regions: an outage takes a region, not a cluster', () => {
+  // fleet/a and fleet/b share region r1 (one by the well-known label, one by the property); fleet/c is in r2.
+  const regional = (cHealthy = true) => [
+    aClusterProfile('fleet/a', { labels: { 'topology.kubernetes.io/region': 'r1' } }),
+    aClusterProfile('fleet/b', { properties: { region: 'r1' } }),
+    aClusterProfile('fleet/c', { labels: { 'topology.kubernetes.io/region': 'r2' }, controlPlaneHealthy: cHealthy }),
+  ];
+  const withA = (o: Options, profiles: ReturnType<typeof regional>, signals: Signal[]): Case => ({
+    spec: specOf(o),
+    status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+    profiles,
+    signals,
+    now: NOW,
+  });
+  const aDown = [anUnreachableSignal('fleet/a', at(fresh))];
+
+  it.each<{ name: string; input: Case; moves: string[]; message?: string }>([
+    {
+      name: 'a unreachable: the replacement comes from another region (c), not from a’s region (b)',
+      input: withA({}, regional(), aDown),
+      moves: ['P1 fleet/c -->ACTIVE'],
+      message:
+        'headroom 0 < min 1: added the highest-priority eligible cluster outside the regions of unreachable clusters',
+    },
+    {
+      name: 'no cluster outside the region can be added (c unhealthy): b, in a’s region, is still added',
+      input: withA({}, regional(false), aDown),
+      moves: ['P1 fleet/b -->ACTIVE'],
+      message: 'headroom 0 < min 1: added the highest-priority eligible cluster',
+    },
+    {
+      name: 'without regions the order is the priority order (fleet has none)',
+      input: { ...withA({}, regional(), aDown), profiles: fleet },
+      moves: ['P1 fleet/b -->ACTIVE'],
+    },
+    {
+      name: 'the warm standby is added outside the regions of the ACTIVE clusters: c, not b',
+      input: withA({ standby: 1, standbyReplicas: 2 }, regional(), [steady('fleet/a', 5)]),
+      moves: ['P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'when no other region is addable the standby shares a’s region',
+      input: withA({ standby: 1, standbyReplicas: 2 }, regional(false), [steady('fleet/a', 5)]),
+      moves: ['P1 fleet/b -->ACTIVE', 'P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+  ])('$name', ({ input, moves: expected, message }) => {
+    const d = run(input);
+    expect(moves(d)).toEqual(expected);
+    if (message !== undefined) expect(d.transitions[0]?.reason).toBe(message);
+  });
+});
+
 describe('mco explain names each new reason', () => {
   const explainOf = (c: Case) =>
     explain({
