@@ -80,11 +80,42 @@ const heaps = async () => {
   return { server: process.memoryUsage().heapUsed / 2 ** 20, page: pageHeap / 2 ** 20 };
 };
 
-// Changes: 10 placements change state every 100 ms, a ClusterProfile label every second.
+// Each change of a placement comes with an Event about it, and the hub holds Events about other objects too
+// (the API server's field selector keeps those from the dashboard; here the model must ignore them). The API
+// server deletes Events after their TTL: the oldest go once EVENTS_KEPT are held.
+const EVENTS_KEPT = 10_000;
+const eventNames: string[] = [];
+let eventCount = 0;
+const event = (namespace: string, kind: string, involved: string, tick: number) => {
+  const name = `${involved}.${(eventCount++).toString(16)}`;
+  const object = {
+    metadata: { namespace, name, managedFields: [{ manager: 'mco', operation: 'Update' }] },
+    involvedObject: { kind, namespace, name: involved },
+    type: 'Normal',
+    reason: 'E1Tainted',
+    message: `fleet/c${tick % CLUSTERS}: ACTIVE -> EVICTING: no longer eligible: the taint mco.x-k8s.io/drained:NoSelect is not tolerated`,
+    lastTimestamp: new Date().toISOString(),
+    count: 1,
+  };
+  model.event('add', object);
+  eventNames.push(`${namespace}/${name}`);
+  if (eventNames.length > EVENTS_KEPT) {
+    const [ns, old] = eventNames.shift()!.split('/') as [string, string];
+    model.event('delete', { ...object, metadata: { namespace: ns, name: old } });
+  }
+};
+
+// Changes: 10 placements change state every 100 ms, each with an Event (and one Event about a Pod), a
+// ClusterProfile label every second.
 let tick = 0;
 const changes = setInterval(() => {
   tick++;
-  for (let k = 0; k < 10; k++) model.placement('update', placement((tick * 10 + k) % PLACEMENTS, tick));
+  for (let k = 0; k < 10; k++) {
+    const p = (tick * 10 + k) % PLACEMENTS;
+    model.placement('update', placement(p, tick));
+    event(`team-${p % 50}`, 'MultiKubernetesClusterPlacement', `p${p}`, tick);
+  }
+  event('default', 'Pod', `pod-${tick}`, tick);
   if (tick % 10 === 0) {
     const i = (tick / 10) % CLUSTERS;
     model.clusterProfile('update', {
@@ -106,7 +137,12 @@ while (Date.now() < end) {
 }
 clearInterval(changes);
 const last = await heaps();
-console.log(`heap after GC while changing (${tick * 10} placement updates, ${Math.floor(tick / 10)} label changes):`);
+console.log(
+  `heap after GC while changing (${tick * 10} placement updates, ${eventCount} Events, ${EVENTS_KEPT} held at a time, ${Math.floor(tick / 10)} label changes):`,
+);
+console.log(
+  `one placement's Events on its page at the end: ${model.view(SEE_ALL, 'bench', true, 'team-7/p7').placement?.events.length}`,
+);
 for (const s of samples) console.log(`  ${s}`);
 if (baseline) {
   console.log(

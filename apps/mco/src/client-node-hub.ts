@@ -3,9 +3,9 @@ import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { loadHub } from './cli.js';
 
 /**
- * The hub as a client-node `KubeConfig`, for the commands that still use
- * client-node (the adapters, inventory, clusters, explain). Found exactly as
- * `loadHub` finds it; only the `controller` command is free of client-node.
+ * The hub as a client-node `KubeConfig`, for the commands that still hand one
+ * on: `mco inventory` (the provider contract's `PluginDeps.kubeConfig`) and
+ * `mco clusters`. Found exactly as `loadHub` finds it.
  */
 export function loadKubeConfig(
   path: string | undefined,

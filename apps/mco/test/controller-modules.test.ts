@@ -53,4 +53,12 @@ describe('the modules each mco command loads', () => {
       controllerLoadsSomething: controller.includes('prom-client'),
     }).toEqual({ controller: false, clusters: true, controllerLoadsSomething: true });
   });
+
+  // The adapters get the hub connection the command loaded (issue 32): no client-node either.
+  it('`mco argocd-plugin`, `argocd-sync`, `flux` and `configsync` load no @kubernetes/client-node', () => {
+    const adapters = ['argocd-plugin', 'argocd-sync', 'flux', 'configsync'];
+    expect(
+      Object.fromEntries(adapters.map((c) => [c, packagesLoadedBy(c).includes('@kubernetes/client-node')])),
+    ).toEqual(Object.fromEntries(adapters.map((c) => [c, false])));
+  });
 });

@@ -2,7 +2,15 @@ import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AccessCache, cookieValue, proxyIdentity, SessionStore, type Identity } from '../src/dashboard/auth.js';
 import * as flux from '@mco/flux';
-import { CLUSTER_PROFILE_ANNOTATION, FleetModel, PLACEMENT_ANNOTATION, SEE_ALL } from '../src/dashboard/model.js';
+import * as controller from '@mco/controller';
+import {
+  CLUSTER_PROFILE_ANNOTATION,
+  CONDITION_SIGNALS_OBSERVED,
+  FleetModel,
+  NO_SIGNAL_SOURCE_REASONS,
+  PLACEMENT_ANNOTATION,
+  SEE_ALL,
+} from '../src/dashboard/model.js';
 import { createDashboardServer, MAX_BODY_BYTES } from '../src/dashboard/server.js';
 import { main } from '../src/main.js';
 import type { View } from '../src/dashboard/view.js';
@@ -188,7 +196,7 @@ describe('the dashboard server', () => {
     expect(views).toEqual([['team-a/web', 'team-b/web'], []]);
   });
 
-  it('in token mode, exchanges a posted token for an HttpOnly SameSite=Strict session cookie, refusing bad and oversized bodies and other origins', async () => {
+  it('in token mode, exchanges a posted token for an HttpOnly SameSite=Strict session cookie, refusing bad, oversized and non-JSON bodies and other origins', async () => {
     const tokens: string[] = [];
     const { base } = await start({
       auth: 'token',
@@ -208,8 +216,10 @@ describe('the dashboard server', () => {
       post('{"token": 3}'),
       post(JSON.stringify({ token: 'x'.repeat(MAX_BODY_BYTES) })),
       post('{"token": "good"}', { origin: 'https://evil.example' }),
+      // What a cross-site form can post without a preflight.
+      post('{"token": "good"}', { 'content-type': 'text/plain' }),
     ]);
-    expect(refused.map((r) => r.status)).toEqual([401, 400, 400, 413, 403]);
+    expect(refused.map((r) => r.status)).toEqual([401, 400, 400, 413, 403, 415]);
     expect(await (await fetch(`${base}/api/session`)).json()).toEqual({ auth: 'token' });
 
     const ok = await post('{"token": "good"}');
@@ -239,6 +249,121 @@ describe('the fleet model', () => {
       flux.PLACEMENT_ANNOTATION,
       flux.CLUSTER_PROFILE_ANNOTATION,
     ]);
+  });
+
+  it("reads the controller's signal condition and reasons", () => {
+    expect({ observed: CONDITION_SIGNALS_OBSERVED, reasons: [...NO_SIGNAL_SOURCE_REASONS].sort() }).toEqual({
+      observed: controller.CONDITION_SIGNALS_OBSERVED,
+      reasons: [
+        controller.REASON_NO_SIGNAL_SOURCE,
+        controller.REASON_SIGNAL_SOURCE_NOT_ALLOWED,
+        controller.REASON_UNKNOWN_SIGNAL_SOURCE,
+      ].sort(),
+    });
+  });
+
+  it("shows each listed cluster's capacity signal as the controller's last evaluation saw it: fresh, at ceiling or stale, and why", () => {
+    const model = new FleetModel();
+    for (const name of ['a', 'b', 'c', 'd', 'e'])
+      model.clusterProfile('add', { metadata: { namespace: 'fleet', name } });
+    const listed = (name: string, atCapacityCeiling?: boolean) => ({
+      namespace: 'fleet',
+      name,
+      state: 'ACTIVE',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+      ...(atCapacityCeiling === undefined ? {} : { atCapacityCeiling }),
+    });
+    const condition = (type: string, status: string, reason: string, message = '') => ({
+      type,
+      status,
+      reason,
+      message,
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    });
+    const autoscaling = { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1 } } };
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'web' },
+      spec: autoscaling,
+      status: {
+        clusters: [listed('a', false), listed('b', true), listed('c'), listed('d'), listed('e', false)],
+        conditions: [
+          condition('Valid', 'True', 'Valid'),
+          condition(CONDITION_SIGNALS_OBSERVED, 'False', 'ObserveFailed', 'fleet/c: Unavailable; fleet/e: Invalid'),
+        ],
+      },
+    });
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'sourceless' },
+      spec: autoscaling,
+      status: {
+        clusters: [listed('a')],
+        conditions: [condition('Satisfied', 'Unknown', 'NoSignalSource')],
+      },
+    });
+    // No autoscaleForCapacity, or a spec the engine refused: no signals are read.
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'plain' },
+      spec: {},
+      status: { clusters: [listed('a')] },
+    });
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'invalid' },
+      spec: autoscaling,
+      status: { clusters: [listed('a')], conditions: [condition('Valid', 'False', 'InvalidSpec')] },
+    });
+    const view = model.view(SEE_ALL, 'u', true, 'apps/web');
+    expect(Object.fromEntries(view.placement!.clusters.map((c) => [c.key, c.signal]))).toEqual({
+      'fleet/a': { status: 'fresh' },
+      'fleet/b': { status: 'at ceiling' },
+      'fleet/c': { status: 'stale', why: 'the signal source could not observe it (Unavailable)' },
+      'fleet/d': { status: 'stale', why: 'no fresh signal at the last evaluation' },
+      'fleet/e': { status: 'fresh', why: 'observed in part (Invalid)' },
+    });
+    // The fleet shows the same per placement that lists the cluster.
+    expect(view.clusters.find((c) => c.key === 'fleet/a')!.placements).toEqual([
+      { key: 'apps/invalid', state: 'ACTIVE' },
+      { key: 'apps/plain', state: 'ACTIVE' },
+      {
+        key: 'apps/sourceless',
+        state: 'ACTIVE',
+        signal: { status: 'stale', why: 'no usable signal source (NoSignalSource)' },
+      },
+      { key: 'apps/web', state: 'ACTIVE', signal: { status: 'fresh' } },
+    ]);
+  });
+
+  it("keeps only placements' Events, as the page shows them, and forgets a deleted one", () => {
+    const model = new FleetModel();
+    model.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: {} });
+    const event = (
+      namespace: string,
+      name: string,
+      kind: string,
+      involved: string,
+      reason: string,
+      second: number,
+    ) => ({
+      metadata: { namespace, name, managedFields: [{ manager: 'mco' }] },
+      involvedObject: { kind, namespace, name: involved },
+      type: 'Normal',
+      reason,
+      message: `${reason} happened`,
+      lastTimestamp: `2026-01-01T00:00:0${second}Z`,
+      count: 2,
+    });
+    const placementEvent = (name: string, involved: string, reason: string, second: number) =>
+      event('apps', name, 'MultiKubernetesClusterPlacement', involved, reason, second);
+    model.event('add', placementEvent('e1', 'p', 'P1Added', 1));
+    model.event('add', placementEvent('e2', 'p', 'E1Tainted', 2));
+    model.event('update', { ...placementEvent('e2', 'p', 'E1Tainted', 3), count: 3 });
+    model.event('add', placementEvent('e3', 'other', 'P1Added', 1));
+    model.event('add', event('fleet', 'e4', 'ClusterProfile', 'a', 'Cordoned', 1));
+    model.event('delete', placementEvent('e1', 'p', 'P1Added', 1));
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.events).toEqual([
+      { type: 'Normal', reason: 'E1Tainted', message: 'E1Tainted happened', at: '2026-01-01T00:00:03Z', count: 3 },
+    ]);
+    // The ClusterProfile's Event was not kept: its namespace is not one the page asks about.
+    expect([...model.namespaces()]).toEqual(['apps']);
   });
 
   it('shows the delivery objects that name a placement and a cluster, with their sync status', () => {

@@ -45,6 +45,12 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   let kubeconfig: string;
   const dashboards: Dashboard[] = [];
   const contexts: BrowserContext[] = [];
+  const source = new FakeSignalSource();
+  /** A controller for the current test, reading capacity signals from `source`. */
+  const startController = () =>
+    env.start(
+      testController(env.hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }),
+    );
 
   beforeAll(async () => {
     if (!available) throw new Error(`${CHROMIUM} is absent: CI must apt-get install -y chromium`);
@@ -111,11 +117,29 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
 
   const rowText = (page: Page, selector: string) => page.locator(selector).innerText();
 
+  /** axe-core's WCAG 2.1 A and AA violations on the page as it is. */
+  const violations = async (page: Page) => {
+    await page.evaluate(AXE);
+    return page.evaluate(async () => {
+      const result = await (
+        window as unknown as {
+          axe: {
+            run(c: unknown, o: unknown): Promise<{ violations: { id: string; nodes: unknown[] }[]; passes: unknown[] }>;
+          };
+        }
+      ).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
+      // Rules that passed, so that an empty list of violations means axe looked.
+      return {
+        violations: result.violations.map((v) => `${v.id} (${v.nodes.length})`),
+        ran: result.passes.length > 5,
+      };
+    });
+  };
+
   it('shows the fleet live: a ClusterProfile label change appears within the latency target, cordon and drain show as the cluster cordoned and draining, the placement lanes EVICTING with its desiredMaxReplicas', async () => {
     const { fleet, hub } = env;
-    const source = new FakeSignalSource();
     for (const c of ['a', 'b', 'c']) source.set(`fleet/${c}`, { hpa: { currentReplicas: 4, maxReplicas: 10 } });
-    env.start(testController(hub.controllerKubeConfig(), { sources: { fake: source }, defaultSignalSource: 'fake' }));
+    startController();
     await fleet.createPlacement('team-a', 'web', autoscaling);
     await fleet.createPlacement('team-b', 'api', {});
 
@@ -167,20 +191,60 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
       ),
     );
     const placed = await page.locator('table.placed tbody').innerText();
-    expect(placed).toMatch(/fleet\/a\s+EVICTING\s+maxReplicas 4/);
+    expect(placed).toMatch(/fleet\/a\s+EVICTING\s+signal fresh\s+maxReplicas 4/);
     expect(await page.locator('table.explain').innerText()).toContain(
       'the taint mco.x-k8s.io/drained:NoSelect is not tolerated',
     );
     await page.waitForFunction(() => document.querySelector('table.events')?.textContent?.includes('E1Tainted'));
 
-    if (process.env.MCO_DASHBOARD_SCREENSHOTS === '1') {
-      await page.screenshot({ path: new URL('dashboard-placement.png', DOCS).pathname, fullPage: true });
-      await page.goto(`${dashboard.url}#/`);
-      await page.locator('tr[data-cluster="fleet/a"]').waitFor();
-      await page.screenshot({ path: new URL('dashboard-fleet.png', DOCS).pathname, fullPage: true });
-    }
     expect(problems).toEqual([]);
   }, 180_000);
+
+  it("shows each cluster's capacity signal per placement: stale while the signal source cannot observe it, fresh again once it can, at ceiling when it says so", async () => {
+    startController();
+    const dashboard = dashboards[0]!;
+    const { page, problems } = await open(dashboard.url);
+    await page.goto(`${dashboard.url}#/placement/team-a/web`);
+    const fresh = page.locator('table.placed tbody tr', { hasText: 'signal fresh' }).first();
+    await fresh.waitFor();
+    const cluster = (await fresh.getAttribute('data-cluster'))!;
+    const signalCell = (text: string[]) =>
+      page.waitForFunction(
+        ([key, words]) => {
+          const cell = document.querySelector(`table.placed tr[data-cluster="${key}"] td.signal`)?.textContent ?? '';
+          return words!.every((w) => cell.includes(w));
+        },
+        [cluster, text] as const,
+      );
+
+    source.fail(cluster, { code: 'Unavailable', message: 'connection refused' });
+    await signalCell(['signal stale', 'the signal source could not observe it (Unavailable)']);
+    const screenshot = (name: string) =>
+      process.env.MCO_DASHBOARD_SCREENSHOTS === '1'
+        ? page.screenshot({ path: new URL(name, DOCS).pathname, fullPage: true })
+        : undefined;
+    await screenshot('dashboard-placement.png');
+    // The cluster's page and the fleet say so for this placement.
+    await page.goto(`${dashboard.url}#/cluster/${cluster}`);
+    const onCluster = page.locator('main li', { hasText: 'team-a/web' });
+    await onCluster.filter({ hasText: 'signal stale' }).waitFor();
+    expect(await violations(page)).toEqual({ violations: [], ran: true });
+    await page.goto(`${dashboard.url}#/`);
+    const fleetRow = page.locator(`tr[data-cluster="${cluster}"] td`).last();
+    await fleetRow.filter({ hasText: 'signal stale' }).waitFor();
+    await screenshot('dashboard-fleet.png');
+    await page.getByLabel('Filter').fill('stale');
+    await page.waitForFunction(() => document.querySelectorAll('tr[data-cluster]').length === 1);
+    await page.getByLabel('Filter').fill('');
+
+    source.fail(cluster, undefined);
+    await fleetRow.filter({ hasText: 'signal fresh' }).waitFor();
+    source.set(cluster, { hpa: { currentReplicas: 4, maxReplicas: 10 }, atCapacityCeiling: true });
+    await fleetRow.filter({ hasText: 'at ceiling' }).waitFor();
+    source.set(cluster, { hpa: { currentReplicas: 4, maxReplicas: 10 } });
+    await fleetRow.filter({ hasText: 'signal fresh' }).waitFor();
+    expect(problems).toEqual([]);
+  }, 120_000);
 
   it('works from the keyboard alone, and axe-core finds no WCAG 2.1 A or AA violation on the fleet and placement pages', async () => {
     const dashboard = dashboards[0]!;
@@ -208,30 +272,10 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     await page.goForward();
     await page.waitForFunction(() => document.querySelector('h1')?.textContent === 'Placement team-a/web');
 
-    const violations = async () => {
-      await page.evaluate(AXE);
-      return page.evaluate(async () => {
-        const result = await (
-          window as unknown as {
-            axe: {
-              run(
-                c: unknown,
-                o: unknown,
-              ): Promise<{ violations: { id: string; nodes: unknown[] }[]; passes: unknown[] }>;
-            };
-          }
-        ).axe.run(document, { runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } });
-        // Rules that passed, so that an empty list of violations means axe looked.
-        return {
-          violations: result.violations.map((v) => `${v.id} (${v.nodes.length})`),
-          ran: result.passes.length > 5,
-        };
-      });
-    };
-    expect(await violations()).toEqual({ violations: [], ran: true });
+    expect(await violations(page)).toEqual({ violations: [], ran: true });
     await page.goto(`${dashboard.url}#/`);
     await page.locator('tr[data-cluster="fleet/a"]').waitFor();
-    expect(await violations()).toEqual({ violations: [], ran: true });
+    expect(await violations(page)).toEqual({ violations: [], ran: true });
   }, 120_000);
 
   it("shows a tenant only its own namespaces, behind an authenticating proxy or with its token, on the chart's dashboard RBAC", async () => {

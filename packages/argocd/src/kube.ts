@@ -1,6 +1,4 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import { objectPath, resourcePath, SECRETS, type KubeClient } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { httpStatusOf } from '@mco/runtime';
 import { APPLICATION_SETS, REFRESH_ANNOTATION, type ApplicationSetLike } from './applicationsets.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL, SECRET_TYPE_LABEL } from './cluster-secret.js';
@@ -10,15 +8,13 @@ import type { ExistingSecret, SecretClient } from './secret-syncer.js';
 export interface ApplicationSetClientOptions {
   /** Only ApplicationSets in this namespace (default: every namespace). */
   readonly namespace?: string;
-  readonly requestTimeoutMs?: number;
 }
 
 /** Lists ApplicationSets and merge-patches the refresh annotation onto them (RBAC: list, patch). */
 export function createApplicationSetClient(
-  kubeConfig: KubeConfig,
+  client: KubeClient,
   options: ApplicationSetClientOptions = {},
 ): ApplicationSetClient {
-  const client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: options.requestTimeoutMs ?? 30_000 });
   return {
     list: () => listAll<ApplicationSetLike>(client, resourcePath(APPLICATION_SETS, options.namespace)),
     async refresh(namespace, name, stale) {
@@ -40,12 +36,10 @@ export interface SecretClientOptions {
   /** Namespace Argo CD reads cluster Secrets from. */
   readonly namespace: string;
   readonly manager?: string;
-  readonly requestTimeoutMs?: number;
 }
 
 /** The syncer's Secret calls in one namespace (RBAC: get, list, create, update, delete on secrets there). */
-export function createSecretClient(kubeConfig: KubeConfig, options: SecretClientOptions): SecretClient {
-  const client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: options.requestTimeoutMs ?? 30_000 });
+export function createSecretClient(client: KubeClient, options: SecretClientOptions): SecretClient {
   const { namespace } = options;
   const selector = `${SECRET_TYPE_LABEL}=cluster,${MANAGED_BY_LABEL}=${options.manager ?? DEFAULT_MANAGER}`;
   const path = (name: string) => objectPath(SECRETS, namespace, name);

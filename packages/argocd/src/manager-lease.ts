@@ -1,8 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { LeaderElector, objectPath } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { LeaderElector, objectPath, type KubeClient } from '@mco/kube-runtime';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { isValidSecretName } from './cluster-secret.js';
 
@@ -20,7 +18,8 @@ export function managerLeaseName(manager: string): string {
 }
 
 export interface ManagerLeaseOptions {
-  readonly kubeConfig: KubeConfig;
+  /** The hub. */
+  readonly client: KubeClient;
   /** The Argo CD namespace, where the Secrets and the Lease live. */
   readonly namespace: string;
   readonly manager: string;
@@ -61,9 +60,8 @@ export function holdManagerName(options: ManagerLeaseOptions): ManagerLease {
   const logger = (options.logger ?? silentLogger).child({ component: 'argocd-cluster-sync' });
   const lease = `${options.namespace}/${name}`;
   let leading = false;
-  const client = kubeClientFromKubeConfig(options.kubeConfig);
   const elector = new LeaderElector({
-    client,
+    client: options.client,
     namespace: options.namespace,
     name,
     identity,
@@ -94,7 +92,9 @@ export function holdManagerName(options: ManagerLeaseOptions): ManagerLease {
     if (leading) return;
     let holder = '';
     try {
-      const current = await client.get<{ spec?: { holderIdentity?: string } }>(leasePath, { timeoutMs: 10_000 });
+      const current = await options.client.get<{ spec?: { holderIdentity?: string } }>(leasePath, {
+        timeoutMs: 10_000,
+      });
       holder = current.spec?.holderIdentity ?? '';
     } catch {
       // Only for the message: the elector itself retries and logs API errors.

@@ -1,5 +1,4 @@
 import type { AddressInfo } from 'node:net';
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
 import {
   CLUSTER_PROFILES,
@@ -8,7 +7,7 @@ import {
   readPlacementStatus,
   type InformerTuning,
 } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
 import { DEFAULT_MANAGER } from './cluster-secret.js';
@@ -21,8 +20,8 @@ import { createFileTokenVerifier } from './token.js';
 import { createTrustedServerOf, type NamedServerPolicy } from './trusted-server.js';
 import type { PlacementView } from './view.js';
 
-export interface ArgoCdDeliveryOptions {
-  readonly kubeConfig: KubeConfig;
+/** The hub: `hub`, a connection (`loadKubeConfig` of @mco/kube-runtime), or a client-node `kubeConfig`. */
+export interface ArgoCdDeliveryOptions extends HubSource {
   readonly logger?: Logger;
   /** Access provider names in order of preference, for the plugin's `server` output. */
   readonly accessProviderNames?: readonly string[];
@@ -98,7 +97,7 @@ export interface ArgoCdDelivery {
 export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promise<ArgoCdDelivery> {
   const logger = options.logger ?? silentLogger;
   const informer = { logger, tuning: options.informers };
-  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const hub = hubClient(options);
   const placements = createInformer<Placement>(hub, PLACEMENTS, informer);
   // Profiles elsewhere are never seen: no plugin answer, no Secret, no credential for them.
   const clusterProfiles = createInformer<ClusterProfile>(hub, CLUSTER_PROFILES, {
@@ -111,14 +110,14 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
     clusterProfiles,
     accessProviderNames: options.accessProviderNames,
     policies: options.serverPolicies,
-    hubServer: options.kubeConfig.getCurrentCluster()?.server,
+    hubServer: hub.connection.server,
   });
 
   const refresher = options.refresh
     ? createApplicationSetRefresher({
         placements,
         clusterProfiles,
-        applicationSets: createApplicationSetClient(options.kubeConfig, {
+        applicationSets: createApplicationSetClient(hub, {
           ...(options.refresh.namespace ? { namespace: options.refresh.namespace } : {}),
         }),
         serverOf,
@@ -133,7 +132,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
   const syncer = sync
     ? createSecretSyncer({
         clusterProfiles,
-        secrets: createSecretClient(options.kubeConfig, {
+        secrets: createSecretClient(hub, {
           namespace: sync.namespace,
           ...(sync.manager ? { manager: sync.manager } : {}),
         }),
@@ -187,7 +186,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
   const managerLease =
     sync && syncer
       ? holdManagerName({
-          kubeConfig: options.kubeConfig,
+          client: hub,
           namespace: sync.namespace,
           manager: sync.manager ?? DEFAULT_MANAGER,
           ...sync.lease,

@@ -1,5 +1,13 @@
 import { KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
 import type { ClusterProfile } from '@mco/core';
+import {
+  APPLIED_DIGEST_ANNOTATION,
+  SECRETS,
+  syncOwnedObjects,
+  type DesiredObject,
+  type KubeObject,
+  type ObjectWriter,
+} from '@mco/kube-runtime';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import type { ObjectCache } from './cache.js';
 import {
@@ -285,14 +293,49 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     } else refreshPlans.delete(key);
     // A released Secret whose profile returned is in use again: the rewrite drops the release time.
     if (existing && isUpToDate(existing, desired) && !existing.metadata?.annotations?.[RELEASED_AT_ANNOTATION]) return;
-    if (existing) {
-      desired.metadata.resourceVersion = existing.metadata?.resourceVersion ?? '';
-      await options.secrets.replace(desired);
-      logger.info('updated cluster Secret', { cluster: key, secretName });
-    } else {
-      await options.secrets.create(desired);
-      logger.info('created cluster Secret', { cluster: key, secretName });
-    }
+    await writeOwned(key, existing, [desired]);
+  }
+
+  /**
+   * The shared safe apply and prune (`syncOwnedObjects`) on one Secret, observed by name:
+   * `desired` written (create, or a whole replace with the read resourceVersion), or, with
+   * none desired, the Secret deleted (uid and resourceVersion preconditions). Logs each
+   * write; throws on a failed one (retried with backoff); a Secret changed since it was read
+   * is kept and looked at again.
+   */
+  async function writeOwned(key: string, existing: ExistingSecret | undefined, desired: ClusterSecret[]) {
+    // Whether to write was decided by `isUpToDate` (as Argo CD reads the Secret, which
+    // predates the applied digest): the helper is shown the Secret without its digest, so it writes.
+    const observed = existing && desired.length > 0 ? withoutDigest(existing) : existing;
+    const report = await syncOwnedObjects(null, {
+      resource: SECRETS,
+      namespace: options.namespace,
+      ownedLabels: { [SECRET_TYPE_LABEL]: 'cluster', [MANAGED_BY_LABEL]: manager },
+      desired: desired as unknown as DesiredObject[],
+      existing: observed ? [observed as KubeObject] : [],
+      mayPrune: () => desired.length === 0,
+      fieldManager: manager,
+      writer: secretWriter(existing),
+      logger: logger.child({ cluster: key }),
+    });
+    if (report.failed[0]) throw report.failed[0].error;
+    if (report.kept.length > 0) later(key, baseRetryMs);
+  }
+
+  /** Writes through the Secret client: create, or replace with the read resourceVersion (RBAC create, update). */
+  function secretWriter(existing: ExistingSecret | undefined): ObjectWriter {
+    return {
+      async apply(object) {
+        const secret = object as unknown as ClusterSecret;
+        if (existing) {
+          const resourceVersion = existing.metadata?.resourceVersion ?? '';
+          await options.secrets.replace({ ...secret, metadata: { ...secret.metadata, resourceVersion } });
+        } else await options.secrets.create(secret);
+        return object;
+      },
+      delete: (object) =>
+        options.secrets.delete(object.metadata?.name ?? '', object.metadata?.uid, object.metadata?.resourceVersion),
+    };
   }
 
   /** The Secret of a vanished profile: kept while in use or unknown, deleted a grace period after release. */
@@ -332,8 +375,7 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       later(key, left);
       return;
     }
-    await options.secrets.delete(secretName, existing.metadata?.uid, existing.metadata?.resourceVersion);
-    logger.info('deleted the cluster Secret of a removed ClusterProfile', { cluster: key, secretName });
+    await writeOwned(key, existing, []);
   }
 
   function isOwned(secret: ExistingSecret): boolean {
@@ -404,6 +446,13 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       return new Promise((resolve) => idleWaiters.push(resolve));
     },
   };
+}
+
+/** A copy without the applied digest, so the shared helper writes it again. */
+function withoutDigest(secret: ExistingSecret): ExistingSecret {
+  const annotations = { ...secret.metadata?.annotations };
+  delete annotations[APPLIED_DIGEST_ANNOTATION];
+  return { ...secret, metadata: { ...secret.metadata, annotations } };
 }
 
 function sleep(ms: number): Promise<void> {

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ClusterProfile, Placement } from '@mco/core';
-import { McoError, silentLogger, type Logger } from '@mco/runtime';
+import { McoError, readJsonRequest, RequestBodyError, silentLogger, type Logger } from '@mco/runtime';
 import { selectAccessProvider } from './access.js';
 import { parsePluginRequest, placementParameters, type ProfileLookup } from './parameters.js';
 import type { TokenVerifier } from './token.js';
@@ -125,10 +125,9 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
         throw new HttpError(405, 'MethodNotAllowed', 'only POST is allowed', { Allow: 'POST' });
       }
       await authenticate(req);
-      if (!isJson(req.headers['content-type'])) {
-        throw new HttpError(415, 'UnsupportedMediaType', 'Content-Type must be application/json');
-      }
-      const body = parseBody(await readBody(req, limits.maxBodyBytes));
+      const body = await readJsonRequest(req, limits.maxBodyBytes).catch((error: unknown) => {
+        throw error instanceof RequestBodyError ? new HttpError(error.status, error.reason, error.message) : error;
+      });
       const parsed = parsePluginRequest(body);
       if (!parsed.ok) throw new HttpError(400, 'BadRequest', parsed.message);
       const { placementNamespace: ns, placementName: name, applicationSetName } = parsed.value;
@@ -208,44 +207,6 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
         server.closeIdleConnections();
       }),
   };
-}
-
-function isJson(contentType: string | undefined): boolean {
-  if (!contentType) return false;
-  const mediaType = contentType.split(';', 1)[0]?.trim().toLowerCase();
-  return mediaType === 'application/json';
-}
-
-function readBody(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > maxBytes) {
-    return Promise.reject(new HttpError(413, 'PayloadTooLarge', `the request body exceeds ${maxBytes} bytes`));
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > maxBytes) {
-        req.off('data', onData);
-        req.pause();
-        reject(new HttpError(413, 'PayloadTooLarge', `the request body exceeds ${maxBytes} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
-    req.once('error', reject);
-  });
-}
-
-function parseBody(raw: Buffer): unknown {
-  try {
-    return JSON.parse(raw.toString('utf8'));
-  } catch {
-    throw new HttpError(400, 'BadRequest', 'the request body is not valid JSON');
-  }
 }
 
 function send(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {

@@ -404,7 +404,7 @@ describe('the cluster Secret syncer', () => {
     syncer.stop();
     expect({ writes: secrets.writes, lines: lines.map((l) => `${l.level} ${l.msg}`) }).toEqual({
       writes: ['create fleet.a'],
-      lines: ['info created cluster Secret'],
+      lines: ['info applied'],
     });
   });
 

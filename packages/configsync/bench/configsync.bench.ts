@@ -13,7 +13,7 @@ import { PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { createClusterAccess } from '@mco/cluster-access';
 import type { ClusterProfile, PlacementCluster } from '@mco/core';
 import { PLACEMENTS } from '@mco/kube-runtime';
-import { requestOptions } from '@mco/kube-runtime/client-node';
+import { kubeClientFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   CONDITION_TYPE,
   TEMPLATE_ANNOTATION,
@@ -88,7 +88,7 @@ try {
 
   const members = new Map(names.map((n) => [`fleet/${n}`, new FakeMember(MEMBER_LATENCY_MS)]));
   const memberWrites = () => [...members.values()].reduce((n, m) => n + m.writes, 0);
-  const real = createHubWriter(admin);
+  const real = createHubWriter(kubeClientFromKubeConfig(admin));
   let hubWrites = 0;
   const hub: HubWriter = {
     applyPlacementMetadata: (...args) => (hubWrites++, real.applyPlacementMetadata(...args)),
@@ -101,7 +101,7 @@ try {
     kubeConfig: admin,
     access: createClusterAccess({ providers: [] }),
     member: async (profile: ClusterProfile) => members.get(`fleet/${profile.metadata.name}`)!,
-    hub,
+    hubWriter: hub,
     statusIntervalMs: 3_600_000,
     waitingIntervalMs: 3_600_000,
     onReconciled: (_key, result) => {

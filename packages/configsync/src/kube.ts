@@ -1,8 +1,6 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { MemberClusterClient } from '@mco/cluster-access';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND, type Condition, type Placement } from '@mco/core';
-import { objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { objectPath, PLACEMENTS, resourcePath, type KubeClient } from '@mco/kube-runtime';
 import { httpStatusOf } from '@mco/runtime';
 import { CONFIG_SYNC_GROUP, MANAGED_BY, type MemberObject, type MemberObjectRef } from './template.js';
 
@@ -28,7 +26,8 @@ export interface MemberObjects {
   delete(ref: MemberObjectRef, uid: string | undefined): Promise<void>;
 }
 
-const RESOURCES = {
+/** The resources of the member objects mco writes. */
+export const MEMBER_RESOURCES = {
   RepoSync: { group: CONFIG_SYNC_GROUP, version: 'v1beta1', plural: 'reposyncs' },
   RootSync: { group: CONFIG_SYNC_GROUP, version: 'v1beta1', plural: 'rootsyncs' },
   RoleBinding: { group: 'rbac.authorization.k8s.io', version: 'v1', plural: 'rolebindings' },
@@ -42,7 +41,7 @@ const RESOURCES = {
 export function memberObjects(member: MemberClusterClient, timeoutMs: number): MemberObjects {
   const { client } = member;
   const path = (ref: MemberObjectRef, version?: string) => {
-    const resource = RESOURCES[ref.kind];
+    const resource = MEMBER_RESOURCES[ref.kind];
     return objectPath({ ...resource, version: version ?? resource.version }, ref.namespace, ref.name);
   };
   return {
@@ -84,8 +83,8 @@ export interface HubWriter {
   createEvent(placement: Placement, type: 'Normal' | 'Warning', reason: string, message: string): Promise<void>;
 }
 
-export function createHubWriter(kubeConfig: KubeConfig, options: { requestTimeoutMs?: number } = {}): HubWriter {
-  const client = kubeClientFromKubeConfig(kubeConfig, { timeoutMs: options.requestTimeoutMs ?? 30_000 });
+/** The hub writes through the hub's client (RBAC: patch placements and their status, create events). */
+export function createHubWriter(client: KubeClient): HubWriter {
   const id = (p: Placement) => ({ name: p.metadata.name, namespace: p.metadata.namespace ?? '' });
   const path = (p: Placement, subresource?: 'status') =>
     objectPath(PLACEMENTS, id(p).namespace, id(p).name, subresource);

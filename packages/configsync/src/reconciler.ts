@@ -1,7 +1,7 @@
 import { PlacementSchema, setCondition, type ClusterProfile, type Placement, type PlacementCluster } from '@mco/core';
-import { readPlacementStatus } from '@mco/kube-runtime';
-import { httpStatusOf, silentLogger, toMcoError, type Logger } from '@mco/runtime';
-import type { ExistingObject, HubWriter, MemberObjects } from './kube.js';
+import { readPlacementStatus, syncOwnedObjects, type KubeObject } from '@mco/kube-runtime';
+import { McoError, httpStatusOf, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { MEMBER_RESOURCES, type ExistingObject, type HubWriter, type MemberObjects } from './kube.js';
 import {
   CLEANUP_FINALIZER,
   DELIVERED_ANNOTATION,
@@ -327,9 +327,8 @@ export function createReconciler(options: ReconcilerOptions) {
         existing?.metadata?.annotations?.[APPLIED_HASH_ANNOTATION] !==
         object.metadata.annotations[APPLIED_HASH_ANNOTATION]
       ) {
-        current = await member.apply(object);
+        current = (await writeOwned(member, placementKey, cluster, ref, existing, object)) ?? current;
         writes++;
-        logger.info('applied', { placement: placementKey, cluster, object: formatRef(ref) });
         if (!existing && isSync(ref)) created = formatRef(ref);
       }
       if (isSync(ref)) syncStatus = current?.status as SyncStatus | undefined;
@@ -366,13 +365,49 @@ export function createReconciler(options: ReconcilerOptions) {
           waiting.push(`${formatRef(ref)} waits for finalizers ${finalizers.join(', ') || '(none)'}`);
           continue;
         }
-        await member.delete(ref, existing.metadata?.uid);
+        await writeOwned(member, placementKey, cluster, ref, existing);
         writes++;
-        logger.info('deleted', { placement: placementKey, cluster, object: formatRef(ref) });
         waiting.push(`${formatRef(ref)} deleted; waiting for Config Sync to finish`);
       }
     }
     return { writes, remaining, message: waiting.join('; ') || 'waiting for the sync objects to go' };
+  }
+
+  /**
+   * One member object through the shared safe apply and prune (`syncOwnedObjects`), as
+   * read by name and found mco's for this placement and cluster: `object` applied, or,
+   * without one, the object deleted (uid precondition). Whether to apply was decided by the
+   * template's hash. Logs the write; throws on a failed one, or when the object changed
+   * since it was read (the member is retried).
+   */
+  async function writeOwned(
+    member: MemberObjects,
+    placementKey: string,
+    cluster: string,
+    ref: MemberObjectRef,
+    existing: ExistingObject | undefined,
+    object?: MemberObject,
+  ): Promise<ExistingObject | undefined> {
+    let written: ExistingObject | undefined;
+    const report = await syncOwnedObjects(null, {
+      resource: MEMBER_RESOURCES[ref.kind],
+      namespace: ref.namespace,
+      ownedLabels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+      desired: object ? [object] : [],
+      existing: existing ? [{ kind: ref.kind, ...existing } as KubeObject] : [],
+      mayPrune: () => true,
+      fieldManager: MANAGED_BY,
+      writer: {
+        apply: async (o) => (written = await member.apply(o as unknown as MemberObject)) as KubeObject,
+        delete: (o) => member.delete(ref, o.metadata?.uid),
+      },
+      logger: logger.child({ placement: placementKey, cluster }),
+    });
+    if (report.failed[0]) throw report.failed[0].error;
+    if (report.kept.length > 0) {
+      throw new McoError('Conflict', `${formatRef(ref)} changed since it was read; looked at again`, true);
+    }
+    return written;
   }
 
   /**
@@ -445,8 +480,8 @@ function isOwnedBy(object: ExistingObject, placementKey: string, cluster: string
 
 /**
  * A short reason for a member failure: the error code, the HTTP status and the
- * API server's own message. client-node's message carries the response
- * headers, which do not belong in a condition.
+ * API server's own message, without the request line the error's message
+ * starts with.
  */
 function describeError(error: unknown): string {
   const e = toMcoError(error);

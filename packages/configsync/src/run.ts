@@ -1,4 +1,3 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterAccessManager } from '@mco/cluster-access';
 import { clusterKey, type ClusterProfile, type Placement } from '@mco/core';
 import {
@@ -11,16 +10,15 @@ import {
   type BackoffOptions,
   type InformerTuning,
 } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { createHubWriter, memberObjects, type HubWriter, type MemberObjects } from './kube.js';
 import { DELIVERED_ANNOTATION, isConfigSyncPlacement } from './record.js';
 import { createReconciler, type ReconcileResult } from './reconciler.js';
 import type { TemplatePolicy } from './template.js';
 
-export interface ConfigSyncDeliveryOptions {
-  /** The hub. */
-  readonly kubeConfig: KubeConfig;
+/** The hub: `hub`, a connection (`loadKubeConfig` of @mco/kube-runtime), or a client-node `kubeConfig`. */
+export interface ConfigSyncDeliveryOptions extends HubSource {
   /** Credentials and clients for member clusters (`createClusterAccess` of @mco/cluster-access). */
   readonly access: ClusterAccessManager;
   readonly logger?: Logger;
@@ -41,7 +39,7 @@ export interface ConfigSyncDeliveryOptions {
   /** What a placement's template may deliver (`--root-sync-namespaces`, `--allowed-role-refs`). */
   readonly templatePolicy?: TemplatePolicy;
   /** Replace the hub writes (benchmarks count them). */
-  readonly hub?: HubWriter;
+  readonly hubWriter?: HubWriter;
   /** Replace the member calls (benchmarks); default: through `access`. */
   readonly member?: (profile: ClusterProfile) => Promise<MemberObjects>;
   /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
@@ -78,7 +76,7 @@ export interface ConfigSyncDelivery {
 export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): ConfigSyncDelivery {
   const logger = (options.logger ?? silentLogger).child({ component: 'configsync' });
   const informer = { logger, tuning: options.informers };
-  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const hub = hubClient(options);
   const placements = createInformer<Placement>(hub, PLACEMENTS, informer);
   const clusterProfiles = createInformer<ClusterProfile>(hub, CLUSTER_PROFILES, {
     ...informer,
@@ -91,7 +89,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
       const signal = AbortSignal.timeout(timeoutMs);
       // Every cached profile is a peer: one naming an older profile's server is refused.
       const client = await options.access.clientFor(profile, signal, clusterProfiles.list());
-      // The credential first, within the deadline (client-node would wait for it unbounded).
+      // The credential first, within the deadline (a credential plugin may hang).
       await client.access.getCredential(signal);
       return memberObjects(client, timeoutMs);
     });
@@ -99,7 +97,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
     placements,
     clusterProfiles,
     member,
-    hub: options.hub ?? createHubWriter(options.kubeConfig),
+    hub: options.hubWriter ?? createHubWriter(hub),
     ...(options.templatePolicy ? { templatePolicy: options.templatePolicy } : {}),
     ...(options.clusterConcurrency ? { clusterConcurrency: options.clusterConcurrency } : {}),
     logger,

@@ -501,9 +501,9 @@ describe('the reconciler (fakes for the hub and members)', () => {
         msg: 'applied',
         placement: 'shop/web',
         cluster: 'fleet/east',
-        object: 'RoleBinding/shop/web-reconciler',
+        object: 'RoleBinding shop/web-reconciler',
       },
-      { level: 'info', msg: 'applied', placement: 'shop/web', cluster: 'fleet/east', object: 'RepoSync/shop/web' },
+      { level: 'info', msg: 'applied', placement: 'shop/web', cluster: 'fleet/east', object: 'RepoSync shop/web' },
     ]);
     t.logs.length = 0;
     await t.reconciler.reconcile('shop/web');
@@ -532,7 +532,7 @@ describe('the reconciler (fakes for the hub and members)', () => {
     west.reachable = true;
     await t.reconciler.reconcile('shop/web');
     expect(t.logs).toEqual([
-      { level: 'info', msg: 'deleted', placement: 'shop/web', cluster: 'fleet/west', object: 'RepoSync/shop/web' },
+      { level: 'info', msg: 'deleted', placement: 'shop/web', cluster: 'fleet/west', object: 'RepoSync shop/web' },
       { level: 'info', msg: 'member reachable again', placement: 'shop/web', cluster: 'fleet/west' },
     ]);
   });

@@ -154,7 +154,7 @@ function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): vo
   const out = scaleOut(run, min, max);
   trackFailBack(run);
   if (!out.scaledOut && !scaleIn(run, min, out.headroom) && run.behavior.failBackEnabled)
-    failBack(run, min, out.headroom);
+    failBack(run, config, min, out.headroom);
   standby(run, config, max);
   drain(run, config.useDraining === true);
   run.satisfied = satisfaction(run, min, max, out);

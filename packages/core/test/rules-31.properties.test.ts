@@ -180,6 +180,13 @@ describe('rules of docs/placement-rules.md over random timelines', () => {
               seen.failBack++;
               // A fail-back happens only with headroom to spare: without the cluster it is still >= min.
               expect(headroomOf(e)).toBeGreaterThanOrEqual(t.min);
+              // And only when it moves load (rule F5): the cluster ran more than its warm size, the HPA
+              // minReplicas of the highest-priority ACTIVE cluster, so more than the least of them.
+              const signals = new Map(e.signals.map((x) => [x.cluster, x]));
+              const mins = (d.status.clusters ?? [])
+                .filter((c) => c.state === 'ACTIVE')
+                .map((c) => signals.get(keyOf(c))?.hpa?.minReplicas ?? Infinity);
+              expect(signals.get(tr.cluster)?.hpa?.currentReplicas).toBeGreaterThan(Math.min(...mins));
             } else if (tr.id === 'P2' && added.has(tr.cluster)) {
               // A standby is a cluster added for it: it never takes an ACTIVE cluster out of the count.
               seen.standby++;

@@ -289,6 +289,51 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
   });
 });
 
+/** F5: fleet/b took load during a stockout; fleet/a has had room for the whole window. */
+const failBackCase = (o: { b: number; hpaMin?: number; standbyReplicas?: number }): Case => {
+  const signal = (key: string, replicas: number): Signal => {
+    const s = steady(key, replicas);
+    return { ...s, hpa: { ...s.hpa, minReplicas: o.hpaMin ?? 1 } };
+  };
+  return {
+    spec: specOf({ failBack: {}, ...(o.standbyReplicas !== undefined ? { standbyReplicas: o.standbyReplicas } : {}) }),
+    status: {
+      clusters: [
+        listed('fleet/a', 'ACTIVE', 0, { belowCeilingSince: at(NOW - WINDOW) }),
+        listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
+      ],
+      lastAdditionTime: at(3000),
+      failBack: { roomSince: at(NOW - WINDOW) },
+    },
+    profiles: fleet,
+    signals: [signal('fleet/a', 2), signal('fleet/b', o.b)],
+    now: NOW,
+  };
+};
+
+describe('F5: fail-back moves nothing when the lower-priority cluster runs at its warm size', () => {
+  it.each<{ name: string; input: Case; moves: string[] }>([
+    {
+      name: "b runs 1 replica, the HPA's minReplicas (1): nothing would move, b stays",
+      input: failBackCase({ b: 1 }),
+      moves: [],
+    },
+    {
+      name: "b runs 2, the HPA's minReplicas as the preferred cluster reports it (2): b stays",
+      input: failBackCase({ b: 2, hpaMin: 2 }),
+      moves: [],
+    },
+    { name: 'b runs 3, warmStandbyReplicas 3: b stays', input: failBackCase({ b: 3, standbyReplicas: 3 }), moves: [] },
+    {
+      name: 'b runs 3, one more than its warm size (2): it fails back',
+      input: failBackCase({ b: 3, hpaMin: 2 }),
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+  ])('$name', ({ input, moves: expected }) => {
+    expect(moves(run(input))).toEqual(expected);
+  });
+});
+
 describe('F3: a cluster drained by fail-back lingers warm', () => {
   const lingering = (extra: Partial<PlacementCluster> = {}): Case['status'] => ({
     clusters: [
@@ -654,97 +699,71 @@ describe('W1: warm standby', () => {
       desiredMaxReplicas: c.draining?.desiredMaxReplicas,
     }));
 
+  /** fleet/a ACTIVE (listed first), then `others`, with the signals given. */
+  const withA = (o: Options, others: PlacementCluster[], signals: Signal[]): Case => ({
+    spec: specOf(o),
+    status: { clusters: [listed('fleet/a', 'ACTIVE', 0), ...others] },
+    profiles: fleet,
+    signals,
+    now: NOW,
+  });
+  const row = (cluster: string, state: PlacementCluster['state'], reason?: string, desiredMaxReplicas?: number) => ({
+    cluster,
+    state,
+    reason,
+    desiredMaxReplicas,
+  });
+  const A = row('fleet/a', 'ACTIVE');
+  const a5 = steady('fleet/a', 5);
+  const bAt = (replicas: number) => aScaleInSignal('fleet/b', at(fresh), replicas);
+  const newStandbyC = ['P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'];
+
   it.each<{ name: string; input: Case; moves: string[]; clusters: ReturnType<typeof view> }>([
     {
       name: 'warmStandbyClusters 1: the next cluster is added and held SCALING_IN at warmStandbyReplicas (WarmStandby)',
-      input: {
-        spec: specOf({ standby: 1, standbyReplicas: 2 }),
-        status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
-        profiles: fleet,
-        signals: [steady('fleet/a', 5)],
-        now: NOW,
-      },
+      input: withA({ standby: 1, standbyReplicas: 2 }, [], [a5]),
       moves: ['P1 fleet/b -->ACTIVE', 'P2 fleet/b ACTIVE->SCALING_IN'],
-      clusters: [
-        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
-        { cluster: 'fleet/b', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
-      ],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 2)],
     },
     {
       name: "a standby at its size (the HPA's minReplicas, 1) stays listed even at 1 replica",
-      input: {
-        spec: specOf({ standby: 1 }),
-        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(1)] },
-        profiles: fleet,
-        signals: [steady('fleet/a', 5), aScaleInSignal('fleet/b', at(fresh), 1)],
-        now: NOW,
-      },
+      input: withA({ standby: 1 }, [standby(1)], [a5, bAt(1)]),
       moves: [],
-      clusters: [
-        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
-        { cluster: 'fleet/b', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 1 },
-      ],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 1)],
+    },
+    {
+      name: 'a standby below its size (added before any signal told the HPA minReplicas) is raised to its size at once',
+      input: withA({ standby: 1, standbyReplicas: 2 }, [standby(1)], [a5, bAt(1)]),
+      moves: [],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 2)],
     },
     {
       name: 'when a becomes unreachable the standby is reactivated first (P3), and the next cluster becomes the standby',
-      input: {
-        spec: specOf({ standby: 1, standbyReplicas: 2 }),
-        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(2)] },
-        profiles: fleet,
-        signals: [anUnreachableSignal('fleet/a', at(fresh)), steady('fleet/b', 2)],
-        now: NOW,
-      },
-      moves: ['P3 fleet/b SCALING_IN->ACTIVE', 'P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'],
-      clusters: [
-        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
-        { cluster: 'fleet/b', state: 'ACTIVE', reason: 'Reactivated', desiredMaxReplicas: undefined },
-        { cluster: 'fleet/c', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
-      ],
+      input: withA(
+        { standby: 1, standbyReplicas: 2 },
+        [standby(2)],
+        [anUnreachableSignal('fleet/a', at(fresh)), steady('fleet/b', 2)],
+      ),
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE', ...newStandbyC],
+      clusters: [A, row('fleet/b', 'ACTIVE', 'Reactivated'), row('fleet/c', 'SCALING_IN', 'WarmStandby', 2)],
     },
     {
       name: 'a scaled-in cluster at the standby size becomes the standby instead of being removed',
-      input: {
-        spec: specOf({ standby: 1, standbyReplicas: 2 }),
-        status: {
-          clusters: [listed('fleet/a', 'ACTIVE', 0), standby(2, { reason: 'ScaleIn' })],
-        },
-        profiles: fleet,
-        signals: [steady('fleet/a', 5), aScaleInSignal('fleet/b', at(fresh), 2)],
-        now: NOW,
-      },
+      input: withA({ standby: 1, standbyReplicas: 2 }, [standby(2, { reason: 'ScaleIn' })], [a5, bAt(2)]),
       moves: [],
-      clusters: [
-        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
-        { cluster: 'fleet/b', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
-      ],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 2)],
     },
     {
       name: 'no longer wanted (warmStandbyClusters 0): released, and removed once at 1 replica',
-      input: {
-        spec: specOf({ standby: 0 }),
-        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(1)] },
-        profiles: fleet,
-        signals: [steady('fleet/a', 5), aScaleInSignal('fleet/b', at(fresh), 1)],
-        now: NOW,
-      },
+      input: withA({ standby: 0 }, [standby(1)], [a5, bAt(1)]),
       moves: ['R1 fleet/b SCALING_IN->-'],
-      clusters: [{ cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined }],
+      clusters: [A],
     },
     {
       name: 'a standby does not count toward minClustersBelowCapacityCeiling: with min 2 it is reactivated',
-      input: {
-        spec: specOf({ min: 2, standby: 1, standbyReplicas: 2 }),
-        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), standby(2)] },
-        profiles: fleet,
-        signals: [steady('fleet/a', 5), steady('fleet/b', 2)],
-        now: NOW,
-      },
-      moves: ['P3 fleet/b SCALING_IN->ACTIVE', 'P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'],
-      clusters: [
-        { cluster: 'fleet/a', state: 'ACTIVE', reason: undefined, desiredMaxReplicas: undefined },
-        { cluster: 'fleet/b', state: 'ACTIVE', reason: 'Reactivated', desiredMaxReplicas: undefined },
-        { cluster: 'fleet/c', state: 'SCALING_IN', reason: 'WarmStandby', desiredMaxReplicas: 2 },
-      ],
+      input: withA({ min: 2, standby: 1, standbyReplicas: 2 }, [standby(2)], [a5, steady('fleet/b', 2)]),
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE', ...newStandbyC],
+      clusters: [A, row('fleet/b', 'ACTIVE', 'Reactivated'), row('fleet/c', 'SCALING_IN', 'WarmStandby', 2)],
     },
   ])('$name', ({ input, moves: expectedMoves, clusters }) => {
     const d = run(input);
@@ -771,6 +790,58 @@ describe('W1: warm standby', () => {
   });
 });
 
+describe('§10.7 regions: an outage takes a region, not a cluster', () => {
+  // fleet/a and fleet/b share region r1 (one by the well-known label, one by the property); fleet/c is in r2.
+  const regional = (cHealthy = true) => [
+    aClusterProfile('fleet/a', { labels: { 'topology.kubernetes.io/region': 'r1' } }),
+    aClusterProfile('fleet/b', { properties: { region: 'r1' } }),
+    aClusterProfile('fleet/c', { labels: { 'topology.kubernetes.io/region': 'r2' }, controlPlaneHealthy: cHealthy }),
+  ];
+  const withA = (o: Options, profiles: ReturnType<typeof regional>, signals: Signal[]): Case => ({
+    spec: specOf(o),
+    status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+    profiles,
+    signals,
+    now: NOW,
+  });
+  const aDown = [anUnreachableSignal('fleet/a', at(fresh))];
+
+  it.each<{ name: string; input: Case; moves: string[]; message?: string }>([
+    {
+      name: 'a unreachable: the replacement comes from another region (c), not from a’s region (b)',
+      input: withA({}, regional(), aDown),
+      moves: ['P1 fleet/c -->ACTIVE'],
+      message:
+        'headroom 0 < min 1: added the highest-priority eligible cluster outside the regions of unreachable clusters',
+    },
+    {
+      name: 'no cluster outside the region can be added (c unhealthy): b, in a’s region, is still added',
+      input: withA({}, regional(false), aDown),
+      moves: ['P1 fleet/b -->ACTIVE'],
+      message: 'headroom 0 < min 1: added the highest-priority eligible cluster',
+    },
+    {
+      name: 'without regions the order is the priority order (fleet has none)',
+      input: { ...withA({}, regional(), aDown), profiles: fleet },
+      moves: ['P1 fleet/b -->ACTIVE'],
+    },
+    {
+      name: 'the warm standby is added outside the regions of the ACTIVE clusters: c, not b',
+      input: withA({ standby: 1, standbyReplicas: 2 }, regional(), [steady('fleet/a', 5)]),
+      moves: ['P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'when no other region is addable the standby shares a’s region',
+      input: withA({ standby: 1, standbyReplicas: 2 }, regional(false), [steady('fleet/a', 5)]),
+      moves: ['P1 fleet/b -->ACTIVE', 'P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+  ])('$name', ({ input, moves: expected, message }) => {
+    const d = run(input);
+    expect(moves(d)).toEqual(expected);
+    if (message !== undefined) expect(d.transitions[0]?.reason).toBe(message);
+  });
+});
+
 describe('mco explain names each new reason', () => {
   const explainOf = (c: Case) =>
     explain({
@@ -793,6 +864,12 @@ describe('mco explain names each new reason', () => {
   });
 
   it.each<{ name: string; input: Case; cluster: string | undefined; note: RegExp }>([
+    {
+      name: 'why fail-back moves nothing: the cluster runs at its warm size (F5)',
+      input: failBackCase({ b: 2, hpaMin: 2 }),
+      cluster: 'fleet/b',
+      note: /^no fail-back: fleet\/b runs 2 replica\(s\), no more than the 2 it would linger at: a fail-back would move no load, only cap its autoscaler \(fail-back rule F5\)$/,
+    },
     {
       name: 'why fail-back waits: the backoff',
       input: {

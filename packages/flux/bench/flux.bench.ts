@@ -125,6 +125,7 @@ try {
     return i;
   };
   const kind = (resource: Resource, labelSelector?: string) => ({
+    resource,
     cache: informer(resource, { namespace: NS, ...(labelSelector ? { labelSelector } : {}) }),
     writer: counted(createObjectWriter(hubClient, resource, { fieldManager: 'mco-flux' })),
   });
@@ -139,6 +140,7 @@ try {
   const kustomizations = kind(KUSTOMIZATIONS);
   const secrets = kind(SECRETS, 'app.kubernetes.io/managed-by=mco-flux');
   const sync = createFluxSync({
+    hub: hubClient,
     placements: informer<Placement>(PLACEMENTS, {}),
     clusterProfiles: informer<ClusterProfile>(CLUSTER_PROFILES, {}),
     inputProviders,

@@ -1,4 +1,3 @@
-import type { KubeConfig } from '@kubernetes/client-node';
 import type { ClusterProfile, Placement } from '@mco/core';
 import type { Informer } from '@mco/kube-runtime';
 import {
@@ -12,7 +11,7 @@ import {
   type ListWatchScope,
   type Resource,
 } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
 import { McoError, silentLogger, type Logger } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
 import { createOptionalCache } from './optional-kind.js';
@@ -21,8 +20,8 @@ import { DEFAULT_MANAGER, MANAGED_BY_LABEL } from './names.js';
 import { createFluxSync, type FluxSync, type FluxSyncOptions, type OwnedKind } from './sync.js';
 import type { FluxTemplate } from './templates.js';
 
-export interface FluxDeliveryOptions {
-  readonly kubeConfig: KubeConfig;
+/** The hub: `hub`, a connection (`loadKubeConfig` of @mco/kube-runtime), or a client-node `kubeConfig`. */
+export interface FluxDeliveryOptions extends HubSource {
   /** The Flux namespace (flux-system): input providers, rendered objects and kubeconfig Secrets live there. */
   readonly namespace: string;
   /** Write a ResourceSetInputProvider per (placement, placed cluster) (Flux Operator mode). */
@@ -80,7 +79,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   }
   const manager = options.manager ?? DEFAULT_MANAGER;
   const { namespace } = options;
-  const hub = kubeClientFromKubeConfig(options.kubeConfig);
+  const hub = hubClient(options);
   const informers: Informer<KubeObject>[] = [];
   const informer = <T extends KubeObject>(resource: Resource, scope: ListWatchScope): Informer<T> => {
     const created = createInformer<T>(hub, resource, { logger, tuning: options.informers, scope });
@@ -89,6 +88,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   };
   const ownedOnly = `${MANAGED_BY_LABEL}=${manager}`;
   const kind = (resource: Resource, labelSelector?: string): OwnedKind => ({
+    resource,
     cache: informer(resource, { namespace, ...(labelSelector ? { labelSelector } : {}) }),
     writer: createObjectWriter(hub, resource, { fieldManager: manager }),
   });
@@ -112,6 +112,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   // All of them, not only mco's: a Secret stays while any Flux object uses it.
   const kustomizations = kind(KUSTOMIZATIONS);
   const sync = createFluxSync({
+    hub,
     placements,
     clusterProfiles,
     ...(inputProviders ? { inputProviders } : {}),
@@ -119,6 +120,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     ...(helmReleases
       ? {
           helmReleases: {
+            resource: HELM_RELEASES,
             cache: helmReleases,
             writer: createObjectWriter(hub, HELM_RELEASES, { fieldManager: manager }),
           },

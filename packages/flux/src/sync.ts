@@ -3,10 +3,12 @@ import type { ClusterProfile, Placement } from '@mco/core';
 import {
   WorkQueue,
   WriteOverlay,
-  planOwnedObjects,
+  syncOwnedObjects,
   type DesiredObject,
+  type KubeClient,
   type KubeObject,
   type ObjectWriter,
+  type Resource,
 } from '@mco/kube-runtime';
 import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { desiredState, isRemovalObserved, type DesiredState } from './desired.js';
@@ -24,8 +26,9 @@ export interface ObjectCache<T> {
   addHandler(handler: (event: 'add' | 'update' | 'delete', object: T, previous: T | undefined) => void): void;
 }
 
-/** One kind of object mco writes: its cache (in the Flux namespace) and its writer. */
+/** One kind of object mco writes: its resource, its cache (in the Flux namespace) and its writer. */
 export interface OwnedKind {
+  readonly resource: Resource;
   /**
    * Every object of the kind in the Flux namespace (for Kustomizations and
    * HelmReleases: all of them, so a Secret a Flux object still uses is kept),
@@ -36,6 +39,8 @@ export interface OwnedKind {
 }
 
 export interface FluxSyncOptions {
+  /** The hub (the owned objects come from the caches, the writes go through each kind's writer). */
+  readonly hub: KubeClient;
   readonly placements: ObjectCache<Placement>;
   readonly clusterProfiles: ObjectCache<ClusterProfile>;
   /** Present in Flux Operator mode. */
@@ -174,12 +179,10 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     for (const problem of desired.problems) logger.debug('not writing', { reason: problem });
 
     const mayPrune = (o: KubeObject) => isRemovalObserved(o, placementsByKey, desired.trusted);
-    const plans: { kind: OwnedKind; apply: readonly DesiredObject[]; prune: readonly KubeObject[]; kept: number }[] =
-      [];
+    const plans: { kind: OwnedKind; desired: readonly DesiredObject[]; mayPrune: (o: KubeObject) => boolean }[] = [];
     const planFor = (kind: OwnedKind | undefined, wanted: readonly DesiredObject[]) => {
       if (!kind || kind.cache.served?.() === false) return;
-      const plan = planOwnedObjects({ desired: wanted, existing: observed(kind, true), mayPrune });
-      plans.push({ kind, apply: plan.apply, prune: plan.prune, kept: plan.kept.length });
+      plans.push({ kind, desired: wanted, mayPrune });
     };
     planFor(options.inputProviders, desired.inputProviders);
     planFor(
@@ -227,56 +230,45 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       }
     }
     const referenced = secretReferences(options, desired);
-    const secretPlan = planOwnedObjects({
+    // Secrets first, so a new input provider or rendered object finds its kubeconfig.
+    plans.unshift({
+      kind: options.secrets,
       desired: secrets,
-      existing: observed(options.secrets, true),
       mayPrune: (o) => secretMayGo(o, desired, referenced),
     });
-    plans.push({
-      kind: options.secrets,
-      apply: secretPlan.apply,
-      prune: secretPlan.prune,
-      kept: secretPlan.kept.length,
-    });
 
-    // Secrets first, so a new input provider or rendered object finds its kubeconfig.
-    plans.unshift(plans.pop()!);
     let applied = 0;
     let pruned = 0;
+    let kept = 0;
     let writeFailures = 0;
     for (const plan of plans) {
-      const overlay = overlays.get(plan.kind)!;
-      await forEachLimited(plan.apply, options.concurrency ?? 8, async (object) => {
-        const key = keyOf(object);
-        const base = plan.kind.cache.get(key)?.metadata?.resourceVersion;
-        try {
-          const written = await plan.kind.writer.apply(object);
-          overlay.set(key, base, written);
-          // The same resourceVersion back: the server found nothing to change (e.g. after a restart).
-          if (written.metadata?.resourceVersion !== base) {
-            applied++;
-            logger.info('applied', { object: `${object.kind} ${key}` });
-          }
-        } catch (error) {
-          writeFailures++;
-          logger.warn('write failed; retrying', { object: `${object.kind} ${key}`, error: toMcoError(error) });
-        }
+      const { kind } = plan;
+      const overlay = overlays.get(kind)!;
+      const report = await syncOwnedObjects(options.hub, {
+        resource: kind.resource,
+        namespace: options.namespace,
+        ownedLabels: { [MANAGED_BY_LABEL]: options.manager },
+        desired: plan.desired,
+        existing: observed(kind, false),
+        mayPrune: plan.mayPrune,
+        fieldManager: options.manager,
+        writer: kind.writer,
+        concurrency: options.concurrency ?? 8,
+        onWritten: (key, written) => overlay.set(key, kind.cache.get(key)?.metadata?.resourceVersion, written),
+        logger,
       });
-      await forEachLimited(plan.prune, options.concurrency ?? 8, async (object) => {
-        const key = keyOf(object);
-        try {
-          await plan.kind.writer.delete(object);
-          overlay.set(key, object.metadata?.resourceVersion, null);
-          pruned++;
-          logger.info('deleted', { object: `${object.kind} ${key}`, reason: 'removal observed' });
-        } catch (error) {
-          writeFailures++;
-          logger.warn('delete failed; retrying', { object: key, error: toMcoError(error) });
-        }
-      });
+      applied += report.applied.length;
+      pruned += report.deleted.length;
+      kept += report.kept.length;
+      writeFailures += report.failed.length;
+      for (const { key, error } of report.failed) logger.warn('write failed; retrying', { object: key, error });
+      for (const key of report.notOwned) {
+        logger.warn('an object of this name exists and is not managed by mco; leaving it alone', {
+          object: `${kind.resource.plural} ${key}`,
+        });
+      }
     }
     if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
-    const kept = plans.reduce((n, p) => n + p.kept, 0);
     return { applied, pruned, kept, credentialFailures, writeFailures };
   }
 
@@ -386,12 +378,4 @@ function secretMayGo(secret: KubeObject, desired: DesiredState, referenced: Read
 
 function keyOf(object: KubeObject): string {
   return `${object.metadata?.namespace ?? ''}/${object.metadata?.name ?? ''}`;
-}
-
-async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
-  });
-  await Promise.all(lanes);
 }

@@ -1,5 +1,5 @@
 import type { ClusterProfile, Placement } from '@mco/core';
-import type { DesiredObject, KubeObject, ObjectWriter } from '@mco/kube-runtime';
+import { KubeClient, type DesiredObject, type KubeObject, type ObjectWriter } from '@mco/kube-runtime';
 import { describe, expect, it } from 'vitest';
 import {
   FluxTemplatesFileSchema,
@@ -225,7 +225,11 @@ function fakeKind(initial: KubeObject[] = [], synced = true) {
       objects.delete(`${o.metadata!.namespace}/${o.metadata!.name}`);
     },
   };
-  return { kind: { cache, writer } as OwnedKind, writes, state };
+  return {
+    kind: { resource: { group: 'fake', version: 'v1', plural: 'fakes' }, cache, writer } as OwnedKind,
+    writes,
+    state,
+  };
 }
 
 function fakeSync(
@@ -248,6 +252,13 @@ function fakeSync(
   const kustomizations = fakeKind();
   const secrets = fakeKind();
   const sync = createFluxSync({
+    // Never called: the caches are the observation, the fake writers the writes.
+    hub: new KubeClient({
+      server: 'https://unused.invalid',
+      insecureSkipTlsVerify: false,
+      getCredential: async () => ({}),
+      invalidate: () => {},
+    }),
     placements: placementCache,
     clusterProfiles: profiles,
     inputProviders: inputProviders.kind,

@@ -1,16 +1,45 @@
 import { readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import https from 'node:https';
-import { KubeConfig, type CustomObjectsApi, type RequestContext, type User } from '@kubernetes/client-node';
-import type { Credential, KubeConnection } from '@mco/runtime';
+import type * as ClientNode from '@kubernetes/client-node';
+import type { CustomObjectsApi, KubeConfig, RequestContext, User } from '@kubernetes/client-node';
+import { McoError, type Credential, type KubeConnection } from '@mco/runtime';
 import { KubeClient, type KubeClientOptions } from './client.js';
 
 // The one interop module with @kubernetes/client-node, in an entry point of
-// its own (`@mco/kube-runtime/client-node`): importing it loads client-node,
-// the main entry never does. A library user may hand mco a client-node
-// `KubeConfig`; every request is still made by `KubeClient`
-// (`kubeClientFromKubeConfig`). `requestOptions` is for code that drives
-// client-node's generated APIs itself (tests, benchmarks); runtime code may
-// not (a lint rule).
+// its own (`@mco/kube-runtime/client-node`). A library user may hand mco a
+// client-node `KubeConfig`; every request is still made by `KubeClient`
+// (`hubClient`, `kubeClientFromKubeConfig`). Importing this module does not
+// load client-node (about 65 MiB, docs/performance.md): only
+// `toClientNodeKubeConfig` does, when first called, so an adapter that accepts
+// a `KubeConfig` costs nothing to a process that passes a connection.
+// `requestOptions` is for code that drives client-node's generated APIs itself
+// (tests, benchmarks); runtime code may not (a lint rule).
+
+/**
+ * Where an adapter reaches the hub: `hub`, a connection (a kubeconfig loaded by
+ * `loadKubeConfig` of @mco/kube-runtime, as the `mco` commands pass), or
+ * `kubeConfig`, a client-node `KubeConfig` a library user has. Exactly one.
+ */
+export interface HubSource {
+  readonly hub?: KubeConnection;
+  readonly kubeConfig?: KubeConfig;
+}
+
+/** The one `KubeClient` of an adapter, from its `HubSource`. */
+export function hubClient(source: HubSource, options?: KubeClientOptions): KubeClient {
+  if (source.hub && source.kubeConfig) {
+    throw new McoError('Invalid', 'hub and kubeConfig: give one of them, not both', false);
+  }
+  if (source.hub) return new KubeClient(source.hub, options);
+  if (source.kubeConfig) return kubeClientFromKubeConfig(source.kubeConfig, options);
+  throw new McoError('Invalid', 'hub: missing (give hub, a connection from loadKubeConfig, or kubeConfig)', false);
+}
+
+let clientNode: typeof ClientNode | undefined;
+function loadClientNode(): typeof ClientNode {
+  return (clientNode ??= createRequire(import.meta.url)('@kubernetes/client-node') as typeof ClientNode);
+}
 
 /** The auth-provider name under which a converted connection's credential answers. */
 const AUTH_PROVIDER = 'mco-connection';
@@ -23,7 +52,7 @@ let converted = 0;
  */
 export function toClientNodeKubeConfig(connection: KubeConnection): KubeConfig {
   const name = `mco-${++converted}`;
-  const kubeConfig = new KubeConfig();
+  const kubeConfig = new (loadClientNode().KubeConfig)();
   kubeConfig.loadFromOptions({
     clusters: [
       {

@@ -181,6 +181,20 @@ export interface SyncOwnedObjectsOptions<T extends DesiredObject> {
   readonly requestTimeoutMs?: number;
   /** Each apply and delete is logged at info; nothing when nothing changed. */
   readonly logger?: Logger;
+  /**
+   * The objects as the caller observes them (an informer's synced cache, seen
+   * through its `WriteOverlay`), instead of a listing and a read of each new
+   * name: those with the owned labels are the caller's, any other one of a
+   * desired name is left alone, and a desired name missing from it is created.
+   * An owned object missing from it is not pruned.
+   */
+  readonly existing?: readonly KubeObject[];
+  /** The calls on the resource; default `createObjectWriter(client, resource, ...)`. */
+  readonly writer?: ObjectWriter;
+  /** Writes at once (default 1). */
+  readonly concurrency?: number;
+  /** Called after each write that changed something: the object as stored, or null once deleted (a `WriteOverlay`). */
+  readonly onWritten?: (key: string, written: KubeObject | null) => void;
 }
 
 /** What `syncOwnedObjects` did, by `namespace/name`. */
@@ -198,17 +212,21 @@ export interface SyncOwnedObjectsReport {
 }
 
 /**
- * The shared safe apply and prune: lists the caller's objects (by its owned
- * labels), applies what is missing or changed (server-side apply; an owned
- * object's uid goes in the body, so one re-created meanwhile is not taken
- * over), and deletes only owned objects `mayPrune` allows, each with uid and
- * resourceVersion preconditions. Never deletes on doubt: a failed listing
- * throws before anything is written, and a delete whose preconditions no
- * longer hold keeps the object. A failed write is reported in `failed`; the
- * others still run.
+ * The shared safe apply and prune of every adapter: lists the caller's objects
+ * (by its owned labels, or takes them from `existing`), applies what is
+ * missing or changed (server-side apply; an owned object's uid goes in the
+ * body, so one re-created meanwhile is not taken over; a same-named object
+ * without the owned labels is left alone), and deletes only owned objects
+ * `mayPrune` allows, each with uid and resourceVersion preconditions. Never
+ * deletes on doubt: a failed listing throws before anything is written, and a
+ * delete whose preconditions no longer hold keeps the object. A failed write
+ * is reported in `failed`; the others still run. Each write that changed
+ * something is logged at info (an apply the server found nothing to change
+ * in is neither logged nor reported).
  */
 export async function syncOwnedObjects<T extends DesiredObject>(
-  client: KubeClient,
+  /** null when `existing` and `writer` are given: a caller that observes and writes through its own calls. */
+  client: KubeClient | null,
   options: SyncOwnedObjectsOptions<T>,
 ): Promise<SyncOwnedObjectsReport> {
   const { resource, namespace, ownedLabels, fieldManager, logger = silentLogger } = options;
@@ -223,51 +241,75 @@ export async function syncOwnedObjects<T extends DesiredObject>(
       );
     }
   });
-  const existing = await listOwned(client, resourcePath(resource, namespace), ownedLabels, timeout);
+  if (!client && !(options.existing && options.writer)) {
+    throw new McoError('Invalid', 'client: needed unless existing and writer are given', false);
+  }
+  const owned = (o: KubeObject) => Object.entries(ownedLabels).every(([k, v]) => o.metadata?.labels?.[k] === v);
+  const observed = options.existing;
+  const existing = observed
+    ? observed.filter(owned)
+    : await listOwned(client!, resourcePath(resource, namespace), ownedLabels, timeout);
   const byKey = new Map(existing.map((o) => [keyOf(o), o]));
+  const others = new Set(observed?.filter((o) => !owned(o)).map(keyOf));
   const desired = options.desired.map((o) => ({
     ...o,
     // The owned labels last, so a desired label can never take them over.
     metadata: { ...o.metadata, labels: { ...o.metadata.labels, ...ownedLabels } },
   }));
   const plan = planOwnedObjects({ desired, existing, mayPrune: options.mayPrune });
-  const writer = createObjectWriter(client, resource, {
-    fieldManager,
-    dryRun,
-    ...(timeout.timeoutMs === undefined ? {} : { requestTimeoutMs: timeout.timeoutMs }),
-  });
+  const writer =
+    options.writer ??
+    createObjectWriter(client!, resource, {
+      fieldManager,
+      dryRun,
+      ...(timeout.timeoutMs === undefined ? {} : { requestTimeoutMs: timeout.timeoutMs }),
+    });
   const report: SyncOwnedObjectsReport = { applied: [], deleted: [], kept: [], notOwned: [], failed: [] };
-  const log = (message: string, key: string) =>
-    logger.info(message, { resource: resource.plural, object: key, ...(dryRun ? { dryRun } : {}) });
+  const log = (message: string, object: KubeObject) =>
+    logger.info(message, {
+      object: `${object.kind ? `${object.kind} ` : ''}${keyOf(object)}`,
+      ...(dryRun ? { dryRun } : {}),
+    });
+  const concurrency = Math.max(1, options.concurrency ?? 1);
 
-  for (const object of plan.apply) {
+  await forEachLimited(plan.apply, concurrency, async (object) => {
     const key = keyOf(object);
     try {
-      const uid = byKey.get(key)?.metadata?.uid;
-      if (!uid && (await exists(client, objectPath(resource, namespace, object.metadata.name), timeout))) {
+      const current = byKey.get(key);
+      // Someone else's object of that name (not listed: read by name) is left alone.
+      if (
+        !current &&
+        (others.has(key) ||
+          (!observed && (await exists(client!, objectPath(resource, namespace, object.metadata.name), timeout))))
+      ) {
         report.notOwned.push(key);
-        continue;
+        return;
       }
-      await writer.apply(uid ? { ...object, metadata: { ...object.metadata, uid } } : object);
+      const uid = current?.metadata?.uid;
+      const written = await writer.apply(uid ? { ...object, metadata: { ...object.metadata, uid } } : object);
+      // The same resourceVersion back: the server found nothing to change.
+      if (!dryRun && current && written.metadata?.resourceVersion === current.metadata?.resourceVersion) return;
       report.applied.push(key);
-      log('applied', key);
+      options.onWritten?.(key, written);
+      log('applied', object);
     } catch (error) {
       report.failed.push({ key, error: toMcoError(error, `apply ${resource.plural} ${key}`) });
     }
-  }
+  });
   report.kept.push(...plan.kept.map(keyOf));
-  for (const object of plan.prune) {
+  await forEachLimited(plan.prune, concurrency, async (object) => {
     const key = keyOf(object);
     try {
       await writer.delete(object);
       report.deleted.push(key);
-      log('deleted', key);
+      options.onWritten?.(key, null);
+      log('deleted', object);
     } catch (error) {
       // 409: changed or re-created since the listing; the next sync decides again.
       if (httpStatusOf(error) === 409) report.kept.push(key);
       else report.failed.push({ key, error: toMcoError(error, `delete ${resource.plural} ${key}`) });
     }
-  }
+  });
   return report;
 }
 
@@ -281,24 +323,44 @@ async function listOwned(
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   if (!labelSelector) throw new McoError('Invalid', 'ownedLabels: at least one label marks the owned objects', false);
+  const context = `list ${path} (${labelSelector}); nothing was written`;
+  // A continue token expires (410 Gone) when etcd compacts its revision
+  // between two pages: the listing starts again, once. Its remainder at a
+  // newer revision would not be one consistent listing.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await listPages(client, path, labelSelector, timeout);
+    } catch (error) {
+      if (httpStatusOf(error) !== 410) throw toMcoError(error, context);
+      if (attempt === 2) {
+        throw new McoError('Conflict', `${context}: the listing expired twice while paging (410 Gone)`, true, {
+          cause: error,
+        });
+      }
+    }
+  }
+}
+
+async function listPages(
+  client: KubeClient,
+  path: string,
+  labelSelector: string,
+  timeout: { timeoutMs?: number },
+): Promise<KubeObject[]> {
   const items: KubeObject[] = [];
   let next: string | undefined;
-  try {
-    do {
-      const page = await client.get<{
-        apiVersion?: string;
-        kind?: string;
-        items?: KubeObject[];
-        metadata?: { continue?: string };
-      }>(path, { query: { labelSelector, limit: 500, continue: next }, ...timeout });
-      // The items of a list carry no apiVersion and kind; the desired objects do, and are compared whole.
-      const head = { apiVersion: page.apiVersion, kind: page.kind?.replace(/List$/, '') };
-      items.push(...(page.items ?? []).map((o) => ({ ...head, ...o })));
-      next = page.metadata?.continue || undefined;
-    } while (next);
-  } catch (error) {
-    throw toMcoError(error, `list ${path} (${labelSelector}); nothing was written`);
-  }
+  do {
+    const page = await client.get<{
+      apiVersion?: string;
+      kind?: string;
+      items?: KubeObject[];
+      metadata?: { continue?: string };
+    }>(path, { query: { labelSelector, limit: 500, continue: next }, ...timeout });
+    // The items of a list carry no apiVersion and kind; the desired objects do, and are compared whole.
+    const head = { apiVersion: page.apiVersion, kind: page.kind?.replace(/List$/, '') };
+    items.push(...(page.items ?? []).map((o) => ({ ...head, ...o })));
+    next = page.metadata?.continue || undefined;
+  } while (next);
   return items;
 }
 
@@ -314,4 +376,12 @@ async function exists(client: KubeClient, path: string, timeout: { timeoutMs?: n
 
 function deadline(timeoutMs: number | undefined): { timeoutMs?: number } {
   return timeoutMs === undefined ? {} : { timeoutMs };
+}
+
+async function forEachLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  });
+  await Promise.all(lanes);
 }

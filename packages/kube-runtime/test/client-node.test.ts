@@ -1,6 +1,6 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
-import { connectionFromKubeConfig, toClientNodeKubeConfig } from '../src/client-node.js';
+import { connectionFromKubeConfig, hubClient, toClientNodeKubeConfig } from '../src/client-node.js';
 
 describe('the client-node bridges', () => {
   it('a converted connection puts its client certificate on client-node requests', async () => {
@@ -59,6 +59,35 @@ describe('the client-node bridges', () => {
       tlsServerName: 'k',
       insecure: false,
       credential: { token: 'tok' },
+    });
+  });
+
+  it('hubClient makes the one client of a connection or of a KubeConfig, and refuses neither or both naming the fields', () => {
+    const hub = {
+      server: 'https://hub:6443',
+      insecureSkipTlsVerify: false,
+      getCredential: () => Promise.resolve({ token: 't' }),
+      invalidate: () => {},
+    };
+    const kubeConfig = toClientNodeKubeConfig({ ...hub, server: 'https://other:6443' });
+    const refusal = (source: Parameters<typeof hubClient>[0]) => {
+      try {
+        hubClient(source);
+        return undefined;
+      } catch (error) {
+        return (error as Error).message;
+      }
+    };
+    expect({
+      fromHub: hubClient({ hub }).connection.server,
+      fromKubeConfig: hubClient({ kubeConfig }).connection.server,
+      neither: refusal({}),
+      both: refusal({ hub, kubeConfig }),
+    }).toEqual({
+      fromHub: 'https://hub:6443',
+      fromKubeConfig: 'https://other:6443',
+      neither: 'hub: missing (give hub, a connection from loadKubeConfig, or kubeConfig)',
+      both: 'hub and kubeConfig: give one of them, not both',
     });
   });
 });

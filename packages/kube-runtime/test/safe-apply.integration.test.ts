@@ -20,7 +20,9 @@ describeWithControlPlane('syncOwnedObjects against a real kube-apiserver', () =>
   let n = 0;
 
   beforeAll(async () => {
-    cp = await startControlPlane();
+    // Lists go to etcd, not to the watch cache's snapshots, so an etcd compaction expires a
+    // continue token at once (410 Gone), as it does whenever the cache cannot serve a page.
+    cp = await startControlPlane({ extraApiserverFlags: ['--feature-gates=ListFromCacheSnapshot=false'] });
     admin = new KubeClient(cp.hub.connectionFor('admin'), { timeoutMs: 10_000 });
   });
   afterAll(async () => {
@@ -121,16 +123,56 @@ describeWithControlPlane('syncOwnedObjects against a real kube-apiserver', () =>
       theirs: (await admin.get<{ data?: unknown }>(objectPath(CONFIGMAPS, ns, 'theirs'))).data,
     }).toEqual({
       created: { applied: [`${ns}/a`, `${ns}/b`], deleted: [], kept: [], notOwned: [`${ns}/theirs`], failed: [] },
-      firstLog: [`applied ${ns}/a`, `applied ${ns}/b`],
+      firstLog: [`applied ConfigMap ${ns}/a`, `applied ConfigMap ${ns}/b`],
       unchanged: { applied: [], deleted: [], kept: [], notOwned: [], failed: [] },
       againLog: [],
       dryRun: { applied: [`${ns}/a`], deleted: [`${ns}/b`], kept: [], notOwned: [], failed: [] },
-      dryLog: [`applied ${ns}/a (dry run)`, `deleted ${ns}/b (dry run)`],
+      dryLog: [`applied ConfigMap ${ns}/a (dry run)`, `deleted ConfigMap ${ns}/b (dry run)`],
       afterDryRun: { a: { v: '1' }, b: { v: '1' } },
       doubt: { kept: [`${ns}/b`], deleted: [] },
       pruned: { applied: [], deleted: [`${ns}/b`], kept: [], notOwned: [], failed: [] },
-      realLog: [`deleted ${ns}/b`],
+      realLog: [`deleted ConfigMap ${ns}/b`],
       end: { a: { v: '2' } },
+      theirs: { owner: 'them' },
+    });
+  });
+
+  it('observing through a cache (existing): a same-named object without the owned labels is left alone, an apply the server finds nothing to change in is not reported, each write reaches onWritten', async () => {
+    const ns = await namespace();
+    await admin.create(resourcePath(CONFIGMAPS, ns), { ...configMap(ns, 'theirs', { owner: 'them' }) });
+    await syncOwnedObjects(admin, options(ns, [configMap(ns, 'a', { v: '1' }), configMap(ns, 'old', {})]));
+    const listed = await admin.get<{ items: KubeObject[] }>(resourcePath(CONFIGMAPS, ns));
+    // As an informer holds them: kind and apiVersion on each; `a` as a stale copy without the digest.
+    const cache = listed.items.map((o) => ({ apiVersion: 'v1', kind: 'ConfigMap', ...o }) as KubeObject);
+    const stale = cache.map((o) =>
+      o.metadata?.name === 'a' ? { ...o, metadata: { ...o.metadata, annotations: {} } } : o,
+    );
+    const written: string[] = [];
+    const log = capture();
+    const report = await syncOwnedObjects(
+      admin,
+      options(
+        ns,
+        [configMap(ns, 'a', { v: '1' }), configMap(ns, 'theirs', { v: 'mine' }), configMap(ns, 'b', { v: '1' })],
+        {
+          existing: stale,
+          concurrency: 3,
+          logger: log.logger,
+          onWritten: (key, object) => written.push(`${key} ${object ? 'applied' : 'deleted'}`),
+        },
+      ),
+    );
+    expect({
+      report,
+      written: written.sort(),
+      log: log.lines.sort(),
+      end: await stored(ns),
+      theirs: (await admin.get<{ data?: unknown }>(objectPath(CONFIGMAPS, ns, 'theirs'))).data,
+    }).toEqual({
+      report: { applied: [`${ns}/b`], deleted: [`${ns}/old`], kept: [], notOwned: [`${ns}/theirs`], failed: [] },
+      written: [`${ns}/b applied`, `${ns}/old deleted`],
+      log: [`applied ConfigMap ${ns}/b`, `deleted ConfigMap ${ns}/old`],
+      end: { a: { v: '1' }, b: { v: '1' } },
       theirs: { owner: 'them' },
     });
   });
@@ -232,6 +274,79 @@ describeWithControlPlane('syncOwnedObjects against a real kube-apiserver', () =>
       late: { code: 'Timeout', name: 'McoError' },
       oversized: { code: 'Invalid', name: 'ResponseTooLargeError' },
       end: ['big'],
+    });
+  });
+
+  it('a listing whose continue token expired (410 Gone) starts again; expired twice, it is a retryable error and nothing is deleted', async () => {
+    const ns = await namespace();
+    // 501 owned objects: the listing takes two pages of 500.
+    const names = Array.from({ length: 501 }, (_, i) => `o-${String(i).padStart(3, '0')}`);
+    for (let i = 0; i < names.length; i += 25) {
+      await Promise.all(
+        names.slice(i, i + 25).map((name) =>
+          admin.create(resourcePath(CONFIGMAPS, ns), {
+            ...configMap(ns, name, {}),
+            metadata: { name, namespace: ns, labels: OWNED },
+          }),
+        ),
+      );
+    }
+    /** Compacts etcd at its current revision (after one more write, so the listing's revision is behind it). */
+    async function compact(): Promise<void> {
+      await admin.create(resourcePath(CONFIGMAPS, ns), { ...configMap(ns, `tick-${++ticks}`, {}) });
+      const etcd = (method: string, body: object) =>
+        fetch(`${cp.etcdEndpoint}/v3/kv/${method}`, { method: 'POST', body: JSON.stringify(body) }).then(async (r) => {
+          if (!r.ok) throw new Error(`etcd ${method}: HTTP ${r.status} ${await r.text()}`);
+          return (await r.json()) as { header: { revision: string } };
+        });
+      const { revision } = (await etcd('range', { key: Buffer.from('/').toString('base64') })).header;
+      await etcd('compaction', { revision, physical: true });
+    }
+    let ticks = 0;
+    /** Compacts etcd before the first `expiries` continued pages; records each page asked for. */
+    class Compacting extends KubeClient {
+      readonly pages: string[] = [];
+      constructor(private expiries: number) {
+        super(cp.hub.connectionFor('admin'), { timeoutMs: 10_000 });
+      }
+      override async get<T>(p: string, o?: Parameters<KubeClient['get']>[1]): Promise<T> {
+        if (p === resourcePath(CONFIGMAPS, ns)) {
+          const continued = o?.query?.continue !== undefined;
+          if (continued && this.expiries-- > 0) await compact();
+          this.pages.push(continued ? 'continue' : 'first');
+        }
+        return super.get<T>(p, o);
+      }
+    }
+    const pruneLast = { mayPrune: (o: KubeObject) => o.metadata?.name === 'o-500' };
+
+    const twice = new Compacting(2);
+    const error = await syncOwnedObjects(twice, options(ns, [], pruneLast)).then(
+      () => undefined,
+      (e: unknown) => e as McoError,
+    );
+    const afterError = Object.keys(await stored(ns)).length;
+    const once = new Compacting(1);
+    const log = capture();
+    const report = await syncOwnedObjects(once, options(ns, [], { ...pruneLast, logger: log.logger }));
+    twice.close();
+    once.close();
+    expect({
+      error: { code: error?.code, retryable: error?.retryable, gone: /410 Gone/.test(error?.message ?? '') },
+      pagesTwice: twice.pages,
+      afterError,
+      pagesOnce: once.pages,
+      report: { ...report, kept: report.kept.length },
+      log: log.lines,
+      end: Object.keys(await stored(ns)).length,
+    }).toEqual({
+      error: { code: 'Conflict', retryable: true, gone: true },
+      pagesTwice: ['first', 'continue', 'first', 'continue'],
+      afterError: 501,
+      pagesOnce: ['first', 'continue', 'first', 'continue'],
+      report: { applied: [], deleted: [`${ns}/o-500`], kept: 500, notOwned: [], failed: [] },
+      log: [`deleted ConfigMap ${ns}/o-500`],
+      end: 500,
     });
   });
 });

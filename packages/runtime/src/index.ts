@@ -10,7 +10,7 @@ export {
 } from './logger.js';
 export { RepeatLimiter } from './repeats.js';
 export { McoError, toMcoError, httpStatusOf, type McoErrorCode } from './errors.js';
-export { readBoundedJson } from './http.js';
+export { readBoundedJson, readJsonRequest, RequestBodyError } from './http.js';
 export type { Credential, KubeConnection } from './kube-connection.js';
 export type {
   CapacitySignalSource,

@@ -423,7 +423,9 @@ class Run {
     for (const tenant of this.tenants) {
       this.decideAt(tenant, 0, []); // the starting placement...
       const warm = tenant.on.filter((c) => c.deployAt !== undefined && c.cluster.conditions.reachable);
-      for (const c of warm) this.deployWarm(tenant, c, warm.length);
+      // The starting demand is spread over the ACTIVE clusters; a drained one (a warm standby) starts at its cap.
+      const serving = warm.filter((c) => c.state === 'ACTIVE').length;
+      for (const c of warm) this.deployWarm(tenant, c, c.state === 'ACTIVE' ? serving : 0);
     }
     const ticks = this.tenants[0]!.demand.length;
     for (let k = 0; k < ticks; k++) this.step(k, k * tick);
@@ -450,16 +452,17 @@ class Run {
     return `pick-N (n=${ns.join(', ')})`;
   }
 
-  /** ...already runs when the simulation starts, sized for the starting demand (and given the nodes it needs). */
-  private deployWarm(tenant: Tenant, c: Placed, listed: number): void {
+  /**
+   * ...already runs when the simulation starts, sized for its share of the
+   * starting demand among `serving` clusters (and given the nodes it needs);
+   * with no share (`serving` 0), at its HPA minimum.
+   */
+  private deployWarm(tenant: Tenant, c: Placed, serving: number): void {
     const hpa = c.hpaSpec;
-    const replicas = Math.min(
-      hpa.maxReplicas,
-      Math.max(
-        hpa.minReplicas,
-        Math.ceil(tenant.demand[0]! / listed / ((tenant.workload.capacityPerReplica * hpa.targetUtilization) / 100)),
-      ),
-    );
+    const { min, max } = c.bounds();
+    const perPod = (tenant.workload.capacityPerReplica * hpa.targetUtilization) / 100;
+    const share = serving > 0 ? Math.ceil(tenant.demand[0]! / serving / perPod) : 0;
+    const replicas = Math.min(max, Math.max(min, share));
     const pool = c.cluster.spec.nodePool;
     const taken = this.tenants.reduce(
       (a, t) => a + (t === tenant ? 0 : t.on[this.clusters.indexOf(c.cluster)]!.pods.scheduled),

@@ -145,7 +145,7 @@ describe('the engine sees what a real fleet would show', () => {
 });
 
 describe('shipped scenarios', () => {
-  it('are the ten documented ones', () => {
+  it('are the eleven documented ones', () => {
     expect(readdirSync(SCENARIOS).sort()).toEqual([
       'bursty-slow-nodes.yaml',
       'diurnal.yaml',
@@ -154,6 +154,7 @@ describe('shipped scenarios', () => {
       'gpu-stockout.yaml',
       'lose-eligibility.yaml',
       'noisy-signals.yaml',
+      'region-outage-shared-region.yaml',
       'region-outage.yaml',
       'shared-gpu-quota.yaml',
       'stockout-every-50m.yaml',
@@ -251,6 +252,15 @@ describe('shipped scenarios', () => {
     expect(moves(documented)).toEqual([[0, 'P1', 'fleet/us-central1']]);
     expect(mco.summary.unservedPercent).toBeLessThan(5);
     expect(documented.summary.unservedPercent).toBeGreaterThan(20);
+  });
+
+  it('region-outage-shared-region: the replacement comes from another region, not the dead region’s other cluster', () => {
+    const mco = run(simulate(loadScenario('region-outage-shared-region'), { policies: ['mco'] }), 'mco');
+    // Two polls after the outage (rule O1), outside the region of the unreachable cluster (rule O2).
+    expect(moves(mco).filter(([, id]) => id === 'P1')).toEqual([
+      [0, 'P1', 'fleet/us-central1'],
+      [7230, 'P1', 'fleet/us-east4'],
+    ]);
   });
 
   it('lose-eligibility: mco evicts and drains the relabelled cluster and adds the next one in the same evaluation', () => {

@@ -1,5 +1,4 @@
 import { startArgoCdDelivery } from '@mco/argocd';
-import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { McoError, createLogger } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
@@ -90,12 +89,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-plugin' });
     const hub = loadHub(values.kubeconfig);
     await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES], clusterProfileNamespaces);
-    const kubeConfig = toClientNodeKubeConfig(hub);
     const providers = values['provider-file'] ? (await readProviderFile(values['provider-file'])).providers : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.map((p) => p.name);
 
     const delivery = await startArgoCdDelivery({
-      kubeConfig,
+      hub,
       logger,
       clusterProfileNamespaces,
       ...(providers ? { serverPolicies: providers } : {}),

@@ -1,7 +1,6 @@
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
-import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import {
@@ -106,7 +105,6 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-sync' });
     const hub = loadHub(values.kubeconfig);
     await checkHubAccess(hub, [PLACEMENTS, CLUSTER_PROFILES], clusterProfileNamespaces);
-    const kubeConfig = toClientNodeKubeConfig(hub);
     const providers = values['provider-file'] ? await readProviderFile(values['provider-file']) : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.providers.map((p) => p.name);
 
@@ -129,7 +127,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       : (values['applicationset-namespace'] ?? argocdNamespace);
 
     const delivery = await startArgoCdDelivery({
-      kubeConfig,
+      hub,
       logger,
       clusterProfileNamespaces,
       ...(providers ? { serverPolicies: providers.providers } : {}),

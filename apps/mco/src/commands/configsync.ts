@@ -3,7 +3,6 @@ import { hostname } from 'node:os';
 import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
 import { parseNamespaceList } from '@mco/controller';
 import { DEFAULT_ALLOWED_ROLE_REFS, parseRoleRefList, startConfigSyncDelivery } from '@mco/configsync';
-import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
@@ -108,10 +107,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     }
     const logger = createLogger({ level, write: io.stderr });
     const hub = loadHub(values.kubeconfig);
-    const kubeConfig = toClientNodeKubeConfig(hub);
     const access = createClusterAccess({ providers, hub, logger });
     const delivery = startConfigSyncDelivery({
-      kubeConfig,
+      hub,
       access,
       clusterProfileNamespaces,
       templatePolicy: { rootSyncNamespaces: rootSyncNamespaces.value, allowedRoleRefs: allowedRoleRefs.value },

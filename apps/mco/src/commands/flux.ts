@@ -8,7 +8,6 @@ import {
   startFluxDelivery,
   type FluxDelivery,
 } from '@mco/flux';
-import { toClientNodeKubeConfig } from '@mco/kube-runtime/client-node';
 import { createLogger, type LogLevel } from '@mco/runtime';
 import { Gauge, Registry } from 'prom-client';
 import {
@@ -128,11 +127,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         : []),
     ];
     await checkHubAccess(hub, required, clusterProfileNamespaces);
-    const kubeConfig = toClientNodeKubeConfig(hub);
     const refreshBeforeMs = 5 * 60_000;
     const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
     const delivery = startFluxDelivery({
-      kubeConfig,
+      hub,
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
       templates,

@@ -8,9 +8,10 @@ export interface CommandEntry {
   load(): Promise<Command>;
 }
 
-// Loaded on demand, so that a command loads only its own dependencies: `mco
-// controller` never loads @kubernetes/client-node, which the adapters and the
-// one-shot commands still use (about 65 MiB; docs/performance.md).
+// Loaded on demand, so that a command loads only its own dependencies: only
+// `mco inventory` (its providers take a client-node KubeConfig) and `mco
+// clusters` (it reads kubeconfig files with it) load @kubernetes/client-node
+// (about 65 MiB; docs/performance.md).
 /** Every `mco` subcommand, in the order `mco --help` lists them. */
 export const commands: readonly CommandEntry[] = [
   {

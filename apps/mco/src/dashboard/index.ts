@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { PLACEMENT_KIND } from '@mco/core';
 import {
   CLUSTER_PROFILES,
   createInformer,
@@ -8,6 +9,7 @@ import {
   type Informer,
   type KubeConnection,
   type KubeObject,
+  type ListWatchScope,
   type Resource,
 } from '@mco/kube-runtime';
 import { silentLogger, type Logger } from '@mco/runtime';
@@ -47,14 +49,19 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   const client = new KubeClient(options.hub);
   const model = new FleetModel();
   const informers: Informer<KubeObject>[] = [];
-  const watch = (resource: Resource, handler: (event: 'add' | 'update' | 'delete', o: KubeObject) => void) => {
-    const informer = createInformer<KubeObject>(client, resource, { logger });
+  const watch = (
+    resource: Resource,
+    handler: (event: 'add' | 'update' | 'delete', o: KubeObject) => void,
+    scope?: ListWatchScope,
+  ) => {
+    const informer = createInformer<KubeObject>(client, resource, { logger, ...(scope ? { scope } : {}) });
     informer.addHandler((event, object) => handler(event, object));
     informers.push(informer);
   };
   watch(CLUSTER_PROFILES, (e, o) => model.clusterProfile(e, o));
   watch(PLACEMENTS, (e, o) => model.placement(e, o));
-  watch(EVENTS, (e, o) => model.event(e, o));
+  // Only placements' Events: the API server filters, so a busy hub's other Events are never cached.
+  watch(EVENTS, (e, o) => model.event(e, o), { fieldSelector: `involvedObject.kind=${PLACEMENT_KIND}` });
   for (const resource of DELIVERY) {
     if (await served(client, resource)) watch(resource, (e, o) => model.deliveryObject(e, o));
   }

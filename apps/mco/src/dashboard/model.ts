@@ -4,8 +4,10 @@ import {
   explain,
   formatTaint,
   parseTaints,
+  PLACEMENT_KIND,
   type ClusterProfile,
   type Placement,
+  type PlacementCluster,
 } from '@mco/core';
 import type { InformerEvent, KubeObject } from '@mco/kube-runtime';
 import { explanationRows } from '../explain-rows.js';
@@ -17,11 +19,12 @@ import type {
   PlacementClusterView,
   PlacementDetail,
   PlacementSummary,
+  SignalView,
   View,
 } from './view.js';
 
 // @mco/flux's annotations naming the placement and ClusterProfile of a delivery object (a test keeps
-// them equal): importing @mco/flux would load @kubernetes/client-node with it.
+// them equal): importing @mco/flux would load the whole adapter with it.
 export const PLACEMENT_ANNOTATION = 'orchestra.multicluster.x-k8s.io/placement-key';
 export const CLUSTER_PROFILE_ANNOTATION = 'orchestra.multicluster.x-k8s.io/cluster-profile';
 const CORDONED = 'mco.x-k8s.io/cordoned';
@@ -107,9 +110,9 @@ export class FleetModel {
     this.changed();
   }
 
+  /** A placement's Event (the informer's own object: nothing is copied); any other Event is ignored. */
   event(event: InformerEvent, object: KubeObject): void {
-    const kind = (object as KubeEvent).involvedObject?.kind;
-    if (kind !== 'MultiKubernetesClusterPlacement' && kind !== 'ClusterProfile') return;
+    if ((object as KubeEvent).involvedObject?.kind !== PLACEMENT_KIND) return;
     this.put(this.events, event, object as KubeEvent);
   }
 
@@ -181,7 +184,7 @@ export class FleetModel {
     for (const p of summaries) {
       for (const c of p.clusters) {
         const list = users.get(c.key) ?? [];
-        list.push({ key: p.key, state: c.state, atCapacityCeiling: c.atCapacityCeiling });
+        list.push({ key: p.key, state: c.state, ...(c.signal ? { signal: c.signal } : {}) });
         users.set(c.key, list);
       }
     }
@@ -218,9 +221,8 @@ export class FleetModel {
       ? [...this.events.values()]
           .filter(
             (e) =>
-              e.involvedObject?.kind === 'MultiKubernetesClusterPlacement' &&
-              e.involvedObject.namespace === placement.metadata.namespace &&
-              e.involvedObject.name === placement.metadata.name,
+              e.involvedObject?.namespace === placement.metadata.namespace &&
+              e.involvedObject?.name === placement.metadata.name,
           )
           .map((e) => ({
             type: e.type ?? 'Normal',
@@ -287,6 +289,7 @@ function conditionText(p: Placement, type: string): string | undefined {
 function summary(p: Placement): PlacementSummary {
   const valid = conditionText(p, 'Valid');
   const satisfied = conditionText(p, 'Satisfied');
+  const signalOf = signalReader(p);
   return {
     key: keyOf(p as KubeObject),
     namespace: p.metadata.namespace ?? '',
@@ -299,9 +302,61 @@ function summary(p: Placement): PlacementSummary {
       since: c.lastTransitionTime,
       ...(c.reason ? { reason: c.reason } : {}),
       ...(c.message ? { message: c.message } : {}),
-      atCapacityCeiling: c.atCapacityCeiling === true,
+      ...signalOf(c),
       ...(c.draining ? { desiredMaxReplicas: c.draining.desiredMaxReplicas } : {}),
     })),
+  };
+}
+
+// The controller's Satisfied=Unknown reasons for an autoscaling placement without a usable signal
+// source (@mco/controller's REASON_*_SIGNAL_SOURCE; a test keeps them equal).
+export const NO_SIGNAL_SOURCE_REASONS: ReadonlySet<string> = new Set([
+  'NoSignalSource',
+  'UnknownSignalSource',
+  'SignalSourceNotAllowed',
+]);
+export const CONDITION_SIGNALS_OBSERVED = 'SignalsObserved';
+
+/**
+ * Each listed cluster's capacity signal, from what the controller wrote at its
+ * last evaluation (docs/dashboard.md, "Capacity signals"): the engine writes a
+ * cluster's `atCapacityCeiling` only from a fresh signal, so its absence means
+ * stale; SignalsObserved=False names up to 5 clusters the source could not
+ * observe, with the error code. A placement that reads no signals has none.
+ */
+function signalReader(p: Placement): (c: PlacementCluster) => { signal?: SignalView } {
+  const conditions = p.status?.conditions ?? [];
+  const invalid = conditions.some((c) => c.type === 'Valid' && c.status === 'False');
+  if (!p.spec?.scaling?.autoscaleForCapacity || invalid) return () => ({});
+  const codes = new Map<string, string>();
+  const observed = conditions.find((c) => c.type === CONDITION_SIGNALS_OBSERVED);
+  if (observed?.status === 'False') {
+    for (const part of (observed.message ?? '').split('; ')) {
+      const match = /^(.+): (\w+)$/.exec(part);
+      if (match) codes.set(match[1]!, match[2]!);
+    }
+  }
+  const satisfied = conditions.find((c) => c.type === 'Satisfied');
+  const noSource =
+    satisfied?.status === 'Unknown' && satisfied.reason && NO_SIGNAL_SOURCE_REASONS.has(satisfied.reason)
+      ? satisfied.reason
+      : undefined;
+  return (c) => {
+    const code = codes.get(clusterKey(c.namespace, c.name));
+    if (c.atCapacityCeiling === undefined) {
+      const why = code
+        ? `the signal source could not observe it (${code})`
+        : noSource
+          ? `no usable signal source (${noSource})`
+          : 'no fresh signal at the last evaluation';
+      return { signal: { status: 'stale', why } };
+    }
+    return {
+      signal: {
+        status: c.atCapacityCeiling ? 'at ceiling' : 'fresh',
+        ...(code ? { why: `observed in part (${code})` } : {}),
+      },
+    };
   };
 }
 

@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { PLACEMENT_GROUP } from '@mco/core';
-import { silentLogger, type Logger } from '@mco/runtime';
+import { readJsonRequest, RequestBodyError, silentLogger, type Logger } from '@mco/runtime';
 import {
   cookieValue,
   proxyIdentity,
@@ -218,13 +218,7 @@ export function createDashboardServer(options: DashboardServerOptions) {
       throw new HttpError(404, 'this dashboard does not take tokens');
     }
     sameOrigin(req);
-    const body = await readBody(req);
-    let token: unknown;
-    try {
-      token = (JSON.parse(body) as { token?: unknown }).token;
-    } catch {
-      throw new HttpError(400, 'the body must be JSON: {"token": "..."}');
-    }
+    const token = ((await readJsonRequest(req, MAX_BODY_BYTES)) as { token?: unknown } | null)?.token;
     if (typeof token !== 'string' || token.trim() === '' || token.length > 8192) {
       throw new HttpError(400, 'token: expected a non-empty string of at most 8192 characters');
     }
@@ -246,10 +240,12 @@ export function createDashboardServer(options: DashboardServerOptions) {
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((error: unknown) => {
-      const status = error instanceof HttpError ? error.status : 500;
+      const status = error instanceof HttpError || error instanceof RequestBodyError ? error.status : 500;
       if (status === 500) logger.error('dashboard: request failed', { error: (error as Error).message });
-      if (res.headersSent) res.destroy();
-      else json(res, status, { error: status === 500 ? 'internal error' : (error as Error).message });
+      if (res.headersSent) return res.destroy();
+      // A refused body may still be arriving: close the connection after the answer rather than read it.
+      if (!req.complete) res.setHeader('connection', 'close');
+      json(res, status, { error: status === 500 ? 'internal error' : (error as Error).message });
     });
   });
   server.headersTimeout = 10_000;
@@ -282,19 +278,6 @@ function sameOrigin(req: http.IncomingMessage): void {
     throw new HttpError(403, 'bad Origin');
   }
   if (host !== req.headers.host) throw new HttpError(403, 'cross-origin request refused');
-}
-
-async function readBody(req: http.IncomingMessage): Promise<string> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY_BYTES) throw new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw new HttpError(413, `request body over ${MAX_BODY_BYTES} bytes`);
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
 }
 
 function send(res: http.ServerResponse, status: number, type: string, body: string): void {

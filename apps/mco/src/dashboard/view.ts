@@ -15,8 +15,19 @@ export interface ClusterView {
   readonly healthMessage?: string;
   readonly properties: Readonly<Record<string, string>>;
   readonly deleting: boolean;
-  /** Placements (visible to the viewer) that list this cluster, with its state there. */
-  readonly placements: readonly { readonly key: string; readonly state: string; readonly atCapacityCeiling: boolean }[];
+  /** Placements (visible to the viewer) that list this cluster, with its state and capacity signal there. */
+  readonly placements: readonly { readonly key: string; readonly state: string; readonly signal?: SignalView }[];
+}
+
+/**
+ * A listed cluster's capacity signal as the controller's last evaluation of
+ * the placement saw it (docs/dashboard.md, "Capacity signals"); absent when
+ * the placement reads no signals (no autoscaleForCapacity, or an invalid spec).
+ */
+export interface SignalView {
+  readonly status: 'fresh' | 'stale' | 'at ceiling';
+  /** Why it is stale, or what of a fresh signal the source could not observe. */
+  readonly why?: string;
 }
 
 export interface PlacementClusterView {
@@ -25,7 +36,7 @@ export interface PlacementClusterView {
   readonly since?: string;
   readonly reason?: string;
   readonly message?: string;
-  readonly atCapacityCeiling: boolean;
+  readonly signal?: SignalView;
   readonly desiredMaxReplicas?: number;
 }
 

@@ -48,6 +48,12 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         receivers: ready,
       });
       entry.draining = step.draining;
+      // A standby is kept at its size (rule W1): its size grows when the HPA's
+      // minReplicas becomes known (a standby added before any signal) or
+      // warmStandbyReplicas is raised, and its cap follows at once. A lingering
+      // cluster is still a drain: its cap never rises.
+      if (entry.keepWarm?.reason === 'WarmStandby' && entry.draining.desiredMaxReplicas < floor)
+        entry.draining = { ...entry.draining, desiredMaxReplicas: floor };
       if (step.paused) {
         // New signals usually come first; this bounds the wait for them.
         run.timer(run.nowMs, b.drainStepIntervalSeconds);

@@ -8,6 +8,10 @@ import type { Inventory, InventoryCluster } from '../selection/inventory.js';
 import type { SelectionResult } from '../selection/select.js';
 import { formatTime, parseTime, SECOND } from '../time.js';
 
+/** The well-known label, and the ClusterProfile property, that name a cluster's region (docs/placement-rules.md §10.7). */
+export const REGION_LABEL = 'topology.kubernetes.io/region';
+export const REGION_PROPERTY = 'region';
+
 /**
  * Hears why an evaluation did not do more (docs/placement-rules.md §10.4): `cluster` is a
  * ClusterProfile `namespace/name`, or undefined for the placement as a whole.
@@ -167,6 +171,35 @@ export class Evaluation {
     if (this.inventory.byKey.get(key)?.controlPlaneHealthy === false) return 'ControlPlaneUnhealthy';
     if (signal.workloadUnhealthy) return 'WorkloadUnhealthy';
     return undefined;
+  }
+
+  /**
+   * A cluster's region (rule O2, docs/placement-rules.md §10.7): the ClusterProfile label
+   * `topology.kubernetes.io/region`, else its property `region`; undefined when it has neither.
+   */
+  regionOf(key: string): string | undefined {
+    const c = this.inventory.byKey.get(key);
+    return c?.labels[REGION_LABEL] ?? c?.properties.get(REGION_PROPERTY)?.value;
+  }
+
+  /** The regions of the listed clusters that match `which` (each cluster without a region is left out). */
+  regionsOf(which: (e: Entry) => boolean): Set<string> {
+    const regions = new Set<string>();
+    for (const e of this.live()) {
+      const region = which(e) ? this.regionOf(e.key) : undefined;
+      if (region !== undefined) regions.add(region);
+    }
+    return regions;
+  }
+
+  /** `clusters` with those outside `regions` first, each part in its order (stable). */
+  outside<T extends { readonly key: string }>(clusters: readonly T[], regions: ReadonlySet<string>): T[] {
+    if (regions.size === 0) return [...clusters];
+    const inside = (c: T) => {
+      const region = this.regionOf(c.key);
+      return region !== undefined && regions.has(region);
+    };
+    return [...clusters.filter((c) => !inside(c)), ...clusters.filter(inside)];
   }
 
   /** H2 needs evidence: a cluster marked unhealthy by its workload needs a fresh healthy signal. */

@@ -9,8 +9,10 @@ import {
   type BackoffSettings,
   type FailBackCluster,
 } from '../scaling/fail-back.js';
+import type { AutoscaleForCapacity } from '../api/placement.js';
 import { formatTime } from '../time.js';
 import type { Evaluation } from './evaluation.js';
+import { warmSize } from './standby.js';
 
 /** behavior.failBack: since when each ACTIVE cluster has had room (kept in status). */
 export function trackBelowCeiling(run: Evaluation): void {
@@ -58,11 +60,12 @@ export function trackFailBack(run: Evaluation): void {
     run.failBackStatus = { ...rest, ...(roomSince ? { roomSince } : {}) };
 }
 
-/** The fail-back phase, section 10.3 and rules F1-F2: the preferred clusters take the workload back. */
-export function failBack(run: Evaluation, min: number, headroom: number): void {
+/** The fail-back phase, section 10.3 and rules F1, F2 and F5: the preferred clusters take the workload back. */
+export function failBack(run: Evaluation, config: AutoscaleForCapacity, min: number, headroom: number): void {
   const settings = backoffSettings(run);
   const level = backoffLevelAt(run.failBackStatus, run.nowMs, settings);
   const window = failBackWindowSeconds(level, settings);
+  const lowest = run.byPriority(run.live().filter((e) => e.state === 'ACTIVE')).at(-1);
   const verdict = chooseFailBack({
     clusters: failBackView(run),
     nowMs: run.nowMs,
@@ -72,6 +75,7 @@ export function failBack(run: Evaluation, min: number, headroom: number): void {
     cooldownSeconds: run.behavior.scaleInCooldownSeconds,
     lastAdditionTime: run.lastAdditionTime,
     roomSince: run.failBackStatus?.roomSince,
+    warmSize: lowest ? warmSize(run, config, lowest) : 1,
   });
   const backoff =
     level > 0
@@ -87,6 +91,9 @@ export function failBack(run: Evaluation, min: number, headroom: number): void {
       return;
     case 'noRoom':
       run.note(verdict.cluster, `fail-back waits for room: ${verdict.why}`);
+      return;
+    case 'nothingToMove':
+      run.note(verdict.cluster, `no fail-back: ${verdict.why} (fail-back rule F5)`);
       return;
     case 'move':
       run.failBackStatus = recordFailBack(run.failBackStatus, verdict.cluster, run.nowMs, settings);

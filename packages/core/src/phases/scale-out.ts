@@ -122,10 +122,19 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
         headroom++;
         scaledOut = true;
       }
-      for (const cluster of run.selected.eligible) {
+      // Rule O2 (docs/placement-rules.md §10.7): a region where a listed cluster stopped answering is suspect; its other clusters are tried last.
+      const suspect = run.regionsOf((e) => e.signal.unreachable);
+      for (const cluster of run.outside(run.selected.eligible, suspect)) {
         if (headroom >= min || (max > 0 && run.live().length >= max)) break;
         if (!isAddable(run, cluster)) continue;
-        run.add(cluster, `headroom ${headroom} < min ${min}: added the highest-priority eligible cluster`);
+        const region = run.regionOf(cluster.key);
+        const why =
+          region !== undefined && suspect.has(region)
+            ? ''
+            : suspect.size > 0
+              ? ' outside the regions of unreachable clusters'
+              : '';
+        run.add(cluster, `headroom ${headroom} < min ${min}: added the highest-priority eligible cluster${why}`);
         headroom++;
         scaledOut = true;
       }

@@ -30,7 +30,7 @@ export function mayKeepWarm(config: AutoscaleForCapacity): (entry: Entry) => boo
  * minReplicas as an ACTIVE cluster reports it (a drained cluster's HPA
  * shows the drain's bounds), else its own, else 1.
  */
-function warmSize(run: Evaluation, config: AutoscaleForCapacity, entry: Entry): number {
+export function warmSize(run: Evaluation, config: AutoscaleForCapacity, entry: Entry): number {
   if (config.warmStandbyReplicas !== undefined) return config.warmStandbyReplicas;
   const active = run.byPriority(run.live()).find((e) => e.state === 'ACTIVE' && e.signal.minReplicas !== undefined);
   return Math.max(1, active?.signal.minReplicas ?? entry.signal.minReplicas ?? 1);
@@ -40,14 +40,16 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
   const wanted = config.warmStandbyClusters ?? 0;
   const kept = new Set<Entry>();
   if (wanted > 0) {
-    // The highest-priority SCALING_IN clusters that could take load again.
-    for (const entry of run.byPriority(run.live())) {
+    // The highest-priority SCALING_IN clusters that could take load again, outside the regions of
+    // the ACTIVE clusters first (rule O2, docs/placement-rules.md §10.7): an outage of a region takes its standby with it.
+    const active = run.regionsOf((e) => e.state === 'ACTIVE');
+    for (const entry of run.outside(run.byPriority(run.live()), active)) {
       if (kept.size >= wanted) break;
       if (entry.state !== 'SCALING_IN' || run.selected.rankOf(entry.key) === undefined) continue;
       if (run.unhealthyBecause(entry.key, entry.signal) || entry.signal.unreachable) continue;
       kept.add(entry);
     }
-    for (const cluster of run.selected.eligible) {
+    for (const cluster of run.outside(run.selected.eligible, active)) {
       if (kept.size >= wanted || (max > 0 && run.live().length >= max)) break;
       if (!isAddable(run, cluster)) continue;
       const message = `warmStandbyClusters ${wanted}: kept warm, ready to take load`;

@@ -5,7 +5,7 @@ import type { SignalAssessment } from './signals.js';
 
 /*
  * Fail-back to preferred clusters (docs/placement-rules.md §10.3, made safe by
- * docs/placement-rules.md §10.3 rules F1-F3). After a stockout the workload would
+ * docs/placement-rules.md §10.3 rules F1-F5). After a stockout the workload would
  * otherwise stay on the lower-priority cluster until load falls; with
  * `behavior.failBack` the preferred clusters take it back once they have had
  * room for a whole window, and room for the replicas being moved. The move is
@@ -217,6 +217,8 @@ export interface FailBackInput {
   readonly lastAdditionTime: string | undefined;
   /** Since when the room rule has held continuously (`nextRoomSince`, kept in status.failBack). */
   readonly roomSince: string | undefined;
+  /** The size L would linger at (rule F3): a fail-back of L at or below it moves nothing (rule F5). */
+  readonly warmSize: number;
 }
 
 export type FailBackVerdict =
@@ -225,6 +227,8 @@ export type FailBackVerdict =
   | { readonly kind: 'wait'; readonly untilMs: number }
   /** Everything else holds, but the preferred clusters have no room for the replicas being moved. */
   | { readonly kind: 'noRoom'; readonly cluster: string; readonly why: string }
+  /** L runs no more than its warm size: a fail-back would move no load (rule F5). */
+  | { readonly kind: 'nothingToMove'; readonly cluster: string; readonly why: string }
   | { readonly kind: 'none' };
 
 const NONE: FailBackVerdict = { kind: 'none' };
@@ -235,6 +239,7 @@ const NONE: FailBackVerdict = { kind: 'none' };
  * - L exists and some eligible cluster of higher priority is ACTIVE;
  * - every ACTIVE cluster has a fresh signal (fail static, as for scale-in);
  * - headroom without L stays >= min;
+ * - L runs more replicas than its warm size (rule F5: else nothing would move);
  * - the room rule (`noRoomBecause`) holds now, and has held for the whole window;
  * - every ACTIVE cluster of higher priority than L has been below its ceiling
  *   for the whole window (a missing time means it is not);
@@ -249,6 +254,13 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   if (active.some((c) => !c.signal.fresh)) return NONE;
   const without = input.headroom - (l.signal.atCapacityCeiling ? 0 : 1);
   if (without < input.min) return NONE;
+  const replicas = l.signal.currentReplicas;
+  if (replicas !== undefined && replicas <= input.warmSize)
+    return {
+      kind: 'nothingToMove',
+      cluster: l.key,
+      why: `${l.key} runs ${replicas} replica(s), no more than the ${input.warmSize} it would linger at: a fail-back would move no load, only cap its autoscaler`,
+    };
   const noRoom = noRoomBecause(higher, l.signal.currentReplicas);
   if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 

@@ -4,7 +4,7 @@
 // scripts/build-dashboard-page.ts; nothing is fetched from elsewhere.
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ClusterView, LaneSegment, PlacementDetail, PlacementSummary, View } from '../view.js';
+import type { ClusterView, LaneSegment, PlacementDetail, PlacementSummary, SignalView, View } from '../view.js';
 
 type Route = { page: 'fleet' } | { page: 'cluster'; key: string } | { page: 'placement'; key: string };
 
@@ -190,9 +190,19 @@ function Fleet({ view }: { view: View }) {
   const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
   const matches = (text: string) => words.every((w) => text.toLowerCase().includes(w));
   const clusters = view.clusters.filter((c) =>
-    matches([c.key, c.health, ...c.taints, ...Object.entries(c.labels).map(([k, v]) => `${k}=${v}`)].join(' ')),
+    matches(
+      [
+        c.key,
+        c.health,
+        ...c.taints,
+        ...Object.entries(c.labels).map(([k, v]) => `${k}=${v}`),
+        ...c.placements.map((p) => p.signal?.status ?? ''),
+      ].join(' '),
+    ),
   );
-  const placements = view.placements.filter((p) => matches([p.key, ...p.clusters.map((c) => c.key)].join(' ')));
+  const placements = view.placements.filter((p) =>
+    matches([p.key, ...p.clusters.map((c) => `${c.key} ${c.signal?.status ?? ''}`)].join(' ')),
+  );
   const limit = all ? Infinity : FIRST_ROWS;
   const more = !all && (clusters.length > limit || placements.length > limit);
   return (
@@ -204,7 +214,7 @@ function Fleet({ view }: { view: View }) {
           id="filter"
           type="search"
           value={filter}
-          placeholder="name, label=value, taint…"
+          placeholder="name, label=value, taint, stale…"
           onInput={(e) => setFilter((e.target as HTMLInputElement).value)}
         />
         {more ? (
@@ -273,7 +283,7 @@ function ClusterRow({ cluster: c }: { cluster: ClusterView }) {
               <span key={p.key}>
                 {i > 0 ? ', ' : ''}
                 <a href={href('placement', p.key)}>{p.key}</a> <State state={p.state} />
-                {p.atCapacityCeiling ? <span class="badge warn">at ceiling</span> : null}
+                <Signal signal={p.signal} />
               </span>
             ))}
       </td>
@@ -313,6 +323,19 @@ function KeyValues({ values }: { values: Readonly<Record<string, string>> }) {
 
 function State({ state }: { state: string }) {
   return <span class={`state s-${state.toLowerCase()}`}>{state === '-' ? 'not listed' : state}</span>;
+}
+
+/** A cluster's capacity signal in one placement; nothing when the placement reads no signals. */
+function Signal({ signal, withWhy }: { signal: SignalView | undefined; withWhy?: boolean }) {
+  if (!signal) return null;
+  return (
+    <>
+      <span class={`badge signal-${signal.status.replace(' ', '-')}`}>
+        {signal.status === 'at ceiling' ? 'at ceiling' : `signal ${signal.status}`}
+      </span>
+      {withWhy && signal.why ? <span class="why">{signal.why}</span> : null}
+    </>
+  );
 }
 
 function PlacementRow({ placement: p }: { placement: PlacementSummary }) {
@@ -372,7 +395,7 @@ function ClusterPage({ cluster: c }: { cluster: ClusterView }) {
           {c.placements.map((p) => (
             <li key={p.key}>
               <a href={href('placement', p.key)}>{p.key}</a> <State state={p.state} />
-              {p.atCapacityCeiling ? <span class="badge warn">at ceiling</span> : null}
+              <Signal signal={p.signal} withWhy />
             </li>
           ))}
         </ul>
@@ -407,7 +430,7 @@ function PlacementPage({ placement: p, now }: { placement: PlacementDetail; now:
       <section aria-labelledby="clusters-h">
         <h2 id="clusters-h">Clusters</h2>
         <table class="placed">
-          <Head cols={['Cluster', 'State', 'Draining to', 'Since', 'Why']} />
+          <Head cols={['Cluster', 'State', 'Capacity signal', 'Draining to', 'Since', 'Why']} />
           <tbody>
             {p.clusters.map((c) => (
               <tr key={c.key} data-cluster={c.key}>
@@ -416,8 +439,8 @@ function PlacementPage({ placement: p, now }: { placement: PlacementDetail; now:
                 </th>
                 <td>
                   <State state={c.state} />
-                  {c.atCapacityCeiling ? <span class="badge warn">at ceiling</span> : null}
                 </td>
+                <td class="signal">{c.signal ? <Signal signal={c.signal} withWhy /> : 'not read'}</td>
                 <td>{c.desiredMaxReplicas === undefined ? '–' : `maxReplicas ${c.desiredMaxReplicas}`}</td>
                 <td>{c.since ?? ''}</td>
                 <td>{c.message ?? c.reason ?? ''}</td>
