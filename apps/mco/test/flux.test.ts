@@ -2,6 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { Orphan } from '@mco/flux';
+import { probes } from '../src/commands/flux.js';
 import { main } from '../src/main.js';
 
 function file(name: string, content: string): string {
@@ -77,5 +79,31 @@ describe('mco flux configuration errors', () => {
     );
     expect(stderr).toMatch(message);
     expect(code).toBe(2);
+  });
+});
+
+describe('mco flux metrics', () => {
+  it('counts the orphaned Flux objects the delivery reports, by kind and ResourceSet', async () => {
+    const orphan = (name: string, kind: Orphan['kind'] = 'Kustomization'): Orphan => ({
+      kind,
+      namespace: 'flux-system',
+      name,
+      uid: name,
+      secretName: 'mco-kubeconfig-x',
+      resourceSet: { namespace: 'flux-system', name: 'web' },
+      inInventory: false,
+    });
+    let orphans: Orphan[] = [orphan('a'), orphan('b'), orphan('c', 'HelmRelease')];
+    const { registry, isReady } = probes({ orphans: () => orphans, ready: () => true });
+    const text = await registry.metrics();
+    expect(text).toContain(
+      'mco_flux_orphaned_objects{kind="Kustomization",resourceset_namespace="flux-system",resourceset="web"} 2',
+    );
+    expect(text).toContain(
+      'mco_flux_orphaned_objects{kind="HelmRelease",resourceset_namespace="flux-system",resourceset="web"} 1',
+    );
+    orphans = [];
+    expect(await registry.metrics()).not.toMatch(/^mco_flux_orphaned_objects\{/m);
+    expect(isReady()).toBe(true);
   });
 });

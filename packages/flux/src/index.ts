@@ -39,4 +39,17 @@ export {
   type OwnedKind,
   type PassResult,
 } from './sync.js';
+export {
+  ORPHANS_CONDITION,
+  RESOURCE_SET_NAME_LABEL,
+  RESOURCE_SET_NAMESPACE_LABEL,
+  describeOrphan,
+  findOrphans,
+  startOrphanCheck,
+  type Orphan,
+  type OrphanCheck,
+  type OrphanCheckOptions,
+  type OrphanInput,
+  type ResourceSetView,
+} from './orphans.js';
 export { startFluxDelivery, type FluxDelivery, type FluxDeliveryOptions } from './run.js';

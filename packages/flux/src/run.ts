@@ -15,6 +15,7 @@ import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
 import { McoError, silentLogger, type Logger } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
 import { createOptionalCache } from './optional-kind.js';
+import { startOrphanCheck, type Orphan, type OrphanCheckOptions } from './orphans.js';
 import { DEFAULT_MANAGER, MANAGED_BY_LABEL } from './names.js';
 import { createFluxSync, type FluxSync, type FluxSyncOptions, type OwnedKind } from './sync.js';
 import type { FluxTemplate } from './templates.js';
@@ -46,10 +47,14 @@ export interface FluxDeliveryOptions extends HubSource {
   readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
+  /** The orphan check of Operator mode (orphans.ts): how long an orphan must last before it is reported, how often to look. */
+  readonly orphans?: Pick<OrphanCheckOptions, 'graceMs' | 'intervalMs'>;
 }
 
 export interface FluxDelivery {
   readonly sync: FluxSync;
+  /** Operator mode only: the orphaned Flux objects reported now (docs/flux.md#orphaned-kustomizations). */
+  orphans(): readonly Orphan[];
   /** True once every cache has synced. */
   ready(): boolean;
   stop(): Promise<void>;
@@ -103,13 +108,15 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
 
   const placements = informer<Placement>(PLACEMENTS, {});
   const clusterProfiles = informer<ClusterProfile>(CLUSTER_PROFILES, { namespaces: options.clusterProfileNamespaces });
+  const inputProviders = options.inputProviders ? kind(INPUT_PROVIDERS, ownedOnly) : undefined;
+  // All of them, not only mco's: a Secret stays while any Flux object uses it.
+  const kustomizations = kind(KUSTOMIZATIONS);
   const sync = createFluxSync({
     hub,
     placements,
     clusterProfiles,
-    ...(options.inputProviders ? { inputProviders: kind(INPUT_PROVIDERS, ownedOnly) } : {}),
-    // All of them, not only mco's: a Secret stays while any Flux object uses it.
-    kustomizations: kind(KUSTOMIZATIONS),
+    ...(inputProviders ? { inputProviders } : {}),
+    kustomizations,
     ...(helmReleases
       ? {
           helmReleases: {
@@ -131,10 +138,26 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   sync.start();
   for (const i of informers) i.start();
   helmReleases?.start();
+  const orphans = inputProviders
+    ? startOrphanCheck({
+        hub,
+        manager,
+        objects: () => [
+          ...kustomizations.cache.list().map((o) => ({ ...o, kind: 'Kustomization' })),
+          ...(helmReleases?.list() ?? []).map((o) => ({ ...o, kind: 'HelmRelease' })),
+        ],
+        providers: () => inputProviders.cache.list(),
+        placements: () => placements.list(),
+        ...options.orphans,
+        logger,
+      })
+    : undefined;
   return {
     sync,
+    orphans: () => orphans?.orphans() ?? [],
     ready: () => informers.every((i) => i.hasSynced()) && (helmReleases?.hasSynced() ?? true),
     async stop() {
+      orphans?.stop();
       await sync.stop();
       await Promise.all([...informers.map((i) => i.stop()), helmReleases?.stop()]);
     },

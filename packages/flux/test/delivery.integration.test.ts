@@ -377,6 +377,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         '--templates=/etc/mco/flux/templates.yaml',
         '--manager=mco-flux',
         '--log-level=info',
+        '--listen=0.0.0.0:8083',
       ]);
       const config = rendered.find(
         (o) => o.kind === 'ConfigMap' && o.metadata!.name === 'mco-flux',

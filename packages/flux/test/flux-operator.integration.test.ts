@@ -1,5 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, createWriteStream, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,11 +15,13 @@ import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
 import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   describeWithControlPlane,
+  fluxControllerCrds,
   parseYamlDocuments,
-  preparedTool,
-  thirdPartyCrd,
   startControlPlane,
+  startFluxController,
+  thirdPartyCrd,
   type ControlPlane,
+  type FluxController,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import {
@@ -60,8 +61,6 @@ interface InputProvider extends KubernetesObject {
   status?: { exportedInputs?: Record<string, unknown>[]; conditions?: { type: string; status: string }[] };
 }
 
-const toolDir = preparedTool('flux-operator');
-
 describeWithControlPlane(
   'Flux Operator mode end to end: real flux-operator v0.59.0 turns mco input providers into Kustomizations',
   { tools: ['flux-operator', 'flux', 'helm-controller-crds'] },
@@ -70,17 +69,13 @@ describeWithControlPlane(
     let dir: string;
     let hub: KubeConfig;
     let custom: CustomObjectsApi;
-    let operator: ChildProcess | undefined;
+    let operator: FluxController | undefined;
     let delivery: FluxDelivery | undefined;
 
-    const operatorLog = () => {
-      const lines = readFileSync(join(dir, 'flux-operator.log'), 'utf8').trim().split('\n');
-      return lines.slice(-15).join('\n');
-    };
     // On a timeout, the operator's last log lines say why.
     const waitFor = <V>(what: string, probe: () => Promise<V>, accept: (value: V) => boolean) =>
       eventually(what, probe, accept).catch((error: Error) => {
-        throw new Error(`${error.message}\nflux-operator log (last lines):\n${operatorLog()}`);
+        throw new Error(`${error.message}\nflux-operator log (last lines):\n${operator?.tail(15)}`);
       });
 
     const setStatus = (resource: typeof PLACEMENTS, namespace: string, name: string, status: unknown) =>
@@ -113,15 +108,12 @@ describeWithControlPlane(
       plane = await startControlPlane();
       // flux-operator's CRDs from the module version it was built from; the
       // Kustomization and HelmRelease CRDs are Flux's (tools/flux, tools/helm-controller-crds).
-      const operatorCrds = join(toolDir!, 'crds');
       await plane.hub.installCrds([
         thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
         join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
         thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
         thirdPartyCrd('helm.toolkit.fluxcd.io_helmreleases.yaml'),
-        ...readdirSync(operatorCrds)
-          .filter((f) => f.endsWith('.yaml'))
-          .map((f) => join(operatorCrds, f)),
+        ...fluxControllerCrds('flux-operator'),
       ]);
       hub = plane.hub.adminKubeConfig();
       custom = hub.makeApiClient(CustomObjectsApi);
@@ -139,25 +131,11 @@ describeWithControlPlane(
       // flux-operator as its Deployment runs it, minus what a test has no use
       // for: leader election, the web UI, the metrics endpoint.
       writeFileSync(join(dir, 'hub.kubeconfig'), hub.exportConfig());
-      const log = createWriteStream(join(dir, 'flux-operator.log'));
-      operator = spawn(
-        join(toolDir!, 'flux-operator'),
-        [
-          '--enable-leader-election=false',
-          '--web-server-port=0',
-          '--metrics-addr=0',
-          '--health-addr=127.0.0.1:0',
-          `--storage-path=${dir}`,
-          '--log-level=info',
-          '--concurrent=2',
-        ],
-        {
-          env: { ...process.env, KUBECONFIG: join(dir, 'hub.kubeconfig'), RUNTIME_NAMESPACE: FLUX_NS },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-      operator.stdout!.pipe(log);
-      operator.stderr!.pipe(log);
+      operator = await startFluxController('flux-operator', {
+        kubeconfig: join(dir, 'hub.kubeconfig'),
+        namespace: FLUX_NS,
+        dir,
+      });
 
       // One credential plugin for the fleet; the token is a placeholder nobody checks.
       const script = join(dir, 'credential-plugin.sh');
@@ -210,7 +188,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 
     afterAll(async () => {
       await delivery?.stop();
-      operator?.kill('SIGTERM');
+      await operator?.stop();
       await plane?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
     });

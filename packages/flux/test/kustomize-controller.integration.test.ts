@@ -1,17 +1,4 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import {
-  chmodSync,
-  createWriteStream,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  writeFileSync,
-} from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,72 +16,47 @@ import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
 import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
 import {
   describeWithControlPlane,
-  preparedTool,
-  thirdPartyCrd,
+  fluxControllerCrds,
+  fluxControllerTool,
   startControlPlane,
+  startFluxController,
+  startGitServer,
+  thirdPartyCrd,
   type ClusterHandle,
   type ControlPlane,
+  type FluxController,
+  type GitServer,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { clusterSlug, kubeconfigSecretName, startFluxDelivery, type FluxDelivery } from '../src/index.js';
 import { eventually } from './support.js';
 
-// Real processes start here (three kube-apiservers, kustomize-controller) on
-// two shared cores: generous timeouts, every step waits on a condition.
+// Real processes start here (three kube-apiservers, source-controller,
+// kustomize-controller, a git HTTP server) on two shared cores: generous
+// timeouts, every step waits on a condition.
 vi.setConfig({ testTimeout: 180_000, hookTimeout: 240_000 });
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const FLUX_NS = 'flux-system';
 const T = '2026-01-01T00:00:00Z';
+const GIT_REPOSITORIES = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'gitrepositories' };
 
-// The workload as its Git repository would hold it: the HPA maximum comes from
-// mco through postBuild.substitute, with the repository's own default.
-const MANIFESTS = `apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: web
-  namespace: default
-spec:
-  selector:
-    matchLabels: {app: web}
-  template:
-    metadata:
-      labels: {app: web}
-    spec:
-      containers:
-        - name: web
-          image: registry.example/web:1.0
----
-apiVersion: autoscaling/v2
-kind: HorizontalPodAutoscaler
-metadata:
-  name: web
-  namespace: default
-  labels:
-    cluster: \${MCO_CLUSTER_NAME:=unknown}
-spec:
-  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: web}
-  minReplicas: 1
-  maxReplicas: \${MCO_DESIRED_MAX_REPLICAS:=10}
-  metrics:
-    - type: Resource
-      resource:
-        name: cpu
-        target: {type: Utilization, averageUtilization: 70}
-`;
-
-const toolDir = preparedTool('flux');
+// The workload as its Git repository holds it (the walk-through's, docs/flux.md):
+// the HPA maximum comes from mco through postBuild.substitute, with the
+// repository's own default.
+const MANIFESTS = readFileSync(join(REPO, 'examples/flux/web/deploy/web.yaml'), 'utf8');
 
 describeWithControlPlane(
-  'Flux delivery end to end: real kustomize-controller v1.9.5 applies to member apiservers',
-  { tools: ['flux'] },
+  'Flux delivery end to end: real source-controller v1.9.0 and kustomize-controller v1.9.5 apply to member apiservers',
+  { tools: [fluxControllerTool('source-controller'), fluxControllerTool('kustomize-controller')] },
   () => {
     let plane: ControlPlane;
     let dir: string;
     let hub: KubeConfig;
     let custom: CustomObjectsApi;
-    let controller: ChildProcess | undefined;
-    let server: Server;
+    const controllers: FluxController[] = [];
+    let git: GitServer | undefined;
+    let commit: string;
     let delivery: FluxDelivery | undefined;
 
     const setStatus = (resource: typeof PLACEMENTS, namespace: string, name: string, status: unknown) =>
@@ -132,33 +94,20 @@ describeWithControlPlane(
 
     beforeAll(async () => {
       plane = await startControlPlane({ clusters: ['one', 'two'] });
-      // kustomize-controller's own CRDs and source-controller's, from the module versions it was built from.
-      const fluxCrds = join(toolDir!, 'crds');
+      // The controllers' CRDs, from the module versions they were built from.
       await plane.hub.installCrds([
         thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
         join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
-        ...readdirSync(fluxCrds)
-          .filter((f) => f.endsWith('.yaml'))
-          .map((f) => join(fluxCrds, f)),
+        thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+        ...fluxControllerCrds('source-controller'),
       ]);
       hub = plane.hub.adminKubeConfig();
       custom = hub.makeApiClient(CustomObjectsApi);
       dir = mkdtempSync(join(tmpdir(), 'mco-flux-e2e-'));
 
-      // The artifact, as source-controller would serve it: a tar.gz with its sha256 digest.
-      mkdirSync(join(dir, 'repo', 'deploy'), { recursive: true });
-      writeFileSync(join(dir, 'repo', 'deploy', 'web.yaml'), MANIFESTS);
-      execFileSync('tar', ['-czf', join(dir, 'web.tar.gz'), '-C', join(dir, 'repo'), '.']);
-      const artifact = readFileSync(join(dir, 'web.tar.gz'));
-      server = createServer((request, response) => {
-        if (request.url !== '/web.tar.gz') {
-          response.writeHead(404).end();
-          return;
-        }
-        response.writeHead(200, { 'content-type': 'application/gzip' }).end(artifact);
-      });
-      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/web.tar.gz`;
+      // The workload's Git repository, served over HTTP to the real source-controller.
+      git = await startGitServer();
+      commit = git.commit('web', { 'deploy/web.yaml': MANIFESTS });
 
       await plane.hub.apply(
         ['fleet', 'apps', FLUX_NS].map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } })),
@@ -168,63 +117,18 @@ describeWithControlPlane(
           apiVersion: 'source.toolkit.fluxcd.io/v1',
           kind: 'GitRepository',
           metadata: { name: 'web', namespace: FLUX_NS },
-          spec: { url: 'https://git.example/web.git', interval: '1h', ref: { branch: 'main' } },
+          spec: { url: git.repoUrl('web'), interval: '1m', ref: { branch: 'main' } },
         } as never,
       ]);
-      const revision = `main@sha1:${createHash('sha1').update(artifact).digest('hex')}`;
-      await custom.patchNamespacedCustomObjectStatus(
-        {
-          group: 'source.toolkit.fluxcd.io',
-          version: 'v1',
-          plural: 'gitrepositories',
-          namespace: FLUX_NS,
-          name: 'web',
-          body: {
-            status: {
-              artifact: {
-                path: 'gitrepository/flux-system/web/artifact.tar.gz',
-                url,
-                revision,
-                digest: `sha256:${createHash('sha256').update(artifact).digest('hex')}`,
-                lastUpdateTime: new Date().toISOString(),
-                size: artifact.length,
-              },
-              conditions: [
-                {
-                  type: 'Ready',
-                  status: 'True',
-                  reason: 'Succeeded',
-                  message: 'stored artifact',
-                  lastTransitionTime: new Date().toISOString(),
-                  observedGeneration: 1,
-                },
-              ],
-            },
-          },
-        },
-        requestOptions(hub, 10_000, PatchStrategy.MergePatch),
-      );
 
-      // kustomize-controller, as Flux runs it, on the hub; it reaches the members only through mco's Secrets.
+      // source-controller and kustomize-controller, as Flux runs them, on the
+      // hub; they reach the members only through mco's Secrets.
       writeFileSync(join(dir, 'hub.kubeconfig'), hub.exportConfig());
-      const log = createWriteStream(join(dir, 'kustomize-controller.log'));
-      controller = spawn(
-        join(toolDir!, 'kustomize-controller'),
-        [
-          '--metrics-addr=0',
-          '--health-addr=127.0.0.1:0',
-          '--enable-leader-election=false',
-          '--watch-all-namespaces=false',
-          '--log-level=info',
-          '--concurrent=2',
-        ],
-        {
-          env: { ...process.env, KUBECONFIG: join(dir, 'hub.kubeconfig'), RUNTIME_NAMESPACE: FLUX_NS },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        },
-      );
-      controller.stdout!.pipe(log);
-      controller.stderr!.pipe(log);
+      for (const name of ['source-controller', 'kustomize-controller'] as const) {
+        controllers.push(
+          await startFluxController(name, { kubeconfig: join(dir, 'hub.kubeconfig'), namespace: FLUX_NS, dir }),
+        );
+      }
 
       // A credential plugin per member (its own token), through the ClusterProfile's access provider.
       const script = join(dir, 'credential-plugin.sh');
@@ -297,10 +201,27 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
 
     afterAll(async () => {
       await delivery?.stop();
-      controller?.kill('SIGTERM');
-      server?.close();
+      for (const c of controllers) await c.stop();
+      await git?.stop();
       await plane?.stop();
       if (dir) rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('source-controller fetches the GitRepository from the git server', async () => {
+      const repository = await eventually(
+        'the GitRepository ready',
+        () =>
+          custom.getNamespacedCustomObject(
+            { ...GIT_REPOSITORIES, namespace: FLUX_NS, name: 'web' },
+            requestOptions(hub, 10_000),
+          ) as Promise<{
+            status?: { artifact?: { revision?: string }; conditions?: { type: string; status: string }[] };
+          }>,
+        (r) => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}\nsource-controller log:\n${controllers[0]?.tail()}`);
+      });
+      expect(repository.status!.artifact!.revision).toBe(`main@sha1:${commit}`);
     });
 
     it('applies the workload to the placed member through the kubeconfig Secret, not to the other', async () => {

@@ -35,6 +35,15 @@ export {
 } from './objects.js';
 export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
 export { eventually } from './wait.js';
+export { startGitServer, type GitServer } from './git.js';
+export {
+  fluxControllerCrds,
+  fluxControllerTool,
+  startFluxController,
+  type FluxController,
+  type FluxControllerName,
+  type FluxControllerOptions,
+} from './flux.js';
 export { controlPlaneSkipReason, describeWithControlPlane, type RequirementOptions } from './vitest.js';
 export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } from './crds.js';
 export {

@@ -1,12 +1,21 @@
 import { readFile } from 'node:fs/promises';
 import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
-import { FluxTemplatesFileSchema, INPUT_PROVIDERS, KUSTOMIZATIONS, startFluxDelivery } from '@mco/flux';
+import { startHealthServer } from '@mco/controller';
+import {
+  FluxTemplatesFileSchema,
+  INPUT_PROVIDERS,
+  KUSTOMIZATIONS,
+  startFluxDelivery,
+  type FluxDelivery,
+} from '@mco/flux';
 import { createLogger, type LogLevel } from '@mco/runtime';
+import { Gauge, Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
   KUBECONFIG_HELP,
   loadHub,
+  parseListenAddress,
   parseOrThrow,
   readDocument,
   UsageError,
@@ -38,6 +47,8 @@ Options:
   --manager <value>        managed-by label value and field manager (default mco-flux)
   --cluster-profile-namespaces <a,b>
                            ${CLUSTER_PROFILE_NAMESPACES_HELP}
+  --listen <host:port>     serve /healthz, /readyz and Prometheus /metrics there (default: not served);
+                           mco_flux_orphaned_objects counts orphaned Flux objects (docs/flux.md)
   --kubeconfig <path>      ${KUBECONFIG_HELP}
   --log-level <level>      debug, info, warn or error (default info)
   -h, --help               show this help
@@ -55,6 +66,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         manager: { type: 'string' },
         'cluster-profile-namespaces': { type: 'string' },
         kubeconfig: { type: 'string' },
+        listen: { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
         help: { type: 'boolean', short: 'h' },
       },
@@ -67,6 +79,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const level = values['log-level'] as LogLevel;
     if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
+    const listen = values.listen === undefined ? undefined : parseListenAddress(values.listen);
     if (!values['provider-file']) {
       throw new UsageError('missing --provider-file <path>: the kubeconfig Secrets need credentials');
     }
@@ -129,17 +142,38 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       ...(values.manager ? { manager: values.manager } : {}),
       logger,
     });
+    const server = listen ? await startHealthServer({ ...listen, ...probes(delivery) }) : undefined;
     logger.info('flux delivery started', {
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
       templates: templates.length,
+      ...(server && listen ? { address: `${listen.host}:${server.port}` } : {}),
     });
     await new Promise<void>((resolve) => {
       process.once('SIGTERM', resolve);
       process.once('SIGINT', resolve);
     });
     logger.info('stopping');
+    await server?.close();
     await delivery.stop();
     return 0;
   },
 };
+
+/** /healthz, /readyz (every cache synced) and /metrics of `mco flux --listen`. */
+export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'ready'>) {
+  const registry = new Registry();
+  new Gauge({
+    name: 'mco_flux_orphaned_objects',
+    help: 'Flux objects a ResourceSet generated for a cluster none of its input providers names any more, left by the operator (docs/flux.md#orphaned-kustomizations)',
+    labelNames: ['kind', 'resourceset_namespace', 'resourceset'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const o of delivery.orphans()) {
+        this.inc({ kind: o.kind, resourceset_namespace: o.resourceSet.namespace, resourceset: o.resourceSet.name });
+      }
+    },
+  });
+  return { registry, isHealthy: () => true, isReady: () => delivery.ready() };
+}
