@@ -15,6 +15,8 @@ export interface PluginParameters {
   readonly name: string;
   /** The HPA maxReplicas to apply while draining; null unless the cluster is draining. */
   readonly desiredMaxReplicas: number | null;
+  /** The HPA minReplicas to apply to a replacement (rule O3); null unless it has a replica floor. */
+  readonly desiredMinReplicas: number | null;
   /** API server URL of the ClusterProfile's access provider; null when the profile is gone. */
   readonly server: string | null;
   readonly clusterProfileName: string;
@@ -85,6 +87,7 @@ export function placementParameters(placement: Placement, profiles: ProfileLooku
     out.push({
       name: argoClusterName(namespace, cluster.name),
       desiredMaxReplicas: cluster.draining ? cluster.draining.desiredMaxReplicas : null,
+      desiredMinReplicas: cluster.desiredMinReplicas ?? null,
       server: profile ? profiles.serverOf(profile) : null,
       clusterProfileName: cluster.name,
       clusterProfileNamespace: namespace,

@@ -52,7 +52,7 @@ export interface Refresher {
 /**
  * Argo CD only calls the plugin on its poll interval. When the plugin's
  * answer for a placement changes (a cluster joins or leaves the list, a
- * `desiredMaxReplicas` or state changes, a profile's labels or server change),
+ * `desiredMaxReplicas`, `desiredMinReplicas` or state changes, a profile's labels or server change),
  * the refresher merge-patches `argocd.argoproj.io/application-set-refresh:
  * "true"` onto every ApplicationSet whose plugin generator names that
  * placement, so Argo CD regenerates at once. Answers the plugin would refuse

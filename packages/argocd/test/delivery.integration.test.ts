@@ -321,6 +321,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           {
             name: 'fleet.east',
             desiredMaxReplicas: null,
+            desiredMinReplicas: null,
             server: plane.members.member!.server,
             clusterProfileName: 'east',
             clusterProfileNamespace: 'fleet',

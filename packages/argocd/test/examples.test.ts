@@ -100,6 +100,9 @@ describe("MCO's sample ApplicationSets against the plugin's real answers", () =>
             namespace: 'fleet-cluster-inventory',
             state: 'ACTIVE' as const,
             lastTransitionTime: T,
+            // It replaces a lost cluster: its HPA starts at 6 replicas (rule O3).
+            desiredMinReplicas: 6,
+            replacesCluster: 'fleet-cluster-inventory/mco-cluster-lost',
           },
           {
             name: 'mco-cluster-us-east4',
@@ -172,7 +175,7 @@ describe("MCO's sample ApplicationSets against the plugin's real answers", () =>
               {
                 app: `fleet-cluster-inventory.mco-cluster-europe-west4-${suffix}`,
                 destination: 'fleet-cluster-inventory.mco-cluster-europe-west4',
-                helm: null,
+                helm: [{ name: 'hpa.minReplicas', value: '6' }],
               },
               {
                 app: `fleet-cluster-inventory.mco-cluster-us-east4-${suffix}`,

@@ -23,7 +23,15 @@ const placements: Placement[] = [
     {
       observedGeneration: 1,
       clusters: [
-        { name: 'us-east1', namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: T },
+        // A replacement with a replica floor (rule O3).
+        {
+          name: 'us-east1',
+          namespace: 'fleet',
+          state: 'ACTIVE',
+          lastTransitionTime: T,
+          desiredMinReplicas: 6,
+          replacesCluster: 'fleet/eu-west4',
+        },
         {
           name: 'eu-west4',
           namespace: 'fleet',
@@ -120,6 +128,7 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
           {
             name: 'fleet.us-east1',
             desiredMaxReplicas: null,
+            desiredMinReplicas: 6,
             server: 'https://us-east1.example',
             clusterProfileName: 'us-east1',
             clusterProfileNamespace: 'fleet',
@@ -132,6 +141,7 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
           {
             name: 'fleet.eu-west4',
             desiredMaxReplicas: 3,
+            desiredMinReplicas: null,
             server: null,
             clusterProfileName: 'eu-west4',
             clusterProfileNamespace: 'fleet',
@@ -144,6 +154,7 @@ describe('the plugin generator endpoint, called as Argo CD calls it', () => {
           {
             name: 'fleet.gone',
             desiredMaxReplicas: null,
+            desiredMinReplicas: null,
             server: null,
             clusterProfileName: 'gone',
             clusterProfileNamespace: 'fleet',

@@ -44,6 +44,7 @@ const KEYS = [
   'clusterProfileName',
   'clusterProfileNamespace',
   'desiredMaxReplicas',
+  'desiredMinReplicas',
   'draining',
   'labels',
   'name',

@@ -235,6 +235,8 @@ export interface ClusterValues {
   state: PlacementCluster['state'];
   draining: boolean;
   desiredMaxReplicas?: number;
+  /** A replacement's replica floor (rule O3): the HPA minReplicas to apply while set. */
+  desiredMinReplicas?: number;
 }
 
 export function clusterValues(cluster: PlacementCluster): ClusterValues {
@@ -246,6 +248,7 @@ export function clusterValues(cluster: PlacementCluster): ClusterValues {
     state: cluster.state,
     draining: cluster.draining !== undefined,
     ...(cluster.draining ? { desiredMaxReplicas: cluster.draining.desiredMaxReplicas } : {}),
+    ...(cluster.desiredMinReplicas !== undefined ? { desiredMinReplicas: cluster.desiredMinReplicas } : {}),
   };
 }
 

@@ -230,6 +230,23 @@ describe('desiredObjects', () => {
     expect(again.metadata.annotations[hash]).toBe(sync!.metadata.annotations[hash]);
     expect(active.metadata.annotations[hash]).not.toBe(sync!.metadata.annotations[hash]);
   });
+
+  it("passes a replacement's replica floor (rule O3) as desiredMinReplicas, and nothing without one", () => {
+    const p = placementWith(REPO_SYNC + ROLE_BINDING, []);
+    const template = parseTemplate(p);
+    if (!template?.ok) throw new Error('template');
+    const valuesOf = (c: ReturnType<typeof cluster>) =>
+      (desiredObjects(template.template, p, c)[1]!.spec as { helm: { values: { mco: object } } }).helm.values.mco;
+    expect(valuesOf(cluster('east', { desiredMinReplicas: 6, replacesCluster: 'fleet/west' }))).toEqual({
+      cluster: 'fleet/east',
+      clusterProfileName: 'east',
+      clusterProfileNamespace: 'fleet',
+      state: 'ACTIVE',
+      draining: false,
+      desiredMinReplicas: 6,
+    });
+    expect(valuesOf(cluster('east'))).not.toHaveProperty('desiredMinReplicas');
+  });
 });
 
 describe('the delivered record', () => {

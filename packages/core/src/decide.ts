@@ -16,6 +16,7 @@ import { trackFailBack, failBack, trackBelowCeiling } from './phases/fail-back.j
 import { health } from './phases/health.js';
 import { scaleIn, trackScaleInCandidates } from './phases/scale-in.js';
 import { placeEveryEligible, satisfaction, scaleOut } from './phases/scale-out.js';
+import { floorReplacements, settleFloors, trackReadyReplicas } from './phases/replica-floor.js';
 import { compilePlacementSpec, crossNamespaceWorkload, inputWarnings } from './phases/selection.js';
 import { mayKeepWarm, standby } from './phases/standby.js';
 
@@ -144,14 +145,18 @@ export function evaluatePlacement(
   };
 }
 
-/** Section 4: health, scale-out, then scale-in or fail-back, then standby and drain. */
+/** Section 4: health, scale-out (with rule O3's replica floor), then scale-in or fail-back, then standby and drain. */
 function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): void {
   const min = config.minClustersBelowCapacityCeiling;
   const max = config.maxClusters ?? 0;
   health(run, false, mayKeepWarm(config));
   trackScaleInCandidates(run);
   trackBelowCeiling(run);
+  trackReadyReplicas(run);
+  settleFloors(run);
+  const listed = run.entries.length;
   const out = scaleOut(run, min, max);
+  floorReplacements(run, run.entries.slice(listed));
   trackFailBack(run);
   if (!out.scaledOut && !scaleIn(run, min, out.headroom) && run.behavior.failBackEnabled)
     failBack(run, config, min, out.headroom);

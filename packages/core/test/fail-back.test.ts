@@ -377,6 +377,7 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
       },
       reason: 'FailBack',
       message: d.transitions[0]!.reason,
+      lastReadyReplicas: 8,
     });
     expect(d.status.lastAdditionTime).toBe(at(3000));
     expect(d.status.failBack).toEqual({

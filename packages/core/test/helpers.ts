@@ -1,5 +1,8 @@
 import {
   decide,
+  explain,
+  type DecideInput,
+  type Explanation,
   type ClusterProfile,
   type ClusterState,
   type TransitionId,
@@ -24,14 +27,18 @@ export interface Case {
   readonly now: number;
 }
 
-export function run(c: Case): Decision {
-  return decide({
-    now: new Date(T0 + c.now * 1000),
-    placement: aPlacement('default/web', c.spec, c.status),
-    clusterProfiles: c.profiles,
-    signals: c.signals ?? [],
-  });
-}
+/** The engine's input for a case. */
+const inputOf = (c: Case): DecideInput => ({
+  now: new Date(T0 + c.now * 1000),
+  placement: aPlacement('default/web', c.spec, c.status),
+  clusterProfiles: c.profiles,
+  signals: c.signals ?? [],
+});
+
+export const run = (c: Case): Decision => decide(inputOf(c));
+
+/** `mco explain` of a case. */
+export const explainOf = (c: Case): Explanation => explain(inputOf(c));
 
 /** A status.clusters entry of cluster `ns/name`. */
 export function listed(

@@ -9,7 +9,6 @@ import {
   aSteadySignal,
 } from '@mco/core/testing';
 import {
-  explain,
   type Behavior,
   type Decision,
   type Draining,
@@ -18,8 +17,7 @@ import {
   type PlacementSpec,
   type Signal,
 } from '@mco/core';
-import { aPlacement } from '@mco/core/testing';
-import { at, condition, listed, moves, run, states, T0, type Case } from './helpers.js';
+import { at, condition, explainOf, listed, moves, run, states, type Case } from './helpers.js';
 
 // The rules of docs/placement-rules.md: safe fail-back (F1 backoff, F2
 // room, F3 linger), make-before-break draining (D1), fast outage replacement
@@ -843,13 +841,6 @@ describe('§10.7 regions: an outage takes a region, not a cluster', () => {
 });
 
 describe('mco explain names each new reason', () => {
-  const explainOf = (c: Case) =>
-    explain({
-      now: new Date(T0 + c.now * 1000),
-      placement: aPlacement('default/web', c.spec, c.status),
-      clusterProfiles: c.profiles,
-      signals: c.signals ?? [],
-    });
   const notesOf = (c: Case, cluster?: string) => {
     const e = explainOf(c);
     return cluster === undefined ? e.notes : (e.clusters.find((x) => x.cluster === cluster)?.notes ?? []);

@@ -204,9 +204,13 @@ describe('taint effects in the engine', () => {
       listed('fleet/b', 'ACTIVE', 600, {
         reason: 'Added',
         message: 'headroom 0 < min 1: added the highest-priority eligible cluster',
+        // It replaces the evicted cluster: it starts at a's replicas (rule O3).
+        desiredMinReplicas: 8,
+        replacesCluster: 'fleet/a',
       }),
       listed('fleet/a', 'EVICTING', 600, {
         atCapacityCeiling: false,
+        lastReadyReplicas: 8,
         reason: 'Tainted',
         message: 'no longer eligible: the taint maintenance=kernel:NoSelect is not tolerated',
         // The new cluster has no signal yet: its ready replicas, the drain's baseline, are unknown (rule D1).

@@ -616,7 +616,14 @@ describe('state transitions (docs/placement-rules.md §3)', () => {
   it('sets lastTransitionTime on every transition and lastAdditionTime on P1', () => {
     const d = run(rows[3]!.input);
     expect(d.status.clusters).toEqual([
-      { name: 'a', namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: at(0), atCapacityCeiling: true },
+      {
+        name: 'a',
+        namespace: 'fleet',
+        state: 'ACTIVE',
+        lastTransitionTime: at(0),
+        atCapacityCeiling: true,
+        lastReadyReplicas: 10,
+      },
       {
         name: 'b',
         namespace: 'fleet',

@@ -41,6 +41,11 @@ export interface ClusterInputs {
   readonly draining: string;
   /** The HPA maxReplicas to apply while draining, as a string; `NOT_DRAINING` ("") otherwise. */
   readonly desiredMaxReplicas: string;
+  /**
+   * The HPA minReplicas a replacement starts at (rule O3), as a string; the empty string while it has no
+   * replica floor, so `minReplicas: ${MCO_DESIRED_MIN_REPLICAS:=1}` keeps the manifest's own minimum.
+   */
+  readonly desiredMinReplicas: string;
 }
 
 export interface DesiredOptions {
@@ -155,6 +160,7 @@ export function clusterInputs(placement: Placement, cluster: PlacementCluster, s
     state: cluster.state,
     draining: String(cluster.draining !== undefined),
     desiredMaxReplicas: cluster.draining ? String(cluster.draining.desiredMaxReplicas) : NOT_DRAINING,
+    desiredMinReplicas: cluster.desiredMinReplicas !== undefined ? String(cluster.desiredMinReplicas) : '',
   };
 }
 

@@ -62,7 +62,7 @@ describe('desiredState', () => {
     const state = desiredState(
       fleet([
         placement('web', [
-          listed('east'),
+          listed('east', { desiredMinReplicas: 6, replacesCluster: 'fleet/west' }),
           listed('west', { state: 'EVICTING', draining: { desiredMaxReplicas: 0, lastReplicaCountDecrease: T } }),
         ]),
       ]),
@@ -75,6 +75,7 @@ describe('desiredState', () => {
           clusterName: 'fleet.east',
           draining: 'false',
           desiredMaxReplicas: NOT_DRAINING,
+          desiredMinReplicas: '6', // a replacement's replica floor (rule O3)
         }),
       },
       {
@@ -84,6 +85,7 @@ describe('desiredState', () => {
           state: 'EVICTING',
           draining: 'true',
           desiredMaxReplicas: '0',
+          desiredMinReplicas: '',
         }),
       },
     ]);

@@ -321,6 +321,8 @@ class Placed {
   removeAt: number | undefined;
   /** draining.desiredMaxReplicas published for this cluster, when the drainer applies it. */
   drainMax: number | undefined;
+  /** status.clusters[].desiredMinReplicas (rule O3): the delivery applies it as the HPA's minReplicas while set. */
+  floor: number | undefined;
   state: ClusterState | undefined;
   signal: Signal | undefined;
   /** Polls in a row that could not reach the cluster. */
@@ -339,10 +341,13 @@ class Placed {
     return this.hpa !== undefined;
   }
 
-  /** HPA bounds in force: a drainer lowers maxReplicas to desiredMaxReplicas (and minReplicas with it). */
+  /**
+   * HPA bounds in force: a drainer lowers maxReplicas to desiredMaxReplicas (and minReplicas with it);
+   * a replacement's floor (desiredMinReplicas) replaces minReplicas while set.
+   */
   bounds(): { min: number; max: number } {
     const max = Math.min(this.hpaSpec.maxReplicas, this.drainMax ?? Infinity);
-    return { min: Math.min(this.hpaSpec.minReplicas, max), max };
+    return { min: Math.min(this.floor ?? this.hpaSpec.minReplicas, max), max };
   }
 }
 
@@ -670,6 +675,7 @@ class Run {
       c.state = entry?.state;
       // A cluster that left the list keeps its drained HPA until delivery deletes it.
       if (entry || !c.deployed) c.drainMax = tenant.useDraining ? entry?.draining?.desiredMaxReplicas : undefined;
+      if (entry || !c.deployed) c.floor = entry?.desiredMinReplicas;
       if (entry) {
         c.removeAt = undefined;
         if (!c.deployed) c.deployAt ??= t + tenant.workload.deployDelay;

@@ -315,6 +315,30 @@ describe('an unreachable region', () => {
     expect(signals.some((s) => s.readyReplicas! < s.hpa!.currentReplicas!)).toBe(true);
   });
 
+  it("starts the replacement at the lost cluster's replicas (rule O3): its HPA minimum is the floor while it is set", () => {
+    const mco = evaluations.filter((e) => e.policy === 'mco');
+    const replacement = (e: Evaluation) => e.decision.status.clusters?.find((c) => c.name === 'us-east4');
+    const floored = mco.filter((e) => replacement(e)?.desiredMinReplicas !== undefined);
+    const lost = mco
+      .find((e) => e.t === floored[0]!.t)!
+      .decision.status.clusters!.find((c) => c.name === 'us-central1');
+    // The floor is us-central1's last ready replicas, more than the HPA's minReplicas (2).
+    expect(replacement(floored[0]!)).toMatchObject({
+      desiredMinReplicas: lost!.lastReadyReplicas,
+      replacesCluster: 'fleet/us-central1',
+    });
+    expect(lost!.lastReadyReplicas).toBeGreaterThan(2);
+    // Delivery applies it: the replacement's HPA reports it as its minimum while it is set, then 2 again.
+    const minOf = (e: Evaluation) => e.input.signals!.find((s) => s.cluster === 'fleet/us-east4')?.hpa?.minReplicas;
+    const whileSet = floored.slice(1).flatMap((e) => (minOf(e) !== undefined ? [minOf(e)] : []));
+    expect(whileSet.length).toBeGreaterThan(0);
+    expect(new Set(whileSet)).toEqual(new Set([lost!.lastReadyReplicas]));
+    // Bounded: cleared within unhealthyTimeoutSeconds (900 s), before the outage ends.
+    const last = floored.at(-1)!.t;
+    expect(last - floored[0]!.t).toBeLessThan(900);
+    expect(minOf(mco.find((e) => e.t === last + 60)!)).toBe(2);
+  });
+
   it('counts a deployed cluster in cluster-hours, node-hours and cost whether or not it is reachable', () => {
     // MCO v0.2 keeps us-central1 through the outage: 8 cluster-hours out of 8, its nodes billed throughout.
     const documented = run(result, 'mco-v0.2');

@@ -406,6 +406,27 @@ export const PlacementClusterSchema = z.object({
   belowCeilingSince: TimestampSchema.optional().describe(
     'With behavior.failBack: since when this ACTIVE cluster has continuously had a fresh signal below its capacity ceiling.',
   ),
+  lastReadyReplicas: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      'mco extension: the ready replicas of the last fresh signal, so that a replacement can start at this size if the cluster is lost (docs/placement-rules.md §10.8).',
+    ),
+  desiredMinReplicas: z
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .describe(
+      'mco extension: the HPA minReplicas a delivery should apply to this replacement until it is cleared: the replicas the lost cluster ran (docs/placement-rules.md §10.8).',
+    ),
+  replacesCluster: z
+    .string()
+    .max(512)
+    .optional()
+    .describe('mco extension: the lost cluster (namespace/name) whose replicas desiredMinReplicas carries.'),
 });
 export type PlacementCluster = z.infer<typeof PlacementClusterSchema>;
 

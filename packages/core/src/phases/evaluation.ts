@@ -35,6 +35,11 @@ export interface Entry {
   belowCeilingSince: string | undefined;
   /** behavior.failBack: since when this SCALING_IN cluster has lingered warm with calm preferred clusters. */
   lingerSince?: string | undefined;
+  /** Rule O3: the ready replicas of the last fresh signal. */
+  lastReadyReplicas?: number | undefined;
+  /** Rule O3: the replica floor of a replacement, and the lost cluster it replaces. */
+  desiredMinReplicas?: number | undefined;
+  replacesCluster?: string | undefined;
   readonly signal: SignalAssessment;
   /** Entered SCALING_IN or EVICTING in this evaluation. */
   enteredDrain: boolean;
@@ -94,6 +99,9 @@ export class Evaluation {
         scaleInCandidateSince: c.scaleInCandidateSince,
         belowCeilingSince: c.belowCeilingSince,
         lingerSince: c.lingerSince,
+        lastReadyReplicas: c.lastReadyReplicas,
+        desiredMinReplicas: c.desiredMinReplicas,
+        replacesCluster: c.replacesCluster,
         signal: assess(key),
         enteredDrain: false,
         reactivated: false,
@@ -252,6 +260,11 @@ export class Evaluation {
       if (e.scaleInCandidateSince !== undefined) cluster.scaleInCandidateSince = e.scaleInCandidateSince;
       if (e.belowCeilingSince !== undefined) cluster.belowCeilingSince = e.belowCeilingSince;
       if (e.lingerSince !== undefined) cluster.lingerSince = e.lingerSince;
+      if (e.lastReadyReplicas !== undefined) cluster.lastReadyReplicas = e.lastReadyReplicas;
+      if (e.desiredMinReplicas !== undefined) {
+        cluster.desiredMinReplicas = e.desiredMinReplicas;
+        if (e.replacesCluster !== undefined) cluster.replacesCluster = e.replacesCluster;
+      }
       return cluster;
     });
   }
