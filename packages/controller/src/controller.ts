@@ -279,7 +279,10 @@ export function createController(options: ControllerOptions): Controller {
 
   const processKey = async (key: string, abort: AbortSignal) => {
     // Another replica's shard: it reconciles this key.
-    if (!ownsKey(key)) return queue.forget(key);
+    if (!ownsKey(key)) {
+      queue.forget(key);
+      return queue.done(key);
+    }
     const started = performance.now();
     let result = 'success';
     try {

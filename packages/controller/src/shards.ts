@@ -172,12 +172,16 @@ export class ShardCoordinator {
 
   private async run(): Promise<void> {
     while (!this.stopped) {
+      const started = performance.now();
       try {
         await this.round();
       } catch (error) {
         this.logger.warn('shard coordination round failed', { error });
       }
-      await this.sleeper.sleep(this.settings.retryPeriodMs * (1 + Math.random() * 0.2));
+      // Rounds start every retry period (with jitter, so replicas do not move in lockstep), however
+      // long one took: a slow API server must not stretch the time to notice an expired Lease.
+      const period = this.settings.retryPeriodMs * (1 + Math.random() * 0.2);
+      await this.sleeper.sleep(Math.max(0, period - (performance.now() - started)));
     }
   }
 
@@ -202,7 +206,7 @@ export class ShardCoordinator {
     const held = this.state.flatMap((s, i) => (s.held && !s.releasing ? [i] : []));
     // The highest shards go first, so shard 0 (the install's claim) stays put.
     await Promise.all(held.slice(target).map((i) => this.release(i)));
-    if (standBy || held.length >= target) return;
+    if (standBy) return;
 
     const blocker = this.blocker(performance.now());
     if (blocker !== this.blockedBy) {
@@ -214,11 +218,18 @@ export class ShardCoordinator {
         });
     }
     if (blocker) return;
-    let wanted = target - held.length;
-    for (let i = 0; i < this.shards && wanted > 0; i++) {
-      if (this.state[i]!.held || this.holderOf(i, performance.now()) !== '') continue;
-      if (await this.acquire(i)) wanted--;
-    }
+    // A released shard is taken up to the target. An expired one (its holder stopped renewing: it
+    // crashed or lost the API server) up to the share of one replica fewer, at once: the members Lease
+    // says the holder is gone only about as late again, and rebalancing evens out the rest.
+    const at = performance.now();
+    const crashTarget = Math.ceil(this.shards / Math.max(1, live - 1));
+    const picks: number[] = [];
+    this.state.forEach((s, i) => {
+      if (s.held || this.holderOf(i, at) !== '') return;
+      const expired = (s.lease?.spec?.holderIdentity ?? '') !== '';
+      if (held.length + picks.length < (expired ? crashTarget : target)) picks.push(i);
+    });
+    await Promise.all(picks.map((i) => this.acquire(i)));
   }
 
   /** The live holder of a shard's Lease ('' when free or expired), as last read. */

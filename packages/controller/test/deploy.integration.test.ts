@@ -322,7 +322,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
         healthz: metrics.includes('mco_controller_is_leader 1'),
         processMetrics: metrics.includes('nodejs_eventloop_lag_p99_seconds'),
         leaseHolder: lease.spec?.holderIdentity,
-        messages: ['starting', 'became leader', 'caches synced', 'stopping', 'released the lease', 'stopped'].filter(
+        messages: ['starting', 'caches synced', 'took a shard', 'stopping', 'released a shard', 'stopped'].filter(
           (m) => !records.some((r) => r.msg === m),
         ),
         tokenLogged: stderr.includes(token),
