@@ -114,6 +114,8 @@ export interface Controller {
   /** Resolves once every informer synced. */
   waitForSync(): Promise<void>;
   isLeader(): boolean;
+  /** The shards this replica owns now (with leader election; `[0]` for one shard). */
+  ownedShards(): number[];
 }
 
 /** The mco hub controller: informers, queue, workers, leader election, writers. */
@@ -421,6 +423,7 @@ export function createController(options: ControllerOptions): Controller {
     standingByFor: () => otherInstall,
     waitForSync,
     isLeader,
+    ownedShards: () => shards?.owned() ?? [],
   };
 }
 
