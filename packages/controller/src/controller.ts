@@ -251,13 +251,14 @@ export function createController(options: ControllerOptions): Controller {
     enqueueAllScheduled = true;
     setImmediate(() => {
       enqueueAllScheduled = false;
-      for (const key of placements.keys()) queue.add(key);
+      // Only this replica's shards: other replicas reconcile theirs.
+      for (const key of placements.keys()) if (ownsKey(key)) queue.add(key);
     });
   };
   placements.addHandler((event, object) => {
     // Our own status writes come back as updates and need no reconcile.
     if (event === 'update' && reconciler.isOwnStatusWrite(object)) return;
-    queue.add(objectKey(object));
+    if (ownsKey(objectKey(object))) queue.add(objectKey(object));
   });
   clusterProfiles.addHandler((event, object, previous) => {
     if (affectsDecisions(event, object, previous)) enqueueAll();
