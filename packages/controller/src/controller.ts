@@ -414,7 +414,8 @@ export function createController(options: ControllerOptions): Controller {
       const timeout = new Promise((resolve) => setTimeout(resolve, options.shutdownTimeoutMs ?? 20_000).unref());
       await Promise.race([Promise.all([...inFlight]), timeout]);
       await shards?.stop(stopOptions);
-      await sharedLoss?.settled();
+      // A loss record being written is waited for, so that the next replica to start reads it.
+      await Promise.race([sharedLoss?.settled(), timeout]);
       await Promise.race([events?.flush(), timeout]);
       await Promise.all(informers.map((i) => i.stop()));
       hub.close();
