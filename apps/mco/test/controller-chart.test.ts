@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeWithControlPlane, renderChart } from '@mco/testkit';
+import { describeWithControlPlane, renderChart, requireTool } from '@mco/testkit';
 import { expect, it } from 'vitest';
 import { builtMco } from './built.js';
 
@@ -44,6 +44,58 @@ describeWithControlPlane("the chart's controller process", { tools: ['helm'] }, 
       status: 0,
       stderr: '',
       usage: true,
+    });
+  });
+
+  it('runs replicaCount 3 over the shards: --shards, the Lease RBAC for every shard, a PodDisruptionBudget; refuses 0 shards', () => {
+    const objects = renderChart({ replicaCount: '3', 'controller.leaderElection.shards': '4' });
+    const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === 'mco-controller') as
+      { spec: { replicas: number; template: { spec: { containers: Container[] } } } } | undefined;
+    const lock = objects.find((o) => o.kind === 'Role' && o.metadata?.name?.endsWith('.leader-election')) as
+      { rules: { resourceNames?: string[]; verbs: string[] }[] } | undefined;
+    const pdb = objects.find((o) => o.kind === 'PodDisruptionBudget') as
+      { spec: { maxUnavailable: number; selector: { matchLabels: Record<string, string> } } } | undefined;
+    const single = renderChart({ replicaCount: '1' }).filter((o) => o.kind === 'PodDisruptionBudget');
+    const refused = spawnSync(
+      requireTool('helm'),
+      ['template', 'mco', join(APP, 'chart'), '--set', 'controller.leaderElection.shards=0'],
+      { encoding: 'utf8' },
+    );
+    expect({
+      replicas: deployment?.spec.replicas,
+      shards: deployment?.spec.template.spec.containers[0]?.args?.filter((a) => a.startsWith('--shards')),
+      leases: lock?.rules.map((r) => [r.resourceNames ?? [], r.verbs]),
+      pdb: pdb && { maxUnavailable: pdb.spec.maxUnavailable, selects: pdb.spec.selector.matchLabels },
+      single,
+      refused: refused.stderr.includes('controller.leaderElection.shards must be at least 1'),
+    }).toEqual({
+      replicas: 3,
+      shards: ['--shards=4'],
+      leases: [
+        [[], ['create']],
+        [
+          [
+            'mco-controller',
+            'mco-controller-1',
+            'mco-controller-2',
+            'mco-controller-3',
+            'mco-controller-members',
+            'mco-controller-inventory-loss',
+          ],
+          ['get', 'update'],
+        ],
+        [['mco-controller-inventory-loss'], ['list', 'watch']],
+      ],
+      pdb: {
+        maxUnavailable: 1,
+        selects: {
+          'app.kubernetes.io/name': 'mco',
+          'app.kubernetes.io/instance': 'mco',
+          'app.kubernetes.io/component': 'controller',
+        },
+      },
+      single: [],
+      refused: true,
     });
   });
 

@@ -6,6 +6,7 @@ import type { Signal } from '@mco/core';
 import { loadKubeConfig } from '@mco/kube-runtime';
 import { silentLogger, type CapacitySignalSource, type SignalObservation, type SignalRequest } from '@mco/runtime';
 import { createController } from '../src/index.js';
+import { shardOf } from '../src/shards.js';
 
 /** Answers at once: every cluster has room (hpa 3 of 10 replicas), so figures are the controller's own. */
 class InstantSource implements CapacitySignalSource {
@@ -37,6 +38,10 @@ setInterval(() => {
 const controller = createController({
   hub,
   logger: silentLogger,
+  // BENCH_REPLICAS > 1 (replicas.ts): a replica sharing the shards.
+  ...(process.env.BENCH_LEADER_ELECTION
+    ? { identity: process.env.BENCH_IDENTITY, leaderElection: JSON.parse(process.env.BENCH_LEADER_ELECTION) }
+    : {}),
   signalSources: new Map([['instant', new InstantSource()]]),
   defaultSignalSource: 'instant',
   signalPollIntervalMs: 3_600_000, // label changes drive the measurements, not polling
@@ -81,7 +86,12 @@ async function stats() {
 async function resync() {
   const loop = monitorEventLoopDelay({ resolution: 1 });
   const before = await stats();
-  const keys = controller.informers.placements.keys();
+  // A replica reconciles the placements of its shards only.
+  const shards = controller.ownedShards();
+  const total = (JSON.parse(process.env.BENCH_LEADER_ELECTION ?? '{}') as { shards?: number }).shards;
+  const keys = controller.informers.placements
+    .keys()
+    .filter((key) => total === undefined || shards.includes(shardOf(key, total)));
   loop.enable();
   const started = performance.now();
   for (const key of keys) controller.queue.add(key);

@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { createListWatch, Informer, PLACEMENTS, type KubeObject } from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { Fleet, startHub } from '../test/support.js';
+import { REPLICAS, startReplicas } from './replicas.js';
 
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 1000);
 const PLACEMENT_COUNT = Number(process.env.BENCH_PLACEMENTS ?? 1000);
@@ -110,10 +111,11 @@ async function buildControllerProcess(): Promise<string> {
 function startControllerProcess(
   script: string,
   kubeconfig: string,
+  env: Record<string, string> = {},
 ): Promise<{ call<T>(command: string): Promise<T>; child: ChildProcess }> {
   const child = fork(script, {
     execArgv: ['--expose-gc', ...(process.env.BENCH_NODE_OPTIONS ?? '').split(' ').filter(Boolean)],
-    env: { ...process.env, BENCH_KUBECONFIG: kubeconfig },
+    env: { ...process.env, ...env, BENCH_KUBECONFIG: kubeconfig },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const waiting = new Map<number, (value: unknown) => void>();
@@ -152,7 +154,9 @@ const isDecided = (p: KubeObject | undefined) =>
   (p.status as { observedGeneration?: number } | undefined)?.observedGeneration === p.metadata?.generation;
 
 async function main() {
-  console.log(`controller benchmark: ${PROFILES} ClusterProfiles x ${PLACEMENT_COUNT} placements`);
+  console.log(
+    `controller benchmark: ${PROFILES} ClusterProfiles x ${PLACEMENT_COUNT} placements${REPLICAS > 1 ? `, ${REPLICAS} replicas (memory figures: the largest replica)` : ''}`,
+  );
   const setupStart = performance.now();
   const hub = await startHub();
   const fleet = new Fleet(hub);
@@ -185,7 +189,7 @@ async function main() {
 
     // 1. Cold start to every placement decided (status and PlacementDecisions written).
     const started = performance.now();
-    const first = await startControllerProcess(script, kubeconfig);
+    const first = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
     let stats = await first.call<Stats>('stats');
     while (!stats.synced) stats = await first.call<Stats>('stats');
     const syncedMs = performance.now() - started;
@@ -265,7 +269,7 @@ async function main() {
 
     // 4. Restart with nothing changed.
     const restartAt = performance.now();
-    const second = await startControllerProcess(script, kubeconfig);
+    const second = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
     stats = await second.call<Stats>('stats');
     while (!stats.synced || stats.reconciles < PLACEMENT_COUNT || stats.queue > 0) {
       await sleep(100);

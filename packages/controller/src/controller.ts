@@ -6,7 +6,6 @@ import {
   createListWatch,
   Informer,
   KubeClient,
-  LeaderElector,
   objectKey,
   PLACEMENT_DECISIONS,
   PLACEMENTS,
@@ -22,17 +21,14 @@ import {
   InventoryLossGuard,
   type InventoryLossGuardOptions,
 } from './inventory-guard.js';
+import { SharedInventoryLoss } from './inventory-loss-state.js';
 import { createHubClient, type HubClient } from './kube.js';
 import { createMetrics, type ControllerMetrics } from './metrics.js';
 import { affectsDecisions, DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
+import { fieldManagerOf, registerShardMetrics, shardOf, ShardCoordinator, type ShardSettings } from './shards.js';
 
-export interface LeaderElectionSettings {
-  readonly namespace: string;
-  readonly name: string;
-  readonly leaseDurationMs: number;
-  readonly renewDeadlineMs: number;
-  readonly retryPeriodMs: number;
-}
+/** Shards over Leases (shards.ts); one shard (the default) is leader election over the Lease `name`. */
+export type LeaderElectionSettings = ShardSettings;
 
 export interface ControllerOptions {
   /** The hub (`loadKubeConfig` of @mco/kube-runtime). */
@@ -49,7 +45,7 @@ export interface ControllerOptions {
    * another install holding it stands by, unready, and says so.
    */
   readonly identity?: string;
-  /** Leader election; undefined: this replica always leads (a single replica, or tests). */
+  /** Leader election or shards; undefined: this replica owns every placement (a single replica, or tests). */
   readonly leaderElection?: LeaderElectionSettings | undefined;
   readonly workers?: number;
   /**
@@ -118,6 +114,8 @@ export interface Controller {
   /** Resolves once every informer synced. */
   waitForSync(): Promise<void>;
   isLeader(): boolean;
+  /** The shards this replica owns now (with leader election; `[0]` for one shard). */
+  ownedShards(): number[];
 }
 
 /** The mco hub controller: informers, queue, workers, leader election, writers. */
@@ -170,12 +168,26 @@ export function createController(options: ControllerOptions): Controller {
     ),
     ...informerOptions,
   });
+  const inventoryLossGuard = new InventoryLossGuard(options.inventoryLoss);
+  // With Leases, the guard's loss is shared through one, so every replica holds the same.
+  const sharedLoss =
+    options.leaderElection &&
+    new SharedInventoryLoss({
+      client: hub,
+      ...options.leaderElection,
+      guard: inventoryLossGuard,
+      logger,
+      requestTimeoutMs,
+      informerOptions,
+    });
   const informers = [placements, clusterProfiles, placementDecisions, inventoryLossConfirmation];
+  if (sharedLoss) informers.push(sharedLoss.informer);
   const queue = new WorkQueue();
 
-  let elector: LeaderElector | undefined;
+  let shards: ShardCoordinator | undefined;
   let leading = false;
-  const isLeader = () => (elector ? elector.isLeader() : leading);
+  const isLeader = () => (shards ? shards.owned().length > 0 : leading);
+  const ownsKey = (key: string) => (shards ? shards.ownsKey(key) : leading);
   let otherInstall: string | undefined;
   const onHolderChanged = (holder: string) => {
     const other =
@@ -192,7 +204,6 @@ export function createController(options: ControllerOptions): Controller {
     otherInstall = other;
   };
 
-  const inventoryLossGuard = new InventoryLossGuard(options.inventoryLoss);
   const metrics = createMetrics(
     {
       queueDepth: () => queue.length,
@@ -204,7 +215,9 @@ export function createController(options: ControllerOptions): Controller {
     },
     { ...(options.registry ? { registry: options.registry } : {}), defaultMetrics: options.defaultMetrics ?? false },
   );
-  const client = options.client ?? createHubClient(hub);
+  if (options.leaderElection) registerShardMetrics(metrics.registry, () => shards?.owned().length ?? 0);
+  // Each replica writes under its own field manager: managedFields name the replica of each write.
+  const client = options.client ?? createHubClient(hub, fieldManagerOf(identity));
   const events =
     options.events === false
       ? undefined
@@ -225,7 +238,7 @@ export function createController(options: ControllerOptions): Controller {
     events,
     metrics,
     logger,
-    isLeader,
+    isLeader: ownsKey,
     ...(options.now ? { now: options.now } : {}),
   });
 
@@ -238,13 +251,14 @@ export function createController(options: ControllerOptions): Controller {
     enqueueAllScheduled = true;
     setImmediate(() => {
       enqueueAllScheduled = false;
-      for (const key of placements.keys()) queue.add(key);
+      // Only this replica's shards: other replicas reconcile theirs.
+      for (const key of placements.keys()) if (ownsKey(key)) queue.add(key);
     });
   };
   placements.addHandler((event, object) => {
     // Our own status writes come back as updates and need no reconcile.
     if (event === 'update' && reconciler.isOwnStatusWrite(object)) return;
-    queue.add(objectKey(object));
+    if (ownsKey(objectKey(object))) queue.add(objectKey(object));
   });
   clusterProfiles.addHandler((event, object, previous) => {
     if (affectsDecisions(event, object, previous)) enqueueAll();
@@ -267,10 +281,16 @@ export function createController(options: ControllerOptions): Controller {
   let stopped = false;
 
   const processKey = async (key: string, abort: AbortSignal) => {
+    // Another replica's shard: it reconciles this key.
+    if (!ownsKey(key)) {
+      queue.forget(key);
+      return queue.done(key);
+    }
     const started = performance.now();
     let result = 'success';
     try {
-      const outcome = await reconciler.reconcile(key, abort);
+      const reconcile = () => reconciler.reconcile(key, abort);
+      const outcome = await (shards ? shards.track(key, reconcile) : reconcile());
       queue.forget(key);
       if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
     } catch (error) {
@@ -315,14 +335,21 @@ export function createController(options: ControllerOptions): Controller {
     }
   };
 
-  const startLeading = () => {
-    if (stopped || leadership) return;
+  /** Queues the placements of a shard just taken (all of them with no shards), and those with decisions. */
+  const enqueueShard = (shard: number | undefined) => {
+    const mine = (key: string) => shard === undefined || shardOf(key, shards!.shards) === shard;
+    for (const key of placements.keys()) if (mine(key)) queue.add(key);
+    for (const key of placementDecisions.list().map((d) => Reconciler.placementKeyOf(d)))
+      if (key && mine(key)) queue.add(key);
+  };
+  const startLeading = (shard?: number) => {
+    if (stopped) return;
+    if (leadership) return enqueueShard(shard);
     leading = true;
     leadership = new AbortController();
     const abort = leadership.signal;
-    logger.info('leading: reconciling placements', { identity, workers });
-    for (const key of placements.keys()) queue.add(key);
-    for (const key of placementDecisions.list().map((d) => Reconciler.placementKeyOf(d))) if (key) queue.add(key);
+    logger.info('leading: reconciling placements', { identity, workers, ...(shard === undefined ? {} : { shard }) });
+    enqueueShard(shard);
     for (let i = 0; i < workers; i++) {
       const run = worker(abort).catch((error: unknown) => logger.error('worker crashed', { error }));
       inFlight.add(run);
@@ -332,7 +359,9 @@ export function createController(options: ControllerOptions): Controller {
     resyncTimer = setInterval(() => enqueueAll(), resync);
     resyncTimer.unref?.();
   };
-  const stopLeading = () => {
+  const stopLeading = (stopping = false) => {
+    // Workers stop when this replica owns no shard any more.
+    if (!stopping && shards?.owned().length) return;
     leading = false;
     clearInterval(resyncTimer);
     if (!leadership) return;
@@ -362,16 +391,17 @@ export function createController(options: ControllerOptions): Controller {
           placementDecisions: placementDecisions.size,
         });
         if (options.leaderElection) {
-          elector = new LeaderElector({
+          shards = new ShardCoordinator({
             client: hub,
             ...options.leaderElection,
             identity,
             logger,
-            onStartedLeading: startLeading,
-            onStoppedLeading: stopLeading,
+            onAcquired: startLeading,
+            onLost: () => stopLeading(),
             onHolderChanged,
+            otherInstall: (holder) => holder !== '' && installOf(holder) !== installOf(identity),
           });
-          elector.start();
+          shards.start();
         } else {
           startLeading();
         }
@@ -379,11 +409,13 @@ export function createController(options: ControllerOptions): Controller {
     },
     async stop(stopOptions = {}) {
       stopped = true;
-      stopLeading();
+      stopLeading(true);
       queue.shutDown();
       const timeout = new Promise((resolve) => setTimeout(resolve, options.shutdownTimeoutMs ?? 20_000).unref());
       await Promise.race([Promise.all([...inFlight]), timeout]);
-      await elector?.stop(stopOptions);
+      await shards?.stop(stopOptions);
+      // A loss record being written is waited for, so that the next replica to start reads it.
+      await Promise.race([sharedLoss?.settled(), timeout]);
       await Promise.race([events?.flush(), timeout]);
       await Promise.all(informers.map((i) => i.stop()));
       hub.close();
@@ -393,6 +425,7 @@ export function createController(options: ControllerOptions): Controller {
     standingByFor: () => otherInstall,
     waitForSync,
     isLeader,
+    ownedShards: () => shards?.owned() ?? [],
   };
 }
 

@@ -30,10 +30,21 @@ export {
   MAX_CONFIRMATION_AHEAD_MS,
   readConfirmation,
   type ConfirmOutcome,
+  type InventoryLoss,
   type InventoryLossConfirmation,
   type InventoryLossGuardOptions,
 } from './inventory-guard.js';
 export { createMetrics, type ControllerMetrics } from './metrics.js';
+export {
+  fieldManagerOf,
+  membersLeaseName,
+  shardLeaseName,
+  shardOf,
+  MEMBERS_ANNOTATION,
+  SHARDS_ANNOTATION,
+  type ShardSettings,
+} from './shards.js';
+export { INVENTORY_LOSS_ANNOTATION, inventoryLossLeaseName, readLoss } from './inventory-loss-state.js';
 export { startHealthServer, type HealthServer, type HealthServerOptions } from './server.js';
 export { createHubClient, type CoreEvent, type HubClient } from './kube.js';
 export {

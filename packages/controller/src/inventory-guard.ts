@@ -38,6 +38,17 @@ export interface InventoryLossGuardOptions {
 }
 
 /**
+ * A loss as the guard records it, and as replicas share it (docs/placement-rules.md §10.5): the count before
+ * it, when it was seen (ms since the epoch), the lowest count since, and the confirmation's version then.
+ */
+export interface InventoryLoss {
+  readonly baseline: number;
+  readonly since: number;
+  readonly low: number;
+  readonly confirmationVersion: string | undefined;
+}
+
+/**
  * What a confirmation did: released the guard; or was refused, its time too far ahead ('ahead') or, though
  * written after the loss was seen, earlier than the loss ('before': a clock behind); undefined: nothing.
  */
@@ -60,7 +71,10 @@ export class InventoryLossGuard {
    * The count before the loss, when the latest loss was seen, the count then,
    * and the confirmation's version at that moment (a confirmation must be newer).
    */
-  private loss: { baseline: number; since: number; low: number; confirmationVersion: string | undefined } | undefined;
+  private loss: { -readonly [K in keyof InventoryLoss]: InventoryLoss[K] } | undefined;
+  /** When the last released loss was seen: an older loss shared by another replica is not adopted again. */
+  private releasedSince = -Infinity;
+  private readonly listeners: ((loss: InventoryLoss | undefined, previous: InventoryLoss | undefined) => void)[] = [];
 
   constructor(options: InventoryLossGuardOptions = {}) {
     this.threshold = options.threshold ?? 0.3;
@@ -81,20 +95,59 @@ export class InventoryLossGuard {
     const peak = Math.max(...this.samples.map((s) => s.count));
     if (this.loss) {
       if (!this.isLoss(this.loss.baseline, count)) {
-        this.loss = undefined;
+        this.release();
         return 'released';
       }
+      if (count >= this.loss.low) return undefined;
+      const before = { ...this.loss };
       // A further sudden loss while engaged: confirmations given before it do not cover it.
-      if (count < this.loss.low && this.isLoss(peak, count)) {
+      if (this.isLoss(peak, count)) {
         this.loss.since = at;
         this.loss.confirmationVersion = confirmationVersion;
       }
-      this.loss.low = Math.min(this.loss.low, count);
+      this.loss.low = count;
+      this.emit(before);
       return undefined;
     }
     if (!this.isLoss(peak, count)) return undefined;
     this.loss = { baseline: peak, since: at, low: count, confirmationVersion };
+    this.emit(undefined);
     return 'engaged';
+  }
+
+  /** Calls `listener` with the new and the previous loss whenever this guard's own observation or a confirmation changes it. */
+  onChange(listener: (loss: InventoryLoss | undefined, previous: InventoryLoss | undefined) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** The loss recorded now (a copy), or undefined when not engaged. */
+  snapshot(): InventoryLoss | undefined {
+    return this.loss && { ...this.loss };
+  }
+
+  /**
+   * A loss another replica recorded (or one recorded before this replica started): taken when this guard
+   * holds none or a lesser one (a higher low), unless it is no newer than a loss this guard released.
+   * So every replica holds the same loss, with the same confirmation version. Returns whether it was taken.
+   */
+  adopt(loss: InventoryLoss): boolean {
+    if (loss.since <= this.releasedSince) return false;
+    if (this.loss && (loss.low > this.loss.low || (loss.low === this.loss.low && sameLoss(loss, this.loss))))
+      return false;
+    this.loss = { ...loss };
+    return true;
+  }
+
+  private release(): void {
+    const previous = this.loss;
+    this.loss = undefined;
+    if (previous) this.releasedSince = Math.max(this.releasedSince, previous.since);
+    this.emit(previous);
+  }
+
+  private emit(previous: InventoryLoss | undefined): void {
+    const loss = this.snapshot();
+    for (const listener of this.listeners) listener(loss, previous);
   }
 
   /**
@@ -112,8 +165,8 @@ export class InventoryLossGuard {
     if (confirmation.at > now + MAX_CONFIRMATION_AHEAD_MS) return 'ahead';
     if (confirmation.version === this.loss.confirmationVersion) return undefined;
     if (confirmation.at < this.loss.since) return 'before';
-    this.loss = undefined;
     this.samples = [{ at: now, count }];
+    this.release();
     return 'released';
   }
 
@@ -135,6 +188,15 @@ export class InventoryLossGuard {
     const lost = from - to;
     return lost >= this.minLost && lost > from * this.threshold;
   }
+}
+
+function sameLoss(a: InventoryLoss, b: InventoryLoss): boolean {
+  return (
+    a.baseline === b.baseline &&
+    a.since === b.since &&
+    a.low === b.low &&
+    a.confirmationVersion === b.confirmationVersion
+  );
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/i;

@@ -45,14 +45,16 @@ export interface HubClient {
 
 const EVENTS = { group: '', version: 'v1', plural: 'events' };
 
-export function createHubClient(client: KubeClient): HubClient {
+/** `fieldManager`: the name `metadata.managedFields` records for the status and decision writes. */
+export function createHubClient(client: KubeClient, fieldManager?: string): HubClient {
   const path = (resource: typeof PLACEMENTS, o: KubeObject) =>
     objectPath(resource, o.metadata?.namespace ?? '', o.metadata?.name ?? '');
+  const write = fieldManager ? { query: { fieldManager } } : {};
   return {
-    replacePlacementStatus: (placement) => client.replace(`${path(PLACEMENTS, placement)}/status`, placement),
+    replacePlacementStatus: (placement) => client.replace(`${path(PLACEMENTS, placement)}/status`, placement, write),
     createPlacementDecision: (decision) =>
-      client.create(resourcePath(PLACEMENT_DECISIONS, decision.metadata?.namespace ?? ''), decision),
-    replacePlacementDecision: (decision) => client.replace(path(PLACEMENT_DECISIONS, decision), decision),
+      client.create(resourcePath(PLACEMENT_DECISIONS, decision.metadata?.namespace ?? ''), decision, write),
+    replacePlacementDecision: (decision) => client.replace(path(PLACEMENT_DECISIONS, decision), decision, write),
     async deletePlacementDecision(namespace, name, uid) {
       await client.delete(
         objectPath(PLACEMENT_DECISIONS, namespace, name),

@@ -104,6 +104,12 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: 'name of the leader Lease, shared by every install on the hub',
   },
   {
+    flag: 'shards',
+    env: 'MCO_SHARDS',
+    default: '8',
+    help: 'placements are split into this many shards, each with its own Lease (<leader-election-id>, then <leader-election-id>-1 ...); replicas share them out. Keep it the same on every replica; 1 is plain leader election',
+  },
+  {
     flag: 'lease-duration',
     env: 'MCO_LEASE_DURATION',
     default: '15s',
@@ -231,6 +237,7 @@ const RawSchema = z.object({
   'leader-elect': bool,
   'leader-election-namespace': name,
   'leader-election-id': name,
+  shards: int(1, 256),
   'lease-duration': duration(1000, 3_600_000),
   'renew-deadline': duration(500, 3_600_000),
   'retry-period': duration(100, 600_000),
@@ -267,6 +274,7 @@ export interface ControllerConfig {
     | {
         readonly namespace: string;
         readonly name: string;
+        readonly shards: number;
         readonly leaseDurationMs: number;
         readonly renewDeadlineMs: number;
         readonly retryPeriodMs: number;
@@ -332,6 +340,7 @@ export function parseControllerConfig(
         ? {
             namespace: v['leader-election-namespace'],
             name: v['leader-election-id'],
+            shards: v.shards,
             leaseDurationMs: v['lease-duration'],
             renewDeadlineMs: v['renew-deadline'],
             retryPeriodMs: v['retry-period'],

@@ -86,8 +86,8 @@ export interface ReconcilerOptions {
   readonly events?: EventRecorder;
   readonly metrics?: ControllerMetrics;
   readonly logger?: Logger;
-  /** Checked before every write: only the leader writes. */
-  readonly isLeader?: () => boolean;
+  /** Checked before every write of a placement's status or decisions: only the replica owning its shard writes. */
+  readonly isLeader?: (key: string) => boolean;
   readonly now?: () => Date;
 }
 
@@ -116,7 +116,7 @@ function formatTime(date: Date): string {
  */
 export class Reconciler {
   private readonly logger: Logger;
-  private readonly isLeader: () => boolean;
+  private readonly isLeader: (key: string) => boolean;
   private readonly now: () => Date;
   private readonly sources: ReadonlyMap<string, CapacitySignalSource>;
   private readonly placementOverlay = new WriteOverlay<KubeObject>();
@@ -453,7 +453,7 @@ export class Reconciler {
   }
 
   private async writeStatus(key: string, placement: KubeObject, status: PlacementStatus): Promise<KubeObject> {
-    if (!this.isLeader()) throw new NotLeaderError('not the leader');
+    if (!this.isLeader(key)) throw new NotLeaderError('not the leader');
     const body: KubeObject = { ...placement, status };
     try {
       const written = await this.options.client.replacePlacementStatus(body);
@@ -530,7 +530,7 @@ export class Reconciler {
       const have = existing.get(decisionKey) ?? this.decisionOverlay.resolve(decisionKey, undefined);
       existing.delete(decisionKey);
       if (have && sameDecision(have, want)) continue;
-      if (!this.isLeader()) throw new NotLeaderError('not the leader');
+      if (!this.isLeader(key)) throw new NotLeaderError('not the leader');
       const operation = have ? 'update' : 'create';
       try {
         const written = have
@@ -550,7 +550,7 @@ export class Reconciler {
       }
     }
     for (const [decisionKey, stale] of existing) {
-      if (!this.isLeader()) throw new NotLeaderError('not the leader');
+      if (!this.isLeader(key)) throw new NotLeaderError('not the leader');
       try {
         await this.options.client.deletePlacementDecision(
           String(stale.metadata?.namespace),

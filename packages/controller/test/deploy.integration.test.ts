@@ -101,6 +101,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       'ClusterRoleBinding/mco-controller',
       'ConfigMap/mco-signal-sources',
       'Deployment/mco-controller',
+      'PodDisruptionBudget/mco-controller',
       'Role/mco-controller-confirmation',
       'Role/mco.mco-system.hub-endpoints',
       'Role/mco.mco-system.leader-election',
@@ -123,7 +124,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       const role = (suffix: string) =>
         (roles.find((o) => o.kind === 'Role' && o.metadata!.name!.endsWith(suffix)) as V1Role).rules;
       return {
-        lock: args.filter((a) => /^--(leader-election-namespace|leader-election-id|install)=/.test(a)),
+        lock: args.filter((a) => /^--(leader-election-namespace|leader-election-id|shards|install)=/.test(a)),
         roles: roles.map((o) => `${o.kind} ${o.metadata?.namespace}/${o.metadata?.name}`).sort(),
         rules: role('leader-election'),
         confirmation: role('confirmation'),
@@ -134,8 +135,20 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       {
         apiGroups: ['coordination.k8s.io'],
         resources: ['leases'],
-        resourceNames: ['mco-controller'],
+        // One Lease per shard (8 by default), the members' and the inventory-loss state's.
+        resourceNames: [
+          'mco-controller',
+          ...[1, 2, 3, 4, 5, 6, 7].map((i) => `mco-controller-${i}`),
+          'mco-controller-members',
+          'mco-controller-inventory-loss',
+        ],
         verbs: ['get', 'update'],
+      },
+      {
+        apiGroups: ['coordination.k8s.io'],
+        resources: ['leases'],
+        resourceNames: ['mco-controller-inventory-loss'],
+        verbs: ['list', 'watch'],
       },
     ];
     const confirmation = [
@@ -151,6 +164,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
         lock: [
           '--leader-election-namespace=kube-system',
           '--leader-election-id=mco-controller',
+          '--shards=8',
           '--install=team-a/mco',
         ],
         roles: [
@@ -168,6 +182,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
         lock: [
           '--leader-election-namespace=kube-system',
           '--leader-election-id=mco-controller',
+          '--shards=8',
           '--install=team-b/other',
         ],
         roles: [
@@ -322,7 +337,7 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
         healthz: metrics.includes('mco_controller_is_leader 1'),
         processMetrics: metrics.includes('nodejs_eventloop_lag_p99_seconds'),
         leaseHolder: lease.spec?.holderIdentity,
-        messages: ['starting', 'became leader', 'caches synced', 'stopping', 'released the lease', 'stopped'].filter(
+        messages: ['starting', 'caches synced', 'took a shard', 'stopping', 'released a shard', 'stopped'].filter(
           (m) => !records.some((r) => r.msg === m),
         ),
         tokenLogged: stderr.includes(token),

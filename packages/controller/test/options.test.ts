@@ -48,6 +48,7 @@ describe('parseControllerConfig', () => {
       leaderElection: {
         namespace: 'kube-system',
         name: 'mco-controller',
+        shards: 8,
         leaseDurationMs: 15_000,
         renewDeadlineMs: 10_000,
         retryPeriodMs: 2_000,

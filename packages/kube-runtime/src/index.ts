@@ -17,7 +17,7 @@ export {
 export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { WakeableSleep } from './sleep.js';
-export { LeaderElector, type LeaderElectionOptions } from './leader-election.js';
+export { LeaderElector, microTime, type Lease, type LeaderElectionOptions } from './leader-election.js';
 export {
   CLUSTER_PROFILES,
   PLACEMENTS,

@@ -3,11 +3,17 @@ import { httpStatusOf, silentLogger, type Logger } from '@mco/runtime';
 import type { KubeClient } from './client.js';
 import { WakeableSleep } from './sleep.js';
 
-/** The fields of a coordination.k8s.io/v1 Lease the elector reads and writes. */
-interface Lease {
+/** The fields of a coordination.k8s.io/v1 Lease the elector (and the controller's shards) read and write. */
+export interface Lease {
   apiVersion?: string;
   kind?: string;
-  metadata?: { name?: string; namespace?: string; resourceVersion?: string; [key: string]: unknown };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
+    [key: string]: unknown;
+  };
   spec?: {
     holderIdentity?: string;
     leaseDurationSeconds?: number;
@@ -262,6 +268,6 @@ export class LeaderElector {
 }
 
 /** A MicroTime: the API server rejects a Lease time with fewer than 6 fractional digits. */
-function microTime(ms: number): string {
+export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 }

@@ -37,6 +37,22 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.controller.leaderElection.lockName }}
 {{- end }}
 
+{{/* Every Lease name the controller reads and writes, as a JSON array: the shards', the members' and the inventory-loss state's. */}}
+{{- define "mco.leaseNames" -}}
+{{- $base := include "mco.leaseName" . }}
+{{- $shards := int .Values.controller.leaderElection.shards }}
+{{- if lt $shards 1 }}
+{{- fail "controller.leaderElection.shards must be at least 1" }}
+{{- end }}
+{{- $names := list $base }}
+{{- range $i := untilStep 1 $shards 1 }}
+{{- $names = append $names (printf "%s-%d" $base $i) }}
+{{- end }}
+{{- $names = append $names (printf "%s-members" $base) }}
+{{- $names = append $names (printf "%s-inventory-loss" $base) }}
+{{- toJson $names }}
+{{- end }}
+
 {{/* The Role and RoleBinding in the lock namespace: one per release, since every release puts them there. */}}
 {{- define "mco.lockRoleName" -}}
 {{- printf "%s.%s.leader-election" (include "mco.fullname" .) .Release.Namespace }}
