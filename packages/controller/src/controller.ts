@@ -10,10 +10,14 @@ import {
   objectKey,
   PLACEMENT_DECISIONS,
   PLACEMENTS,
+  PRIORITY,
   WorkQueue,
   type KubeObject,
   type ListWatch,
+  type Priority,
 } from '@mco/kube-runtime';
+import { placementsAffectedBy, type ProfileChange } from './affected.js';
+import { trimClusterProfile, trimPlacement, trimPlacementDecision } from './cache.js';
 import { EventRecorder } from './events.js';
 import {
   CONFIG_MAPS,
@@ -92,7 +96,25 @@ export interface ControllerOptions {
     inventoryLossConfirmation?: ListWatch<KubeObject>;
   };
   readonly now?: () => Date;
+  /** Benchmarks: called after each reconcile with where its time went. */
+  readonly onReconcile?: (trace: ReconcileTrace) => void;
 }
+
+/** Where one reconcile's time went (`onReconcile`). */
+export interface ReconcileTrace {
+  readonly key: string;
+  readonly priority: Priority;
+  /** From queued to taken by a worker. */
+  readonly queueWaitMs: number;
+  /** Reading the caches, asking the signal source and deciding. */
+  readonly evaluateMs: number;
+  /** The status and PlacementDecision writes. */
+  readonly writeMs: number;
+  readonly statusWritten: boolean;
+}
+
+/** Above this many ClusterProfile changes at once (a relist, a provider's sync), every placement is simply queued. */
+const MAX_TARGETED_CHANGES = 16;
 
 export interface Controller {
   readonly metrics: ControllerMetrics;
@@ -135,6 +157,7 @@ export function createController(options: ControllerOptions): Controller {
   const placements = new Informer<KubeObject>({
     name: 'placements',
     listWatch: lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
+    transform: trimPlacement,
     ...informerOptions,
   });
   const clusterProfiles = new Informer<KubeObject>({
@@ -145,6 +168,7 @@ export function createController(options: ControllerOptions): Controller {
         namespaces: options.clusterProfileNamespaces,
       }),
     ),
+    transform: trimClusterProfile,
     ...informerOptions,
   });
   const placementDecisions = new Informer<KubeObject>({
@@ -155,6 +179,7 @@ export function createController(options: ControllerOptions): Controller {
         labelSelector: DECISIONS_LABEL_SELECTOR,
       }),
     ),
+    transform: trimPlacementDecision,
     ...informerOptions,
   });
   // Only this one object, read from the API, so every replica sees the same confirmation; the
@@ -171,7 +196,13 @@ export function createController(options: ControllerOptions): Controller {
     ...informerOptions,
   });
   const informers = [placements, clusterProfiles, placementDecisions, inventoryLossConfirmation];
-  const queue = new WorkQueue();
+  const waits = new Map<string, { ms: number; priority: Priority }>();
+  const queue = new WorkQueue({
+    onDequeue: (key, ms, priority) => {
+      metrics.queueWait.observe({ priority: PRIORITY_NAMES[priority] }, ms / 1000);
+      if (options.onReconcile) waits.set(key, { ms, priority });
+    },
+  });
 
   let elector: LeaderElector | undefined;
   let leading = false;
@@ -230,28 +261,52 @@ export function createController(options: ControllerOptions): Controller {
   });
 
   // Every change enqueues the placements it can affect. A ClusterProfile
-  // change can affect every placement; a burst of them is coalesced into one
-  // pass over the placements (the queue de-duplicates anyway).
-  let enqueueAllScheduled = false;
-  const enqueueAll = () => {
-    if (enqueueAllScheduled) return;
-    enqueueAllScheduled = true;
+  // change can affect every placement: those it does affect go first (high
+  // priority), then a low-priority sweep over the rest keeps the controller
+  // level-triggered. A burst of changes is coalesced into one pass (the queue
+  // de-duplicates anyway).
+  let sweepScheduled: Priority | undefined;
+  const enqueueAll = (priority: Priority) => {
+    if (sweepScheduled !== undefined && sweepScheduled <= priority) return;
+    const first = sweepScheduled === undefined;
+    sweepScheduled = priority;
+    if (first)
+      setImmediate(() => {
+        const at = sweepScheduled!;
+        sweepScheduled = undefined;
+        for (const key of placements.keys()) queue.add(key, at);
+      });
+  };
+  let profileChanges: ProfileChange[] | undefined;
+  const enqueueAffected = (change: ProfileChange) => {
+    if (profileChanges) {
+      profileChanges.push(change);
+      return;
+    }
+    profileChanges = [change];
     setImmediate(() => {
-      enqueueAllScheduled = false;
-      for (const key of placements.keys()) queue.add(key);
+      const changes = profileChanges!;
+      profileChanges = undefined;
+      if (changes.length > MAX_TARGETED_CHANGES || !clusterProfiles.hasSynced() || !placements.hasSynced()) {
+        enqueueAll(PRIORITY.normal);
+        return;
+      }
+      for (const key of placementsAffectedBy(changes, placements.list(), Date.now())) queue.add(key, PRIORITY.high);
+      enqueueAll(PRIORITY.low);
     });
   };
   placements.addHandler((event, object) => {
     // Our own status writes come back as updates and need no reconcile.
     if (event === 'update' && reconciler.isOwnStatusWrite(object)) return;
-    queue.add(objectKey(object));
+    queue.add(objectKey(object), PRIORITY.high);
   });
   clusterProfiles.addHandler((event, object, previous) => {
-    if (affectsDecisions(event, object, previous)) enqueueAll();
+    if (!affectsDecisions(event, object, previous)) return;
+    enqueueAffected({ before: event === 'add' ? undefined : previous, after: event === 'delete' ? undefined : object });
   });
   // A confirmation may release the guard: every held placement looks again.
   inventoryLossConfirmation.addHandler(() => {
-    if (inventoryLossGuard.engaged) enqueueAll();
+    if (inventoryLossGuard.engaged) enqueueAll(PRIORITY.normal);
   });
   placementDecisions.addHandler((event, object) => {
     // Someone else changed or deleted one of our PlacementDecisions: put it right.
@@ -271,6 +326,17 @@ export function createController(options: ControllerOptions): Controller {
     let result = 'success';
     try {
       const outcome = await reconciler.reconcile(key, abort);
+      if (options.onReconcile) {
+        const wait = waits.get(key);
+        options.onReconcile({
+          key,
+          priority: wait?.priority ?? PRIORITY.normal,
+          queueWaitMs: wait?.ms ?? 0,
+          evaluateMs: outcome.evaluateMs,
+          writeMs: outcome.writeMs,
+          statusWritten: outcome.statusWritten,
+        });
+      }
       queue.forget(key);
       if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
     } catch (error) {
@@ -289,6 +355,7 @@ export function createController(options: ControllerOptions): Controller {
         queue.addRateLimited(key);
       }
     } finally {
+      waits.delete(key);
       queue.done(key);
       const seconds = (performance.now() - started) / 1000;
       metrics.reconciles.inc({ result });
@@ -329,7 +396,7 @@ export function createController(options: ControllerOptions): Controller {
       void run.finally(() => inFlight.delete(run));
     }
     const resync = options.resyncPeriodMs ?? 600_000;
-    resyncTimer = setInterval(() => enqueueAll(), resync);
+    resyncTimer = setInterval(() => enqueueAll(PRIORITY.low), resync);
     resyncTimer.unref?.();
   };
   const stopLeading = () => {
@@ -401,6 +468,8 @@ export function installOf(identity: string): string {
   const slash = identity.lastIndexOf('/');
   return slash < 0 ? '' : identity.slice(0, slash);
 }
+
+const PRIORITY_NAMES: Record<Priority, string> = { 0: 'high', 1: 'normal', 2: 'low' };
 
 /** A key no placement can have (names cannot contain a NUL); wakes idle workers. */
 const WAKE_KEY = '\u0000wake';

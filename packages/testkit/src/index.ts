@@ -35,5 +35,6 @@ export {
 } from './objects.js';
 export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
 export { eventually } from './wait.js';
+export { checkSamples, percentile, summarize } from './figures.js';
 export { controlPlaneSkipReason, describeWithControlPlane, type RequirementOptions } from './vitest.js';
 export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } from './crds.js';
