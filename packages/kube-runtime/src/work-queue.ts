@@ -8,7 +8,7 @@ export interface WorkQueueOptions {
   readonly burst?: number;
   readonly now?: () => number;
   readonly random?: () => number;
-  /** Called as a worker takes a key: how long it waited since it was queued, and at which priority. */
+  /** Called as a worker takes a key: how long it waited at the priority it is taken at, and that priority. */
   readonly onDequeue?: (key: string, waitedMs: number, priority: Priority) => void;
 }
 
@@ -113,7 +113,8 @@ export class WorkQueue {
       return;
     }
     this.queued.set(key, priority);
-    if (queued === undefined) this.queuedAt.set(key, this.now());
+    // A key that moves up waits from now: the wait reported is at the priority it is taken at.
+    this.queuedAt.set(key, this.now());
     this.lanes[priority]!.push(key);
   }
 

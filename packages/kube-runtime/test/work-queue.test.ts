@@ -84,12 +84,13 @@ describe('WorkQueue', () => {
     queue.add('a', PRIORITY.low);
     vi.advanceTimersByTime(300);
     queue.add('b', PRIORITY.high);
-    queue.add('a', PRIORITY.high); // moving up keeps the time it was first queued
+    vi.advanceTimersByTime(100);
+    queue.add('a', PRIORITY.high); // moving up: it waits at high priority from now
     vi.advanceTimersByTime(200);
     await drain(queue);
     expect(waits).toEqual([
-      ['b', 200, PRIORITY.high],
-      ['a', 500, PRIORITY.high],
+      ['b', 300, PRIORITY.high],
+      ['a', 200, PRIORITY.high],
     ]);
   });
 
