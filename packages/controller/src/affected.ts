@@ -20,8 +20,8 @@ export interface ProfileChange {
  * list a changed cluster, and those for which it was or becomes eligible
  * (its labels, taints and rules judged by the placement's own selection). A
  * cluster that is none of these for a placement takes no part in its decision
- * (docs/placement-rules.md §2), so these go to the front of the queue and the
- * others wait for the sweep behind them. Cheap: each changed profile is a
+ * (docs/placement-rules.md §2), so only these are queued, at the front; the
+ * periodic resync looks at the others. Cheap: each changed profile is a
  * one-cluster inventory, and each placement's selection is compiled once per
  * spec object.
  */

@@ -261,10 +261,12 @@ export function createController(options: ControllerOptions): Controller {
   });
 
   // Every change enqueues the placements it can affect. A ClusterProfile
-  // change can affect every placement: those it does affect go first (high
-  // priority), then a low-priority sweep over the rest keeps the controller
-  // level-triggered. A burst of changes is coalesced into one pass (the queue
-  // de-duplicates anyway).
+  // change queues the placements it affects at high priority, ahead of the
+  // periodic resync's low-priority sweep (the safety net for the rest). No
+  // sweep follows each change: at 5,000 x 5,000 a sweep is about 20 s of the
+  // event loop, which every affected placement's writes then wait for
+  // (docs/performance.md). A burst of changes is coalesced into one pass, and
+  // a large one (a relist, a provider's sync) queues every placement.
   let sweepScheduled: Priority | undefined;
   const enqueueAll = (priority: Priority) => {
     if (sweepScheduled !== undefined && sweepScheduled <= priority) return;
@@ -278,6 +280,7 @@ export function createController(options: ControllerOptions): Controller {
       });
   };
   let profileChanges: ProfileChange[] | undefined;
+  let guardWasEngaged = false;
   const enqueueAffected = (change: ProfileChange) => {
     if (profileChanges) {
       profileChanges.push(change);
@@ -287,12 +290,21 @@ export function createController(options: ControllerOptions): Controller {
     setImmediate(() => {
       const changes = profileChanges!;
       profileChanges = undefined;
-      if (changes.length > MAX_TARGETED_CHANGES || !clusterProfiles.hasSynced() || !placements.hasSynced()) {
+      // While the inventory-loss guard holds removals, and when it engages or
+      // releases, every placement looks again (held removals are anywhere).
+      const guardChanged = inventoryLossGuard.engaged !== guardWasEngaged;
+      guardWasEngaged = inventoryLossGuard.engaged;
+      if (
+        changes.length > MAX_TARGETED_CHANGES ||
+        guardChanged ||
+        inventoryLossGuard.engaged ||
+        !clusterProfiles.hasSynced() ||
+        !placements.hasSynced()
+      ) {
         enqueueAll(PRIORITY.normal);
         return;
       }
       for (const key of placementsAffectedBy(changes, placements.list(), Date.now())) queue.add(key, PRIORITY.high);
-      enqueueAll(PRIORITY.low);
     });
   };
   placements.addHandler((event, object) => {

@@ -125,7 +125,7 @@ export function createMetrics(
     }),
     queueWait: new Histogram({
       name: 'mco_controller_queue_wait_seconds',
-      help: 'Time a placement waited in the work queue, by priority: high (its own change, or an inventory change that affects it), normal, low (sweeps).',
+      help: 'Time a placement waited in the work queue, by priority: high (its own change, or an inventory change that affects it), normal, low (periodic resync).',
       labelNames: ['priority'],
       buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
