@@ -119,9 +119,9 @@ async function openLoop(port: number, rate: number, seconds: number): Promise<Ru
   const inflight: Promise<void>[] = [];
   for (let i = 0; i < total; i++) {
     const due = start + (i * 1000) / rate;
-    // Timers fire up to a millisecond early or late: sleep most of the wait, then yield until due.
     const wait = due - performance.now();
-    if (wait > 2) await new Promise((resolve) => setTimeout(resolve, wait - 1));
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    // A timer may fire a fraction of a millisecond early (whole-millisecond clock): yield until due.
     while (performance.now() < due) await new Promise((resolve) => setImmediate(resolve));
     const sent = performance.now();
     inflight.push(
