@@ -14,6 +14,7 @@ import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Watch } from '@kubernetes/client-node';
+import { summarize } from '@mco/testkit';
 import {
   AT_CEILING,
   applicationOf,
@@ -70,14 +71,10 @@ async function watchTimes(kc: KubeConfig, path: string): Promise<(match: Waiter[
 const lists = (obj: unknown) =>
   ((obj as PlacementObject).status?.clusters ?? []).some((c) => c.name === WEST && c.state === 'ACTIVE');
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-}
-
 function row(label: string, samples: number[]): string {
-  const sorted = [...samples].sort((a, b) => a - b);
   const ms = (v: number) => `${v.toFixed(0)} ms`;
-  return `| ${label} | ${samples.length} | ${ms(percentile(sorted, 50))} | ${ms(percentile(sorted, 99))} | ${ms(sorted[0]!)} | ${ms(sorted.at(-1)!)} |`;
+  const { min, p50, p99, max } = summarize(label, samples);
+  return `| ${label} | ${samples.length} | ${ms(p50)} | ${ms(p99)} | ${ms(min)} | ${ms(max)} |`;
 }
 
 /** Polls until `accept` holds (4 min: a loaded machine), naming what it waited for. */

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { CustomObjectsApi, PatchStrategy, type KubernetesObject } from '@kubernetes/client-node';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { requestOptions } from '@mco/kube-runtime/client-node';
-import { freePort, startControlPlane, thirdPartyCrd } from '@mco/testkit';
+import { freePort, startControlPlane, summarize, thirdPartyCrd } from '@mco/testkit';
 import { APPLICATION_SETS, REFRESH_ANNOTATION, startArgoCdDelivery } from '../src/index.js';
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
@@ -162,15 +162,12 @@ try {
   }
   await refresher.stop();
 
-  const sorted = [...latencies].sort((a, b) => a - b);
+  const figures = summarize('plugin ready → every ApplicationSet annotated', latencies);
   const rows: [string, string][] = [
     ['ApplicationSets using the plugin', String(APPLICATION_SETS_N)],
     ['rounds (plugin down 4 s, a placement change meanwhile)', String(ROUNDS)],
-    [
-      'plugin ready → every ApplicationSet annotated: median',
-      `${(sorted[Math.floor(sorted.length / 2)]! / 1000).toFixed(2)} s`,
-    ],
-    ['same, max', `${(sorted.at(-1)! / 1000).toFixed(2)} s`],
+    ['plugin ready → every ApplicationSet annotated: median', `${(figures.p50 / 1000).toFixed(2)} s`],
+    ['same, max', `${(figures.max / 1000).toFixed(2)} s`],
     ['load average (1 min) at the end', loadavg()[0]!.toFixed(1)],
   ];
   for (const [k, v] of rows) console.log(`| ${k} | ${v} |`);

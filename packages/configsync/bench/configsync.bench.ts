@@ -14,6 +14,7 @@ import { createClusterAccess } from '@mco/cluster-access';
 import type { ClusterProfile, PlacementCluster } from '@mco/core';
 import { PLACEMENTS } from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
+import { percentile } from '@mco/testkit';
 import {
   CONDITION_TYPE,
   TEMPLATE_ANNOTATION,
@@ -41,10 +42,7 @@ metadata: {name: reconciler-PLACEMENT}
 roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: edit}
 `;
 
-const quantile = (values: number[], q: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))]!;
-};
+const quantile = (values: number[], q: number) => percentile('status change → applied', values, q * 100);
 const ms = (v: number) => `${v.toFixed(1)} ms`;
 let progress = () => '';
 const until = (what: string, done: () => boolean, timeoutMs?: number) =>

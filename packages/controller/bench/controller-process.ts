@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Signal } from '@mco/core';
 import { loadKubeConfig } from '@mco/kube-runtime';
 import { silentLogger, type CapacitySignalSource, type SignalObservation, type SignalRequest } from '@mco/runtime';
-import { createController } from '../src/index.js';
+import { createController, type ReconcileTrace } from '../src/index.js';
 import { shardOf } from '../src/shards.js';
 
 /** Answers at once: every cluster has room (hpa 3 of 10 replicas), so figures are the controller's own. */
@@ -35,8 +35,15 @@ setInterval(() => {
   }
 }, 50).unref();
 
+// Where the time of each reconcile that wrote a status went, while the benchmark asks for it.
+let traces: ReconcileTrace[] | undefined;
+
 const controller = createController({
   hub,
+  workers: Number(process.env.BENCH_WORKERS ?? 4),
+  onReconcile: (trace) => {
+    if (trace.statusWritten) traces?.push(trace);
+  },
   logger: silentLogger,
   // BENCH_REPLICAS > 1 (replicas.ts): a replica sharing the shards.
   ...(process.env.BENCH_LEADER_ELECTION
@@ -69,6 +76,7 @@ async function stats() {
     peakRss,
     atPeak,
     rss: process.memoryUsage().rss,
+    cpuMs: (process.cpuUsage().user + process.cpuUsage().system) / 1000,
     heapUsed: process.memoryUsage().heapUsed,
     synced: controller.isReady(),
     queue: controller.queue.length,
@@ -114,7 +122,13 @@ process.on('message', (message: { id: number; command: string }) => {
   if (message.command === 'stats') void stats().then(reply);
   else if (message.command === 'memory') reply({ liveHeap: liveHeap(), rss: process.memoryUsage().rss, peakRss });
   else if (message.command === 'resync') void resync().then(reply);
-  else if (message.command === 'stop') void controller.stop().then(() => reply(null));
+  else if (message.command === 'trace') {
+    traces = [];
+    reply(null);
+  } else if (message.command === 'traces') {
+    reply(traces ?? []);
+    traces = undefined;
+  } else if (message.command === 'stop') void controller.stop().then(() => reply(null));
 });
 controller.start();
 process.send!({ id: 0, value: 'started' });

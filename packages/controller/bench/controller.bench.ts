@@ -8,25 +8,81 @@
 // loop are its own; this process makes the fleet and observes the statuses
 // through a watch of its own. BENCH_NODE_OPTIONS passes V8 flags to it.
 import { fork, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { createListWatch, Informer, PLACEMENTS, type KubeObject } from '@mco/kube-runtime';
+import {
+  CLUSTER_PROFILES,
+  createListWatch,
+  Informer,
+  KubeClient,
+  loadKubeConfig,
+  objectKey,
+  objectPath,
+  PLACEMENTS,
+  resourcePath,
+  type KubeObject,
+} from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { summarize } from '@mco/testkit';
+import type { ReconcileTrace } from '../src/index.js';
 import { Fleet, startHub } from '../test/support.js';
 import { REPLICAS, startReplicas } from './replicas.js';
 
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 1000);
 const PLACEMENT_COUNT = Number(process.env.BENCH_PLACEMENTS ?? 1000);
 const LABEL_CHANGES = Number(process.env.BENCH_LABEL_CHANGES ?? 20);
+/** The controller's workers (the chart's default); the write-ceiling loop uses as many. */
+const WORKERS = Number(process.env.BENCH_WORKERS ?? 4);
+const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 10);
 const NAMESPACES = 10;
 const REGIONS = 10;
 const TIERS = 3;
 
 const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
 const ms = (n: number) => `${n.toFixed(0)} ms`;
-const percentile = (values: number[], p: number) =>
-  [...values].sort((a, b) => a - b)[Math.max(0, Math.ceil((p / 100) * values.length) - 1)] ?? NaN;
+const s1 = (milliseconds: number) => `${(milliseconds / 1000).toFixed(1)} s`;
+const load = () =>
+  loadavg()
+    .map((l) => l.toFixed(1))
+    .join(' ');
+
+/** CPU time (user + system) of a process of this machine, from /proc (clock ticks of 10 ms). */
+function cpuMsOf(pid: number | undefined): number {
+  if (pid === undefined) return NaN;
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
+/** The pid of the process whose command line has every one of `parts` (the control plane's etcd and kube-apiserver). */
+function pidOf(...parts: string[]): number | undefined {
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    let args: string[];
+    try {
+      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+    } catch {
+      continue; // gone meanwhile
+    }
+    if (parts.every((part) => args.some((arg) => arg.includes(part)))) return Number(entry);
+  }
+  return undefined;
+}
+
+/** CPU time of the control plane's processes: the API server and etcd. */
+function controlPlaneCpu(server: string): () => { apiserver: number; etcd: number } {
+  const apiserver = pidOf('kube-apiserver', `--secure-port=${new URL(server).port}`);
+  const etcdServers = apiserver
+    ? readFileSync(`/proc/${apiserver}/cmdline`, 'utf8')
+        .split('\0')
+        .find((a) => a.startsWith('--etcd-servers='))
+    : undefined;
+  const etcd = etcdServers
+    ? pidOf('etcd', `--listen-client-urls=${etcdServers.slice('--etcd-servers='.length)}`)
+    : undefined;
+  return () => ({ apiserver: cpuMsOf(apiserver), etcd: cpuMsOf(etcd) });
+}
 
 async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
@@ -70,6 +126,7 @@ function spec(i: number): object {
 }
 
 interface Stats {
+  cpuMs: number;
   idleRss: number;
   peakRss: number;
   atPeak: { heapTotal: number; external: number };
@@ -153,17 +210,59 @@ const isDecided = (p: KubeObject | undefined) =>
   p !== undefined &&
   (p.status as { observedGeneration?: number } | undefined)?.observedGeneration === p.metadata?.generation;
 
+/**
+ * The API server's own write ceiling on this machine: `concurrency` loops
+ * (as many as the controller's workers) that do nothing but the controller's
+ * status write (PUT to /status with the resourceVersion, the same objects),
+ * each changing one condition message so that every write reaches etcd.
+ */
+async function writeCeiling(
+  client: KubeClient,
+  placements: readonly KubeObject[],
+  concurrency: number,
+  seconds: number,
+): Promise<{ writes: number; errors: number; perSecond: number; latency: number[] }> {
+  const latest = new Map(placements.map((p) => [objectKey(p), p]));
+  const keys = [...latest.keys()];
+  const latency: number[] = [];
+  let writes = 0;
+  let errors = 0;
+  let next = 0;
+  const started = performance.now();
+  const until = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (performance.now() < until) {
+        const key = keys[next++ % keys.length]!;
+        const placement = latest.get(key)!;
+        const status = placement.status as { conditions?: { message?: string }[] };
+        const conditions = (status.conditions ?? []).map((c, i) => (i === 0 ? { ...c, message: `probe ${next}` } : c));
+        const path = `${objectPath(PLACEMENTS, placement.metadata!.namespace!, placement.metadata!.name!)}/status`;
+        const sent = performance.now();
+        try {
+          latest.set(key, await client.replace(path, { ...placement, status: { ...status, conditions } }));
+          latency.push(performance.now() - sent);
+          writes++;
+        } catch {
+          errors++;
+        }
+      }
+    }),
+  );
+  return { writes, errors, perSecond: writes / ((performance.now() - started) / 1000), latency };
+}
+
 async function main() {
   console.log(
-    `controller benchmark: ${PROFILES} ClusterProfiles x ${PLACEMENT_COUNT} placements${REPLICAS > 1 ? `, ${REPLICAS} replicas (memory figures: the largest replica)` : ''}`,
+    `controller benchmark: ${PROFILES} ClusterProfiles x ${PLACEMENT_COUNT} placements, ${WORKERS} workers${REPLICAS > 1 ? `, ${REPLICAS} replicas (memory figures: the largest replica)` : ''}; load average ${load()}`,
   );
   const setupStart = performance.now();
   const hub = await startHub();
   const fleet = new Fleet(hub);
-  const watcher = new Informer<KubeObject>({
-    name: 'bench',
-    listWatch: createListWatch(kubeClientFromKubeConfig(hub.admin), PLACEMENTS),
-  });
+  // mco's client (one keep-alive agent) makes the fleet: client-node opens a TLS connection per request.
+  const admin = kubeClientFromKubeConfig(hub.admin);
+  const watcher = new Informer<KubeObject>({ name: 'bench', listWatch: createListWatch(admin, PLACEMENTS) });
+  const planeCpu = controlPlaneCpu(hub.admin.getCurrentCluster()!.server);
   try {
     for (let n = 0; n < NAMESPACES; n++) {
       await fleet.namespace(`fleet-${n}`);
@@ -174,11 +273,24 @@ async function main() {
       name: `c-${String(i).padStart(4, '0')}`,
       labels: { region: `r${i % REGIONS}`, tier: `t${i % TIERS}` },
     }));
-    await pool(profiles, 16, (p) => fleet.createProfile(p.namespace, p.name, p.labels));
+    await pool(profiles, 16, (p) =>
+      admin.create(resourcePath(CLUSTER_PROFILES, p.namespace), {
+        apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+        kind: 'ClusterProfile',
+        metadata: { name: p.name, namespace: p.namespace, labels: p.labels },
+        spec: { displayName: p.name, clusterManager: { name: 'bench' } },
+      }),
+    );
     await pool(
       Array.from({ length: PLACEMENT_COUNT }, (_, i) => i),
       16,
-      (i) => fleet.createPlacement(`apps-${i % NAMESPACES}`, placementName(i), spec(i)),
+      (i) =>
+        admin.create(resourcePath(PLACEMENTS, `apps-${i % NAMESPACES}`), {
+          apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
+          kind: 'MultiKubernetesClusterPlacement',
+          metadata: { name: placementName(i), namespace: `apps-${i % NAMESPACES}` },
+          spec: spec(i),
+        }),
     );
     watcher.start();
     await watcher.waitForSync();
@@ -189,6 +301,7 @@ async function main() {
 
     // 1. Cold start to every placement decided (status and PlacementDecisions written).
     const started = performance.now();
+    const planeAtStart = planeCpu();
     const first = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
     let stats = await first.call<Stats>('stats');
     while (!stats.synced) stats = await first.call<Stats>('stats');
@@ -196,7 +309,7 @@ async function main() {
     const decided = () =>
       Array.from({ length: PLACEMENT_COUNT }, (_, i) => i).filter((i) => isDecided(watcher.get(placementKey(i))))
         .length;
-    while (decided() < PLACEMENT_COUNT) await sleep(50);
+    while (decided() < PLACEMENT_COUNT) await sleep(200);
     const decidedMs = performance.now() - started;
     stats = await first.call<Stats>('stats');
     while (stats.decisionWrites < PLACEMENT_COUNT || stats.queue > 0) {
@@ -204,16 +317,27 @@ async function main() {
       stats = await first.call<Stats>('stats');
     }
     const allWrittenMs = performance.now() - started;
+    const planeAtDecided = planeCpu();
+    const coldWrites = stats.statusWrites + stats.decisionWrites + stats.events;
+    const coldRate = coldWrites / ((allWrittenMs - syncedMs) / 1000);
     console.log(
       `start -> caches synced ${ms(syncedMs)}; every status written ${ms(decidedMs)}; every PlacementDecision too ${ms(allWrittenMs)}`,
     );
     console.log(
       `  ${stats.statusWrites} status and ${stats.decisionWrites} PlacementDecision writes, ${stats.events} Events (${stats.eventsDropped} dropped), ${stats.errors} errors, ${stats.conflicts} conflicts`,
     );
+    console.log(
+      `  ${coldRate.toFixed(0)} writes/s after the sync; CPU: controller ${s1(stats.cpuMs)}, kube-apiserver ${s1(planeAtDecided.apiserver - planeAtStart.apiserver)}, etcd ${s1(planeAtDecided.etcd - planeAtStart.etcd)} (wall ${s1(allWrittenMs)})`,
+    );
 
     // 2. Event-to-status latency: one ClusterProfile changes tier; each
     //    placement selecting its region and old or new tier must follow.
     const latencies: number[] = [];
+    let onPlacement: ((key: string) => void) | undefined;
+    watcher.addHandler((_event, object) => onPlacement?.(objectKey(object)));
+    const labelStart = performance.now();
+    const before = { stats, plane: planeCpu() };
+    await first.call('trace');
     for (let k = 0; k < LABEL_CHANGES; k++) {
       const p = profiles[(k * 37) % PROFILES]!;
       const key = `${p.namespace}/${p.name}`;
@@ -225,25 +349,57 @@ async function main() {
         if (tier === p.labels.tier || tier === next) expected.set(placementKey(i), tier === next);
       }
       const sent = performance.now();
-      await fleet.labelProfile(p.namespace, p.name, { tier: next });
+      await admin.patch(objectPath(CLUSTER_PROFILES, p.namespace, p.name), 'merge', {
+        metadata: { labels: { tier: next } },
+      });
       p.labels.tier = next;
+      // Checked as each update arrives (no polling: the benchmark's CPU is the controller's and the API server's too).
       const pending = new Map(expected);
-      while (pending.size > 0) {
-        for (const [placement, listed] of pending) {
-          const clusters =
-            (watcher.get(placement)?.status as { clusters?: { namespace?: string; name: string }[] })?.clusters ?? [];
-          if (clusters.some((c) => `${c.namespace}/${c.name}` === key) === listed) {
-            latencies.push(performance.now() - sent);
-            pending.delete(placement);
-          }
-        }
-        await sleep(2);
-      }
+      const followed = (placement: string) => {
+        const listed = pending.get(placement);
+        if (listed === undefined) return;
+        const clusters =
+          (watcher.get(placement)?.status as { clusters?: { namespace?: string; name: string }[] })?.clusters ?? [];
+        if (clusters.some((c) => `${c.namespace}/${c.name}` === key) !== listed) return;
+        latencies.push(performance.now() - sent);
+        pending.delete(placement);
+        if (pending.size === 0) allFollowed();
+      };
+      let allFollowed = () => {};
+      const done = new Promise<void>((resolve) => (allFollowed = resolve));
+      onPlacement = followed;
+      for (const placement of expected.keys()) followed(placement);
+      if (expected.size === 0) allFollowed();
+      await done;
+      onPlacement = undefined;
       await sleep(200);
     }
+    const traces = await first.call<ReconcileTrace[]>('traces');
+    const labelMs = performance.now() - labelStart;
+    stats = await first.call<Stats>('stats');
+    const planeAfter = planeCpu();
+    const labelWrites =
+      stats.statusWrites +
+      stats.decisionWrites +
+      stats.events -
+      (before.stats.statusWrites + before.stats.decisionWrites + before.stats.events);
+    const change = summarize('label change -> status', latencies);
     console.log(
-      `ClusterProfile label change -> placement status (${latencies.length} updates, ${LABEL_CHANGES} changes): p50 ${ms(percentile(latencies, 50))}, p99 ${ms(percentile(latencies, 99))}`,
+      `ClusterProfile label change -> placement status (${latencies.length} updates, ${LABEL_CHANGES} changes): p50 ${ms(change.p50)}, p99 ${ms(change.p99)}, max ${ms(change.max)}`,
     );
+    console.log(
+      `  over those ${s1(labelMs)}: ${labelWrites} writes (${(labelWrites / (labelMs / 1000)).toFixed(0)}/s); CPU: controller ${s1(stats.cpuMs - before.stats.cpuMs)}, kube-apiserver ${s1(planeAfter.apiserver - before.plane.apiserver)}, etcd ${s1(planeAfter.etcd - before.plane.etcd)}`,
+    );
+    if (traces.length > 0) {
+      const part = (name: string, pick: (t: ReconcileTrace) => number) => {
+        const f = summarize(name, traces.map(pick));
+        return `${name} p50 ${ms(f.p50)} / p99 ${ms(f.p99)}`;
+      };
+      const high = traces.filter((t) => t.priority === 0).length;
+      console.log(
+        `  per status written (${traces.length}, ${high} at high priority): ${part('queue wait', (t) => t.queueWaitMs)}; ${part('evaluate', (t) => t.evaluateMs)}; ${part('write', (t) => t.writeMs)}`,
+      );
+    }
 
     // 3. Full resync with nothing to change.
     const resync = await first.call<{
@@ -282,8 +438,25 @@ async function main() {
     );
     await second.call('stop');
     second.child.kill();
+
+    // 5. The API server's write ceiling, with no controller running.
+    const client = new KubeClient(loadKubeConfig({ path: kubeconfig }));
+    try {
+      const ceiling = await writeCeiling(client, watcher.list(), WORKERS, CEILING_SECONDS);
+      const at = summarize('ceiling write latency', ceiling.latency);
+      console.log(
+        `API server write ceiling (${WORKERS} concurrent status PUTs, ${CEILING_SECONDS} s): ${ceiling.perSecond.toFixed(0)} writes/s (${ceiling.errors} errors; latency p50 ${ms(at.p50)}, p99 ${ms(at.p99)})`,
+      );
+      console.log(
+        `  mco's write rate as a share of it: cold start ${((coldRate / ceiling.perSecond) * 100).toFixed(0)}%, label changes ${((labelWrites / (labelMs / 1000) / ceiling.perSecond) * 100).toFixed(0)}%`,
+      );
+    } finally {
+      client.close();
+    }
+    console.log(`load average at the end: ${load()}`);
   } finally {
     await watcher.stop();
+    admin.close();
     await hub.stop();
   }
 }

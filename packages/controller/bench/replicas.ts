@@ -41,7 +41,9 @@ type Figures = Record<string, unknown>;
 const LARGEST = new Set(['idleRss', 'peakRss', 'rss', 'heapUsed', 'liveHeap', 'ms', 'p50', 'p99', 'max']);
 
 function combine(command: string, values: unknown[]): unknown {
-  if (command === 'stop') return null;
+  if (values.every((v) => v === null || v === undefined)) return values[0];
+  // Per-reconcile traces: every replica's.
+  if (values.every(Array.isArray)) return values.flat();
   const figures = values as Figures[];
   const combined: Figures = {};
   for (const key of Object.keys(figures[0] ?? {})) {

@@ -9,10 +9,14 @@ import {
   objectKey,
   PLACEMENT_DECISIONS,
   PLACEMENTS,
+  PRIORITY,
   WorkQueue,
   type KubeObject,
   type ListWatch,
+  type Priority,
 } from '@mco/kube-runtime';
+import { placementsAffectedBy, type ProfileChange } from './affected.js';
+import { trimClusterProfile, trimPlacement, trimPlacementDecision } from './cache.js';
 import { EventRecorder } from './events.js';
 import {
   CONFIG_MAPS,
@@ -88,7 +92,25 @@ export interface ControllerOptions {
     inventoryLossConfirmation?: ListWatch<KubeObject>;
   };
   readonly now?: () => Date;
+  /** Benchmarks: called after each reconcile with where its time went. */
+  readonly onReconcile?: (trace: ReconcileTrace) => void;
 }
+
+/** Where one reconcile's time went (`onReconcile`). */
+export interface ReconcileTrace {
+  readonly key: string;
+  readonly priority: Priority;
+  /** From queued to taken by a worker. */
+  readonly queueWaitMs: number;
+  /** Reading the caches, asking the signal source and deciding. */
+  readonly evaluateMs: number;
+  /** The status and PlacementDecision writes. */
+  readonly writeMs: number;
+  readonly statusWritten: boolean;
+}
+
+/** Above this many ClusterProfile changes at once (a relist, a provider's sync), every placement is simply queued. */
+const MAX_TARGETED_CHANGES = 16;
 
 export interface Controller {
   readonly metrics: ControllerMetrics;
@@ -133,6 +155,7 @@ export function createController(options: ControllerOptions): Controller {
   const placements = new Informer<KubeObject>({
     name: 'placements',
     listWatch: lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
+    transform: trimPlacement,
     ...informerOptions,
   });
   const clusterProfiles = new Informer<KubeObject>({
@@ -143,6 +166,7 @@ export function createController(options: ControllerOptions): Controller {
         namespaces: options.clusterProfileNamespaces,
       }),
     ),
+    transform: trimClusterProfile,
     ...informerOptions,
   });
   const placementDecisions = new Informer<KubeObject>({
@@ -153,6 +177,7 @@ export function createController(options: ControllerOptions): Controller {
         labelSelector: DECISIONS_LABEL_SELECTOR,
       }),
     ),
+    transform: trimPlacementDecision,
     ...informerOptions,
   });
   // Only this one object, read from the API, so every replica sees the same confirmation; the
@@ -182,7 +207,13 @@ export function createController(options: ControllerOptions): Controller {
     });
   const informers = [placements, clusterProfiles, placementDecisions, inventoryLossConfirmation];
   if (sharedLoss) informers.push(sharedLoss.informer);
-  const queue = new WorkQueue();
+  const waits = new Map<string, { ms: number; priority: Priority }>();
+  const queue = new WorkQueue({
+    onDequeue: (key, ms, priority) => {
+      metrics.queueWait.observe({ priority: PRIORITY_NAMES[priority] }, ms / 1000);
+      if (options.onReconcile) waits.set(key, { ms, priority });
+    },
+  });
 
   let shards: ShardCoordinator | undefined;
   let leading = false;
@@ -243,29 +274,66 @@ export function createController(options: ControllerOptions): Controller {
   });
 
   // Every change enqueues the placements it can affect. A ClusterProfile
-  // change can affect every placement; a burst of them is coalesced into one
-  // pass over the placements (the queue de-duplicates anyway).
-  let enqueueAllScheduled = false;
-  const enqueueAll = () => {
-    if (enqueueAllScheduled) return;
-    enqueueAllScheduled = true;
+  // change queues the placements it affects at high priority, ahead of the
+  // periodic resync's low-priority sweep (the safety net for the rest). No
+  // sweep follows each change: at 5,000 x 5,000 a sweep is about 20 s of the
+  // event loop, which every affected placement's writes then wait for
+  // (docs/performance.md). A burst of changes is coalesced into one pass, and
+  // a large one (a relist, a provider's sync) queues every placement.
+  let sweepScheduled: Priority | undefined;
+  const enqueueAll = (priority: Priority) => {
+    if (sweepScheduled !== undefined && sweepScheduled <= priority) return;
+    const first = sweepScheduled === undefined;
+    sweepScheduled = priority;
+    if (first)
+      setImmediate(() => {
+        const at = sweepScheduled!;
+        sweepScheduled = undefined;
+        for (const key of placements.keys()) if (ownsKey(key)) queue.add(key, at);
+      });
+  };
+  let profileChanges: ProfileChange[] | undefined;
+  let guardWasEngaged = false;
+  const enqueueAffected = (change: ProfileChange) => {
+    if (profileChanges) {
+      profileChanges.push(change);
+      return;
+    }
+    profileChanges = [change];
     setImmediate(() => {
-      enqueueAllScheduled = false;
+      const changes = profileChanges!;
+      profileChanges = undefined;
+      // While the inventory-loss guard holds removals, and when it engages or
+      // releases, every placement looks again (held removals are anywhere).
+      const guardChanged = inventoryLossGuard.engaged !== guardWasEngaged;
+      guardWasEngaged = inventoryLossGuard.engaged;
+      if (
+        changes.length > MAX_TARGETED_CHANGES ||
+        guardChanged ||
+        inventoryLossGuard.engaged ||
+        !clusterProfiles.hasSynced() ||
+        !placements.hasSynced()
+      ) {
+        enqueueAll(PRIORITY.normal);
+        return;
+      }
       // Only this replica's shards: other replicas reconcile theirs.
-      for (const key of placements.keys()) if (ownsKey(key)) queue.add(key);
+      for (const key of placementsAffectedBy(changes, placements.list(), Date.now()))
+        if (ownsKey(key)) queue.add(key, PRIORITY.high);
     });
   };
   placements.addHandler((event, object) => {
     // Our own status writes come back as updates and need no reconcile.
     if (event === 'update' && reconciler.isOwnStatusWrite(object)) return;
-    if (ownsKey(objectKey(object))) queue.add(objectKey(object));
+    if (ownsKey(objectKey(object))) queue.add(objectKey(object), PRIORITY.high);
   });
   clusterProfiles.addHandler((event, object, previous) => {
-    if (affectsDecisions(event, object, previous)) enqueueAll();
+    if (!affectsDecisions(event, object, previous)) return;
+    enqueueAffected({ before: event === 'add' ? undefined : previous, after: event === 'delete' ? undefined : object });
   });
   // A confirmation may release the guard: every held placement looks again.
   inventoryLossConfirmation.addHandler(() => {
-    if (inventoryLossGuard.engaged) enqueueAll();
+    if (inventoryLossGuard.engaged) enqueueAll(PRIORITY.normal);
   });
   placementDecisions.addHandler((event, object) => {
     // Someone else changed or deleted one of our PlacementDecisions: put it right.
@@ -291,6 +359,17 @@ export function createController(options: ControllerOptions): Controller {
     try {
       const reconcile = () => reconciler.reconcile(key, abort);
       const outcome = await (shards ? shards.track(key, reconcile) : reconcile());
+      if (options.onReconcile) {
+        const wait = waits.get(key);
+        options.onReconcile({
+          key,
+          priority: wait?.priority ?? PRIORITY.normal,
+          queueWaitMs: wait?.ms ?? 0,
+          evaluateMs: outcome.evaluateMs,
+          writeMs: outcome.writeMs,
+          statusWritten: outcome.statusWritten,
+        });
+      }
       queue.forget(key);
       if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
     } catch (error) {
@@ -309,6 +388,7 @@ export function createController(options: ControllerOptions): Controller {
         queue.addRateLimited(key);
       }
     } finally {
+      waits.delete(key);
       queue.done(key);
       const seconds = (performance.now() - started) / 1000;
       metrics.reconciles.inc({ result });
@@ -356,7 +436,7 @@ export function createController(options: ControllerOptions): Controller {
       void run.finally(() => inFlight.delete(run));
     }
     const resync = options.resyncPeriodMs ?? 600_000;
-    resyncTimer = setInterval(() => enqueueAll(), resync);
+    resyncTimer = setInterval(() => enqueueAll(PRIORITY.low), resync);
     resyncTimer.unref?.();
   };
   const stopLeading = (stopping = false) => {
@@ -434,6 +514,8 @@ export function installOf(identity: string): string {
   const slash = identity.lastIndexOf('/');
   return slash < 0 ? '' : identity.slice(0, slash);
 }
+
+const PRIORITY_NAMES: Record<Priority, string> = { 0: 'high', 1: 'normal', 2: 'low' };
 
 /** A key no placement can have (names cannot contain a NUL); wakes idle workers. */
 const WAKE_KEY = '\u0000wake';

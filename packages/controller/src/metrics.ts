@@ -6,6 +6,7 @@ export interface ControllerMetrics {
   readonly registry: Registry;
   readonly reconciles: Counter<'result'>;
   readonly reconcileDuration: Histogram<'result'>;
+  readonly queueWait: Histogram<'priority'>;
   readonly transitions: Counter<'transition'>;
   readonly statusWrites: Counter<'result'>;
   readonly decisionWrites: Counter<'operation' | 'result'>;
@@ -120,6 +121,13 @@ export function createMetrics(
       help: 'Time to reconcile one placement, signals and writes included.',
       labelNames: ['result'],
       buckets: [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    queueWait: new Histogram({
+      name: 'mco_controller_queue_wait_seconds',
+      help: 'Time a placement waited in the work queue, by priority: high (its own change, or an inventory change that affects it), normal, low (periodic resync).',
+      labelNames: ['priority'],
+      buckets: [0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
       registers,
     }),
     transitions: new Counter({

@@ -13,6 +13,7 @@ import {
   PLACEMENT_KIND,
   setCondition,
   SignalSchema,
+  TAINTS_ANNOTATION,
   type ClusterProfile,
   type Condition,
   type Inventory,
@@ -96,6 +97,9 @@ export interface ReconcileResult {
   readonly requeueAfterMs: number | undefined;
   /** Whether the status was written. */
   readonly statusWritten: boolean;
+  /** Time spent evaluating (caches, signals, the engine) and writing (status and PlacementDecisions). */
+  readonly evaluateMs: number;
+  readonly writeMs: number;
 }
 
 /** Thrown when this replica lost leadership before a write; the key is dropped, the new leader has it. */
@@ -269,21 +273,24 @@ export class Reconciler {
   }
 
   async reconcile(key: string, abort?: AbortSignal): Promise<ReconcileResult> {
+    const started = performance.now();
     const cached = this.options.placements.get(key);
     const placement = this.placementOverlay.resolve(key, cached);
     if (!placement) {
       this.ownWrites.delete(key);
       this.signalWarnings.forget(key);
       await this.syncDecisions(key, undefined, undefined);
-      return { requeueAfterMs: undefined, statusWritten: false };
+      return { requeueAfterMs: undefined, statusWritten: false, evaluateMs: 0, writeMs: performance.now() - started };
     }
-    if (placement.metadata?.deletionTimestamp) return { requeueAfterMs: undefined, statusWritten: false };
+    if (placement.metadata?.deletionTimestamp)
+      return { requeueAfterMs: undefined, statusWritten: false, evaluateMs: 0, writeMs: 0 };
 
     const now = this.now();
     const previous = (placement.status ?? {}) as PlacementStatus;
     const generation = placement.metadata?.generation as number | undefined;
     const inventory = this.currentInventory();
     const evaluation = await this.evaluate(placement, previous, generation, inventory, now, abort);
+    const evaluated = performance.now();
 
     let current = placement;
     let statusWritten = false;
@@ -293,7 +300,12 @@ export class Reconciler {
       this.announce(placement, previous, evaluation.status, evaluation.transitions);
     }
     await this.syncDecisions(key, current, evaluation.status);
-    return { requeueAfterMs: evaluation.requeueAfterMs, statusWritten };
+    return {
+      requeueAfterMs: evaluation.requeueAfterMs,
+      statusWritten,
+      evaluateMs: evaluated - started,
+      writeMs: performance.now() - evaluated,
+    };
   }
 
   private async evaluate(
@@ -610,7 +622,7 @@ export class Reconciler {
 
 /**
  * Whether a ClusterProfile change can change a decision: what the engine
- * reads (labels, deletion, the ControlPlaneHealthy condition) changed, or the
+ * reads (labels, taints, deletion, the ControlPlaneHealthy condition) changed, or the
  * profile came or went. Status heartbeats and property updates do not
  * re-evaluate every placement.
  */
@@ -623,6 +635,7 @@ export function affectsDecisions(event: InformerEvent, profile: KubeObject, prev
   return (
     !jsonEqual(profile.metadata?.labels ?? {}, previous.metadata?.labels ?? {}) ||
     profile.metadata?.deletionTimestamp !== previous.metadata?.deletionTimestamp ||
+    profile.metadata?.annotations?.[TAINTS_ANNOTATION] !== previous.metadata?.annotations?.[TAINTS_ANNOTATION] ||
     healthy(profile) !== healthy(previous)
   );
 }

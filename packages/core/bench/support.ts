@@ -1,6 +1,7 @@
 // Shared by the benchmarks of this package.
 import { loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
+import { summarize } from '@mco/testkit';
 
 /**
  * Time per call (ms) in many short windows: the median, so a descheduled
@@ -21,8 +22,8 @@ export function measure(fn: () => void, windowMs = 10, windows = 100): { median:
     }
     perCall.push(elapsed / runs);
   }
-  perCall.sort((a, b) => a - b);
-  return { median: perCall[Math.floor(windows / 2)]!, best: perCall[0]! };
+  const { min, p50 } = summarize('time per call', perCall);
+  return { median: p50, best: min };
 }
 
 export const fmt = (ms: number) => (ms < 1 ? `${(ms * 1000).toFixed(1)} µs` : `${ms.toFixed(2)} ms`);

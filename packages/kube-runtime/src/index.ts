@@ -14,7 +14,7 @@ export {
   type ListPage,
   type WatchEventType,
 } from './informer.js';
-export { WorkQueue, type WorkQueueOptions } from './work-queue.js';
+export { PRIORITY, WorkQueue, type Priority, type WorkQueueOptions } from './work-queue.js';
 export { backoffDelay, type BackoffOptions } from './backoff.js';
 export { WakeableSleep } from './sleep.js';
 export { LeaderElector, microTime, type Lease, type LeaderElectionOptions } from './leader-election.js';

@@ -61,6 +61,13 @@ export interface InformerOptions<T> {
   readonly watchTimeoutSeconds?: number;
   readonly pageSize?: number;
   readonly random?: () => number;
+  /**
+   * Applied to every listed or watched object before it is cached or handed to
+   * handlers (controller-runtime's cache transform): drop what the reader never
+   * reads, so the cache holds only the live set. It may change the object it
+   * is given. managedFields and kubectl's last-applied copy are always dropped.
+   */
+  readonly transform?: (object: T) => T;
 }
 
 export interface InformerHealth {
@@ -115,6 +122,7 @@ export class Informer<T extends KubeObject> {
   /** Halved when a list page is larger than the client accepts (ResponseTooLargeError). */
   private pageSize: number;
   private readonly random: () => number;
+  private readonly transform: (object: T) => T;
   private synced = false;
   private watching = false;
   private resourceVersion = '';
@@ -139,6 +147,8 @@ export class Informer<T extends KubeObject> {
     this.watchTimeoutSeconds = options.watchTimeoutSeconds ?? 300;
     this.pageSize = options.pageSize ?? 500;
     this.random = options.random ?? Math.random;
+    const transform = options.transform;
+    this.transform = transform ? (object) => transform(strip(object)) : strip;
   }
 
   /** Called for every change of the cache, after the cache was updated. */
@@ -257,7 +267,7 @@ export class Informer<T extends KubeObject> {
     do {
       const page = await this.listWatch.list({ limit: this.pageSize, continue: next });
       if (this.stopped) return;
-      for (const item of page.items) items.push(strip(item));
+      for (const item of page.items) items.push(this.transform(item));
       resourceVersion = page.resourceVersion;
       next = page.continue || undefined;
     } while (next);
@@ -321,7 +331,7 @@ export class Informer<T extends KubeObject> {
         const rv = object.metadata?.resourceVersion;
         if (rv) this.resourceVersion = rv;
         if (type === 'BOOKMARK') return;
-        this.apply(type, strip(object));
+        this.apply(type, this.transform(object));
       };
       this.cancelWatch = () => finish(() => resolve('closed'));
       const onDone = (error: unknown) =>

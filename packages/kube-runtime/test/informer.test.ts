@@ -29,6 +29,34 @@ function scripted(lists: KubeObject[][], watches: Script[]) {
 const fast = { baseMs: 1, maxMs: 5, jitter: 0 };
 
 describe('Informer', () => {
+  it('caches and hands out listed and watched objects as its transform leaves them, without managedFields', async () => {
+    const noisy = (name: string, rv: string): KubeObject => ({
+      metadata: { ...obj(name, rv).metadata, managedFields: [{ manager: 'kubectl' }], annotations: { big: 'x' } },
+      spec: { keep: true },
+    });
+    const { lw } = scripted([[noisy('a', '1')]], [(emit) => emit('MODIFIED', noisy('a', '2'))]);
+    const informer = new Informer({
+      name: 't',
+      listWatch: lw,
+      backoff: fast,
+      transform: (o) => ({ metadata: { ...o.metadata, annotations: undefined }, spec: o.spec }),
+    });
+    const seen: KubeObject[] = [];
+    informer.addHandler((_event, o) => seen.push(o));
+    informer.start();
+    await informer.waitForSync();
+    while (seen.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await informer.stop();
+    const trimmed = (rv: string) => ({
+      metadata: { namespace: 'ns', name: 'a', resourceVersion: rv, annotations: undefined },
+      spec: { keep: true },
+    });
+    expect({ seen, cached: informer.get('ns/a') }).toEqual({
+      seen: [trimmed('1'), trimmed('2')],
+      cached: trimmed('2'),
+    });
+  });
+
   it('relists at once on 410 Gone and emits only the differences', async () => {
     const { lw, calls } = scripted(
       [

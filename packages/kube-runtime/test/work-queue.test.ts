@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { backoffDelay, WorkQueue } from '../src/index.js';
+import { backoffDelay, PRIORITY, WorkQueue } from '../src/index.js';
 
 describe('backoffDelay', () => {
   it.each([
@@ -44,6 +44,54 @@ describe('WorkQueue', () => {
     queue.done('a');
     expect(queue.length).toBe(1);
     expect(await drain(queue)).toEqual(['a']);
+  });
+
+  it('hands out high before normal before low keys, each priority first-queued first', async () => {
+    const queue = new WorkQueue();
+    queue.add('low-1', PRIORITY.low);
+    queue.add('normal-1');
+    queue.add('low-2', PRIORITY.low);
+    queue.add('high-1', PRIORITY.high);
+    queue.add('normal-2', PRIORITY.normal);
+    queue.add('high-2', PRIORITY.high);
+    expect(await drain(queue)).toEqual(['high-1', 'high-2', 'normal-1', 'normal-2', 'low-1', 'low-2']);
+  });
+
+  it('moves a queued key up when it is added at a higher priority, and never down', async () => {
+    const queue = new WorkQueue();
+    for (const key of ['a', 'b', 'c', 'd']) queue.add(key, PRIORITY.low);
+    queue.add('c', PRIORITY.high); // an inventory change affects c: ahead of the sweep
+    queue.add('a', PRIORITY.normal);
+    queue.add('c', PRIORITY.low); // a later sweep leaves it where it is
+    expect(queue.length).toBe(4);
+    expect(await drain(queue)).toEqual(['c', 'a', 'b', 'd']);
+  });
+
+  it('coalesces adds of a key being processed into one run, at the highest priority they asked for', async () => {
+    const queue = new WorkQueue();
+    queue.add('a');
+    queue.add('b', PRIORITY.normal);
+    const first = await queue.get();
+    for (const priority of [PRIORITY.low, PRIORITY.high, PRIORITY.low]) queue.add('a', priority);
+    expect({ first, waiting: queue.length }).toEqual({ first: 'a', waiting: 1 });
+    queue.done('a');
+    expect(await drain(queue)).toEqual(['a', 'b']);
+  });
+
+  it('reports how long each key waited and at which priority', async () => {
+    const waits: [string, number, number][] = [];
+    const queue = new WorkQueue({ onDequeue: (key, ms, priority) => waits.push([key, ms, priority]) });
+    queue.add('a', PRIORITY.low);
+    vi.advanceTimersByTime(300);
+    queue.add('b', PRIORITY.high);
+    vi.advanceTimersByTime(100);
+    queue.add('a', PRIORITY.high); // moving up: it waits at high priority from now
+    vi.advanceTimersByTime(200);
+    await drain(queue);
+    expect(waits).toEqual([
+      ['b', 300, PRIORITY.high],
+      ['a', 200, PRIORITY.high],
+    ]);
   });
 
   it('wakes a waiting worker when a key arrives', async () => {

@@ -44,6 +44,7 @@ export {
   type FluxControllerName,
   type FluxControllerOptions,
 } from './flux.js';
+export { checkSamples, percentile, summarize } from './figures.js';
 export { controlPlaneSkipReason, describeWithControlPlane, type RequirementOptions } from './vitest.js';
 export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } from './crds.js';
 export {

@@ -122,3 +122,21 @@ else clusterProfileNamespaces. Non-empty: Roles there instead of a ClusterRole.
 {{- define "mco.inventory.namespaces" -}}
 {{- join "," (default .Values.clusterProfileNamespaces .Values.inventory.namespaces) }}
 {{- end }}
+
+{{/*
+The controller's sizing for .Values.fleetSize, as JSON (docs/install.md has
+the table; docs/performance.md the measurements behind it).
+*/}}
+{{- define "mco.fleetPreset" -}}
+{{- $presets := dict
+  "small" (dict "workers" 4 "maxOldSpace" 64 "memoryRequest" "160Mi" "memoryLimit" "256Mi")
+  "medium" (dict "workers" 4 "maxOldSpace" 128 "memoryRequest" "256Mi" "memoryLimit" "384Mi")
+  "large" (dict "workers" 8 "maxOldSpace" 320 "memoryRequest" "512Mi" "memoryLimit" "768Mi")
+  "xlarge" (dict "workers" 8 "maxOldSpace" 640 "memoryRequest" "1Gi" "memoryLimit" "1536Mi")
+-}}
+{{- $preset := get $presets (toString .Values.fleetSize) -}}
+{{- if not $preset -}}
+{{- fail (printf "fleetSize: %q is not one of small, medium, large, xlarge" (toString .Values.fleetSize)) -}}
+{{- end -}}
+{{- toJson $preset -}}
+{{- end }}
