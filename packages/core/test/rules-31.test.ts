@@ -914,6 +914,17 @@ describe('T1: scale-out adds the next cluster when the ceiling is in sight', () 
     expect(moves(run(input))).toEqual(expected);
   });
 
+  it('when no cluster can be added, Satisfied says which cluster has its ceiling in sight', () => {
+    const d = run({ ...alone(growing(10, 6)), spec: anAutoscalingSpec(1, { maxClusters: 1 }) });
+    expect(moves(d)).toEqual([]);
+    expect(condition(d, 'Satisfied')).toMatchObject({
+      status: 'False',
+      reason: 'MaxClustersReached',
+      message:
+        '0 of 1 required cluster(s) are ACTIVE and below their capacity ceiling (not counting fleet/a: ceiling in sight, rule T1); maxClusters (1) reached',
+    });
+  });
+
   it('mco explain says why fleet/a is not counted as headroom', () => {
     const notes = explainOf(alone(growing(10, 6))).clusters.find((c) => c.cluster === 'fleet/a')?.notes ?? [];
     expect(notes).toContain(

@@ -238,7 +238,13 @@ export function satisfaction(
   { headroom, stabilizing }: Pick<ScaleOutResult, 'headroom' | 'stabilizing'>,
 ): Omit<Condition, 'lastTransitionTime'> {
   const type = CONDITION_SATISFIED;
-  const counts = `${headroom} of ${min} required cluster(s) are ACTIVE and below their capacity ceiling`;
+  const inSight = run
+    .live()
+    .filter((e) => e.state === 'ACTIVE' && ceilingInSightBecause(e.signal) !== undefined)
+    .map((e) => e.key);
+  const counts =
+    `${headroom} of ${min} required cluster(s) are ACTIVE and below their capacity ceiling` +
+    (headroom < min && inSight.length > 0 ? ` (not counting ${inSight.join(', ')}: ceiling in sight, rule T1)` : '');
   if (headroom >= min) return { type, status: 'True', reason: 'HeadroomAvailable', message: counts };
   if (stabilizing) {
     return {
