@@ -9,6 +9,7 @@ import {
   recordFailBack,
   type BackoffSettings,
 } from '../src/scaling/fail-back.js';
+import { isAtCapacityCeiling } from '../src/scaling/signals.js';
 
 // Properties of the rules of docs/placement-rules.md over random timelines:
 // four clusters (priority c0 > c1 > c2 > c3), random observations, random
@@ -249,6 +250,78 @@ describe('rules of docs/placement-rules.md over random timelines', () => {
     );
     expect(steps).toBeGreaterThan(20); // drains do step
     expect(paused).toBeGreaterThan(5); // and do pause
+  });
+});
+
+describe('rule T1: a cluster with its ceiling in sight is not headroom', () => {
+  // fleet/c0 with any HPA fields, fleet/c1 wanting scale-in for long with min 1: c1 is scaled in exactly
+  // when c0 counts as headroom, that is not at its ceiling and without its ceiling in sight (§10.9).
+  const arbHpa = fc.record({
+    currentReplicas: fc.integer({ min: 0, max: 12 }),
+    desiredReplicas: fc.integer({ min: 0, max: 12 }),
+    maxReplicas: fc.integer({ min: 1, max: 10 }),
+    limited: fc.boolean(),
+    ready: fc.option(fc.integer({ min: 0, max: 12 }), { nil: undefined }),
+    pending: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }),
+    failedScaleUp: fc.boolean(),
+  });
+
+  it('scale-in of the other cluster happens exactly when the ceiling is neither reached nor in sight', () => {
+    let inSight = 0;
+    fc.assert(
+      fc.property(arbHpa, (h) => {
+        const now = 100_000;
+        const c0 = aSignal('fleet/c0', iso(now - 5), {
+          hpa: {
+            currentReplicas: h.currentReplicas,
+            desiredReplicas: h.desiredReplicas,
+            minReplicas: 0,
+            maxReplicas: h.maxReplicas,
+            scalingLimited: { status: h.limited ? 'True' : 'False', reason: 'TooManyReplicas' },
+          },
+          ...(h.ready !== undefined ? { readyReplicas: h.ready } : {}),
+          ...(h.pending !== undefined ? { pendingPods: h.pending } : {}),
+          failedScaleUp: h.failedScaleUp,
+        });
+        const c1 = aSignal('fleet/c1', iso(now - 5), {
+          hpa: {
+            currentReplicas: 2,
+            desiredReplicas: 2,
+            minReplicas: 2,
+            maxReplicas: 10,
+            scalingLimited: { status: 'True', reason: 'TooFewReplicas' },
+          },
+          readyReplicas: 2,
+        });
+        const listed = (name: string) => ({
+          name,
+          namespace: 'fleet',
+          state: 'ACTIVE' as const,
+          lastTransitionTime: iso(0),
+        });
+        const d = decide({
+          now: new Date(T0 + now * 1000),
+          placement: {
+            metadata: { name: 'p', namespace: 'default', generation: 1 },
+            spec: anAutoscalingSpec(1, { maxClusters: 2 }),
+            status: {
+              clusters: [{ ...listed('c0') }, { ...listed('c1'), scaleInCandidateSince: iso(0) }],
+              lastAdditionTime: iso(0),
+            },
+          },
+          clusterProfiles: PROFILES,
+          signals: [c0, c1],
+        });
+        const sight =
+          h.desiredReplicas >= h.maxReplicas &&
+          ((h.ready !== undefined && h.ready < h.desiredReplicas) || (h.pending ?? 0) > 0);
+        const headroom = !isAtCapacityCeiling(c0) && !sight;
+        if (!isAtCapacityCeiling(c0) && sight) inSight++;
+        expect(d.transitions.some((x) => x.id === 'P2' && x.cluster === 'fleet/c1')).toBe(headroom);
+      }),
+      { numRuns: 300 },
+    );
+    expect(inSight).toBeGreaterThan(1); // the generator does reach rule T1
   });
 });
 

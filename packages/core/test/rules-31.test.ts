@@ -840,6 +840,99 @@ describe('§10.7 regions: an outage takes a region, not a cluster', () => {
   });
 });
 
+describe('T1: scale-out adds the next cluster when the ceiling is in sight', () => {
+  /** fleet/a's HPA asks for `desired` of its 10 replicas, `ready` of them ready (`ready` undefined: not reported). */
+  const growing = (desired: number, ready: number | undefined, extra: Omit<Signal, 'cluster' | 'observedAt'> = {}) => {
+    const { readyReplicas: _, ...signal } = steady('fleet/a', desired, extra);
+    return {
+      ...signal,
+      hpa: { ...signal.hpa, desiredReplicas: desired },
+      ...(ready !== undefined ? { readyReplicas: ready } : {}),
+    };
+  };
+  const alone = (signal: Signal): Case => ({
+    spec: specOf(),
+    status: { clusters: [listed('fleet/a', 'ACTIVE', 0)] },
+    profiles: fleet,
+    signals: [signal],
+    now: NOW,
+  });
+
+  /** fleet/b has wanted scale-in for long, fleet/a's signal decides whether it may go. */
+  const withScaleInCandidate = (signal: Signal): Case => ({
+    spec: specOf(),
+    status: {
+      clusters: [
+        listed('fleet/a', 'ACTIVE', 0),
+        listed('fleet/b', 'ACTIVE', 0, { scaleInCandidateSince: at(NOW - 1000) }),
+      ],
+      lastAdditionTime: at(0),
+    },
+    profiles: fleet,
+    signals: [signal, aScaleInSignal('fleet/b', at(fresh))],
+    now: NOW,
+  });
+
+  it.each<{ name: string; input: Case; moves: string[] }>([
+    {
+      name: 'the HPA asks for its maximum with replicas still coming: the next cluster is added',
+      input: alone(growing(10, 6)),
+      moves: ['P1 fleet/b -->ACTIVE'],
+    },
+    {
+      name: 'the HPA asks for its maximum, all ready but pods pending: added',
+      input: alone(growing(10, 10, { pendingPods: 2 })),
+      moves: ['P1 fleet/b -->ACTIVE'],
+    },
+    {
+      name: 'steady at its maximum, every replica ready: nothing is coming, nothing added',
+      input: alone(growing(10, 10)),
+      moves: [],
+    },
+    { name: 'growing below its maximum: nothing added', input: alone(growing(8, 4)), moves: [] },
+    {
+      name: 'ready replicas and pending pods unknown: no prediction (fail static)',
+      input: alone(growing(10, undefined, { pendingPods: undefined })),
+      moves: [],
+    },
+    {
+      name: 'a stale signal predicts nothing',
+      input: alone({ ...growing(10, 6), observedAt: at(NOW - 1000) }),
+      moves: [],
+    },
+    {
+      name: 'no scale-in of the only other cluster while the ceiling is in sight',
+      input: withScaleInCandidate(growing(10, 6)),
+      moves: [],
+    },
+    {
+      name: 'the same scale-in goes ahead once the ceiling is no longer in sight',
+      input: withScaleInCandidate(growing(10, 10)),
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+  ])('$name', ({ input, moves: expected }) => {
+    expect(moves(run(input))).toEqual(expected);
+  });
+
+  it('when no cluster can be added, Satisfied says which cluster has its ceiling in sight', () => {
+    const d = run({ ...alone(growing(10, 6)), spec: anAutoscalingSpec(1, { maxClusters: 1 }) });
+    expect(moves(d)).toEqual([]);
+    expect(condition(d, 'Satisfied')).toMatchObject({
+      status: 'False',
+      reason: 'MaxClustersReached',
+      message:
+        '0 of 1 required cluster(s) are ACTIVE and below their capacity ceiling (not counting fleet/a: ceiling in sight, rule T1); maxClusters (1) reached',
+    });
+  });
+
+  it('mco explain says why fleet/a is not counted as headroom', () => {
+    const notes = explainOf(alone(growing(10, 6))).clusters.find((c) => c.cluster === 'fleet/a')?.notes ?? [];
+    expect(notes).toContain(
+      'ceiling in sight: the HPA asks for its maximum (10/10) with 6 ready: not counted as headroom (rule T1)',
+    );
+  });
+});
+
 describe('mco explain names each new reason', () => {
   const notesOf = (c: Case, cluster?: string) => {
     const e = explainOf(c);

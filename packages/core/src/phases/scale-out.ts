@@ -3,6 +3,7 @@ import { CONDITION_SATISFIED } from '../conditions.js';
 import type { InventoryCluster } from '../selection/inventory.js';
 import { formatTaint } from '../selection/taints.js';
 import { burstBecause } from '../scaling/fail-back.js';
+import { ceilingInSightBecause } from '../scaling/signals.js';
 import { parseTime, SECOND } from '../time.js';
 import { NO_NOTES, type Entry, type Evaluation } from './evaluation.js';
 
@@ -46,11 +47,15 @@ export function placeEveryEligible(run: Evaluation): void {
 
 /**
  * An ACTIVE cluster that counts toward `minClustersBelowCapacityCeiling`: not
- * at its ceiling, and not unreachable (rule O1: its replacement may be added
- * at once; the cluster itself stays listed, for health and grace to decide).
+ * at its ceiling, not unreachable (rule O1: its replacement may be added at
+ * once; the cluster itself stays listed, for health and grace to decide), and
+ * without its ceiling in sight (rule T1).
  */
 export const isHeadroom = (e: Entry): boolean =>
-  e.state === 'ACTIVE' && !e.signal.atCapacityCeiling && !e.signal.unreachable;
+  e.state === 'ACTIVE' &&
+  !e.signal.atCapacityCeiling &&
+  !e.signal.unreachable &&
+  ceilingInSightBecause(e.signal) === undefined;
 
 /** Why a signal says the cluster cannot be reached, for explanations. */
 export function unreachableBecause(e: Pick<Entry, 'signal'>): string | undefined {
@@ -78,12 +83,15 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
   let scaledOut = false;
   let stabilizing = false;
   for (const entry of run.live()) {
-    const unreachable = entry.state === 'ACTIVE' ? unreachableBecause(entry) : undefined;
+    if (entry.state !== 'ACTIVE') continue;
+    const unreachable = unreachableBecause(entry);
     if (unreachable)
       run.note(
         entry.key,
         `${unreachable}: not counted as headroom, so a replacement may be added; it stays listed (health and grace decide its removal)`,
       );
+    const inSight = ceilingInSightBecause(entry.signal);
+    if (inSight) run.note(entry.key, `${inSight}: not counted as headroom (rule T1)`);
   }
 
   if (headroom < min) {
@@ -230,7 +238,13 @@ export function satisfaction(
   { headroom, stabilizing }: Pick<ScaleOutResult, 'headroom' | 'stabilizing'>,
 ): Omit<Condition, 'lastTransitionTime'> {
   const type = CONDITION_SATISFIED;
-  const counts = `${headroom} of ${min} required cluster(s) are ACTIVE and below their capacity ceiling`;
+  const inSight = run
+    .live()
+    .filter((e) => e.state === 'ACTIVE' && ceilingInSightBecause(e.signal) !== undefined)
+    .map((e) => e.key);
+  const counts =
+    `${headroom} of ${min} required cluster(s) are ACTIVE and below their capacity ceiling` +
+    (headroom < min && inSight.length > 0 ? ` (not counting ${inSight.join(', ')}: ceiling in sight, rule T1)` : '');
   if (headroom >= min) return { type, status: 'True', reason: 'HeadroomAvailable', message: counts };
   if (stabilizing) {
     return {

@@ -94,6 +94,24 @@ export function scaleInBecause(signal: Signal): string | undefined {
   return atMin ? `HPA at minReplicas (${hpa.currentReplicas}/${hpa.minReplicas}) with TooFewReplicas` : undefined;
 }
 
+/**
+ * Rule T1 (docs/placement-rules.md §10.9): why a cluster below its ceiling
+ * will reach it before a newly added cluster could serve, or undefined. Its
+ * HPA already asks for its maximum while replicas are still coming (fewer
+ * ready than desired, or pods pending): once they are up it is at its
+ * ceiling, and a new cluster needs a deployment, nodes and pods, never less
+ * time than the pods alone. Missing fields mean no prediction (fail static).
+ */
+export function ceilingInSightBecause(s: SignalAssessment): string | undefined {
+  if (!s.fresh || s.atCapacityCeiling) return undefined;
+  const { desiredReplicas: desired, maxReplicas: max, readyReplicas: ready, pendingPods: pending } = s;
+  if (desired === undefined || max === undefined || desired < max) return undefined;
+  const coming = (ready !== undefined && ready < desired) || (pending ?? 0) > 0;
+  return coming
+    ? `ceiling in sight: the HPA asks for its maximum (${desired}/${max}) with ${ready ?? 'unknown'} ready${pending ? ` and ${pending} pending pod(s)` : ''}`
+    : undefined;
+}
+
 export function assessSignal(signal: Signal | undefined, nowMs: number, staleAfterSeconds: number): SignalAssessment {
   const observedAt = parseTime(signal?.observedAt);
   if (!signal || observedAt === undefined) return UNKNOWN_SIGNAL;
