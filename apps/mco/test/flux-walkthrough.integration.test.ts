@@ -190,7 +190,8 @@ describeWithControlPlane(
         'ran', // readyz and the gauge
         'expected',
         'skipped', // rendering mode
-        'fragment examples/flux/web/deploy/web.yaml',
+        'fragment examples/flux/web/deploy/web.yaml', // maxReplicas
+        'fragment examples/flux/web/deploy/web.yaml', // minReplicas
         'ran', // the orphan condition (none)
         'skipped', // deleting an orphan
       ]);

@@ -270,6 +270,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           state: 'ACTIVE',
           draining: 'false',
           desiredMaxReplicas: NOT_DRAINING,
+          desiredMinReplicas: '',
         },
       });
 

@@ -207,6 +207,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           MCO_CLUSTER_NAME: `fleet.${name}`,
           MCO_STATE: 'ACTIVE',
           MCO_DESIRED_MAX_REPLICAS: '',
+          MCO_DESIRED_MIN_REPLICAS: '',
         });
       }
       // The operator accepted mco's providers as they are: Ready, exporting mco's inputs.
@@ -240,6 +241,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         MCO_CLUSTER_NAME: 'fleet.two',
         MCO_STATE: 'SCALING_IN',
         MCO_DESIRED_MAX_REPLICAS: '3',
+        MCO_DESIRED_MIN_REPLICAS: '',
       });
       const one = after[kustomizationName('one')]!;
       expect(one.metadata!.uid).toBe(before[kustomizationName('one')]!.metadata!.uid);
