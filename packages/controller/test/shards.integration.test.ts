@@ -8,7 +8,7 @@ import { LEASES } from '../src/inventory-loss-state.js';
 import { shardLeaseName, shardOf } from '../src/shards.js';
 import { describeWithHub, LEASE_NAME, LEASE_NAMESPACE, RELEASE_NAMESPACE, waitFor } from './support.js';
 import { useControllerHub } from './support-controller.js';
-import { bundleScript, forkScript, type ScriptProcess } from './support-process.js';
+import { forkScript, type ScriptProcess } from './support-process.js';
 
 // Three controller processes share 8 shards; one is SIGKILLed in the middle of
 // a change that touches every placement. Every status write is attributed to
@@ -140,7 +140,7 @@ describeWithHub('shards across three controller processes on a real kube-apiserv
       writes.push({ key, rv: Number(object.metadata?.resourceVersion), writer, at: performance.now() });
     });
 
-    const script = await bundleScript(new URL('./fixtures/replica.ts', import.meta.url), 'replica');
+    const script = new URL('./fixtures/replica.ts', import.meta.url);
     const dir = mkdtempSync(join(tmpdir(), 'mco-shards-'));
     const kubeconfig = join(dir, 'kubeconfig.json');
     writeFileSync(kubeconfig, hub.controllerKubeConfig().exportConfig(), { mode: 0o600 });
