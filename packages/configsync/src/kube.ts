@@ -1,6 +1,12 @@
 import type { MemberClusterClient } from '@mco/cluster-access';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND, type Condition, type Placement } from '@mco/core';
-import { objectPath, PLACEMENTS, resourcePath, type KubeClient } from '@mco/kube-runtime';
+import {
+  applyPlacementCondition,
+  createPlacementEvent,
+  objectPath,
+  PLACEMENTS,
+  type KubeClient,
+} from '@mco/kube-runtime';
 import { httpStatusOf } from '@mco/runtime';
 import { CONFIG_SYNC_GROUP, MANAGED_BY, type MemberObject, type MemberObjectRef } from './template.js';
 
@@ -85,51 +91,22 @@ export interface HubWriter {
 
 /** The hub writes through the hub's client (RBAC: patch placements and their status, create events). */
 export function createHubWriter(client: KubeClient): HubWriter {
-  const id = (p: Placement) => ({ name: p.metadata.name, namespace: p.metadata.namespace ?? '' });
-  const path = (p: Placement, subresource?: 'status') =>
-    objectPath(PLACEMENTS, id(p).namespace, id(p).name, subresource);
-  const head = { apiVersion: PLACEMENT_API_VERSION, kind: PLACEMENT_KIND };
-  const apply = { query: { fieldManager: MANAGED_BY, force: true } };
   return {
     async applyPlacementMetadata(placement, annotations, finalizers) {
+      const { name, namespace = '' } = placement.metadata;
       await client.patch(
-        path(placement),
+        objectPath(PLACEMENTS, namespace, name),
         'apply',
-        { ...head, metadata: { ...id(placement), annotations, finalizers } },
-        apply,
-      );
-    },
-    async applyCondition(placement, condition) {
-      await client.patch(
-        path(placement, 'status'),
-        'apply',
-        { ...head, metadata: id(placement), status: { conditions: [condition] } },
-        apply,
-      );
-    },
-    async createEvent(placement, type, reason, message) {
-      const now = new Date().toISOString();
-      const { name, namespace } = id(placement);
-      await client.create(resourcePath({ group: '', version: 'v1', plural: 'events' }, namespace), {
-        apiVersion: 'v1',
-        kind: 'Event',
-        metadata: { generateName: `${name}.`, namespace },
-        involvedObject: {
+        {
           apiVersion: PLACEMENT_API_VERSION,
           kind: PLACEMENT_KIND,
-          name,
-          namespace,
-          ...(placement.metadata.uid ? { uid: placement.metadata.uid } : {}),
+          metadata: { name, namespace, annotations, finalizers },
         },
-        type,
-        reason,
-        message: message.slice(0, 1024),
-        source: { component: MANAGED_BY },
-        reportingComponent: MANAGED_BY,
-        firstTimestamp: now,
-        lastTimestamp: now,
-        count: 1,
-      });
+        { query: { fieldManager: MANAGED_BY, force: true } },
+      );
     },
+    applyCondition: (placement, condition) => applyPlacementCondition(client, placement, condition, MANAGED_BY),
+    createEvent: (placement, type, reason, message) =>
+      createPlacementEvent(client, placement, { type, reason, message }, MANAGED_BY),
   };
 }

@@ -9,8 +9,14 @@
 // object re-created then is missing from the inventory that garbage collection
 // reads. mco cannot repair the operator's inventory; it reports the orphan (a
 // condition on the placement, a Warning Event, a gauge) and the user deletes it.
-import { PLACEMENT_API_VERSION, PLACEMENT_KIND, setCondition, type Condition, type Placement } from '@mco/core';
-import { PLACEMENTS, objectPath, resourcePath, type KubeClient, type KubeObject } from '@mco/kube-runtime';
+import { setCondition, type Condition, type Placement } from '@mco/core';
+import {
+  applyPlacementCondition,
+  createPlacementEvent,
+  objectPath,
+  type KubeClient,
+  type KubeObject,
+} from '@mco/kube-runtime';
 import type { Logger } from '@mco/runtime';
 import { PLACEMENT_LABEL, PLACEMENT_NAMESPACE_LABEL, placementLabelValue } from './names.js';
 
@@ -228,29 +234,14 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
     return sets;
   }
 
-  async function event(placement: Placement, message: string): Promise<void> {
-    const { name, namespace, uid } = placement.metadata;
-    const stamp = new Date(now()).toISOString();
-    await options.hub.create(resourcePath({ group: '', version: 'v1', plural: 'events' }, namespace ?? ''), {
-      apiVersion: 'v1',
-      kind: 'Event',
-      metadata: { generateName: `${name}.`, namespace },
-      involvedObject: {
-        apiVersion: PLACEMENT_API_VERSION,
-        kind: PLACEMENT_KIND,
-        name,
-        namespace,
-        ...(uid ? { uid } : {}),
-      },
-      type: 'Warning',
-      reason: 'FluxOrphanedObject',
-      message: message.slice(0, 1024),
-      source: { component: options.manager },
-      reportingComponent: options.manager,
-      firstTimestamp: stamp,
-      lastTimestamp: stamp,
-      count: 1,
-    });
+  function event(placement: Placement, message: string): Promise<void> {
+    return createPlacementEvent(
+      options.hub,
+      placement,
+      { type: 'Warning', reason: 'FluxOrphanedObject', message },
+      options.manager,
+      new Date(now()),
+    );
   }
 
   async function writeCondition(placement: Placement, orphans: readonly Orphan[]): Promise<void> {
@@ -267,23 +258,13 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
     // What this process wrote last, or else what the placement holds (a True left by an earlier run is cleared).
     const last = written.get(key) ?? (previous ? `${previous.status}\n${previous.message ?? ''}` : 'False\nnone');
     if (last === `${next.status}\n${next.message}`) return;
+    // setCondition on a list of at most this one condition returns exactly it.
     const [condition] = setCondition(
       previous ? [previous as Condition] : [],
       { type: ORPHANS_CONDITION, ...(next as { status: 'True' | 'False'; reason: string; message: string }) },
       new Date(now()).toISOString(),
     );
-    const { name, namespace } = placement.metadata;
-    await options.hub.patch(
-      objectPath(PLACEMENTS, namespace ?? '', name ?? '', 'status'),
-      'apply',
-      {
-        apiVersion: PLACEMENT_API_VERSION,
-        kind: PLACEMENT_KIND,
-        metadata: { name, namespace },
-        status: { conditions: [condition] },
-      },
-      { query: { fieldManager: options.manager, force: true } },
-    );
+    await applyPlacementCondition(options.hub, placement, condition!, options.manager);
     written.set(key, `${next.status}\n${next.message}`);
   }
 

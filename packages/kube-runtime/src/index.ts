@@ -81,4 +81,9 @@ export {
   type SyncOwnedObjectsOptions,
   type SyncOwnedObjectsReport,
 } from './owned.js';
-export { readPlacementStatus, type PlacementStatusReading } from './placement-status.js';
+export {
+  applyPlacementCondition,
+  createPlacementEvent,
+  readPlacementStatus,
+  type PlacementStatusReading,
+} from './placement-status.js';

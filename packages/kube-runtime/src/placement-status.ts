@@ -1,4 +1,13 @@
-import { PlacementStatusSchema, type Placement, type PlacementCluster } from '@mco/core';
+import {
+  PLACEMENT_API_VERSION,
+  PLACEMENT_KIND,
+  PlacementStatusSchema,
+  type Condition,
+  type Placement,
+  type PlacementCluster,
+} from '@mco/core';
+import type { KubeClient } from './client.js';
+import { objectPath, PLACEMENTS, resourcePath } from './kube.js';
 
 /** What a placement's status tells a delivery adapter. */
 export type PlacementStatusReading =
@@ -51,4 +60,61 @@ export function readPlacementStatus(placement: Placement): PlacementStatusReadin
   }
   const generation = placement.metadata.generation;
   return { ok: true, clusters, lagging: generation !== undefined && observedGeneration < generation };
+}
+
+/**
+ * Applies a delivery adapter's own condition to a placement's status
+ * (server-side apply under `fieldManager`, so the controller's conditions and
+ * other adapters' are left as they are).
+ */
+export async function applyPlacementCondition(
+  client: KubeClient,
+  placement: Placement,
+  condition: Condition,
+  fieldManager: string,
+): Promise<void> {
+  const { name, namespace = '' } = placement.metadata;
+  await client.patch(
+    objectPath(PLACEMENTS, namespace, name, 'status'),
+    'apply',
+    {
+      apiVersion: PLACEMENT_API_VERSION,
+      kind: PLACEMENT_KIND,
+      metadata: { name, namespace },
+      status: { conditions: [condition] },
+    },
+    { query: { fieldManager, force: true } },
+  );
+}
+
+/** Records a core/v1 Event about a placement, reported by `component` (message cut to 1,024 characters). */
+export async function createPlacementEvent(
+  client: KubeClient,
+  placement: Placement,
+  event: { type: 'Normal' | 'Warning'; reason: string; message: string },
+  component: string,
+  at: Date = new Date(),
+): Promise<void> {
+  const { name, namespace = '', uid } = placement.metadata;
+  const stamp = at.toISOString();
+  await client.create(resourcePath({ group: '', version: 'v1', plural: 'events' }, namespace), {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { generateName: `${name}.`, namespace },
+    involvedObject: {
+      apiVersion: PLACEMENT_API_VERSION,
+      kind: PLACEMENT_KIND,
+      name,
+      namespace,
+      ...(uid ? { uid } : {}),
+    },
+    type: event.type,
+    reason: event.reason,
+    message: event.message.slice(0, 1024),
+    source: { component },
+    reportingComponent: component,
+    firstTimestamp: stamp,
+    lastTimestamp: stamp,
+    count: 1,
+  });
 }
