@@ -46,6 +46,10 @@ export const THIRD_PARTY_CRDS = {
   },
   'configsync.gke.io_rootsyncs.yaml': { repo: 'packages/testkit/crds/configsync.gke.io_rootsyncs.yaml' },
   'configsync.gke.io_reposyncs.yaml': { repo: 'packages/testkit/crds/configsync.gke.io_reposyncs.yaml' },
+  // Google's MCO v0.2.0 CRD, unchanged (Apache-2.0): @mco/core's compatibility tests.
+  'reference-mco-v0.2.0_multikubernetesclusterplacements.yaml': {
+    repo: 'packages/testkit/crds/reference-mco-v0.2.0_multikubernetesclusterplacements.yaml',
+  },
 } as const satisfies Record<string, Source>;
 
 export type ThirdPartyCrd = keyof typeof THIRD_PARTY_CRDS;
@@ -66,8 +70,7 @@ export function thirdPartyCrd(name: ThirdPartyCrd, env: NodeJS.ProcessEnv = proc
  * `../shared/crds` beside the repository, or `$MCO_SHARED_CRDS` (a git
  * worktree sits elsewhere), or undefined when absent. It holds upstream's
  * copies of the CRDs above, which CI has: only the cross-checks read it
- * (packages/testkit/test/third-party-crds.test.ts, and Google's MCO v0.2.0 CRD
- * in @mco/core's tests).
+ * (packages/testkit/test/third-party-crds.test.ts).
  */
 export function sharedCrdsDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const dir = env.MCO_SHARED_CRDS || join(REPO, '..', 'shared', 'crds');

@@ -301,6 +301,7 @@ describeWithControlPlane(
             'clusterprofiles.multicluster.x-k8s.io',
             'helmreleases.helm.toolkit.fluxcd.io',
             'kustomizations.kustomize.toolkit.fluxcd.io',
+            'multikubernetesclusterplacements.orchestra.multicluster.x-k8s.io',
             'placementdecisions.multicluster.x-k8s.io',
             'reposyncs.configsync.gke.io',
             'resourcesetinputproviders.fluxcd.controlplane.io',

@@ -27,7 +27,6 @@ import {
   describeWithControlPlane,
   loadYamlObjects,
   parseYamlDocuments,
-  sharedCrdsDir,
   thirdPartyCrd,
   startControlPlane,
   type ClusterHandle,
@@ -45,10 +44,8 @@ import { arbitraryFromSchema, type CrdSchema } from './schema-arbitrary.js';
 const ROOT = fileURLToPath(new URL('../../../../', import.meta.url));
 const OUR_CRD = fileURLToPath(new URL(`../../crds/${PLACEMENT_CRD_FILE}`, import.meta.url));
 const GOOGLE_CRD_FILE = 'reference-mco-v0.2.0_multikubernetesclusterplacements.yaml';
-// Google's MCO v0.2.0 CRD is not in the repository: the comparisons with it run where ../shared/crds is (CI).
-const SHARED = sharedCrdsDir();
-const NO_GOOGLE = !SHARED && process.env.CI !== 'true';
-if (NO_GOOGLE) console.log("[core] skipping the comparisons with Google's MCO v0.2.0 CRD: ../shared/crds is absent");
+// Google's MCO v0.2.0 CRD, vendored unchanged in @mco/testkit (Apache-2.0).
+const GOOGLE_CRD = thirdPartyCrd(GOOGLE_CRD_FILE);
 const VERSION = 'v1alpha1';
 
 type Json = Record<string, unknown>;
@@ -142,7 +139,7 @@ function samplePlacements(): { name: string; placement: Json }[] {
 }
 
 function googleSchema(): { spec: CrdSchema; status: CrdSchema } {
-  const [crd] = loadYamlObjects(join(SHARED!, GOOGLE_CRD_FILE)) as unknown as {
+  const [crd] = loadYamlObjects(GOOGLE_CRD) as unknown as {
     spec: { versions: { schema: { openAPIV3Schema: { properties: { spec: CrdSchema; status: CrdSchema } } } }[] };
   }[];
   const { spec, status } = crd!.spec.versions[0]!.schema.openAPIV3Schema.properties;
@@ -165,7 +162,7 @@ describeWithControlPlane('MultiKubernetesClusterPlacement CRD on a real kube-api
         thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
         thirdPartyCrd('multicluster.x-k8s.io_placementdecisions.yaml'),
       ]),
-      NO_GOOGLE ? [] : google.installCrds([join(SHARED!, GOOGLE_CRD_FILE)]),
+      google.installCrds([GOOGLE_CRD]),
     ]);
     installed = crds[0]!;
   });
@@ -208,56 +205,50 @@ describeWithControlPlane('MultiKubernetesClusterPlacement CRD on a real kube-api
     });
   });
 
-  it.skipIf(NO_GOOGLE)(
-    'stores the four sample placements of the laptop walk-through (examples/first-run) unchanged; Google’s v0.2.0 CRD drops only `rules`',
-    async () => {
-      const file = join(ROOT, 'examples/first-run/placements.yaml');
-      const samples = parseYamlDocuments(readFileSync(file, 'utf8'), file).flatMap(placementsIn);
-      await Promise.all([ensureNamespace(ours, 'mco-demo'), ensureNamespace(google, 'mco-demo')]);
-      const stored = await Promise.all(
-        samples.map(async (placement) => {
-          const [onGoogle, onOurs] = await Promise.all([tryCreate(google, placement), tryCreate(ours, placement)]);
-          return { google: onGoogle, ours: onOurs };
-        }),
-      );
-      expect(stored).toEqual(
-        samples.map((placement) => {
-          const { rules: _rules, ...v020 } = placement.spec as Json; // not in Google's v0.2.0 schema: pruned there
-          return {
-            google: { accepted: true, spec: v020, status: undefined },
-            ours: { accepted: true, spec: placement.spec, status: undefined },
-          };
-        }),
-      );
-    },
-  );
+  it('stores the four sample placements of the laptop walk-through (examples/first-run) unchanged; Google’s v0.2.0 CRD drops only `rules`', async () => {
+    const file = join(ROOT, 'examples/first-run/placements.yaml');
+    const samples = parseYamlDocuments(readFileSync(file, 'utf8'), file).flatMap(placementsIn);
+    await Promise.all([ensureNamespace(ours, 'mco-demo'), ensureNamespace(google, 'mco-demo')]);
+    const stored = await Promise.all(
+      samples.map(async (placement) => {
+        const [onGoogle, onOurs] = await Promise.all([tryCreate(google, placement), tryCreate(ours, placement)]);
+        return { google: onGoogle, ours: onOurs };
+      }),
+    );
+    expect(stored).toEqual(
+      samples.map((placement) => {
+        const { rules: _rules, ...v020 } = placement.spec as Json; // not in Google's v0.2.0 schema: pruned there
+        return {
+          google: { accepted: true, spec: v020, status: undefined },
+          ours: { accepted: true, spec: placement.spec, status: undefined },
+        };
+      }),
+    );
+  });
 
-  it.skipIf(NO_GOOGLE)(
-    'accepts, unchanged, every object that Google’s v0.2.0 CRD accepts (property-based, both servers)',
-    async () => {
-      const schema = googleSchema();
-      const arbObject = fc.record(
-        { spec: arbitraryFromSchema(schema.spec, 'spec'), status: arbitraryFromSchema(schema.status, 'status') },
-        { requiredKeys: ['spec'] },
-      );
-      await fc.assert(
-        fc.asyncProperty(arbObject, async ({ spec, status }) => {
-          const object = {
-            apiVersion: PLACEMENT_API_VERSION,
-            kind: PLACEMENT_KIND,
-            metadata: { name: uniqueName('compat'), namespace: 'default' },
-            spec,
-            ...(status !== undefined ? { status } : {}),
-          };
-          const [onGoogle, onOurs] = await Promise.all([tryCreate(google, object), tryCreate(ours, object)]);
-          // The generator must only make objects Google's CRD accepts; then ours must store the same.
-          expect(onGoogle).toEqual({ accepted: true, spec, status });
-          expect(onOurs).toEqual(onGoogle);
-        }),
-        { numRuns: 60 },
-      );
-    },
-  );
+  it('accepts, unchanged, every object that Google’s v0.2.0 CRD accepts (property-based, both servers)', async () => {
+    const schema = googleSchema();
+    const arbObject = fc.record(
+      { spec: arbitraryFromSchema(schema.spec, 'spec'), status: arbitraryFromSchema(schema.status, 'status') },
+      { requiredKeys: ['spec'] },
+    );
+    await fc.assert(
+      fc.asyncProperty(arbObject, async ({ spec, status }) => {
+        const object = {
+          apiVersion: PLACEMENT_API_VERSION,
+          kind: PLACEMENT_KIND,
+          metadata: { name: uniqueName('compat'), namespace: 'default' },
+          spec,
+          ...(status !== undefined ? { status } : {}),
+        };
+        const [onGoogle, onOurs] = await Promise.all([tryCreate(google, object), tryCreate(ours, object)]);
+        // The generator must only make objects Google's CRD accepts; then ours must store the same.
+        expect(onGoogle).toEqual({ accepted: true, spec, status });
+        expect(onOurs).toEqual(onGoogle);
+      }),
+      { numRuns: 60 },
+    );
+  });
 
   const invalid: {
     readonly name: string;
@@ -355,20 +346,17 @@ describeWithControlPlane('MultiKubernetesClusterPlacement CRD on a real kube-api
       ...(c.spec ? { spec: c.spec } : {}),
       ...(c.status ? { status: c.status } : {}),
     };
-    const [onOurs, onGoogle] = await Promise.all([
-      tryCreate(ours, object),
-      NO_GOOGLE ? undefined : tryCreate(google, object),
-    ]);
+    const [onOurs, onGoogle] = await Promise.all([tryCreate(ours, object), tryCreate(google, object)]);
     const name = object.metadata.name;
     expect({
       ours: onOurs,
-      google: onGoogle && (onGoogle.accepted ? 'accepted (field unknown there, pruned)' : 'rejected'),
+      google: onGoogle.accepted ? 'accepted (field unknown there, pruned)' : 'rejected',
     }).toEqual({
       ours: {
         accepted: false,
         message: `${PLACEMENT_KIND}.${PLACEMENT_GROUP} "${name}" is invalid: ${c.message}`,
       },
-      google: NO_GOOGLE ? undefined : c.google,
+      google: c.google,
     });
   });
 
