@@ -217,7 +217,10 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           ) as Promise<{
             status?: { artifact?: { revision?: string }; conditions?: { type: string; status: string }[] };
           }>,
-        (r) => r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+        // Ready and its artifact: a CI run once read Ready=True with no artifact yet.
+        (r) =>
+          (r.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false) &&
+          r.status?.artifact?.revision !== undefined,
       ).catch((error: Error) => {
         throw new Error(`${error.message}\nsource-controller log:\n${controllers[0]?.tail()}`);
       });
