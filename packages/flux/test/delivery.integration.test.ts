@@ -480,6 +480,13 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           clusters: { cluster: { server: string } }[];
         });
       await setPlacement('other', { clusters: [cluster('east')] });
+      // Settle first: a pass still running from the test before (or renewing east's credential)
+      // would otherwise be taken for the refusing pass and write the Secret after it was read.
+      const settled = await eventually(
+        'a pass serving other/east',
+        async () => ({ last: delivery!.sync.last, providers: names(await list(INPUT_PROVIDERS)) }),
+        ({ last, providers }) => last?.credentialFailures === 0 && providers.includes(provider('other', 'east')),
+      );
       await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
         accessProviders: [{ name: 'test-exec', cluster: { server: 'https://kubernetes.default.svc' } }],
       });
@@ -487,7 +494,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       const refusing = await eventually(
         'a pass refusing east',
         async () => delivery!.sync.last,
-        (last) => (last?.credentialFailures ?? 0) > 0,
+        (last) => last !== settled.last && (last?.credentialFailures ?? 0) > 0,
       );
       const first = await secret(name);
       // Another pass (a placement change), still refusing: the Secret is not touched.
