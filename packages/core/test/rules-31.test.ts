@@ -468,6 +468,92 @@ describe('F3: a cluster drained by fail-back lingers warm', () => {
   });
 });
 
+describe("F3: the linger ends early once demand is below the preferred clusters' minimum", () => {
+  // b lingers at 1 replica (the warm size: fleet/a's minReplicas is 1) since 600 s of the 3600.
+  const input = (a: PlacementCluster, b: Partial<PlacementCluster>, aSignal: Signal): Case => ({
+    spec: withFailBack(),
+    status: {
+      clusters: [
+        a,
+        listed('fleet/b', 'SCALING_IN', NOW - 3000, {
+          reason: 'Lingering',
+          lingerSince: at(NOW - 600),
+          draining: { desiredMaxReplicas: 1, lastReplicaCountDecrease: at(NOW - 900) },
+          ...b,
+        }),
+      ],
+    },
+    profiles: fleet,
+    signals: [aSignal, aScaleInSignal('fleet/b', at(fresh), 1)],
+    now: NOW,
+  });
+  const quietA = (since: number) => listed('fleet/a', 'ACTIVE', 0, { scaleInCandidateSince: at(since) });
+  const bOf = (d: Decision) => {
+    const b = clusterOf(d, 'fleet/b');
+    return b && { reason: b.reason, scaleInCandidateSince: b.scaleInCandidateSince };
+  };
+
+  it.each<{ name: string; input: Case; moves: string[]; b: ReturnType<typeof bOf> }>([
+    {
+      name: 'it and the preferred cluster wanted scale-in for scaleIn.stabilizationWindowSeconds (300 s): removed (R1)',
+      input: input(
+        quietA(NOW - 400),
+        { scaleInCandidateSince: at(NOW - 300) },
+        aScaleInSignal('fleet/a', at(fresh), 1),
+      ),
+      moves: ['R1 fleet/b SCALING_IN->-'],
+      b: undefined,
+    },
+    {
+      name: 'for 200 s of 300: it lingers on, the time kept in status',
+      input: input(
+        quietA(NOW - 400),
+        { scaleInCandidateSince: at(NOW - 200) },
+        aScaleInSignal('fleet/a', at(fresh), 1),
+      ),
+      moves: [],
+      b: { reason: 'Lingering', scaleInCandidateSince: at(NOW - 200) },
+    },
+    {
+      name: 'the window counts from the later of the two: the preferred cluster since 100 s',
+      input: input(
+        quietA(NOW - 100),
+        { scaleInCandidateSince: at(NOW - 3000) },
+        aScaleInSignal('fleet/a', at(fresh), 1),
+      ),
+      moves: [],
+      b: { reason: 'Lingering', scaleInCandidateSince: at(NOW - 3000) },
+    },
+    {
+      name: 'its own HPA at its minimum is not enough while the preferred cluster serves load (a balancer may send it little traffic)',
+      input: input(listed('fleet/a', 'ACTIVE', 0), { scaleInCandidateSince: at(NOW - 3000) }, steady('fleet/a', 6)),
+      moves: [],
+      b: { reason: 'Lingering', scaleInCandidateSince: at(NOW - 3000) },
+    },
+    {
+      name: 'the window starts when a lingering cluster first wants scale-in',
+      input: input(quietA(NOW - 400), {}, aScaleInSignal('fleet/a', at(fresh), 1)),
+      moves: [],
+      b: { reason: 'Lingering', scaleInCandidateSince: at(NOW) },
+    },
+  ])('$name', ({ input: c, moves: expectedMoves, b }) => {
+    const d = run(c);
+    expect(moves(d)).toEqual(expectedMoves);
+    expect(bOf(d)).toEqual(b);
+  });
+
+  it('mco explain says when the linger ends', () => {
+    const e = explainOf(
+      input(quietA(NOW - 400), { scaleInCandidateSince: at(NOW - 200) }, aScaleInSignal('fleet/a', at(fresh), 1)),
+    );
+    expect(e.clusters.find((c) => c.cluster === 'fleet/b')?.notes).toContainEqual(
+      expect.stringMatching(
+        /^it and the preferred clusters want scale-in: its linger ends at \S+ \(scaleIn\.stabilizationWindowSeconds\)$/,
+      ),
+    );
+  });
+});
+
 describe('D1: make-before-break draining', () => {
   /** b drains (SCALING_IN) from 8 since it began; a receives, with 5 ready replicas back then. */
   const draining = (d: Partial<Draining>, state: 'SCALING_IN' | 'EVICTING' = 'SCALING_IN', since = NOW - 600) => ({

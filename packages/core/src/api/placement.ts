@@ -398,7 +398,7 @@ export const PlacementClusterSchema = z.object({
   reason: z.string().max(128).optional().describe('PascalCase reason of the last transition.'),
   message: z.string().max(1024).optional().describe('Human-readable explanation of the last transition.'),
   scaleInCandidateSince: TimestampSchema.optional().describe(
-    'Since when this ACTIVE cluster has continuously wanted scale-in.',
+    'Since when this ACTIVE cluster (or a cluster lingering after a fail-back) has continuously wanted scale-in.',
   ),
   lingerSince: TimestampSchema.optional().describe(
     'With behavior.failBack: since when this cluster, drained by fail-back, has lingered warm while the preferred clusters were calm.',

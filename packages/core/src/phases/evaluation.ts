@@ -123,10 +123,9 @@ export class Evaluation {
     }
     if (to === 'SCALING_IN' || to === 'EVICTING') entry.enteredDrain = true;
     else entry.draining = undefined;
-    if (to !== 'ACTIVE') {
-      entry.scaleInCandidateSince = undefined;
-      entry.belowCeilingSince = undefined;
-    }
+    // A transition restarts the scale-in window (a reactivated lingering cluster included).
+    entry.scaleInCandidateSince = undefined;
+    if (to !== 'ACTIVE') entry.belowCeilingSince = undefined;
     entry.lingerSince = undefined;
     entry.state = to;
     entry.lastTransitionTime = this.now;

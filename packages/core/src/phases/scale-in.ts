@@ -4,10 +4,14 @@ import type { Entry, Evaluation } from './evaluation.js';
 /**
  * The time a cluster started wanting scale-in, kept in status so a restart
  * loses nothing; anything else (a stale or missing signal included) clears it.
+ * ACTIVE clusters are scale-in candidates (section 4); a cluster lingering
+ * after a fail-back is tracked too, as its linger ends once it wants scale-in
+ * for the window (rule F3).
  */
 export function trackScaleInCandidates(run: Evaluation): void {
   for (const entry of run.live()) {
-    if (entry.state === 'ACTIVE' && entry.signal.wantsScaleIn) entry.scaleInCandidateSince ??= run.now;
+    const tracked = entry.state === 'ACTIVE' || (entry.state === 'SCALING_IN' && entry.reason === 'Lingering');
+    if (tracked && entry.signal.wantsScaleIn) entry.scaleInCandidateSince ??= run.now;
     else entry.scaleInCandidateSince = undefined;
   }
 }

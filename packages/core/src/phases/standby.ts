@@ -77,11 +77,26 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
       const pressure = atSize ? preferredPressure(run, entry) : undefined;
       entry.lingerSince = atSize && !pressure ? (entry.lingerSince ?? run.now) : undefined;
       const since = parseTime(entry.lingerSince);
-      if (since !== undefined && run.nowMs - since >= b.failBackLingerSeconds * SECOND) {
+      const wantsOutSince = entry.reason === 'Lingering' ? allWantScaleInSince(run, entry) : undefined;
+      const wantsOut =
+        wantsOutSince !== undefined && run.nowMs - wantsOutSince >= b.scaleInStabilizationSeconds * SECOND;
+      if (wantsOut) {
+        entry.lingerSince = undefined;
+        entry.scaleInCandidateSince = undefined;
+        entry.reason = 'LingerEnded';
+        entry.message = `it and the preferred clusters wanted scale-in for scaleIn.stabilizationWindowSeconds (${b.scaleInStabilizationSeconds}s) while it lingered: the load it was kept warm for is gone; draining on to removal`;
+      } else if (since !== undefined && run.nowMs - since >= b.failBackLingerSeconds * SECOND) {
         entry.lingerSince = undefined;
         entry.reason = 'LingerEnded';
         entry.message = `lingered warm for failBack.lingerSeconds (${b.failBackLingerSeconds}s) while the preferred clusters were calm; draining on to removal`;
       } else {
+        if (wantsOutSince !== undefined) {
+          run.timer(wantsOutSince, b.scaleInStabilizationSeconds);
+          run.note(
+            entry.key,
+            `it and the preferred clusters want scale-in: its linger ends at ${run.timeAfter(wantsOutSince, b.scaleInStabilizationSeconds)} (scaleIn.stabilizationWindowSeconds)`,
+          );
+        }
         entry.keepWarm = {
           size,
           reason: 'Lingering',
@@ -103,6 +118,26 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
     }
     if (entry.removalHeld && !entry.keepWarm) removeScaledIn(run, entry);
   }
+}
+
+/**
+ * Rule F3's early end: since when the lingering `entry` and every ACTIVE
+ * cluster of higher priority have all wanted scale-in (section 4), or
+ * undefined. Demand is then below what the preferred clusters' minimum
+ * replicas serve, so the linger guards against nothing. The preferred
+ * clusters must agree: a load balancer that sends a lingering cluster little
+ * traffic leaves its own HPA at its minimum whatever the demand.
+ */
+function allWantScaleInSince(run: Evaluation, entry: Entry): number | undefined {
+  let since = parseTime(entry.scaleInCandidateSince);
+  const rank = (key: string) => run.selected.rankOf(key) ?? Infinity;
+  for (const e of run.live()) {
+    if (since === undefined) break;
+    if (e.state !== 'ACTIVE' || rank(e.key) >= rank(entry.key)) continue;
+    const t = parseTime(e.scaleInCandidateSince);
+    since = t === undefined ? undefined : Math.max(since, t);
+  }
+  return since;
 }
 
 /**
