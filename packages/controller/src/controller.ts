@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { silentLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
+import { httpStatusOf, silentLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
 import type { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILES,
@@ -7,6 +7,7 @@ import {
   Informer,
   KubeClient,
   objectKey,
+  objectPath,
   PLACEMENT_DECISIONS,
   PLACEMENTS,
   PRIORITY,
@@ -16,7 +17,16 @@ import {
   type Priority,
 } from '@mco/kube-runtime';
 import { placementsAffectedBy, type ProfileChange } from './affected.js';
-import { trimClusterProfile, trimPlacement, trimPlacementDecision } from './cache.js';
+import {
+  isStub,
+  readWhole,
+  ShardedInformer,
+  stubPlacement,
+  stubPlacementDecision,
+  trimClusterProfile,
+  trimPlacement,
+  trimPlacementDecision,
+} from './cache.js';
 import { EventRecorder } from './events.js';
 import {
   CONFIG_MAPS,
@@ -152,11 +162,28 @@ export function createController(options: ControllerOptions): Controller {
     watchTimeoutSeconds: options.watchTimeoutSeconds ?? 300,
   };
   const lw = <T extends KubeObject>(given: ListWatch<T> | undefined, make: () => ListWatch<T>) => given ?? make();
-  const placements = new Informer<KubeObject>({
-    name: 'placements',
-    listWatch: lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
+  // With shards, placements and their PlacementDecisions are whole only for the shards held (cache.ts).
+  const sharded = options.leaderElection !== undefined;
+  const readFrom = (resource: typeof PLACEMENTS) => async (key: string, signal?: AbortSignal) => {
+    const [namespace = '', name = ''] = key.split('/');
+    try {
+      return await hub.get<KubeObject>(objectPath(resource, namespace, name), signal ? { signal } : {});
+    } catch (error) {
+      if (httpStatusOf(error) === 404) return undefined;
+      throw error;
+    }
+  };
+  const cached = (name: string, resource: typeof PLACEMENTS, listWatch: ListWatch<KubeObject>) =>
+    ({ name, listWatch, read: readFrom(resource), ...informerOptions }) as const;
+  const placements = new ShardedInformer({
+    ...cached(
+      'placements',
+      PLACEMENTS,
+      lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
+    ),
     transform: trimPlacement,
-    ...informerOptions,
+    holds: (placement) => !sharded || ownsKey(objectKey(placement)),
+    stub: stubPlacement,
   });
   const clusterProfiles = new Informer<KubeObject>({
     name: 'clusterprofiles',
@@ -169,16 +196,20 @@ export function createController(options: ControllerOptions): Controller {
     transform: trimClusterProfile,
     ...informerOptions,
   });
-  const placementDecisions = new Informer<KubeObject>({
-    name: 'placementdecisions',
-    listWatch: lw(options.listWatch?.placementDecisions, () =>
-      createListWatch(hub, PLACEMENT_DECISIONS, {
-        requestTimeoutMs,
-        labelSelector: DECISIONS_LABEL_SELECTOR,
-      }),
+  const placementDecisions = new ShardedInformer({
+    ...cached(
+      'placementdecisions',
+      PLACEMENT_DECISIONS,
+      lw(options.listWatch?.placementDecisions, () =>
+        createListWatch(hub, PLACEMENT_DECISIONS, { requestTimeoutMs, labelSelector: DECISIONS_LABEL_SELECTOR }),
+      ),
     ),
     transform: trimPlacementDecision,
-    ...informerOptions,
+    holds: (decision) => {
+      const key = sharded ? Reconciler.placementKeyOf(decision) : undefined;
+      return !sharded || (key !== undefined && ownsKey(key));
+    },
+    stub: stubPlacementDecision,
   });
   // Only this one object, read from the API, so every replica sees the same confirmation; the
   // chart's Role lets the controller read nothing else in its namespace (list and watch by name).
@@ -270,6 +301,12 @@ export function createController(options: ControllerOptions): Controller {
     metrics,
     logger,
     isLeader: ownsKey,
+    ...(sharded
+      ? {
+          readWhole: (key: string, decisionKeys: Iterable<string>, signal?: AbortSignal) =>
+            readWhole(placements, placementDecisions, key, decisionKeys, signal),
+        }
+      : {}),
     ...(options.now ? { now: options.now } : {}),
   });
 
@@ -317,9 +354,12 @@ export function createController(options: ControllerOptions): Controller {
         enqueueAll(PRIORITY.normal);
         return;
       }
-      // Only this replica's shards: other replicas reconcile theirs.
-      for (const key of placementsAffectedBy(changes, placements.list(), Date.now()))
-        if (ownsKey(key)) queue.add(key, PRIORITY.high);
+      // Only this replica's shards: other replicas reconcile theirs. A stub of a shard held (it came
+      // before the shard did) cannot be judged: it is queued, and its reconcile reads it whole.
+      const mine = placements.list().filter((p) => ownsKey(objectKey(p)));
+      for (const p of mine) if (isStub(p)) queue.add(objectKey(p), PRIORITY.high);
+      const judged = mine.filter((p) => !isStub(p));
+      for (const key of placementsAffectedBy(changes, judged, Date.now())) queue.add(key, PRIORITY.high);
     });
   };
   placements.addHandler((event, object) => {
@@ -477,7 +517,11 @@ export function createController(options: ControllerOptions): Controller {
             identity,
             logger,
             onAcquired: startLeading,
-            onLost: () => stopLeading(),
+            onLost: () => {
+              placements.dropUnheld();
+              placementDecisions.dropUnheld();
+              stopLeading();
+            },
             onHolderChanged,
             otherInstall: (holder) => holder !== '' && installOf(holder) !== installOf(identity),
           });
