@@ -1,5 +1,5 @@
 import { McoError } from '@mco/runtime';
-import { Informer, objectKey, type InformerOptions, type KubeObject } from '@mco/kube-runtime';
+import { Informer, objectKey, type InformerOptions, type KubeObject, type ListWatch } from '@mco/kube-runtime';
 
 /*
  * Cache transforms (the Informer's `transform`): each cached kind keeps only
@@ -114,6 +114,7 @@ export class ShardedInformer extends Informer<KubeObject> {
   private readonly holds: (object: KubeObject) => boolean;
   private readonly keep: (object: KubeObject) => KubeObject;
   private readonly read: ShardedInformerOptions['read'];
+  private readonly source: ListWatch<KubeObject>;
 
   constructor(options: ShardedInformerOptions) {
     const { holds, stub: toStub, read, transform, ...rest } = options;
@@ -122,6 +123,7 @@ export class ShardedInformer extends Informer<KubeObject> {
     this.holds = holds;
     this.keep = keep;
     this.read = read;
+    this.source = options.listWatch;
     this.addHandler((_event, object) => {
       const key = objectKey(object);
       if (this.whole.has(key) && this.wholeOf(key) === undefined) this.whole.delete(key);
@@ -155,9 +157,28 @@ export class ShardedInformer extends Informer<KubeObject> {
   async readWhole(key: string, signal?: AbortSignal): Promise<boolean> {
     const cached = super.get(key);
     if (!cached || !isStub(cached) || this.wholeOf(key)) return true;
-    const read = await this.read(key, signal);
+    return this.keepWhole(key, await this.read(key, signal));
+  }
+
+  /**
+   * After shards were taken: the stubs now held made whole from one paginated
+   * list, far fewer requests than a read per reconcile at start-up or a
+   * takeover (`readWhole` reads what it missed).
+   */
+  async readHeld(pageSize = 500): Promise<void> {
+    let next: string | undefined;
+    do {
+      const page = await this.source.list({ limit: pageSize, continue: next });
+      for (const item of page.items) if (this.holds(item)) this.keepWhole(objectKey(item), item);
+      next = page.continue || undefined;
+    } while (next);
+  }
+
+  /** Keeps `read` as the whole copy of the stub the cache holds now, if it is of its version. */
+  private keepWhole(key: string, read: KubeObject | undefined): boolean {
     const now = super.get(key);
     if (!now || !isStub(now)) return true;
+    if (this.wholeOf(key)) return true;
     if (!read || read.metadata?.resourceVersion !== now.metadata?.resourceVersion) return false;
     const whole = this.keep(read);
     if (this.holds(whole)) this.whole.set(key, whole);
@@ -171,14 +192,15 @@ export class ShardedInformer extends Informer<KubeObject> {
 }
 
 /**
- * Before a reconcile: the placement and its PlacementDecisions whole. Read
- * on demand, not by relisting on acquisition: an informer's relist keeps an
- * object of an unchanged resourceVersion as it is (a stub), a reconcile
- * needs only its own objects, and reading them where the reconcile reads
- * covers every way a shard comes to this replica (start-up, rebalance, a
- * crashed peer's Lease). A cache behind the API server is a conflict: the
- * reconcile is retried once its event arrived, and nothing is written from a
- * stub.
+ * Before a reconcile: the placement and its PlacementDecisions whole. A
+ * shard comes to a replica at start-up, on a rebalance or from a crashed
+ * peer's Lease, and its objects were cached as stubs: the controller lists
+ * them once when it takes shards (`readHeld`; the informer's own relist would
+ * keep a stub of an unchanged resourceVersion as it is), and a reconcile reads
+ * from the API server what that list missed (it ran while the reconcile
+ * started, or the object changed since). A cache behind the API server is a
+ * conflict: the reconcile is retried once its event arrived, and nothing is
+ * written from a stub.
  */
 export async function readWhole(
   placements: ShardedInformer,

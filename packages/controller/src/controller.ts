@@ -462,6 +462,27 @@ export function createController(options: ControllerOptions): Controller {
     for (const key of placementDecisions.list().map((d) => Reconciler.placementKeyOf(d)))
       if (key && mine(key)) queue.add(key);
   };
+  // One list after shards were taken (again once more if another was taken while it ran).
+  let listing: Promise<void> | undefined;
+  let listAgain = false;
+  const readHeld = () => {
+    if (listing) {
+      listAgain = true;
+      return;
+    }
+    listing = Promise.all([placements.readHeld(), placementDecisions.readHeld()])
+      .then(() => undefined)
+      .catch((error: unknown) =>
+        logger.warn('cannot list the objects of shards taken; reconciles read them', { error }),
+      )
+      .finally(() => {
+        listing = undefined;
+        if (listAgain && !stopped) {
+          listAgain = false;
+          readHeld();
+        }
+      });
+  };
   const startLeading = (shard?: number) => {
     if (stopped) return;
     if (leadership) return enqueueShard(shard);
@@ -516,7 +537,10 @@ export function createController(options: ControllerOptions): Controller {
             ...options.leaderElection,
             identity,
             logger,
-            onAcquired: startLeading,
+            onAcquired: (shard) => {
+              readHeld();
+              startLeading(shard);
+            },
             onLost: () => {
               placements.dropUnheld();
               placementDecisions.dropUnheld();
@@ -536,7 +560,7 @@ export function createController(options: ControllerOptions): Controller {
       stopLeading(true);
       queue.shutDown();
       const timeout = new Promise((resolve) => setTimeout(resolve, options.shutdownTimeoutMs ?? 20_000).unref());
-      await Promise.race([Promise.all([...inFlight]), timeout]);
+      await Promise.race([Promise.all([...inFlight, listing]), timeout]);
       await shards?.stop(stopOptions);
       // A loss record being written is waited for, so that the next replica to start reads it.
       await Promise.race([sharedLoss?.settled(), timeout]);

@@ -156,6 +156,23 @@ describe('caches that follow the shards a replica holds', () => {
     });
   });
 
+  it('shards taken: one list makes the stubs now held whole, without a read per placement', async () => {
+    const held = new Set<string>();
+    const { informer, reads } = placementsInformer([placement('a', '1'), placement('b', '2')], held, new Map());
+    informer.start();
+    await informer.waitForSync();
+    held.add('apps/a'); // a's shard is taken; b's is another replica's
+    await informer.readHeld(1);
+    const read = await informer.readWhole('apps/a');
+    expect({ read, stubs: informer.list().map(isStub), spec: informer.get('apps/a')?.spec, reads }).toEqual({
+      read: true,
+      stubs: [false, true],
+      spec: { workload: { name: 'a' } },
+      reads: [],
+    });
+    await informer.stop();
+  });
+
   it('never keeps a copy of another version than the stub: the reconcile gets a Conflict (and writes nothing)', async () => {
     const held = new Set<string>();
     // The cache holds version 5 of p and of q; the API server has version 9 of p, and q is gone.
