@@ -8,6 +8,8 @@ import {
   CONTROL_PLANE_HEALTHY,
   createInventory,
   decide,
+  MAX_DECISIONS_PER_SLICE,
+  placementDecisionName,
   PLACEMENT_API_VERSION,
   PLACEMENT_KEY_LABEL,
   PLACEMENT_KIND,
@@ -19,6 +21,7 @@ import {
   type Inventory,
   type PlacementSpec,
   type PlacementStatus,
+  type PreviousSlice,
   type Signal,
   type Transition,
 } from '@mco/core';
@@ -558,7 +561,7 @@ export class Reconciler {
       if (object) existing.set(decisionKey, object);
     }
     const steps: DecisionStep[] = [];
-    const desired = placement ? this.desiredDecisions(placement, placement.status as PlacementStatus | undefined) : [];
+    const desired = placement ? this.desiredDecisions(placement, existing) : [];
     for (const want of desired) {
       const decisionKey = objectKey(want);
       const have = existing.get(decisionKey) ?? this.decisionOverlay.resolve(decisionKey, undefined);
@@ -607,9 +610,22 @@ export class Reconciler {
     this.ownDecisionWrites.set(decisionKey, null);
   }
 
-  private desiredDecisions(placement: KubeObject, status: PlacementStatus | undefined): KubeObject[] {
+  /**
+   * The slices `placement`'s status wants, built around those written before
+   * (`existing`, and our own creates the cache does not show yet), so that a
+   * cluster in or out rewrites one slice.
+   */
+  private desiredDecisions(placement: KubeObject, existing: ReadonlyMap<string, KubeObject>): KubeObject[] {
     const metadata = placement.metadata as { name: string; namespace?: string; uid?: string };
-    return buildPlacementDecisions({ metadata }, status).map((d) => ({
+    const status = placement.status as PlacementStatus | undefined;
+    const previous = [...existing.values()];
+    const count = Math.ceil((status?.clusters?.length ?? 0) / MAX_DECISIONS_PER_SLICE);
+    for (let index = 0; index < count; index++) {
+      const decisionKey = `${metadata.namespace}/${placementDecisionName(metadata.name, index)}`;
+      const created = existing.has(decisionKey) ? undefined : this.decisionOverlay.resolve(decisionKey, undefined);
+      if (created) previous.push(created);
+    }
+    return buildPlacementDecisions({ metadata }, status, previous as unknown as PreviousSlice[]).map((d) => ({
       ...d,
       metadata: {
         ...d.metadata,

@@ -263,6 +263,31 @@ describe('the lanes of the controller', () => {
   });
 });
 
+describe('PlacementDecision slices', () => {
+  it('rewrites one slice when a cluster joins in the middle of the status order', async () => {
+    const profiles = Array.from({ length: 150 }, (_, i) => `c${String(i).padStart(3, '0')}`);
+    const { hub, sources } = start(['wide'], profiles, 2);
+    await waitFor('two slices', () => hub.writes.filter((w) => w.kind === 'create').length === 2);
+    await settled(hub);
+    const before = hub.writes.length;
+    sources.clusterProfiles.emit('ADDED', profile('c050a', '2'));
+    await waitFor('c050a listed', () =>
+      hub.writes.slice(before).some((w) => w.kind === 'update' && w.clusters?.includes('c050a')),
+    );
+    await settled(hub);
+    expect(
+      hub.writes
+        .slice(before)
+        .filter((w) => w.kind !== 'event')
+        .map((w) => [w.kind, w.key]),
+    ).toEqual([
+      ['status', 'apps/wide'],
+      // The first slice is full: the new cluster goes to the second, and the first stays as it is.
+      ['update', 'apps/wide-1'],
+    ]);
+  });
+});
+
 describe('DecisionBacklog', () => {
   it('holds a placement once, oldest first, and never hands out one that is busy', () => {
     let now = 0;
