@@ -121,6 +121,14 @@ export interface DecisionTrace {
   readonly writes: number;
 }
 
+/**
+ * PlacementDecisions behind their status this long are written even while
+ * status work waits, so a controller that never runs out of reconciles still
+ * brings them up to date (consumers such as Argo CD's clusterDecisionResource
+ * generator poll them every few minutes).
+ */
+const DECISIONS_MAX_DEFER_MS = 30_000;
+
 /** Above this many ClusterProfile changes at once (a relist, a provider's sync), every placement is simply queued. */
 const MAX_TARGETED_CHANGES = 16;
 
@@ -454,11 +462,16 @@ export function createController(options: ControllerOptions): Controller {
     const behind = backlog.take();
     return behind ? writeDecisions(behind, abort) : events?.sendNext();
   };
+  /** PlacementDecisions behind for DECISIONS_MAX_DEFER_MS, written ahead of waiting status work. */
+  const overdueDecisions = (abort: AbortSignal): Promise<void> | undefined => {
+    const behind = backlog.take(DECISIONS_MAX_DEFER_MS);
+    return behind && writeDecisions(behind, abort);
+  };
 
   const worker = async (abort: AbortSignal) => {
     while (!abort.aborted) {
-      // Status work first: a deferred write starts only while no key waits in the queue.
-      const deferred = queue.length === 0 ? nextDeferred(abort) : undefined;
+      // Status work first: a deferred write starts only while no key waits in the queue, or once overdue.
+      const deferred = queue.length === 0 ? nextDeferred(abort) : overdueDecisions(abort);
       if (deferred) {
         if (backlog.size > 0 || (events?.pendingCount ?? 0) > 0) wake();
         await deferred;

@@ -25,10 +25,14 @@ export class DecisionBacklog {
     this.behind.delete(key);
   }
 
-  /** The oldest placement that is not busy, marked busy until `end`, with when it fell behind. */
-  take(): { key: string; since: number } | undefined {
+  /**
+   * The oldest placement that is not busy, marked busy until `end`, with when
+   * it fell behind; with `olderThanMs`, only one behind at least that long.
+   */
+  take(olderThanMs?: number): { key: string; since: number } | undefined {
     for (const [key, since] of this.behind) {
       if (this.busy.has(key)) continue;
+      if (olderThanMs !== undefined && this.now() - since < olderThanMs) return undefined;
       this.behind.delete(key);
       this.busy.add(key);
       return { key, since };

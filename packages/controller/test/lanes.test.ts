@@ -302,4 +302,19 @@ describe('DecisionBacklog', () => {
     expect(backlog.take()).toEqual({ key: 'a', since: 0 });
     expect(backlog.size).toBe(0);
   });
+
+  it('hands out an overdue placement only once it has been behind long enough, the oldest first', () => {
+    let now = 0;
+    const backlog = new DecisionBacklog(() => now);
+    backlog.add('a');
+    now = 10;
+    backlog.add('b');
+    now = 29;
+    expect(backlog.take(30)).toBeUndefined();
+    now = 30;
+    expect(backlog.take(30)).toEqual({ key: 'a', since: 0 });
+    expect(backlog.take(30)).toBeUndefined(); // b: 20 of 30
+    now = 40;
+    expect(backlog.take(30)).toEqual({ key: 'b', since: 10 });
+  });
 });
