@@ -3,7 +3,7 @@ import { extname } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { parseNamespaceList } from '@mco/controller';
 import { loadKubeConfig, type LoadedKubeConfig } from '@mco/kube-runtime';
-import { httpStatusOf, McoError } from '@mco/runtime';
+import { httpStatusOf, McoError, type LogLevel } from '@mco/runtime';
 import { parse as parseYaml } from 'yaml';
 import type { z } from 'zod';
 
@@ -72,6 +72,24 @@ export function parseFlags<T extends ParseArgsConfig & { args: string[] }>(confi
   const parsed = parseArgs({ ...config, args, strict: config.strict ?? true });
   for (const [name, value] of set) (parsed.values as Record<string, unknown>)[name] = value;
   return parsed as ReturnType<typeof parseArgs<T>>;
+}
+
+const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+
+/** `--log-level`, checked (info when not given). */
+export function parseLogLevel(text: string | undefined): LogLevel {
+  const level = text ?? 'info';
+  if (!LOG_LEVELS.includes(level as LogLevel))
+    throw new UsageError(`--log-level ${level}: expected ${LOG_LEVELS.join(', ')}`);
+  return level as LogLevel;
+}
+
+/** Resolves on the first SIGTERM or SIGINT: how a long-running command waits to stop. */
+export function untilSignal(): Promise<void> {
+  return new Promise<void>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
 }
 
 /** Reads a JSON or YAML file ("-" for stdin); a syntax error becomes a UsageError naming the file. */

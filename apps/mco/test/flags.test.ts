@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseFlags, UsageError } from '../src/cli.js';
+import { parseFlags, parseLogLevel, UsageError } from '../src/cli.js';
 import { controllerConfigFromArgs } from '../src/commands/controller.js';
 
 // Boolean flags are switches that also take a value, as Kubernetes
@@ -49,6 +49,18 @@ describe('parseFlags', () => {
     { args: ['-f'], error: expect.objectContaining({ code: 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE' }) },
   ])('refuses $args', ({ args, error }) => {
     expect(() => parse(args)).toThrow(error);
+  });
+});
+
+describe('parseLogLevel (every long-running command)', () => {
+  it.each([
+    [undefined, 'info'],
+    ['debug', 'debug'],
+    ['error', 'error'],
+  ])('%s -> %s', (given, want) => expect(parseLogLevel(given)).toBe(want));
+
+  it('names the flag and the levels on a bad value', () => {
+    expect(() => parseLogLevel('loud')).toThrow(new UsageError('--log-level loud: expected debug, info, warn, error'));
   });
 });
 

@@ -5,7 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Signal } from '@mco/core';
 import { loadKubeConfig } from '@mco/kube-runtime';
 import { silentLogger, type CapacitySignalSource, type SignalObservation, type SignalRequest } from '@mco/runtime';
-import { createController, type ReconcileTrace } from '../src/index.js';
+import { createController, type DecisionTrace, type ReconcileTrace } from '../src/index.js';
 import { shardOf } from '../src/shards.js';
 
 /** Answers at once: every cluster has room (hpa 3 of 10 replicas), so figures are the controller's own. */
@@ -35,8 +35,10 @@ setInterval(() => {
   }
 }, 50).unref();
 
-// Where the time of each reconcile that wrote a status went, while the benchmark asks for it.
+// Where the time of each reconcile that wrote a status went, and how far each PlacementDecision write
+// trailed its status, while the benchmark asks for it.
 let traces: ReconcileTrace[] | undefined;
+let lags: DecisionTrace[] | undefined;
 
 const controller = createController({
   hub,
@@ -44,6 +46,7 @@ const controller = createController({
   onReconcile: (trace) => {
     if (trace.statusWritten) traces?.push(trace);
   },
+  onDecisions: (trace) => lags?.push(trace),
   logger: silentLogger,
   // BENCH_REPLICAS > 1 (replicas.ts): a replica sharing the shards.
   ...(process.env.BENCH_LEADER_ELECTION
@@ -80,6 +83,7 @@ async function stats() {
     heapUsed: process.memoryUsage().heapUsed,
     synced: controller.isReady(),
     queue: controller.queue.length,
+    deferred: controller.deferred().placementDecisions + controller.deferred().events,
     reconciles: await counter('mco_controller_reconcile_total'),
     errors: await counter('mco_controller_reconcile_total', { result: 'error' }),
     conflicts: await counter('mco_controller_reconcile_total', { result: 'conflict' }),
@@ -124,10 +128,14 @@ process.on('message', (message: { id: number; command: string }) => {
   else if (message.command === 'resync') void resync().then(reply);
   else if (message.command === 'trace') {
     traces = [];
+    lags = [];
     reply(null);
   } else if (message.command === 'traces') {
     reply(traces ?? []);
     traces = undefined;
+  } else if (message.command === 'lags') {
+    reply(lags ?? []);
+    lags = undefined;
   } else if (message.command === 'stop') void controller.stop().then(() => reply(null));
 });
 controller.start();

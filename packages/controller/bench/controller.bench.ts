@@ -26,7 +26,7 @@ import {
 } from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { summarize } from '@mco/testkit';
-import type { ReconcileTrace } from '../src/index.js';
+import type { DecisionTrace, ReconcileTrace } from '../src/index.js';
 import { Fleet, startHub } from '../test/support.js';
 import { REPLICAS, startReplicas } from './replicas.js';
 
@@ -134,6 +134,8 @@ interface Stats {
   heapUsed: number;
   synced: boolean;
   queue: number;
+  /** PlacementDecision writes and Events waiting in the lower-priority lane. */
+  deferred: number;
   reconciles: number;
   errors: number;
   conflicts: number;
@@ -312,7 +314,7 @@ async function main() {
     while (decided() < PLACEMENT_COUNT) await sleep(200);
     const decidedMs = performance.now() - started;
     stats = await first.call<Stats>('stats');
-    while (stats.decisionWrites < PLACEMENT_COUNT || stats.queue > 0) {
+    while (stats.decisionWrites < PLACEMENT_COUNT || stats.queue > 0 || stats.deferred > 0) {
       await sleep(100);
       stats = await first.call<Stats>('stats');
     }
@@ -374,7 +376,13 @@ async function main() {
       onPlacement = undefined;
       await sleep(200);
     }
+    // The PlacementDecisions of the last change follow its statuses: wait for them before counting.
+    for (stats = await first.call<Stats>('stats'); stats.queue > 0 || stats.deferred > 0;) {
+      await sleep(100);
+      stats = await first.call<Stats>('stats');
+    }
     const traces = await first.call<ReconcileTrace[]>('traces');
+    const lags = await first.call<DecisionTrace[]>('lags');
     const labelMs = performance.now() - labelStart;
     stats = await first.call<Stats>('stats');
     const planeAfter = planeCpu();
@@ -383,6 +391,7 @@ async function main() {
       stats.decisionWrites +
       stats.events -
       (before.stats.statusWrites + before.stats.decisionWrites + before.stats.events);
+    const statusDelta = stats.statusWrites - before.stats.statusWrites;
     const change = summarize('label change -> status', latencies);
     console.log(
       `ClusterProfile label change -> placement status (${latencies.length} updates, ${LABEL_CHANGES} changes): p50 ${ms(change.p50)}, p99 ${ms(change.p99)}, max ${ms(change.max)}`,
@@ -390,6 +399,18 @@ async function main() {
     console.log(
       `  over those ${s1(labelMs)}: ${labelWrites} writes (${(labelWrites / (labelMs / 1000)).toFixed(0)}/s); CPU: controller ${s1(stats.cpuMs - before.stats.cpuMs)}, kube-apiserver ${s1(planeAfter.apiserver - before.plane.apiserver)}, etcd ${s1(planeAfter.etcd - before.plane.etcd)}`,
     );
+    console.log(
+      `  per status written (${statusDelta}): ${((stats.decisionWrites - before.stats.decisionWrites) / statusDelta).toFixed(2)} PlacementDecision writes, ${((stats.events - before.stats.events) / statusDelta).toFixed(2)} Events`,
+    );
+    if (lags.length > 0) {
+      const lag = summarize(
+        'status -> PlacementDecision',
+        lags.map((l) => l.lagMs),
+      );
+      console.log(
+        `  status -> PlacementDecision lag (${lags.length} placements): p50 ${ms(lag.p50)}, p99 ${ms(lag.p99)}, max ${ms(lag.max)}`,
+      );
+    }
     if (traces.length > 0) {
       const part = (name: string, pick: (t: ReconcileTrace) => number) => {
         const f = summarize(name, traces.map(pick));
@@ -427,7 +448,7 @@ async function main() {
     const restartAt = performance.now();
     const second = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
     stats = await second.call<Stats>('stats');
-    while (!stats.synced || stats.reconciles < PLACEMENT_COUNT || stats.queue > 0) {
+    while (!stats.synced || stats.reconciles < PLACEMENT_COUNT || stats.queue > 0 || stats.deferred > 0) {
       await sleep(100);
       stats = await second.call<Stats>('stats');
     }

@@ -38,6 +38,7 @@ import {
 import { SharedInventoryLoss } from './inventory-loss-state.js';
 import { createHubClient, type HubClient } from './kube.js';
 import { createMetrics, type ControllerMetrics } from './metrics.js';
+import { DecisionBacklog } from './lanes.js';
 import { affectsDecisions, DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
 import { fieldManagerOf, registerShardMetrics, shardOf, ShardCoordinator, type ShardSettings } from './shards.js';
 
@@ -104,6 +105,8 @@ export interface ControllerOptions {
   readonly now?: () => Date;
   /** Benchmarks: called after each reconcile with where its time went. */
   readonly onReconcile?: (trace: ReconcileTrace) => void;
+  /** Benchmarks: called after each deferred PlacementDecision write, with how far it trailed the status. */
+  readonly onDecisions?: (trace: DecisionTrace) => void;
 }
 
 /** Where one reconcile's time went (`onReconcile`). */
@@ -114,10 +117,27 @@ export interface ReconcileTrace {
   readonly queueWaitMs: number;
   /** Reading the caches, asking the signal source and deciding. */
   readonly evaluateMs: number;
-  /** The status and PlacementDecision writes. */
+  /** The status write (PlacementDecisions follow in the lower-priority lane). */
   readonly writeMs: number;
   readonly statusWritten: boolean;
 }
+
+/** A deferred PlacementDecision write (`onDecisions`). */
+export interface DecisionTrace {
+  readonly key: string;
+  /** From the reconcile that found the PlacementDecisions behind its status to their writes done. */
+  readonly lagMs: number;
+  /** Objects created, replaced or deleted. */
+  readonly writes: number;
+}
+
+/**
+ * PlacementDecisions behind their status this long are written even while
+ * status work waits, so a controller that never runs out of reconciles still
+ * brings them up to date (consumers such as Argo CD's clusterDecisionResource
+ * generator poll them every few minutes).
+ */
+const DECISIONS_MAX_DEFER_MS = 30_000;
 
 /** Above this many ClusterProfile changes at once (a relist, a provider's sync), every placement is simply queued. */
 const MAX_TARGETED_CHANGES = 16;
@@ -148,6 +168,8 @@ export interface Controller {
   isLeader(): boolean;
   /** The shards this replica owns now (with leader election; `[0]` for one shard). */
   ownedShards(): number[];
+  /** Placements whose PlacementDecisions wait in the lower-priority lane, and Events waiting there. */
+  deferred(): { placementDecisions: number; events: number };
 }
 
 /** The mco hub controller: informers, queue, workers, leader election, writers. */
@@ -280,10 +302,25 @@ export function createController(options: ControllerOptions): Controller {
   if (options.leaderElection) registerShardMetrics(metrics.registry, () => shards?.owned().length ?? 0);
   // Each replica writes under its own field manager: managedFields name the replica of each write.
   const client = options.client ?? createHubClient(hub, fieldManagerOf(identity));
+  // Two lanes: reconciles (and their status writes) from the queue, and, only while no key waits there,
+  // the PlacementDecision writes and Events that follow them, so a status never waits behind those.
+  const backlog = new DecisionBacklog();
+  /** Workers waiting for a key. */
+  let idle = 0;
+  const wake = () => {
+    if (idle > 0) queue.add(WAKE_KEY);
+  };
   const events =
     options.events === false
       ? undefined
-      : new EventRecorder({ client, component: 'mco-controller', instance: identity, metrics, logger });
+      : new EventRecorder({
+          client,
+          component: 'mco-controller',
+          instance: identity,
+          metrics,
+          logger,
+          onPending: wake,
+        });
   const reconciler = new Reconciler({
     placements,
     clusterProfiles,
@@ -388,14 +425,31 @@ export function createController(options: ControllerOptions): Controller {
   let resyncTimer: NodeJS.Timeout | undefined;
   let stopped = false;
 
+  /**
+   * Reconciles `key` again with backoff after a failure. A conflict means our
+   * cache is behind: the watch brings the new version and the retry starts from it.
+   */
+  const retryLater = (key: string, what: string, error: unknown): 'conflict' | 'error' => {
+    const result = (error as { code?: string }).code === 'Conflict' ? 'conflict' : 'error';
+    (result === 'conflict' ? logger.debug : logger.warn)(`${what} failed; retrying`, {
+      placement: key,
+      error,
+      retries: queue.retries(key),
+    });
+    queue.addRateLimited(key);
+    return result;
+  };
+
   const processKey = async (key: string, abort: AbortSignal) => {
     // Another replica's shard: it reconciles this key.
     if (!ownsKey(key)) {
       queue.forget(key);
+      backlog.delete(key);
       return queue.done(key);
     }
     const started = performance.now();
     let result = 'success';
+    backlog.begin(key);
     try {
       const reconcile = () => reconciler.reconcile(key, abort);
       const outcome = await (shards ? shards.track(key, reconcile) : reconcile());
@@ -411,23 +465,16 @@ export function createController(options: ControllerOptions): Controller {
         });
       }
       queue.forget(key);
+      if (outcome.decisionsBehind) backlog.add(key);
       if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
     } catch (error) {
       if (error instanceof NotLeaderError || abort.aborted) {
         result = 'not_leader';
       } else {
-        const code = (error as { code?: string }).code;
-        result = code === 'Conflict' ? 'conflict' : 'error';
-        // A conflict means our cache is behind: the watch brings the new
-        // version and a retry starts from it. Both retry with backoff.
-        (result === 'conflict' ? logger.debug : logger.warn)('reconcile failed; retrying', {
-          placement: key,
-          error,
-          retries: queue.retries(key),
-        });
-        queue.addRateLimited(key);
+        result = retryLater(key, 'reconcile', error);
       }
     } finally {
+      backlog.end(key);
       waits.delete(key);
       queue.done(key);
       const seconds = (performance.now() - started) / 1000;
@@ -436,9 +483,44 @@ export function createController(options: ControllerOptions): Controller {
     }
   };
 
+  /** Brings a placement's PlacementDecisions in line with its latest status; a failure reconciles it again. */
+  const writeDecisions = async ({ key, since }: { key: string; since: number }, abort: AbortSignal) => {
+    try {
+      if (!ownsKey(key)) return;
+      const write = () => reconciler.writeDecisions(key);
+      const writes = await (shards ? shards.track(key, write) : write());
+      if (writes > 0) options.onDecisions?.({ key, lagMs: performance.now() - since, writes });
+    } catch (error) {
+      if (!(error instanceof NotLeaderError || abort.aborted)) retryLater(key, 'writing PlacementDecisions', error);
+    } finally {
+      backlog.end(key);
+    }
+  };
+
+  /** The lower-priority lane's next write, started: PlacementDecisions first, then Events. */
+  const nextDeferred = (abort: AbortSignal): Promise<void> | undefined => {
+    const behind = backlog.take();
+    return behind ? writeDecisions(behind, abort) : events?.sendNext();
+  };
+  /** PlacementDecisions behind for DECISIONS_MAX_DEFER_MS, written ahead of waiting status work. */
+  const overdueDecisions = (abort: AbortSignal): Promise<void> | undefined => {
+    const behind = backlog.take(DECISIONS_MAX_DEFER_MS);
+    return behind && writeDecisions(behind, abort);
+  };
+
   const worker = async (abort: AbortSignal) => {
     while (!abort.aborted) {
+      // Status work first: a deferred write starts only while no key waits in the queue, or once overdue.
+      const deferred = queue.length === 0 ? nextDeferred(abort) : overdueDecisions(abort);
+      if (deferred) {
+        if (backlog.size > 0 || (events?.pendingCount ?? 0) > 0) wake();
+        await deferred;
+        await new Promise((resolve) => setImmediate(resolve));
+        continue;
+      }
+      idle++;
       const key = await queue.get();
+      idle--;
       if (key === undefined) return;
       if (key === WAKE_KEY) {
         queue.done(key);
@@ -574,6 +656,7 @@ export function createController(options: ControllerOptions): Controller {
     waitForSync,
     isLeader,
     ownedShards: () => shards?.owned() ?? [],
+    deferred: () => ({ placementDecisions: backlog.size, events: events?.pendingCount ?? 0 }),
   };
 }
 

@@ -15,6 +15,12 @@ export interface EventRecorderOptions {
   readonly maxPending?: number;
   /** A repeat of the same event within this window bumps `count` instead of creating an object. */
   readonly aggregateWindowMs?: number;
+  /**
+   * Events wait for whoever runs `sendNext` (the controller's workers, when no
+   * status work waits) and this is called when one is recorded; without it
+   * they are sent in the background, one at a time.
+   */
+  readonly onPending?: () => void;
 }
 
 interface Pending {
@@ -27,9 +33,10 @@ interface Pending {
 const MAX_AGGREGATES = 4096;
 
 /**
- * Records Kubernetes Events (core/v1) in the background, one at a time, so
- * that reconciles never wait for them. Repeats are aggregated like client-go's
- * recorder (count and lastTimestamp); a full backlog drops events.
+ * Records Kubernetes Events (core/v1) so that reconciles never wait for them:
+ * in the background, one at a time, or, with `onPending`, whenever the owner
+ * runs `sendNext`. Repeats are aggregated like client-go's recorder (count
+ * and lastTimestamp); a full backlog drops events.
  */
 export class EventRecorder {
   private readonly pending: Pending[] = [];
@@ -55,23 +62,33 @@ export class EventRecorder {
       return;
     }
     this.pending.push({ object, type, reason, message: message.slice(0, 1024) });
-    this.pumping ??= this.pump().finally(() => (this.pumping = undefined));
+    if (this.options.onPending) this.options.onPending();
+    else this.pumping ??= this.pump().finally(() => (this.pumping = undefined));
   }
 
-  /** Resolves when every recorded event was sent (or failed). */
+  /** Events recorded and not yet sent. */
+  get pendingCount(): number {
+    return this.pending.length;
+  }
+
+  /** Sends the oldest pending event (a failure is logged and counted); undefined when none is pending. */
+  sendNext(): Promise<void> | undefined {
+    const next = this.pending.shift();
+    if (!next) return undefined;
+    return this.send(next).catch((error: unknown) => {
+      this.options.metrics?.events.inc({ type: next.type, result: 'error' });
+      this.logger.warn('cannot record an event', { error, reason: next.reason });
+    });
+  }
+
+  /** Resolves when every recorded event was sent (or failed); with `onPending`, sends those still pending. */
   async flush(): Promise<void> {
     while (this.pumping) await this.pumping;
+    if (this.options.onPending) await this.pump();
   }
 
   private async pump(): Promise<void> {
-    for (let next = this.pending.shift(); next; next = this.pending.shift()) {
-      try {
-        await this.send(next);
-      } catch (error) {
-        this.options.metrics?.events.inc({ type: next.type, result: 'error' });
-        this.logger.warn('cannot record an event', { error, reason: next.reason });
-      }
-    }
+    for (let sent = this.sendNext(); sent; sent = this.sendNext()) await sent;
   }
 
   private async send({ object, type, reason, message }: Pending): Promise<void> {

@@ -5,6 +5,7 @@ export {
   type Controller,
   type ControllerOptions,
   type LeaderElectionSettings,
+  type DecisionTrace,
   type ReconcileTrace,
 } from './controller.js';
 export {

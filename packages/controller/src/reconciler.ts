@@ -8,6 +8,8 @@ import {
   CONTROL_PLANE_HEALTHY,
   createInventory,
   decide,
+  MAX_DECISIONS_PER_SLICE,
+  placementDecisionName,
   PLACEMENT_API_VERSION,
   PLACEMENT_KEY_LABEL,
   PLACEMENT_KIND,
@@ -19,6 +21,7 @@ import {
   type Inventory,
   type PlacementSpec,
   type PlacementStatus,
+  type PreviousSlice,
   type Signal,
   type Transition,
 } from '@mco/core';
@@ -102,7 +105,12 @@ export interface ReconcileResult {
   readonly requeueAfterMs: number | undefined;
   /** Whether the status was written. */
   readonly statusWritten: boolean;
-  /** Time spent evaluating (caches, signals, the engine) and writing (status and PlacementDecisions). */
+  /**
+   * Whether the placement's PlacementDecisions differ from its status (or it is gone and some are left):
+   * `writeDecisions` brings them in line, later, in the lower-priority lane.
+   */
+  readonly decisionsBehind: boolean;
+  /** Time spent evaluating (caches, signals, the engine) and writing the status. */
   readonly evaluateMs: number;
   readonly writeMs: number;
 }
@@ -119,9 +127,11 @@ function formatTime(date: Date): string {
 
 /**
  * Reconciles one placement key (`namespace/name`), level-triggered: read
- * from the caches, ask the signal source, decide, and write the status and
- * PlacementDecisions only where they differ, each write carrying the
- * resourceVersion it was computed from.
+ * from the caches, ask the signal source, decide, and write the status only
+ * where it differs, carrying the resourceVersion it was computed from. The
+ * PlacementDecisions follow the status: `reconcile` says whether they are
+ * behind, and `writeDecisions` writes them from the latest status (the
+ * controller runs it when no status work waits).
  */
 export class Reconciler {
   private readonly logger: Logger;
@@ -285,11 +295,11 @@ export class Reconciler {
     if (!placement) {
       this.ownWrites.delete(key);
       this.signalWarnings.forget(key);
-      await this.syncDecisions(key, undefined, undefined);
-      return { requeueAfterMs: undefined, statusWritten: false, evaluateMs: 0, writeMs: performance.now() - started };
+      const decisionsBehind = this.planDecisions(key, undefined).length > 0;
+      return { requeueAfterMs: undefined, statusWritten: false, decisionsBehind, evaluateMs: 0, writeMs: 0 };
     }
     if (placement.metadata?.deletionTimestamp)
-      return { requeueAfterMs: undefined, statusWritten: false, evaluateMs: 0, writeMs: 0 };
+      return { requeueAfterMs: undefined, statusWritten: false, decisionsBehind: false, evaluateMs: 0, writeMs: 0 };
 
     const now = this.now();
     const previous = (placement.status ?? {}) as PlacementStatus;
@@ -305,10 +315,10 @@ export class Reconciler {
       statusWritten = true;
       this.announce(placement, previous, evaluation.status, evaluation.transitions);
     }
-    await this.syncDecisions(key, current, evaluation.status);
     return {
       requeueAfterMs: evaluation.requeueAfterMs,
       statusWritten,
+      decisionsBehind: this.planDecisions(key, current).length > 0,
       evaluateMs: evaluated - started,
       writeMs: performance.now() - evaluated,
     };
@@ -531,66 +541,97 @@ export class Reconciler {
     }
   }
 
-  /** Brings the placement's PlacementDecision slices in line with its status (none once it is gone). */
-  private async syncDecisions(
-    key: string,
-    placement: KubeObject | undefined,
-    status: PlacementStatus | undefined,
-  ): Promise<void> {
+  /**
+   * Brings the placement's PlacementDecision slices in line with its latest
+   * status (the cache, or our own write it has not shown yet), or deletes
+   * them once the placement is gone. Returns how many objects it wrote.
+   */
+  async writeDecisions(key: string): Promise<number> {
+    const placement = this.placementOverlay.resolve(key, this.options.placements.get(key));
+    // A placement being deleted: its owner references let the garbage collector take them.
+    if (placement?.metadata?.deletionTimestamp) return 0;
+    const plan = this.planDecisions(key, placement);
+    for (const step of plan) {
+      if (!this.isLeader(key)) throw new NotLeaderError('not the leader');
+      if (step.want) await this.putDecision(step.key, step.want, step.have);
+      else await this.deleteDecision(step.key, step.have!);
+    }
+    return plan.length;
+  }
+
+  /** The PlacementDecision writes that would bring `key`'s slices in line with `placement`'s status. */
+  private planDecisions(key: string, placement: KubeObject | undefined): DecisionStep[] {
     const existing = new Map<string, KubeObject>();
     for (const decisionKey of this.decisionIndex.get(key) ?? []) {
       const object = this.decisionOverlay.resolve(decisionKey, this.options.placementDecisions.get(decisionKey));
       if (object) existing.set(decisionKey, object);
     }
-    const desired = placement ? this.desiredDecisions(placement, status) : [];
+    const steps: DecisionStep[] = [];
+    const desired = placement ? this.desiredDecisions(placement, existing) : [];
     for (const want of desired) {
       const decisionKey = objectKey(want);
       const have = existing.get(decisionKey) ?? this.decisionOverlay.resolve(decisionKey, undefined);
       existing.delete(decisionKey);
-      if (have && sameDecision(have, want)) continue;
-      if (!this.isLeader(key)) throw new NotLeaderError('not the leader');
-      const operation = have ? 'update' : 'create';
-      try {
-        const written = have
-          ? await this.options.client.replacePlacementDecision({
-              ...want,
-              metadata: { ...want.metadata, resourceVersion: have.metadata?.resourceVersion },
-            })
-          : await this.options.client.createPlacementDecision(want);
-        this.options.metrics?.decisionWrites.inc({ operation, result: 'written' });
-        this.decisionOverlay.set(decisionKey, have?.metadata?.resourceVersion, written);
-        if (written.metadata?.resourceVersion)
-          this.ownDecisionWrites.set(decisionKey, written.metadata.resourceVersion);
-      } catch (error) {
-        const e = toMcoError(error, `${operation} PlacementDecision ${decisionKey}`);
-        this.options.metrics?.decisionWrites.inc({ operation, result: e.code === 'Conflict' ? 'conflict' : 'error' });
-        throw e;
-      }
+      if (!have || !sameDecision(have, want)) steps.push({ key: decisionKey, want, have });
     }
-    for (const [decisionKey, stale] of existing) {
-      if (!this.isLeader(key)) throw new NotLeaderError('not the leader');
-      try {
-        await this.options.client.deletePlacementDecision(
-          String(stale.metadata?.namespace),
-          String(stale.metadata?.name),
-          stale.metadata?.uid as string | undefined,
-        );
-        this.options.metrics?.decisionWrites.inc({ operation: 'delete', result: 'written' });
-      } catch (error) {
-        const e = toMcoError(error, `delete PlacementDecision ${decisionKey}`);
-        if (e.code !== 'NotFound') {
-          this.options.metrics?.decisionWrites.inc({ operation: 'delete', result: 'error' });
-          throw e;
-        }
-      }
-      this.decisionOverlay.set(decisionKey, stale.metadata?.resourceVersion, null);
-      this.ownDecisionWrites.set(decisionKey, null);
+    for (const [decisionKey, stale] of existing) steps.push({ key: decisionKey, have: stale });
+    return steps;
+  }
+
+  private async putDecision(decisionKey: string, want: KubeObject, have: KubeObject | undefined): Promise<void> {
+    const operation = have ? 'update' : 'create';
+    try {
+      const written = have
+        ? await this.options.client.replacePlacementDecision({
+            ...want,
+            metadata: { ...want.metadata, resourceVersion: have.metadata?.resourceVersion },
+          })
+        : await this.options.client.createPlacementDecision(want);
+      this.options.metrics?.decisionWrites.inc({ operation, result: 'written' });
+      this.decisionOverlay.set(decisionKey, have?.metadata?.resourceVersion, written);
+      if (written.metadata?.resourceVersion) this.ownDecisionWrites.set(decisionKey, written.metadata.resourceVersion);
+    } catch (error) {
+      const e = toMcoError(error, `${operation} PlacementDecision ${decisionKey}`);
+      this.options.metrics?.decisionWrites.inc({ operation, result: e.code === 'Conflict' ? 'conflict' : 'error' });
+      throw e;
     }
   }
 
-  private desiredDecisions(placement: KubeObject, status: PlacementStatus | undefined): KubeObject[] {
+  private async deleteDecision(decisionKey: string, stale: KubeObject): Promise<void> {
+    try {
+      await this.options.client.deletePlacementDecision(
+        String(stale.metadata?.namespace),
+        String(stale.metadata?.name),
+        stale.metadata?.uid as string | undefined,
+      );
+      this.options.metrics?.decisionWrites.inc({ operation: 'delete', result: 'written' });
+    } catch (error) {
+      const e = toMcoError(error, `delete PlacementDecision ${decisionKey}`);
+      if (e.code !== 'NotFound') {
+        this.options.metrics?.decisionWrites.inc({ operation: 'delete', result: 'error' });
+        throw e;
+      }
+    }
+    this.decisionOverlay.set(decisionKey, stale.metadata?.resourceVersion, null);
+    this.ownDecisionWrites.set(decisionKey, null);
+  }
+
+  /**
+   * The slices `placement`'s status wants, built around those written before
+   * (`existing`, and our own creates the cache does not show yet), so that a
+   * cluster in or out rewrites one slice.
+   */
+  private desiredDecisions(placement: KubeObject, existing: ReadonlyMap<string, KubeObject>): KubeObject[] {
     const metadata = placement.metadata as { name: string; namespace?: string; uid?: string };
-    return buildPlacementDecisions({ metadata }, status).map((d) => ({
+    const status = placement.status as PlacementStatus | undefined;
+    const previous = [...existing.values()];
+    const count = Math.ceil((status?.clusters?.length ?? 0) / MAX_DECISIONS_PER_SLICE);
+    for (let index = 0; index < count; index++) {
+      const decisionKey = `${metadata.namespace}/${placementDecisionName(metadata.name, index)}`;
+      const created = existing.has(decisionKey) ? undefined : this.decisionOverlay.resolve(decisionKey, undefined);
+      if (created) previous.push(created);
+    }
+    return buildPlacementDecisions({ metadata }, status, previous as unknown as PreviousSlice[]).map((d) => ({
       ...d,
       metadata: {
         ...d.metadata,
@@ -644,6 +685,13 @@ export function affectsDecisions(event: InformerEvent, profile: KubeObject, prev
     profile.metadata?.annotations?.[TAINTS_ANNOTATION] !== previous.metadata?.annotations?.[TAINTS_ANNOTATION] ||
     healthy(profile) !== healthy(previous)
   );
+}
+
+/** One PlacementDecision write: `want` created or replacing `have`, or `have` deleted. */
+interface DecisionStep {
+  readonly key: string;
+  readonly want?: KubeObject;
+  readonly have?: KubeObject | undefined;
 }
 
 /** What the controller writes into a PlacementDecision, compared field by field. */

@@ -33,4 +33,5 @@ export {
   placementDecisionName,
   placementLabelValue,
   SCHEDULER_NAME,
+  type PreviousSlice,
 } from './placement-decisions.js';

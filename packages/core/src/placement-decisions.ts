@@ -6,43 +6,86 @@ import {
   PLACEMENT_KEY_LABEL,
   type PlacementDecision,
 } from './api/placement-decision.js';
-import type { PlacementStatus } from './api/placement.js';
+import type { PlacementCluster, PlacementStatus } from './api/placement.js';
 
 export const SCHEDULER_NAME = 'mco';
 
+/** What `buildPlacementDecisions` reads of the slices written before: their names and decisions. */
+export interface PreviousSlice {
+  readonly metadata: { readonly name: string };
+  readonly decisions: readonly { readonly clusterProfileRef: { readonly name: string; readonly namespace?: string } }[];
+}
+
 /**
  * The PlacementDecision slices of a placement (docs/placement-rules.md §8): every
- * listed cluster, at most 100 per slice, in status order so that an unchanged
- * status gives identical objects. `reason` carries the cluster's state.
- * Slices are named `<placement>-<index>`.
+ * listed cluster, at most 100 per slice, `reason` carrying the cluster's state.
+ * Slices are named `<placement>-<index>`. Without `previous`, the clusters are
+ * sliced in status order; given the slices written before, a cluster stays in
+ * the slice that holds it and a new one goes to the first slice with room, so
+ * that one cluster in or out changes one slice, not every slice after it.
+ * Either way an unchanged status gives identical objects.
  */
 export function buildPlacementDecisions(
   placement: { readonly metadata: { readonly name: string; readonly namespace?: string | undefined } },
   status: PlacementStatus | undefined,
+  previous: readonly PreviousSlice[] = [],
 ): PlacementDecision[] {
   const { name, namespace } = placement.metadata;
   const clusters = status?.clusters ?? [];
   const sliceCount = Math.max(1, Math.ceil(clusters.length / MAX_DECISIONS_PER_SLICE));
-  const slices: PlacementDecision[] = [];
-  for (let index = 0; index < sliceCount; index++) {
-    const labelValue = placementLabelValue(name);
+  const groups = sliceClusters(name, clusters, sliceCount, previous);
+  const labelValue = placementLabelValue(name);
+  return groups.map((group, index) => {
     const labels: Record<string, string> = { [PLACEMENT_KEY_LABEL]: labelValue };
     if (sliceCount > 1) {
       labels[DECISION_KEY_LABEL] = labelValue;
       labels[DECISION_INDEX_LABEL] = String(index);
     }
-    slices.push({
+    return {
       apiVersion: PLACEMENT_DECISION_API_VERSION,
       kind: 'PlacementDecision',
       metadata: { name: placementDecisionName(name, index), ...(namespace ? { namespace } : {}), labels },
       schedulerName: SCHEDULER_NAME,
-      decisions: clusters.slice(index * MAX_DECISIONS_PER_SLICE, (index + 1) * MAX_DECISIONS_PER_SLICE).map((c) => ({
+      decisions: group.map((c) => ({
         clusterProfileRef: { name: c.name, ...(c.namespace !== undefined ? { namespace: c.namespace } : {}) },
         reason: c.state,
       })),
-    });
+    };
+  });
+}
+
+/** `clusters` in `count` groups of at most 100: each where `previous` holds it if it fits, the rest in order. */
+function sliceClusters(
+  placementName: string,
+  clusters: readonly PlacementCluster[],
+  count: number,
+  previous: readonly PreviousSlice[],
+): PlacementCluster[][] {
+  const keyOf = (c: { readonly name: string; readonly namespace?: string | undefined }) =>
+    `${c.namespace ?? ''}/${c.name}`;
+  const listed = new Map(clusters.map((c) => [keyOf(c), c]));
+  const before = new Map(previous.map((slice) => [slice.metadata.name, slice.decisions]));
+  const placed = new Set<string>();
+  const groups: PlacementCluster[][] = [];
+  for (let index = 0; index < count; index++) {
+    const group: PlacementCluster[] = [];
+    for (const { clusterProfileRef } of before.get(placementDecisionName(placementName, index)) ?? []) {
+      const key = keyOf(clusterProfileRef);
+      const cluster = listed.get(key);
+      if (!cluster || placed.has(key) || group.length === MAX_DECISIONS_PER_SLICE) continue;
+      group.push(cluster);
+      placed.add(key);
+    }
+    groups.push(group);
   }
-  return slices;
+  // New clusters, and those of slices past the count, fill the first slices with room: the count leaves room for all.
+  let index = 0;
+  for (const cluster of clusters) {
+    if (placed.has(keyOf(cluster))) continue;
+    while (groups[index]!.length === MAX_DECISIONS_PER_SLICE) index++;
+    groups[index]!.push(cluster);
+  }
+  return groups;
 }
 
 /** `<placement>-<index>`; a name too long for that is cut and made unique with a hash of the whole. */

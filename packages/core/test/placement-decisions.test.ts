@@ -98,3 +98,77 @@ describe('PlacementDecision slices (docs/placement-rules.md §8)', () => {
     });
   });
 });
+
+describe('PlacementDecision slices built around the slices written before', () => {
+  const names = (slices: { decisions: { clusterProfileRef: { name: string } }[] }[]) =>
+    slices.map((s) => s.decisions.map((d) => d.clusterProfileRef.name));
+  const without = (status: PlacementStatus, name: string): PlacementStatus => ({
+    clusters: status.clusters!.filter((c) => c.name !== name),
+  });
+  const before = buildPlacementDecisions(placement, statusWith(167));
+
+  it('gives the objects written before for an unchanged status, and the plain slicing from nothing', () => {
+    expect(buildPlacementDecisions(placement, statusWith(167), before)).toEqual(before);
+    expect(buildPlacementDecisions(placement, statusWith(167), [])).toEqual(before);
+  });
+
+  it('changes only the slice that held a removed cluster', () => {
+    const after = buildPlacementDecisions(placement, without(statusWith(167), 'c010'), before);
+    expect(after[1]).toEqual(before[1]);
+    expect(names(after)[0]).toEqual(names(before)[0]!.filter((n) => n !== 'c010'));
+    // The status order alone would have moved c100 into the first slice and rewritten both.
+    expect(names(buildPlacementDecisions(placement, without(statusWith(167), 'c010')))[0]).toContain('c100');
+  });
+
+  it('puts a new cluster into the first slice with room and leaves the full ones as they are', () => {
+    const fewer = buildPlacementDecisions(placement, without(statusWith(167), 'c010'), before);
+    const back = buildPlacementDecisions(placement, statusWith(167), fewer);
+    expect(back[1]).toEqual(fewer[1]);
+    expect(names(back)[0]).toEqual([...names(fewer)[0]!, 'c010']);
+    const more = buildPlacementDecisions(placement, statusWith(168), before);
+    expect(more[0]).toEqual(before[0]);
+    expect(names(more)[1]).toEqual([...names(before)[1]!, 'c167']);
+  });
+
+  it("updates a cluster's reason in its slice, and moves the clusters of a surplus slice into the first with room", () => {
+    const changed = statusWith(167);
+    changed.clusters![150] = { ...changed.clusters![150]!, state: 'EVICTING' };
+    const after = buildPlacementDecisions(placement, changed, before);
+    expect(after[0]).toEqual(before[0]);
+    expect(after[1]!.decisions[50]).toEqual({
+      clusterProfileRef: { name: 'c150', namespace: 'fleet' },
+      reason: 'EVICTING',
+    });
+
+    const wide = buildPlacementDecisions(placement, statusWith(105));
+    let shrunk: PlacementStatus = statusWith(105);
+    for (let i = 0; i < 10; i++) shrunk = without(shrunk, `c00${i}`);
+    const [only, ...rest] = buildPlacementDecisions(placement, shrunk, wide);
+    expect(rest).toEqual([]);
+    expect(only!.metadata.labels).toEqual({ 'multicluster.x-k8s.io/placement-key': 'web' });
+    expect(names([only!])[0]).toEqual([...names(wide)[0]!.slice(10), 'c100', 'c101', 'c102', 'c103', 'c104']);
+  });
+
+  it('holds every listed cluster once and at most 100 per slice whatever the slices before held', () => {
+    // Slices edited by someone else: a cluster in two slices, one not listed, one slice over-full.
+    const edited = [
+      {
+        metadata: { name: 'web-0' },
+        decisions: names(before)
+          .flat()
+          .map((name) => ({ clusterProfileRef: { name, namespace: 'fleet' } })),
+      },
+      {
+        metadata: { name: 'web-1' },
+        decisions: [
+          { clusterProfileRef: { name: 'c000', namespace: 'fleet' } },
+          { clusterProfileRef: { name: 'gone', namespace: 'fleet' } },
+        ],
+      },
+    ];
+    const after = buildPlacementDecisions(placement, statusWith(167), edited);
+    expect(after.map((s) => s.decisions.length)).toEqual([100, 67]);
+    expect(names(after).flat().sort()).toEqual(statusWith(167).clusters!.map((c) => c.name));
+    for (const s of after) expect(PlacementDecisionSchema.safeParse(s).success).toBe(true);
+  });
+});

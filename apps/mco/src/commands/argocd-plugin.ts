@@ -9,9 +9,11 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseLogLevel,
+  untilSignal,
 } from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
-import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
+import { parseAccessProviders, readProviderFile } from './provider-file.js';
 
 /** Flags of the plugin that write, moved to `mco argocd-sync` so the network-facing process stays read-only. */
 const MOVED_FLAGS = [

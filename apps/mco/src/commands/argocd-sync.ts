@@ -12,9 +12,11 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseLogLevel,
+  untilSignal,
 } from '../cli.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS } from '../preflight.js';
-import { parseAccessProviders, parseLogLevel, readProviderFile, untilSignal } from './argocd-shared.js';
+import { parseAccessProviders, readProviderFile } from './provider-file.js';
 
 export const argocdSyncCommand: Command = {
   name: 'argocd-sync',

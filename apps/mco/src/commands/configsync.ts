@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { createClusterAccess, parseProviderFile, type ProviderFile } from '@mco/cluster-access';
+import { createClusterAccess, type ProviderFile } from '@mco/cluster-access';
 import { parseNamespaceList } from '@mco/controller';
 import { DEFAULT_ALLOWED_ROLE_REFS, parseRoleRefList, startConfigSyncDelivery } from '@mco/configsync';
-import { createLogger, type LogLevel } from '@mco/runtime';
+import { createLogger } from '@mco/runtime';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
@@ -12,9 +11,10 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseLogLevel,
+  untilSignal,
 } from '../cli.js';
-
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
+import { readProviderFile } from './provider-file.js';
 
 export const configsyncCommand: Command = {
   name: 'configsync',
@@ -74,8 +74,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       io.stdout(`${this.usage}\n`);
       return 0;
     }
-    const level = values['log-level'] as LogLevel;
-    if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    const level = parseLogLevel(values['log-level']);
     const positive = (flag: 'workers' | 'member-timeout' | 'status-interval') => {
       const n = Number(values[flag]);
       if (!Number.isInteger(n) || n < 1)
@@ -91,20 +90,9 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const memberTimeoutMs = positive('member-timeout') * 1000;
     const statusIntervalMs = positive('status-interval') * 1000;
 
-    let providers: ProviderFile = { providers: [] };
-    if (values['provider-file']) {
-      let text: string;
-      try {
-        text = await readFile(values['provider-file'], 'utf8');
-      } catch (error) {
-        throw new UsageError(`cannot read ${values['provider-file']}: ${(error as Error).message}`);
-      }
-      try {
-        providers = parseProviderFile(text, values['provider-file']);
-      } catch (error) {
-        throw new UsageError((error as Error).message);
-      }
-    }
+    const providers: ProviderFile = values['provider-file']
+      ? await readProviderFile(values['provider-file'])
+      : { providers: [] };
     const logger = createLogger({ level, write: io.stderr });
     const hub = loadHub(values.kubeconfig);
     const access = createClusterAccess({ providers, hub, logger });
@@ -133,10 +121,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       rootSyncNamespaces: rootSyncNamespaces.value,
       allowedRoleRefs: allowedRoleRefs.value,
     });
-    await new Promise<void>((resolve) => {
-      process.once('SIGTERM', resolve);
-      process.once('SIGINT', resolve);
-    });
+    await untilSignal();
     logger.info('stopping');
     await delivery.stop();
     return 0;

@@ -3,7 +3,15 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '@mco/runtime';
 import { AUTH_MODES, type AuthMode } from '../dashboard/auth.js';
 import { startDashboard } from '../dashboard/index.js';
-import { KUBECONFIG_HELP, loadHub, parseListenAddress, UsageError, type Command } from '../cli.js';
+import {
+  KUBECONFIG_HELP,
+  loadHub,
+  parseListenAddress,
+  parseLogLevel,
+  UsageError,
+  untilSignal,
+  type Command,
+} from '../cli.js';
 
 const USAGE = `Usage:
   mco dashboard [--listen 127.0.0.1:8090] [--auth none|proxy|token] [--kubeconfig <path>] [--context <name>]
@@ -38,8 +46,6 @@ Options:
 
 Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad usage.`;
 
-const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
-
 export const dashboardCommand: Command = {
   name: 'dashboard',
   usage: USAGE,
@@ -65,8 +71,7 @@ export const dashboardCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     const auth = (values.auth ?? 'none') as AuthMode;
     if (!AUTH_MODES.includes(auth)) throw new UsageError(`--auth ${auth}: expected none, proxy or token`);
-    const level = (values['log-level'] ?? 'info') as (typeof LOG_LEVELS)[number];
-    if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level ${level}: expected ${LOG_LEVELS.join(', ')}`);
+    const level = parseLogLevel(values['log-level']);
     const { host, port } = parseListenAddress(values.listen ?? '127.0.0.1:8090');
     if (auth === 'none' && !isLoopback(host)) {
       throw new UsageError(
@@ -84,10 +89,7 @@ export const dashboardCommand: Command = {
       logger,
     });
     io.stderr(`mco dashboard: serving ${dashboard.url} (auth ${auth}); stop with Ctrl-C\n`);
-    await new Promise<void>((resolve) => {
-      process.once('SIGINT', resolve);
-      process.once('SIGTERM', resolve);
-    });
+    await untilSignal();
     await dashboard.close();
     return 0;
   },

@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { createClusterAccess, parseProviderFile } from '@mco/cluster-access';
+import { createClusterAccess } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
 import {
   FluxTemplatesFileSchema,
@@ -8,7 +7,7 @@ import {
   startFluxDelivery,
   type FluxDelivery,
 } from '@mco/flux';
-import { createLogger, type LogLevel } from '@mco/runtime';
+import { createLogger } from '@mco/runtime';
 import { Gauge, Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
@@ -21,10 +20,11 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseLogLevel,
+  untilSignal,
 } from '../cli.js';
+import { readProviderFile } from './provider-file.js';
 import { checkHubAccess, CLUSTER_PROFILES, PLACEMENTS, type WatchedResource } from '../preflight.js';
-
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
 
 export const fluxCommand: Command = {
   name: 'flux',
@@ -76,8 +76,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       io.stdout(`${this.usage}\n`);
       return 0;
     }
-    const level = values['log-level'] as LogLevel;
-    if (!LOG_LEVELS.includes(level)) throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
+    const level = parseLogLevel(values['log-level']);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = values.listen === undefined ? undefined : parseListenAddress(values.listen);
     if (!values['provider-file']) {
@@ -86,18 +85,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     if (!values['input-providers'] && !values.templates) {
       throw new UsageError('give --input-providers, --templates <path>, or both: otherwise there is nothing to write');
     }
-    let text: string;
-    try {
-      text = await readFile(values['provider-file'], 'utf8');
-    } catch (error) {
-      throw new UsageError(`cannot read ${values['provider-file']}: ${(error as Error).message}`);
-    }
-    let providers;
-    try {
-      providers = parseProviderFile(text, values['provider-file']);
-    } catch (error) {
-      throw new UsageError((error as Error).message);
-    }
+    const providers = await readProviderFile(values['provider-file']);
     const templates = values.templates
       ? parseOrThrow(FluxTemplatesFileSchema, await readDocument(values.templates), values.templates).templates
       : [];
@@ -149,10 +137,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       templates: templates.length,
       ...(server && listen ? { address: `${listen.host}:${server.port}` } : {}),
     });
-    await new Promise<void>((resolve) => {
-      process.once('SIGTERM', resolve);
-      process.once('SIGINT', resolve);
-    });
+    await untilSignal();
     logger.info('stopping');
     await server?.close();
     await delivery.stop();

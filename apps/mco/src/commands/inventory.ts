@@ -12,6 +12,7 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseLogLevel,
 } from '../cli.js';
 import { loadKubeConfig } from '../client-node-hub.js';
 import { assertUniqueOwnership } from '../ownership.js';
@@ -147,13 +148,12 @@ See docs/providers.md and docs/writing-a-provider.md.`,
       return 0;
     }
     if (!values.config) throw new UsageError('missing --config <providers.yaml>');
-    const level = z.enum(['debug', 'info', 'warn', 'error']).safeParse(values['log-level'] ?? 'info');
-    if (!level.success) throw new UsageError(`--log-level: expected debug, info, warn or error`);
+    const level = parseLogLevel(values['log-level']);
     const listen =
       values.listen === undefined && values['http-port'] !== undefined
         ? parseListenAddress(`0.0.0.0:${values['http-port']}`, '--http-port')
         : parseListenAddress(values.listen ?? '0.0.0.0:8081');
-    const logger = createLogger({ level: level.data, write: io.stderr }).child({ component: 'mco-inventory' });
+    const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-inventory' });
     const kubeConfig = loadKubeConfig(values.kubeconfig);
     const registry = new Registry();
     const providers = await loadInventoryProviders(values.config, { kubeConfig, logger, registry });

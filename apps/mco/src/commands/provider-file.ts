@@ -1,16 +1,6 @@
 import { readFile } from 'node:fs/promises';
 import { parseProviderFile, type ProviderFile } from '@mco/cluster-access';
-import type { LogLevel } from '@mco/runtime';
 import { UsageError } from '../cli.js';
-
-const LOG_LEVELS: readonly LogLevel[] = ['debug', 'info', 'warn', 'error'];
-
-/** `--log-level`, checked. */
-export function parseLogLevel(text: string): LogLevel {
-  if (!LOG_LEVELS.includes(text as LogLevel))
-    throw new UsageError(`--log-level must be one of ${LOG_LEVELS.join(', ')}`);
-  return text as LogLevel;
-}
 
 /** `--access-providers a,b` as names, or undefined when not given. */
 export function parseAccessProviders(text: string | undefined): string[] | undefined {
@@ -34,12 +24,4 @@ export async function readProviderFile(path: string): Promise<ProviderFile> {
   } catch (error) {
     throw new UsageError((error as Error).message);
   }
-}
-
-/** Resolves on the first SIGTERM or SIGINT. */
-export function untilSignal(): Promise<void> {
-  return new Promise<void>((resolve) => {
-    process.once('SIGTERM', resolve);
-    process.once('SIGINT', resolve);
-  });
 }
