@@ -487,7 +487,11 @@ export function createController(options: ControllerOptions): Controller {
   const writeDecisions = async ({ key, since }: { key: string; since: number }, abort: AbortSignal) => {
     try {
       if (!ownsKey(key)) return;
-      const write = () => reconciler.writeDecisions(key);
+      // Its objects may have become stubs since its reconcile (the shard was lost and taken again).
+      const write = async () => {
+        await reconciler.readWhole(key, abort);
+        return reconciler.writeDecisions(key);
+      };
       const writes = await (shards ? shards.track(key, write) : write());
       if (writes > 0) options.onDecisions?.({ key, lagMs: performance.now() - since, writes });
     } catch (error) {

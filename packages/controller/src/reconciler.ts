@@ -287,9 +287,14 @@ export class Reconciler {
     return this.inventory;
   }
 
+  /** With shards: the placement and its PlacementDecisions whole in the caches before anything reads them. */
+  async readWhole(key: string, abort?: AbortSignal): Promise<void> {
+    await this.options.readWhole?.(key, this.decisionIndex.get(key) ?? [], abort);
+  }
+
   async reconcile(key: string, abort?: AbortSignal): Promise<ReconcileResult> {
     const started = performance.now();
-    await this.options.readWhole?.(key, this.decisionIndex.get(key) ?? [], abort);
+    await this.readWhole(key, abort);
     const cached = this.options.placements.get(key);
     const placement = this.placementOverlay.resolve(key, cached);
     if (!placement) {

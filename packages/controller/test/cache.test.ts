@@ -258,6 +258,7 @@ describe('caches that follow the shards a replica holds', () => {
     await Promise.all([placements, decisions, clusterProfiles].map((i) => i.waitForSync()));
     held.add('apps/p').add('apps/q'); // their shard is taken
     const p = await reconciler.reconcile('apps/p');
+    await reconciler.writeDecisions('apps/p'); // deferred behind status work (lanes.ts)
     const q = await reconciler.reconcile('apps/q').catch((e: unknown) => (e as { code?: string }).code);
     expect({
       statusWritten: p.statusWritten,
