@@ -455,7 +455,7 @@ async function main() {
     await sleep(1000);
     stats = await second.call<Stats>('stats');
     console.log(
-      `restart with nothing changed: all reconciled after ${ms(performance.now() - restartAt)}; writes ${stats.statusWrites} status, ${stats.decisionWrites} PlacementDecision, ${stats.events} Events; peak RSS ${mib(stats.peakRss)}`,
+      `restart with nothing changed: all reconciled after ${ms(performance.now() - restartAt)}; writes ${stats.statusWrites} status, ${stats.decisionWrites} PlacementDecision, ${stats.events} Events; ${stats.reconciles} reconciles (${stats.conflicts} conflicts); peak RSS ${mib(stats.peakRss)}`,
     );
     await second.call('stop');
     second.child.kill();

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { silentLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
+import { httpStatusOf, silentLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
 import type { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILES,
@@ -7,6 +7,7 @@ import {
   Informer,
   KubeClient,
   objectKey,
+  objectPath,
   PLACEMENT_DECISIONS,
   PLACEMENTS,
   PRIORITY,
@@ -16,7 +17,16 @@ import {
   type Priority,
 } from '@mco/kube-runtime';
 import { placementsAffectedBy, type ProfileChange } from './affected.js';
-import { trimClusterProfile, trimPlacement, trimPlacementDecision } from './cache.js';
+import {
+  isStub,
+  readWhole,
+  ShardedInformer,
+  stubPlacement,
+  stubPlacementDecision,
+  trimClusterProfile,
+  trimPlacement,
+  trimPlacementDecision,
+} from './cache.js';
 import { EventRecorder } from './events.js';
 import {
   CONFIG_MAPS,
@@ -174,11 +184,28 @@ export function createController(options: ControllerOptions): Controller {
     watchTimeoutSeconds: options.watchTimeoutSeconds ?? 300,
   };
   const lw = <T extends KubeObject>(given: ListWatch<T> | undefined, make: () => ListWatch<T>) => given ?? make();
-  const placements = new Informer<KubeObject>({
-    name: 'placements',
-    listWatch: lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
+  // With shards, placements and their PlacementDecisions are whole only for the shards held (cache.ts).
+  const sharded = options.leaderElection !== undefined;
+  const readFrom = (resource: typeof PLACEMENTS) => async (key: string, signal?: AbortSignal) => {
+    const [namespace = '', name = ''] = key.split('/');
+    try {
+      return await hub.get<KubeObject>(objectPath(resource, namespace, name), signal ? { signal } : {});
+    } catch (error) {
+      if (httpStatusOf(error) === 404) return undefined;
+      throw error;
+    }
+  };
+  const cached = (name: string, resource: typeof PLACEMENTS, listWatch: ListWatch<KubeObject>) =>
+    ({ name, listWatch, read: readFrom(resource), ...informerOptions }) as const;
+  const placements = new ShardedInformer({
+    ...cached(
+      'placements',
+      PLACEMENTS,
+      lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
+    ),
     transform: trimPlacement,
-    ...informerOptions,
+    holds: (placement) => !sharded || ownsKey(objectKey(placement)),
+    stub: stubPlacement,
   });
   const clusterProfiles = new Informer<KubeObject>({
     name: 'clusterprofiles',
@@ -191,16 +218,20 @@ export function createController(options: ControllerOptions): Controller {
     transform: trimClusterProfile,
     ...informerOptions,
   });
-  const placementDecisions = new Informer<KubeObject>({
-    name: 'placementdecisions',
-    listWatch: lw(options.listWatch?.placementDecisions, () =>
-      createListWatch(hub, PLACEMENT_DECISIONS, {
-        requestTimeoutMs,
-        labelSelector: DECISIONS_LABEL_SELECTOR,
-      }),
+  const placementDecisions = new ShardedInformer({
+    ...cached(
+      'placementdecisions',
+      PLACEMENT_DECISIONS,
+      lw(options.listWatch?.placementDecisions, () =>
+        createListWatch(hub, PLACEMENT_DECISIONS, { requestTimeoutMs, labelSelector: DECISIONS_LABEL_SELECTOR }),
+      ),
     ),
     transform: trimPlacementDecision,
-    ...informerOptions,
+    holds: (decision) => {
+      const key = sharded ? Reconciler.placementKeyOf(decision) : undefined;
+      return !sharded || (key !== undefined && ownsKey(key));
+    },
+    stub: stubPlacementDecision,
   });
   // Only this one object, read from the API, so every replica sees the same confirmation; the
   // chart's Role lets the controller read nothing else in its namespace (list and watch by name).
@@ -307,6 +338,12 @@ export function createController(options: ControllerOptions): Controller {
     metrics,
     logger,
     isLeader: ownsKey,
+    ...(sharded
+      ? {
+          readWhole: (key: string, decisionKeys: Iterable<string>, signal?: AbortSignal) =>
+            readWhole(placements, placementDecisions, key, decisionKeys, signal),
+        }
+      : {}),
     ...(options.now ? { now: options.now } : {}),
   });
 
@@ -354,9 +391,12 @@ export function createController(options: ControllerOptions): Controller {
         enqueueAll(PRIORITY.normal);
         return;
       }
-      // Only this replica's shards: other replicas reconcile theirs.
-      for (const key of placementsAffectedBy(changes, placements.list(), Date.now()))
-        if (ownsKey(key)) queue.add(key, PRIORITY.high);
+      // Only this replica's shards: other replicas reconcile theirs. A stub of a shard held (it came
+      // before the shard did) cannot be judged: it is queued, and its reconcile reads it whole.
+      const mine = placements.list().filter((p) => ownsKey(objectKey(p)));
+      for (const p of mine) if (isStub(p)) queue.add(objectKey(p), PRIORITY.high);
+      const judged = mine.filter((p) => !isStub(p));
+      for (const key of placementsAffectedBy(changes, judged, Date.now())) queue.add(key, PRIORITY.high);
     });
   };
   placements.addHandler((event, object) => {
@@ -447,7 +487,11 @@ export function createController(options: ControllerOptions): Controller {
   const writeDecisions = async ({ key, since }: { key: string; since: number }, abort: AbortSignal) => {
     try {
       if (!ownsKey(key)) return;
-      const write = () => reconciler.writeDecisions(key);
+      // Its objects may have become stubs since its reconcile (the shard was lost and taken again).
+      const write = async () => {
+        await reconciler.readWhole(key, abort);
+        return reconciler.writeDecisions(key);
+      };
       const writes = await (shards ? shards.track(key, write) : write());
       if (writes > 0) options.onDecisions?.({ key, lagMs: performance.now() - since, writes });
     } catch (error) {
@@ -504,6 +548,27 @@ export function createController(options: ControllerOptions): Controller {
     for (const key of placementDecisions.list().map((d) => Reconciler.placementKeyOf(d)))
       if (key && mine(key)) queue.add(key);
   };
+  // One list after shards were taken (again once more if another was taken while it ran).
+  let listing: Promise<void> | undefined;
+  let listAgain = false;
+  const readHeld = () => {
+    if (listing) {
+      listAgain = true;
+      return;
+    }
+    listing = Promise.all([placements.readHeld(), placementDecisions.readHeld()])
+      .then(() => undefined)
+      .catch((error: unknown) =>
+        logger.warn('cannot list the objects of shards taken; reconciles read them', { error }),
+      )
+      .finally(() => {
+        listing = undefined;
+        if (listAgain && !stopped) {
+          listAgain = false;
+          readHeld();
+        }
+      });
+  };
   const startLeading = (shard?: number) => {
     if (stopped) return;
     if (leadership) return enqueueShard(shard);
@@ -558,8 +623,15 @@ export function createController(options: ControllerOptions): Controller {
             ...options.leaderElection,
             identity,
             logger,
-            onAcquired: startLeading,
-            onLost: () => stopLeading(),
+            onAcquired: (shard) => {
+              readHeld();
+              startLeading(shard);
+            },
+            onLost: () => {
+              placements.dropUnheld();
+              placementDecisions.dropUnheld();
+              stopLeading();
+            },
             onHolderChanged,
             otherInstall: (holder) => holder !== '' && installOf(holder) !== installOf(identity),
           });
@@ -574,7 +646,7 @@ export function createController(options: ControllerOptions): Controller {
       stopLeading(true);
       queue.shutDown();
       const timeout = new Promise((resolve) => setTimeout(resolve, options.shutdownTimeoutMs ?? 20_000).unref());
-      await Promise.race([Promise.all([...inFlight]), timeout]);
+      await Promise.race([Promise.all([...inFlight, listing]), timeout]);
       await shards?.stop(stopOptions);
       // A loss record being written is waited for, so that the next replica to start reads it.
       await Promise.race([sharedLoss?.settled(), timeout]);

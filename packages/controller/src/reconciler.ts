@@ -92,6 +92,11 @@ export interface ReconcilerOptions {
   readonly logger?: Logger;
   /** Checked before every write of a placement's status or decisions: only the replica owning its shard writes. */
   readonly isLeader?: (key: string) => boolean;
+  /**
+   * With shards: makes the placement and these PlacementDecisions whole in the caches (where they hold
+   * stubs of a shard taken since), or throws a Conflict while the caches are behind (cache.ts).
+   */
+  readonly readWhole?: (key: string, decisionKeys: Iterable<string>, signal?: AbortSignal) => Promise<void>;
   readonly now?: () => Date;
 }
 
@@ -282,8 +287,14 @@ export class Reconciler {
     return this.inventory;
   }
 
+  /** With shards: the placement and its PlacementDecisions whole in the caches before anything reads them. */
+  async readWhole(key: string, abort?: AbortSignal): Promise<void> {
+    await this.options.readWhole?.(key, this.decisionIndex.get(key) ?? [], abort);
+  }
+
   async reconcile(key: string, abort?: AbortSignal): Promise<ReconcileResult> {
     const started = performance.now();
+    await this.readWhole(key, abort);
     const cached = this.options.placements.get(key);
     const placement = this.placementOverlay.resolve(key, cached);
     if (!placement) {
