@@ -168,6 +168,12 @@ export class Evaluation {
     return [...entries].sort((a, b) => rank(a) - rank(b) || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
   }
 
+  /** The ACTIVE clusters of higher priority than `entry`: the preferred ones that fail-back, linger and burst look at. */
+  activeAbove(entry: Entry): Entry[] {
+    const rank = (key: string) => this.selected.rankOf(key) ?? Infinity;
+    return this.live().filter((e) => e.state === 'ACTIVE' && rank(e.key) < rank(entry.key));
+  }
+
   /** Absent from the inventory, and not because it is being deleted. */
   isProfileMissing(key: string): boolean {
     return !this.inventory.byKey.has(key) && !this.inventory.deleting.has(key);

@@ -165,7 +165,6 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
  * highest-priority one. Returns whether it reactivated one.
  */
 function reactivateOnBurst(run: Evaluation): boolean {
-  const rank = (key: string) => run.selected.rankOf(key) ?? Infinity;
   for (const entry of run.byPriority(run.live().filter((e) => e.state === 'SCALING_IN'))) {
     if (entry.reason !== 'Lingering') continue;
     if (
@@ -175,8 +174,7 @@ function reactivateOnBurst(run: Evaluation): boolean {
     )
       continue;
     const burst = run
-      .live()
-      .filter((e) => e.state === 'ACTIVE' && rank(e.key) < rank(entry.key))
+      .activeAbove(entry)
       .map((e) => burstBecause(e.key, e.signal))
       .find((why) => why !== undefined);
     if (!burst) continue;

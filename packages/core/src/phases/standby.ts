@@ -130,10 +130,8 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
  */
 function allWantScaleInSince(run: Evaluation, entry: Entry): number | undefined {
   let since = parseTime(entry.scaleInCandidateSince);
-  const rank = (key: string) => run.selected.rankOf(key) ?? Infinity;
-  for (const e of run.live()) {
+  for (const e of run.activeAbove(entry)) {
     if (since === undefined) break;
-    if (e.state !== 'ACTIVE' || rank(e.key) >= rank(entry.key)) continue;
     const t = parseTime(e.scaleInCandidateSince);
     since = t === undefined ? undefined : Math.max(since, t);
   }
@@ -145,9 +143,7 @@ function allWantScaleInSince(run: Evaluation, entry: Entry): number | undefined 
  * fresh signal, HPA at its maximum, pending pods, a FailedScaleUp), or undefined.
  */
 function preferredPressure(run: Evaluation, entry: Entry): string | undefined {
-  const rank = (key: string) => run.selected.rankOf(key) ?? Infinity;
-  for (const e of run.live()) {
-    if (e.state !== 'ACTIVE' || rank(e.key) >= rank(entry.key)) continue;
+  for (const e of run.activeAbove(entry)) {
     const s = e.signal;
     if (!s.fresh) return `${e.key} has no fresh signal`;
     if (s.currentReplicas !== undefined && s.maxReplicas !== undefined && s.currentReplicas >= s.maxReplicas)
