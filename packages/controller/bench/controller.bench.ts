@@ -337,6 +337,9 @@ async function main() {
     const latencies: number[] = [];
     let onPlacement: ((key: string) => void) | undefined;
     watcher.addHandler((_event, object) => onPlacement?.(objectKey(object)));
+    // How many placements each change must move (the profile's region decides: not every region has
+    // region-and-tier placements), so that the latency percentiles can be read against it.
+    const touched: number[] = [];
     const labelStart = performance.now();
     const before = { stats, plane: planeCpu() };
     await first.call('trace');
@@ -350,6 +353,7 @@ async function main() {
         const tier = `t${i % TIERS}`;
         if (tier === p.labels.tier || tier === next) expected.set(placementKey(i), tier === next);
       }
+      touched.push(expected.size);
       const sent = performance.now();
       await admin.patch(objectPath(CLUSTER_PROFILES, p.namespace, p.name), 'merge', {
         metadata: { labels: { tier: next } },
@@ -395,6 +399,13 @@ async function main() {
     const change = summarize('label change -> status', latencies);
     console.log(
       `ClusterProfile label change -> placement status (${latencies.length} updates, ${LABEL_CHANGES} changes): p50 ${ms(change.p50)}, p99 ${ms(change.p99)}, max ${ms(change.max)}`,
+    );
+    const bySize = new Map<number, number>();
+    for (const n of touched) bySize.set(n, (bySize.get(n) ?? 0) + 1);
+    const sizes = [...bySize].sort(([a], [b]) => a - b).map(([n, count]) => `${count} x ${n}`);
+    const share = (latencies.length / LABEL_CHANGES / PLACEMENT_COUNT) * 100;
+    console.log(
+      `  placements each change moves: ${sizes.join(', ')} (${share.toFixed(1)}% of the placements on average)`,
     );
     console.log(
       `  over those ${s1(labelMs)}: ${labelWrites} writes (${(labelWrites / (labelMs / 1000)).toFixed(0)}/s); CPU: controller ${s1(stats.cpuMs - before.stats.cpuMs)}, kube-apiserver ${s1(planeAfter.apiserver - before.plane.apiserver)}, etcd ${s1(planeAfter.etcd - before.plane.etcd)}`,

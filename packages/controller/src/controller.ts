@@ -94,6 +94,8 @@ export interface ControllerOptions {
   readonly events?: boolean;
   /** Longest wait for in-flight reconciles on shutdown. */
   readonly shutdownTimeoutMs?: number;
+  /** How long PlacementDecisions may trail their status while status work waits (default 30 s). */
+  readonly decisionsMaxDeferMs?: number;
   /** Tests: replace the API client or the list/watch of an informer. */
   readonly client?: HubClient;
   readonly listWatch?: {
@@ -138,6 +140,13 @@ export interface DecisionTrace {
  * generator poll them every few minutes).
  */
 const DECISIONS_MAX_DEFER_MS = 30_000;
+/**
+ * At most this share of the workers writes overdue PlacementDecisions while
+ * status work waits: enough to drain them, while a burst of status work keeps
+ * the rest (with every worker on overdue writes, a long burst's statuses
+ * waited behind the slices of the ones before).
+ */
+const OVERDUE_WORKER_SHARE = 0.25;
 
 /** Above this many ClusterProfile changes at once (a relist, a provider's sync), every placement is simply queued. */
 const MAX_TARGETED_CHANGES = 16;
@@ -506,10 +515,14 @@ export function createController(options: ControllerOptions): Controller {
     const behind = backlog.take();
     return behind ? writeDecisions(behind, abort) : events?.sendNext();
   };
-  /** PlacementDecisions behind for DECISIONS_MAX_DEFER_MS, written ahead of waiting status work. */
+  /** PlacementDecisions behind for decisionsMaxDeferMs, written ahead of waiting status work by a share of the workers. */
+  let overdueWriters = 0;
   const overdueDecisions = (abort: AbortSignal): Promise<void> | undefined => {
-    const behind = backlog.take(DECISIONS_MAX_DEFER_MS);
-    return behind && writeDecisions(behind, abort);
+    if (overdueWriters >= Math.max(1, Math.floor(workers * OVERDUE_WORKER_SHARE))) return undefined;
+    const behind = backlog.take(options.decisionsMaxDeferMs ?? DECISIONS_MAX_DEFER_MS);
+    if (!behind) return undefined;
+    overdueWriters++;
+    return writeDecisions(behind, abort).finally(() => overdueWriters--);
   };
 
   const worker = async (abort: AbortSignal) => {

@@ -37,6 +37,10 @@ class RecordingHub implements HubClient {
   readonly writes: Write[] = [];
   inFlight = 0;
   maxInFlight = 0;
+  /** PlacementDecision writes in flight, and the most at once while placements waited in the work queue. */
+  decisionsInFlight = 0;
+  maxDecisionsWhileQueued = 0;
+  queued: () => number = () => 0;
   echo: { placements: Emit; decisions: Emit } | undefined;
   private version = 100;
   private held: (() => void)[] | undefined;
@@ -57,6 +61,10 @@ class RecordingHub implements HubClient {
   private async answer<T>(write: Write, value: T, echo?: () => void, wait?: Promise<void>): Promise<T> {
     this.writes.push(write);
     this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
+    const decision = write.kind === 'create' || write.kind === 'update' || write.kind === 'delete';
+    if (decision) this.decisionsInFlight++;
+    if (decision && this.queued() > 0)
+      this.maxDecisionsWhileQueued = Math.max(this.maxDecisionsWhileQueued, this.decisionsInFlight);
     try {
       await wait;
       await new Promise((resolve) => setTimeout(resolve, 1));
@@ -64,6 +72,7 @@ class RecordingHub implements HubClient {
       return value;
     } finally {
       this.inFlight--;
+      if (decision) this.decisionsInFlight--;
     }
   }
 
@@ -146,7 +155,7 @@ afterEach(async () => {
   controller = undefined;
 });
 
-function start(placements: string[], profiles: string[], workers: number) {
+function start(placements: string[], profiles: string[], workers: number, decisionsMaxDeferMs?: number) {
   const hub = new RecordingHub();
   const sources = {
     placements: source(placements.map(placement)),
@@ -159,6 +168,7 @@ function start(placements: string[], profiles: string[], workers: number) {
     hub: HUB,
     client: hub,
     workers,
+    ...(decisionsMaxDeferMs === undefined ? {} : { decisionsMaxDeferMs }),
     listWatch: {
       placements: sources.placements.listWatch,
       clusterProfiles: sources.clusterProfiles.listWatch,
@@ -212,6 +222,19 @@ describe('the lanes of the controller', () => {
     await waitFor('every Event', () => hub.writes.filter((w) => w.kind === 'event').length >= 20);
     expect(hub.maxInFlight).toBeGreaterThan(1);
     expect(hub.maxInFlight).toBeLessThanOrEqual(3);
+  });
+
+  it('writes overdue PlacementDecisions ahead of waiting status work with a quarter of the workers, no more', async () => {
+    // Overdue at once: every PlacementDecision behind may jump ahead of the statuses still queued.
+    const names = Array.from({ length: 40 }, (_, i) => `p${i}`);
+    const { hub } = start(names, ['c0', 'c1'], 8, 0);
+    hub.queued = () => controller!.queue.length;
+    await waitFor('every PlacementDecision', () => names.every((n) => lastDecisionOf(hub, n)));
+    const kinds = hub.writes.map((w) => w.kind);
+    expect({
+      decisionBeforeLastStatus: kinds.indexOf('create') < kinds.lastIndexOf('status'),
+      maxDecisionsWhileQueued: hub.maxDecisionsWhileQueued,
+    }).toEqual({ decisionBeforeLastStatus: true, maxDecisionsWhileQueued: 2 });
   });
 
   it('writes PlacementDecisions once, from the latest status, after the status changed twice', async () => {

@@ -637,6 +637,18 @@ describe('state transitions (docs/placement-rules.md §3)', () => {
     expect(d.status.lastClusterRemovalTime).toBeUndefined();
   });
 
+  it('without scaling a cluster entry has the reason and no message (the transition keeps it)', () => {
+    const d = run(rows[2]!.input);
+    expect(d.status.clusters?.[0]).toEqual({
+      name: 'a',
+      namespace: 'fleet',
+      state: 'ACTIVE',
+      lastTransitionTime: at(NOW),
+      reason: 'Added',
+    });
+    expect(d.transitions[0]?.reason).toBe('eligible, and no scaling is configured: every eligible cluster runs');
+  });
+
   it('sets lastClusterRemovalTime on any removal', () => {
     const r1 = rows.find((r) => r.moves[0]?.startsWith('R1'))!;
     expect(run(r1.input).status.lastClusterRemovalTime).toBe(at(NOW));

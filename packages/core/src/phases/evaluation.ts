@@ -133,7 +133,13 @@ export class Evaluation {
     entry.message = message;
   }
 
-  add(cluster: InventoryCluster, message: string): void {
+  /**
+   * Adds `cluster` as ACTIVE. `inStatus: false` keeps the message out of the
+   * cluster's status entry (the transition and its Event keep it): a message
+   * that every cluster of the placement would repeat only makes each status
+   * write larger, and the API server's cost per write grows with its size.
+   */
+  add(cluster: InventoryCluster, message: string, inStatus = true): void {
     const entry: Entry = {
       key: cluster.key,
       name: cluster.name,
@@ -141,7 +147,7 @@ export class Evaluation {
       state: 'ACTIVE',
       lastTransitionTime: this.now,
       reason: 'Added',
-      message,
+      message: inStatus ? message : undefined,
       draining: undefined,
       scaleInCandidateSince: undefined,
       belowCeilingSince: undefined,

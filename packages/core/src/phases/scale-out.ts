@@ -26,7 +26,8 @@ export function placeEveryEligible(run: Evaluation): void {
       run.note(cluster.key, `not added: ${unhealthy}`);
       continue;
     }
-    run.add(cluster, 'eligible, and no scaling is configured: every eligible cluster runs');
+    // The same for every cluster: its status entry has the reason only (docs/api.md).
+    run.add(cluster, 'eligible, and no scaling is configured: every eligible cluster runs', false);
   }
   const count = run.live().length;
   run.satisfied =
