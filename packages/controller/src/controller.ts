@@ -38,7 +38,7 @@ import {
 import { SharedInventoryLoss } from './inventory-loss-state.js';
 import { createHubClient, type HubClient } from './kube.js';
 import { createMetrics, type ControllerMetrics } from './metrics.js';
-import { DecisionBacklog } from './lanes.js';
+import { DecisionBacklog, PeerActivity } from './lanes.js';
 import { affectsDecisions, DECISIONS_LABEL_SELECTOR, NotLeaderError, Reconciler } from './reconciler.js';
 import { fieldManagerOf, registerShardMetrics, shardOf, ShardCoordinator, type ShardSettings } from './shards.js';
 
@@ -314,6 +314,8 @@ export function createController(options: ControllerOptions): Controller {
   // Two lanes: reconciles (and their status writes) from the queue, and, only while no key waits there,
   // the PlacementDecision writes and Events that follow them, so a status never waits behind those.
   const backlog = new DecisionBacklog();
+  const peers = new PeerActivity();
+  let peersQuiet: NodeJS.Timeout | undefined;
   /** Workers waiting for a key. */
   let idle = 0;
   const wake = () => {
@@ -412,6 +414,7 @@ export function createController(options: ControllerOptions): Controller {
     // Our own status writes come back as updates and need no reconcile.
     if (event === 'update' && reconciler.isOwnStatusWrite(object)) return;
     if (ownsKey(objectKey(object))) queue.add(objectKey(object), PRIORITY.high);
+    else if (shards && event === 'update') peers.seen();
   });
   clusterProfiles.addHandler((event, object, previous) => {
     if (!affectsDecisions(event, object, previous)) return;
@@ -525,10 +528,23 @@ export function createController(options: ControllerOptions): Controller {
     return writeDecisions(behind, abort).finally(() => overdueWriters--);
   };
 
+  /** Whether the other replicas' status work has paused; if not, a worker is woken when it has. */
+  const peersQuietNow = () => {
+    const wait = peers.waitMs();
+    if (wait === 0) return true;
+    peersQuiet ??= setTimeout(() => {
+      peersQuiet = undefined;
+      wake();
+    }, wait);
+    peersQuiet.unref?.();
+    return false;
+  };
+
   const worker = async (abort: AbortSignal) => {
     while (!abort.aborted) {
-      // Status work first: a deferred write starts only while no key waits in the queue, or once overdue.
-      const deferred = queue.length === 0 ? nextDeferred(abort) : overdueDecisions(abort);
+      // Status work first, this replica's and its peers': a deferred write starts only while no key
+      // waits in the queue and no peer writes statuses, or once overdue.
+      const deferred = queue.length === 0 && peersQuietNow() ? nextDeferred(abort) : overdueDecisions(abort);
       if (deferred) {
         if (backlog.size > 0 || (events?.pendingCount ?? 0) > 0) wake();
         await deferred;
@@ -604,6 +620,8 @@ export function createController(options: ControllerOptions): Controller {
     if (!stopping && shards?.owned().length) return;
     leading = false;
     clearInterval(resyncTimer);
+    clearTimeout(peersQuiet);
+    peersQuiet = undefined;
     if (!leadership) return;
     leadership.abort();
     leadership = undefined;

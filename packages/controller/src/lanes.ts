@@ -49,3 +49,29 @@ export class DecisionBacklog {
     this.busy.delete(key);
   }
 }
+
+/**
+ * Other replicas at work on statuses, seen as updates of placements this
+ * replica does not hold (its own reconciles come from its queue). While they
+ * come, and `quietMs` after, this replica's lower lane waits too, so that
+ * across replicas status writes go first as they do within one: the API
+ * server they share is the bottleneck (docs/performance.md).
+ */
+export class PeerActivity {
+  private busyUntil = 0;
+
+  constructor(
+    private readonly quietMs = 500,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
+
+  /** A peer wrote a placement status. */
+  seen(): void {
+    this.busyUntil = this.now() + this.quietMs;
+  }
+
+  /** How long until the peers have been quiet for `quietMs` (0: they have). */
+  waitMs(): number {
+    return Math.max(0, this.busyUntil - this.now());
+  }
+}

@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { objectKey, type KubeObject, type ListWatch, type WatchEventType } from '@mco/kube-runtime';
 import type { KubeConnection } from '@mco/runtime';
 import { createController, type Controller, type HubClient } from '../src/index.js';
-import { DecisionBacklog } from '../src/lanes.js';
+import { DecisionBacklog, PeerActivity } from '../src/lanes.js';
 import { waitFor } from './support.js';
 
 /** An informer's source: a fixed listing, then whatever the test emits. */
@@ -339,5 +339,21 @@ describe('DecisionBacklog', () => {
     expect(backlog.take(30)).toBeUndefined(); // b: 20 of 30
     now = 40;
     expect(backlog.take(30)).toEqual({ key: 'b', since: 10 });
+  });
+});
+
+describe('PeerActivity', () => {
+  it('holds the lane from a peer status write until the peers have been quiet for the window', () => {
+    let now = 0;
+    const peers = new PeerActivity(500, () => now);
+    expect(peers.waitMs()).toBe(0); // nothing seen: open
+    peers.seen();
+    now = 200;
+    expect(peers.waitMs()).toBe(300);
+    peers.seen(); // another write restarts the window
+    now = 600;
+    expect(peers.waitMs()).toBe(100);
+    now = 700;
+    expect(peers.waitMs()).toBe(0);
   });
 });
