@@ -8,7 +8,7 @@
 // loop are its own; this process makes the fleet and observes the statuses
 // through a watch of its own. BENCH_NODE_OPTIONS passes V8 flags to it.
 import { fork, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +28,7 @@ import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { summarize } from '@mco/testkit';
 import type { DecisionTrace, ReconcileTrace } from '../src/index.js';
 import { Fleet, startHub } from '../test/support.js';
+import { controlPlaneCpu } from './control-plane-cpu.js';
 import { REPLICAS, startReplicas } from './replicas.js';
 
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 1000);
@@ -47,42 +48,6 @@ const load = () =>
   loadavg()
     .map((l) => l.toFixed(1))
     .join(' ');
-
-/** CPU time (user + system) of a process of this machine, from /proc (clock ticks of 10 ms). */
-function cpuMsOf(pid: number | undefined): number {
-  if (pid === undefined) return NaN;
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-/** The pid of the process whose command line has every one of `parts` (the control plane's etcd and kube-apiserver). */
-function pidOf(...parts: string[]): number | undefined {
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    let args: string[];
-    try {
-      args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-    } catch {
-      continue; // gone meanwhile
-    }
-    if (parts.every((part) => args.some((arg) => arg.includes(part)))) return Number(entry);
-  }
-  return undefined;
-}
-
-/** CPU time of the control plane's processes: the API server and etcd. */
-function controlPlaneCpu(server: string): () => { apiserver: number; etcd: number } {
-  const apiserver = pidOf('kube-apiserver', `--secure-port=${new URL(server).port}`);
-  const etcdServers = apiserver
-    ? readFileSync(`/proc/${apiserver}/cmdline`, 'utf8')
-        .split('\0')
-        .find((a) => a.startsWith('--etcd-servers='))
-    : undefined;
-  const etcd = etcdServers
-    ? pidOf('etcd', `--listen-client-urls=${etcdServers.slice('--etcd-servers='.length)}`)
-    : undefined;
-  return () => ({ apiserver: cpuMsOf(apiserver), etcd: cpuMsOf(etcd) });
-}
 
 async function pool<T>(items: readonly T[], concurrency: number, fn: (item: T) => Promise<unknown>): Promise<void> {
   let next = 0;
