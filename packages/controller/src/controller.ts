@@ -513,9 +513,12 @@ export function createController(options: ControllerOptions): Controller {
     }
   };
 
-  /** The lower-priority lane's next write, started: PlacementDecisions first, then Events. */
-  const nextDeferred = (abort: AbortSignal): Promise<void> | undefined => {
-    const behind = backlog.take();
+  /**
+   * The lower-priority lane's next write, started: PlacementDecisions first (not while peers write
+   * statuses: they are bounded by the overdue rule), then Events (small, and with no such bound).
+   */
+  const nextDeferred = (abort: AbortSignal, peersQuiet: boolean): Promise<void> | undefined => {
+    const behind = peersQuiet ? backlog.take() : undefined;
     return behind ? writeDecisions(behind, abort) : events?.sendNext();
   };
   /** PlacementDecisions behind for decisionsMaxDeferMs, written ahead of waiting status work by a share of the workers. */
@@ -542,9 +545,9 @@ export function createController(options: ControllerOptions): Controller {
 
   const worker = async (abort: AbortSignal) => {
     while (!abort.aborted) {
-      // Status work first, this replica's and its peers': a deferred write starts only while no key
-      // waits in the queue and no peer writes statuses, or once overdue.
-      const deferred = queue.length === 0 && peersQuietNow() ? nextDeferred(abort) : overdueDecisions(abort);
+      // Status work first, this replica's and (for PlacementDecisions) its peers': a deferred write
+      // starts only while no key waits in the queue, or once overdue.
+      const deferred = queue.length === 0 ? nextDeferred(abort, peersQuietNow()) : overdueDecisions(abort);
       if (deferred) {
         if (backlog.size > 0 || (events?.pendingCount ?? 0) > 0) wake();
         await deferred;

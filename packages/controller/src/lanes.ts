@@ -53,9 +53,10 @@ export class DecisionBacklog {
 /**
  * Other replicas at work on statuses, seen as updates of placements this
  * replica does not hold (its own reconciles come from its queue). While they
- * come, and `quietMs` after, this replica's lower lane waits too, so that
- * across replicas status writes go first as they do within one: the API
- * server they share is the bottleneck (docs/performance.md).
+ * come, and `quietMs` after, this replica's PlacementDecision writes wait too
+ * (until overdue), so that across replicas status writes go first as they do
+ * within one: the API server they share is the bottleneck
+ * (docs/performance.md).
  */
 export class PeerActivity {
   private busyUntil = 0;
