@@ -513,12 +513,26 @@ export function createController(options: ControllerOptions): Controller {
     }
   };
 
+  /** Whether the other replicas' status work has paused; if not, a worker is woken when it has. */
+  const peersQuietNow = () => {
+    const wait = peers.waitMs();
+    if (wait === 0) return true;
+    if (!peersQuiet) {
+      peersQuiet = setTimeout(() => {
+        peersQuiet = undefined;
+        wake();
+      }, wait);
+      peersQuiet.unref?.();
+    }
+    return false;
+  };
+
   /**
    * The lower-priority lane's next write, started: PlacementDecisions first (not while peers write
    * statuses: they are bounded by the overdue rule), then Events (small, and with no such bound).
    */
-  const nextDeferred = (abort: AbortSignal, peersQuiet: boolean): Promise<void> | undefined => {
-    const behind = peersQuiet ? backlog.take() : undefined;
+  const nextDeferred = (abort: AbortSignal): Promise<void> | undefined => {
+    const behind = backlog.size > 0 && peersQuietNow() ? backlog.take() : undefined;
     return behind ? writeDecisions(behind, abort) : events?.sendNext();
   };
   /** PlacementDecisions behind for decisionsMaxDeferMs, written ahead of waiting status work by a share of the workers. */
@@ -531,23 +545,11 @@ export function createController(options: ControllerOptions): Controller {
     return writeDecisions(behind, abort).finally(() => overdueWriters--);
   };
 
-  /** Whether the other replicas' status work has paused; if not, a worker is woken when it has. */
-  const peersQuietNow = () => {
-    const wait = peers.waitMs();
-    if (wait === 0) return true;
-    peersQuiet ??= setTimeout(() => {
-      peersQuiet = undefined;
-      wake();
-    }, wait);
-    peersQuiet.unref?.();
-    return false;
-  };
-
   const worker = async (abort: AbortSignal) => {
     while (!abort.aborted) {
       // Status work first, this replica's and (for PlacementDecisions) its peers': a deferred write
       // starts only while no key waits in the queue, or once overdue.
-      const deferred = queue.length === 0 ? nextDeferred(abort, peersQuietNow()) : overdueDecisions(abort);
+      const deferred = queue.length === 0 ? nextDeferred(abort) : overdueDecisions(abort);
       if (deferred) {
         if (backlog.size > 0 || (events?.pendingCount ?? 0) > 0) wake();
         await deferred;
