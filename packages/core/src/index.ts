@@ -25,7 +25,13 @@ export { PROPERTY_OPERATORS, SORT_ORDERS } from './selection/properties.js';
 export { compareQuantities, parseQuantity, type Quantity } from './selection/quantity.js';
 export { formatTaint, parseTaints, type ParsedTaint, type TaintsAnnotation } from './selection/taints.js';
 export { DEFAULT_BEHAVIOR, resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
-export { isAtCapacityCeiling, wantsScaleIn, assessSignal, type SignalAssessment } from './scaling/signals.js';
+export {
+  isAtCapacityCeiling,
+  wantsScaleIn,
+  assessSignal,
+  sourceReportsReadyReplicas,
+  type SignalAssessment,
+} from './scaling/signals.js';
 export { drainStepSize } from './scaling/draining.js';
 export { setCondition } from './conditions.js';
 export {

@@ -1104,7 +1104,7 @@ describe('mco explain names each new reason', () => {
         now: NOW,
       },
       cluster: 'fleet/b',
-      note: /^kept as a warm standby at 2 replica\(s\): warmStandbyClusters is 1$/,
+      note: /^kept as a warm standby at 2 replica\(s\): warmStandbyClusters is 1; desiredMinReplicas 2 keeps them running \(rule W1\)$/,
     },
     {
       name: 'why a drained cluster lingers',

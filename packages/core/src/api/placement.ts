@@ -385,6 +385,13 @@ export const DrainingSchema = z.object({
     .max(128)
     .optional()
     .describe('mco extension: why the drain does not step now (ReceiversNotReady, ReadyReplicasUnknown).'),
+  unprotectedReason: z
+    .string()
+    .max(128)
+    .optional()
+    .describe(
+      "mco extension: why the drain steps on the clock alone, without make-before-break's ready-replica check (ReadyReplicasNotReported: a receiving cluster's signal source does not report readyReplicas).",
+    ),
 });
 export type Draining = z.infer<typeof DrainingSchema>;
 
@@ -420,7 +427,7 @@ export const PlacementClusterSchema = z.object({
     .min(0)
     .optional()
     .describe(
-      'mco extension: the HPA minReplicas a delivery should apply to this replacement until it is cleared: the replicas the lost cluster ran (docs/placement-rules.md §10.8).',
+      "mco extension: the HPA minReplicas a delivery should apply to this cluster while it is set: a replacement's floor, the replicas the lost cluster ran (docs/placement-rules.md §10.8), or a warm standby's size (§10.6).",
     ),
   replacesCluster: z
     .string()

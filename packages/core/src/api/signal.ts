@@ -30,6 +30,12 @@ export const SignalSchema = z.object({
     .min(0)
     .optional()
     .describe("The workload's ready replicas on this cluster (Deployment status.readyReplicas)."),
+  reportsReadyReplicas: z
+    .boolean()
+    .optional()
+    .describe(
+      'false: the source of this signal never reports readyReplicas (a property of the source, not of this observation), so a drain steps on the clock without the ready-replica check of rule D1. Absent or true: it does, and a missing readyReplicas is unknown.',
+    ),
   transportError: z
     .object({
       reason: z.string().min(1).describe('What failed: refused, timeout, tls, dns, ...'),

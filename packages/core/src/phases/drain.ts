@@ -1,25 +1,44 @@
-import { nextDrainStepAt, startDraining, startDrainingAt, stepDraining, type Receivers } from '../scaling/draining.js';
+import {
+  nextDrainStepAt,
+  startDraining,
+  startDrainingAt,
+  stepDraining,
+  UNPROTECTED_REASON,
+  type ReceiverCheck,
+} from '../scaling/draining.js';
+import { sourceReportsReadyReplicas } from '../scaling/signals.js';
 import { formatTime } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 
 /**
- * The receiving clusters (the ACTIVE ones) for rule D1, or undefined when
- * any of them does not report its ready replicas (unknown means no step).
+ * What rule D1 knows of the receiving clusters (the ACTIVE ones). A receiver
+ * without a fresh signal, or whose source reports ready replicas but whose
+ * signal has none, makes them unknown (no step). Otherwise a receiver whose
+ * source never reports them leaves the drain unprotected (it steps on the
+ * clock); else every receiver is counted.
  */
-function receivers(run: Evaluation): Receivers | undefined {
+function receivers(run: Evaluation): ReceiverCheck {
   let ready = 0;
   const short: string[] = [];
+  const unknown: string[] = [];
+  const unreported: string[] = [];
   for (const e of run.live()) {
     if (e.state !== 'ACTIVE') continue;
     const s = e.signal;
-    if (s.readyReplicas === undefined) return undefined;
-    ready += s.readyReplicas;
-    if (s.desiredReplicas === undefined) short.push(`${e.key} reports no HPA desiredReplicas`);
-    else if (s.readyReplicas < s.desiredReplicas)
-      short.push(`${e.key} has ${s.readyReplicas} of ${s.desiredReplicas} desired replicas ready`);
-    else if ((s.pendingPods ?? 0) > 0) short.push(`${e.key} has ${s.pendingPods} pending pod(s)`);
+    if (!s.fresh) unknown.push(`${e.key} has no fresh signal`);
+    else if (s.readyReplicas !== undefined) {
+      ready += s.readyReplicas;
+      if (s.desiredReplicas === undefined) short.push(`${e.key} reports no HPA desiredReplicas`);
+      else if (s.readyReplicas < s.desiredReplicas)
+        short.push(`${e.key} has ${s.readyReplicas} of ${s.desiredReplicas} desired replicas ready`);
+      else if ((s.pendingPods ?? 0) > 0) short.push(`${e.key} has ${s.pendingPods} pending pod(s)`);
+    } else if (sourceReportsReadyReplicas(s)) unknown.push(`${e.key}'s signal has no readyReplicas`);
+    else unreported.push(e.key);
   }
-  return { ready, short: short.length > 0 ? short.join(', ') : undefined };
+  if (unknown.length > 0) return { kind: 'unknown', why: unknown.join(', ') };
+  if (unreported.length > 0)
+    return { kind: 'unprotected', why: `the signal source of ${unreported.join(', ')} does not report readyReplicas` };
+  return { kind: 'checked', receivers: { ready, short: short.length > 0 ? short.join(', ') : undefined } };
 }
 
 /**
@@ -35,6 +54,7 @@ export function drain(run: Evaluation, useDraining: boolean): void {
       continue;
     }
     const floor = entry.keepWarm?.size ?? 1;
+    const before = entry.enteredDrain ? undefined : entry.draining?.desiredMaxReplicas;
     if (entry.enteredDrain || !entry.draining) {
       entry.draining = startDraining(entry.signal, run.nowMs, ready);
       // A warm cluster is never started below its size, nor left without a size when its replicas are unknown.
@@ -59,6 +79,13 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         run.timer(run.nowMs, b.drainStepIntervalSeconds);
         run.note(entry.key, `drain paused (${step.paused.reason}): ${step.paused.message}`);
       }
+    }
+    // Only a drain that can still step is unprotected: a cluster kept warm at its size steps no further.
+    if (ready.kind === 'unprotected' && entry.draining && (before ?? entry.draining.desiredMaxReplicas) > floor) {
+      entry.draining = { ...entry.draining, unprotectedReason: UNPROTECTED_REASON };
+      const why = `${ready.why}: it steps on the clock of behavior.drain.stepIntervalSeconds (${b.drainStepIntervalSeconds}s) with no ready-replica check (rule D1)`;
+      run.note(entry.key, `drain unprotected (${UNPROTECTED_REASON}): ${why}`);
+      run.unprotectedDrains.push(`${entry.key} drains unprotected: ${why}`);
     }
     warmAtSize(entry);
     const next = entry.draining && nextDrainStepAt(entry.draining, b.drainStepIntervalSeconds, floor);

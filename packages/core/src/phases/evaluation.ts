@@ -70,6 +70,8 @@ export class Evaluation {
   readonly held: string[] = [];
   /** The fail-back backoff (status.failBack). */
   failBackStatus: FailBackStatus | undefined;
+  /** Drains stepping on the clock alone (rule D1 has nothing to check), for the Satisfied message. */
+  readonly unprotectedDrains: string[] = [];
 
   constructor(
     readonly nowMs: number,
@@ -245,15 +247,22 @@ export class Evaluation {
 
   // ---- output ------------------------------------------------------------
 
-  /** `satisfied`, or Unknown while the inventory-loss guard keeps clusters this evaluation would remove. */
+  /**
+   * `satisfied`, or Unknown while the inventory-loss guard keeps clusters this
+   * evaluation would remove; either way naming the drains that step unprotected.
+   */
   satisfiedOrHeld(): Omit<Condition, 'lastTransitionTime'> {
-    if (this.held.length === 0) return this.satisfied;
-    return {
-      type: CONDITION_SATISFIED,
-      status: 'Unknown',
-      reason: 'InventoryShrunk',
-      message: `the fleet's ClusterProfile count dropped suddenly; ${this.held.length} cluster(s) whose ClusterProfile is missing stay listed until it recovers or the removal is confirmed: ${this.held.join(', ')}`,
-    };
+    const condition: Omit<Condition, 'lastTransitionTime'> =
+      this.held.length === 0
+        ? this.satisfied
+        : {
+            type: CONDITION_SATISFIED,
+            status: 'Unknown',
+            reason: 'InventoryShrunk',
+            message: `the fleet's ClusterProfile count dropped suddenly; ${this.held.length} cluster(s) whose ClusterProfile is missing stay listed until it recovers or the removal is confirmed: ${this.held.join(', ')}`,
+          };
+    const notes = this.unprotectedDrains;
+    return notes.length === 0 ? condition : { ...condition, message: [condition.message, ...notes].join('; ') };
   }
 
   listedClusters(useDraining: boolean): PlacementCluster[] {

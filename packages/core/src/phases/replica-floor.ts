@@ -34,8 +34,9 @@ export function settleFloors(run: Evaluation): void {
   const timeout = run.behavior.unhealthyTimeoutSeconds;
   for (const entry of run.live()) {
     const floor = entry.desiredMinReplicas;
-    if (floor === undefined) continue;
-    const lost = entry.replacesCluster !== undefined ? run.byKey.get(entry.replacesCluster) : undefined;
+    // A floor without the lost cluster it replaces is a warm standby's (rule W1, the standby phase).
+    if (floor === undefined || entry.replacesCluster === undefined) continue;
+    const lost = run.byKey.get(entry.replacesCluster);
     const ready = entry.signal.fresh ? entry.signal.readyReplicas : undefined;
     const cleared =
       entry.state !== 'ACTIVE'
@@ -45,7 +46,7 @@ export function settleFloors(run: Evaluation): void {
           : run.elapsedSeconds(entry.lastTransitionTime) >= timeout
             ? `the floor ran for unhealthyTimeoutSeconds (${timeout}s)`
             : !lost || lost.removed
-              ? `${entry.replacesCluster ?? 'the lost cluster'} is no longer listed`
+              ? `${entry.replacesCluster} is no longer listed`
               : lost.state === 'ACTIVE' && lost.signal.fresh
                 ? `${lost.key} is back`
                 : undefined;

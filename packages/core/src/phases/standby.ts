@@ -11,7 +11,8 @@ import { isAddable } from './scale-out.js';
  * `draining.desiredMaxReplicas` = their size, and neither counts toward
  * `minClustersBelowCapacityCeiling`:
  * - a warm standby (`warmStandbyClusters`), kept until it is reactivated or no
- *   longer needed, reason `WarmStandby`;
+ *   longer needed, reason `WarmStandby`; it also gets `desiredMinReplicas` =
+ *   its size, so its delivery runs that many whatever its HPA would choose;
  * - a cluster drained by fail-back, kept for `failBack.lingerSeconds` once at
  *   its size, reason `Lingering`.
  */
@@ -70,7 +71,10 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
         reason: 'WarmStandby',
         message: `warm standby at ${size} replica(s) (warmStandbyClusters ${wanted}); not counted toward minClustersBelowCapacityCeiling`,
       };
-      run.note(entry.key, `kept as a warm standby at ${size} replica(s): warmStandbyClusters is ${wanted}`);
+      run.note(
+        entry.key,
+        `kept as a warm standby at ${size} replica(s): warmStandbyClusters is ${wanted}; desiredMinReplicas ${size} keeps them running (rule W1)`,
+      );
     } else if (b.failBackEnabled && (entry.reason === 'FailBack' || entry.reason === 'Lingering')) {
       // The linger clock runs only while the preferred clusters are calm: any pressure restarts it.
       const atSize = entry.draining !== undefined && entry.draining.desiredMaxReplicas <= size;
@@ -117,6 +121,20 @@ export function standby(run: Evaluation, config: AutoscaleForCapacity, max: numb
       entry.message = `no longer needed as a warm standby (warmStandbyClusters ${wanted}); draining on to removal`;
     }
     if (entry.removalHeld && !entry.keepWarm) removeScaledIn(run, entry);
+  }
+  standbyFloors(run);
+}
+
+/**
+ * Rule W1's size as a floor: a standby gets `desiredMinReplicas` = its size,
+ * read by its delivery as the HPA's minReplicas (as rule O3's floor is), so it
+ * runs that many replicas and not only at most that many. Any other cluster
+ * loses such a floor: a floor without `replacesCluster` is a standby's.
+ */
+function standbyFloors(run: Evaluation): void {
+  for (const entry of run.live()) {
+    if (entry.keepWarm?.reason === 'WarmStandby') entry.desiredMinReplicas = entry.keepWarm.size;
+    else if (entry.replacesCluster === undefined) entry.desiredMinReplicas = undefined;
   }
 }
 

@@ -10,7 +10,9 @@ import type { SignalAssessment } from './signals.js';
  * drop since the drain began, or they are settled (every one reports ready
  * replicas at least its HPA's desiredReplicas, and no pending pods: their
  * autoscalers ask for nothing that is not running). Unknown ready replicas
- * mean no step. Growth alone cannot be the only test: the load of a step
+ * mean no step; a receiver whose signal source never reports them leaves
+ * nothing to check, and the drain steps on the clock alone, unprotected
+ * (missing data never stalls a decision forever). Growth alone cannot be the only test: the load of a step
  * moves only once the step is taken, and receivers below their HPA's
  * tolerance never grow, so such a drain would wait for the eviction timeout
  * and then drop everything at once.
@@ -24,19 +26,27 @@ export interface Receivers {
   readonly short: string | undefined;
 }
 
+/** What rule D1 can know of the receiving clusters now. */
+export type ReceiverCheck =
+  /** Every receiver reports its ready replicas: D1 applies. */
+  | { readonly kind: 'checked'; readonly receivers: Receivers }
+  /** A receiver's ready replicas are unknown (no fresh signal, or none in it): no step. */
+  | { readonly kind: 'unknown'; readonly why: string }
+  /** A receiver's signal source never reports ready replicas: the drain steps on the clock, unprotected. */
+  | { readonly kind: 'unprotected'; readonly why: string };
+
+/** `draining.unprotectedReason` of a drain that steps on the clock alone. */
+export const UNPROTECTED_REASON = 'ReadyReplicasNotReported';
+
 /**
  * Draining on entering SCALING_IN or EVICTING: start from the observed
  * replicas (or the HPA maximum when unknown), remembering the start and the
  * receivers' ready replicas. Undefined while neither is known.
  */
-export function startDraining(
-  signal: SignalAssessment,
-  nowMs: number,
-  receivers: Receivers | undefined,
-): Draining | undefined {
+export function startDraining(signal: SignalAssessment, nowMs: number, check: ReceiverCheck): Draining | undefined {
   const start = signal.currentReplicas ?? signal.maxReplicas;
   if (start === undefined) return undefined;
-  return startDrainingAt(Math.max(1, start), nowMs, signal.currentReplicas, receivers);
+  return startDrainingAt(Math.max(1, start), nowMs, signal.currentReplicas, check);
 }
 
 /** A drain that begins now at `desired`. */
@@ -44,14 +54,14 @@ export function startDrainingAt(
   desired: number,
   nowMs: number,
   currentReplicas: number | undefined,
-  receivers: Receivers | undefined,
+  check: ReceiverCheck,
 ): Draining {
   return {
     desiredMaxReplicas: desired,
     lastReplicaCountDecrease: formatTime(nowMs),
     ...(currentReplicas !== undefined ? { currentReplicaCount: currentReplicas } : {}),
     initialDesiredMaxReplicas: desired,
-    ...(receivers !== undefined ? { receiversReadyReplicas: receivers.ready } : {}),
+    ...(check.kind === 'checked' ? { receiversReadyReplicas: check.receivers.ready } : {}),
   };
 }
 
@@ -65,8 +75,8 @@ export interface DrainStepOptions {
   readonly stepPercent: number;
   /** The lowest desiredMaxReplicas (1, or the size of a warm cluster). */
   readonly floor: number;
-  /** The receiving clusters now; undefined when the ready replicas of any of them are unknown. */
-  readonly receivers: Receivers | undefined;
+  /** What rule D1 knows of the receiving clusters now. */
+  readonly receivers: ReceiverCheck;
 }
 
 export type DrainPause = 'ReadyReplicasUnknown' | 'ReceiversNotReady';
@@ -94,7 +104,8 @@ export function stepDraining(
   const initial = restart
     ? draining.desiredMaxReplicas
     : (draining.initialDesiredMaxReplicas ?? draining.desiredMaxReplicas);
-  const baseline = draining.receiversReadyReplicas ?? o.receivers?.ready;
+  const baseline =
+    draining.receiversReadyReplicas ?? (o.receivers.kind === 'checked' ? o.receivers.receivers.ready : undefined);
   const base: Draining = {
     desiredMaxReplicas: draining.desiredMaxReplicas,
     lastReplicaCountDecrease: draining.lastReplicaCountDecrease,
@@ -119,19 +130,25 @@ export function stepDraining(
   };
 }
 
-/** Why a due step waits (rule D1), or undefined when the receivers have absorbed the drop so far. */
-export function drainPause(
-  drop: number,
-  baseline: number | undefined,
-  receivers: Receivers | undefined,
-): DrainStep['paused'] {
-  if (receivers === undefined || baseline === undefined)
-    return { reason: 'ReadyReplicasUnknown', message: "a receiving cluster's ready replicas are unknown" };
-  const growth = receivers.ready - baseline;
+/**
+ * Why a due step waits (rule D1), or undefined when the receivers have
+ * absorbed the drop so far, or when their source reports no ready replicas to
+ * check (the drain then steps on the clock).
+ */
+export function drainPause(drop: number, baseline: number | undefined, check: ReceiverCheck): DrainStep['paused'] {
+  if (check.kind === 'unprotected') return undefined;
+  if (check.kind === 'unknown')
+    return {
+      reason: 'ReadyReplicasUnknown',
+      message: `a receiving cluster's ready replicas are unknown: ${check.why}`,
+    };
+  const receivers = check.receivers;
+  const from = baseline ?? receivers.ready;
+  const growth = receivers.ready - from;
   if (drop <= growth || receivers.short === undefined) return undefined;
   return {
     reason: 'ReceiversNotReady',
-    message: `the drop so far (${drop}) exceeds the receivers' ready-replica growth (${growth}: ${baseline} → ${receivers.ready}), and ${receivers.short}`,
+    message: `the drop so far (${drop}) exceeds the receivers' ready-replica growth (${growth}: ${from} → ${receivers.ready}), and ${receivers.short}`,
   };
 }
 

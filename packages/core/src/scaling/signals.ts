@@ -17,6 +17,11 @@ export interface SignalAssessment {
   readonly desiredReplicas: number | undefined;
   /** The workload's ready replicas (Deployment status.readyReplicas). */
   readonly readyReplicas: number | undefined;
+  /**
+   * false only when a fresh signal declares that its source never reports
+   * readyReplicas; read it with `sourceReportsReadyReplicas`.
+   */
+  readonly reportsReadyReplicas: boolean;
   readonly pendingPods: number | undefined;
   readonly failedScaleUp: boolean | undefined;
   /**
@@ -45,12 +50,25 @@ export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
   minReplicas: undefined,
   desiredReplicas: undefined,
   readyReplicas: undefined,
+  reportsReadyReplicas: true,
   pendingPods: undefined,
   failedScaleUp: undefined,
   unreachable: false,
   transportError: undefined,
   staleAt: undefined,
 });
+
+/**
+ * Whether a cluster's signal source reports readyReplicas (docs/signals.md):
+ * true unless its signal declares `reportsReadyReplicas: false`. A missing,
+ * stale or failed signal says nothing about its source, so it counts as one
+ * that reports it: its readyReplicas are then unknown, not unreported.
+ */
+export function sourceReportsReadyReplicas(
+  signal: Pick<Signal, 'reportsReadyReplicas'> | Pick<SignalAssessment, 'reportsReadyReplicas'> | undefined,
+): boolean {
+  return signal?.reportsReadyReplicas !== false;
+}
 
 /**
  * A cluster is at its capacity ceiling when pods are pending and the
@@ -138,6 +156,7 @@ export function assessSignal(signal: Signal | undefined, nowMs: number, staleAft
     minReplicas: signal.hpa?.minReplicas,
     desiredReplicas: signal.hpa?.desiredReplicas,
     readyReplicas: signal.readyReplicas,
+    reportsReadyReplicas: sourceReportsReadyReplicas(signal),
     pendingPods: signal.pendingPods,
     failedScaleUp: signal.failedScaleUp,
     unreachable: false,

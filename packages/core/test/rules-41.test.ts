@@ -1,0 +1,453 @@
+import { describe, expect, it } from 'vitest';
+import { aClusterProfile, anAutoscalingSpec, anUnreachableSignal, aScaleInSignal, aSignal } from '@mco/core/testing';
+import {
+  assessSignal,
+  sourceReportsReadyReplicas,
+  type Decision,
+  type Draining,
+  type PlacementCluster,
+  type Signal,
+} from '@mco/core';
+import { at, condition, explainOf, listed, moves, run, type Case } from './helpers.js';
+
+// Issue 41: a drain never stalls on a signal source that does not report
+// readyReplicas (rule D1, docs/placement-rules.md §4), and a warm standby runs
+// at least its size (rule W1, §10.6). fleet/a is preferred over fleet/b over fleet/c.
+
+const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
+const NOW = 100_000;
+const fresh = NOW - 10;
+const stale = NOW - 600;
+
+const clusterOf = (d: Decision, key: string): PlacementCluster | undefined =>
+  d.status.clusters?.find((c) => `${c.namespace}/${c.name}` === key);
+
+/** A receiver's fresh signal: its HPA settled at `desired`, `ready` ready (undefined: none in the signal). */
+const receiver = (
+  key: string,
+  ready: number | undefined,
+  reports: boolean | undefined,
+  observedAt = at(fresh),
+  desired = 5,
+): Signal =>
+  aSignal(key, observedAt, {
+    hpa: { currentReplicas: desired, desiredReplicas: desired, minReplicas: 1, maxReplicas: 20 },
+    pendingPods: 0,
+    failedScaleUp: false,
+    ...(ready !== undefined ? { readyReplicas: ready } : {}),
+    ...(reports !== undefined ? { reportsReadyReplicas: reports } : {}),
+  });
+/** Prometheus with its readyReplicas query off: no readyReplicas, declared as a property of the source. */
+const unreported = (key: string, observedAt = at(fresh)) => receiver(key, undefined, false, observedAt);
+
+describe('sourceReportsReadyReplicas: a property of the source, never of one missing value', () => {
+  it.each<{ name: string; signal: Signal | undefined; expected: { signal: boolean; assessed: boolean } }>([
+    {
+      name: 'a signal that declares reportsReadyReplicas: false',
+      signal: unreported('fleet/a'),
+      expected: { signal: false, assessed: false },
+    },
+    {
+      name: 'a signal without the declaration (the default)',
+      signal: receiver('fleet/a', undefined, undefined),
+      expected: { signal: true, assessed: true },
+    },
+    {
+      name: 'a signal that declares reportsReadyReplicas: true',
+      signal: receiver('fleet/a', 4, true),
+      expected: { signal: true, assessed: true },
+    },
+    {
+      name: 'a stale signal that declares false: unknown, so as a source that reports it',
+      signal: unreported('fleet/a', at(stale)),
+      expected: { signal: false, assessed: true },
+    },
+    {
+      name: 'a transport error: unknown, so as a source that reports it',
+      signal: anUnreachableSignal('fleet/a', at(fresh)),
+      expected: { signal: true, assessed: true },
+    },
+    { name: 'no signal at all', signal: undefined, expected: { signal: true, assessed: true } },
+  ])('$name', ({ signal, expected }) => {
+    const assessed = assessSignal(signal, (Date.UTC(2026, 0, 1) / 1000 + NOW) * 1000, 180);
+    expect({ signal: sourceReportsReadyReplicas(signal), assessed: sourceReportsReadyReplicas(assessed) }).toEqual(
+      expected,
+    );
+  });
+});
+
+describe('D1 on a source without readyReplicas: the drain steps on the clock, unprotected, and says so', () => {
+  /** b drains (SCALING_IN) from 8, at `desired`, its last step `ago` seconds back; a (and c) receive. */
+  const draining = (desired: number, ago = 60, extra: Partial<Draining> = {}, receivers = ['fleet/a']) => ({
+    clusters: [
+      ...receivers.filter((k) => k !== 'fleet/c').map((k) => listed(k, 'ACTIVE', 0)),
+      listed('fleet/b', 'SCALING_IN', NOW - 600, {
+        reason: 'ScaleIn',
+        draining: { desiredMaxReplicas: desired, lastReplicaCountDecrease: at(NOW - ago), ...extra },
+      }),
+      ...(receivers.includes('fleet/c') ? [listed('fleet/c', 'ACTIVE', 0)] : []),
+    ],
+  });
+  const b = (replicas: number) => aSignal('fleet/b', at(fresh), { hpa: { currentReplicas: replicas, maxReplicas: 8 } });
+  const input = (status: Case['status'], signals: Signal[]): Case => ({
+    spec: anAutoscalingSpec(1, { useDraining: true }),
+    status,
+    profiles: fleet,
+    signals,
+    now: NOW,
+  });
+  /** What a row checks: the transitions, b's drain, the requeue, and what the Satisfied message adds. */
+  const outcome = (d: Decision) => ({
+    moves: moves(d),
+    draining: clusterOf(d, 'fleet/b')?.draining,
+    requeue: d.requeueAfterSeconds,
+    satisfied: condition(d, 'Satisfied')?.message?.split('; ').slice(1),
+  });
+  const UNPROTECTED =
+    'the signal source of fleet/a does not report readyReplicas: it steps on the clock of behavior.drain.stepIntervalSeconds (60s) with no ready-replica check (rule D1)';
+
+  it.each<{ name: string; input: Case; expected: ReturnType<typeof outcome> }>([
+    {
+      name: "a receiver's source declares it reports no readyReplicas: a due step is taken (8 → 6), marked unprotected",
+      input: input(draining(8), [unreported('fleet/a'), b(8)]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW),
+          currentReplicaCount: 8,
+          initialDesiredMaxReplicas: 8,
+          unprotectedReason: 'ReadyReplicasNotReported',
+        },
+        requeue: 60,
+        satisfied: [`fleet/b drains unprotected: ${UNPROTECTED}`],
+      },
+    },
+    {
+      name: 'within the interval nothing steps, and the drain still shows it is unprotected',
+      input: input(draining(6, 30), [unreported('fleet/a'), b(6)]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW - 30),
+          currentReplicaCount: 6,
+          initialDesiredMaxReplicas: 6,
+          unprotectedReason: 'ReadyReplicasNotReported',
+        },
+        requeue: 30,
+        satisfied: [`fleet/b drains unprotected: ${UNPROTECTED}`],
+      },
+    },
+    {
+      name: 'the last step reaches 1 and R1 removes b once it runs 1 replica, as MCO does',
+      input: input(draining(1, 60, { unprotectedReason: 'ReadyReplicasNotReported' }), [unreported('fleet/a'), b(1)]),
+      expected: { moves: ['R1 fleet/b SCALING_IN->-'], draining: undefined, requeue: 170, satisfied: [] },
+    },
+    {
+      name: 'the source declares false but the receiver’s signal is stale: doubt, so no step (ReadyReplicasUnknown)',
+      input: input(draining(6), [unreported('fleet/a', at(stale)), b(6)]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW - 60),
+          currentReplicaCount: 6,
+          initialDesiredMaxReplicas: 6,
+          pausedReason: 'ReadyReplicasUnknown',
+        },
+        requeue: 60,
+        satisfied: [],
+      },
+    },
+    {
+      name: 'a source that reports readyReplicas (no declaration) but sent none: paused as before (ReadyReplicasUnknown)',
+      input: input(draining(6), [receiver('fleet/a', undefined, undefined), b(6)]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW - 60),
+          currentReplicaCount: 6,
+          initialDesiredMaxReplicas: 6,
+          pausedReason: 'ReadyReplicasUnknown',
+        },
+        requeue: 60,
+        satisfied: [],
+      },
+    },
+    {
+      name: 'a source that declares reportsReadyReplicas: true but sent none: paused',
+      input: input(draining(6), [receiver('fleet/a', undefined, true), b(6)]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW - 60),
+          currentReplicaCount: 6,
+          initialDesiredMaxReplicas: 6,
+          pausedReason: 'ReadyReplicasUnknown',
+        },
+        requeue: 60,
+        satisfied: [],
+      },
+    },
+    {
+      name: 'a value sent despite reportsReadyReplicas: false is a value: D1 checks it (settled receivers: one step)',
+      input: input(draining(8), [receiver('fleet/a', 5, false), b(8)]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW),
+          currentReplicaCount: 8,
+          initialDesiredMaxReplicas: 8,
+          receiversReadyReplicas: 5,
+        },
+        requeue: 60,
+        satisfied: [],
+      },
+    },
+    {
+      name: 'one receiver reports its ready replicas, the other’s source does not: the drain is unprotected',
+      input: input(draining(8, 60, {}, ['fleet/a', 'fleet/c']), [
+        receiver('fleet/a', 5, undefined),
+        unreported('fleet/c'),
+        b(8),
+      ]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW),
+          currentReplicaCount: 8,
+          initialDesiredMaxReplicas: 8,
+          unprotectedReason: 'ReadyReplicasNotReported',
+        },
+        requeue: 60,
+        satisfied: [`fleet/b drains unprotected: ${UNPROTECTED.replace('fleet/a', 'fleet/c')}`],
+      },
+    },
+    {
+      name: 'one receiver’s value is missing while the other’s source reports none: doubt wins, no step',
+      input: input(draining(8, 60, {}, ['fleet/a', 'fleet/c']), [
+        receiver('fleet/a', undefined, undefined),
+        unreported('fleet/c'),
+        b(8),
+      ]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 8,
+          lastReplicaCountDecrease: at(NOW - 60),
+          currentReplicaCount: 8,
+          initialDesiredMaxReplicas: 8,
+          pausedReason: 'ReadyReplicasUnknown',
+        },
+        requeue: 60,
+        satisfied: [],
+      },
+    },
+    {
+      name: 'an unprotected drain whose receivers start to report readyReplicas counts D1 from there (its first step is free)',
+      input: input(draining(6, 60, { unprotectedReason: 'ReadyReplicasNotReported' }), [
+        receiver('fleet/a', 4, undefined, at(fresh), 9),
+        b(6),
+      ]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 4,
+          lastReplicaCountDecrease: at(NOW),
+          currentReplicaCount: 6,
+          initialDesiredMaxReplicas: 6,
+          receiversReadyReplicas: 4,
+        },
+        requeue: 60,
+        satisfied: [],
+      },
+    },
+  ])('$name', ({ input: i, expected }) => {
+    expect(outcome(run(i))).toEqual(expected);
+  });
+
+  it('a scale-in with receivers whose source reports no readyReplicas starts its drain unprotected', () => {
+    const d = run({
+      spec: anAutoscalingSpec(1, { useDraining: true, behavior: { scaleIn: { cooldownSeconds: 300 } } }),
+      status: {
+        clusters: [
+          listed('fleet/a', 'ACTIVE', 0),
+          listed('fleet/b', 'ACTIVE', 0, { scaleInCandidateSince: at(NOW - 1000) }),
+        ],
+        lastAdditionTime: at(0),
+      },
+      profiles: fleet,
+      signals: [unreported('fleet/a'), { ...aScaleInSignal('fleet/b', at(fresh), 4), reportsReadyReplicas: false }],
+      now: NOW,
+    });
+    expect(outcome(d)).toEqual({
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+      draining: {
+        desiredMaxReplicas: 4,
+        lastReplicaCountDecrease: at(NOW),
+        currentReplicaCount: 4,
+        initialDesiredMaxReplicas: 4,
+        unprotectedReason: 'ReadyReplicasNotReported',
+      },
+      requeue: 60,
+      satisfied: [`fleet/b drains unprotected: ${UNPROTECTED}`],
+    });
+  });
+
+  it.each<{ name: string; input: Case; note: string }>([
+    {
+      name: 'mco explain says the drain proceeds unprotected, and why',
+      input: input(draining(8), [unreported('fleet/a'), b(8)]),
+      note: `drain unprotected (ReadyReplicasNotReported): ${UNPROTECTED}`,
+    },
+    {
+      name: 'mco explain names the receiver whose ready replicas are unknown',
+      input: input(draining(6), [receiver('fleet/a', undefined, undefined), b(6)]),
+      note: "drain paused (ReadyReplicasUnknown): a receiving cluster's ready replicas are unknown: fleet/a's signal has no readyReplicas",
+    },
+    {
+      name: 'mco explain names a receiver without a fresh signal',
+      input: input(draining(6), [unreported('fleet/a', at(stale)), b(6)]),
+      note: "drain paused (ReadyReplicasUnknown): a receiving cluster's ready replicas are unknown: fleet/a has no fresh signal",
+    },
+  ])('$name', ({ input: i, note }) => {
+    expect(explainOf(i).clusters.find((c) => c.cluster === 'fleet/b')?.notes).toContain(note);
+  });
+});
+
+describe('W1: a warm standby runs at least its size (desiredMinReplicas), not only at most', () => {
+  const spec = (standbyReplicas?: number, standby = 1) =>
+    anAutoscalingSpec(1, {
+      useDraining: true,
+      warmStandbyClusters: standby,
+      ...(standbyReplicas !== undefined ? { warmStandbyReplicas: standbyReplicas } : {}),
+    });
+  const a5 = receiver('fleet/a', 5, undefined);
+  /** b listed SCALING_IN as a standby (or `reason`), its cap at `desired`, and the floor fields given. */
+  const bListed = (reason: string, desired: number, extra: Partial<PlacementCluster> = {}) =>
+    listed('fleet/b', 'SCALING_IN', NOW - 600, {
+      reason,
+      draining: { desiredMaxReplicas: desired, lastReplicaCountDecrease: at(NOW - 30), receiversReadyReplicas: 5 },
+      ...extra,
+    });
+  /** The fields a delivery reads of each listed cluster. */
+  const view = (d: Decision) =>
+    (d.status.clusters ?? []).map((c) => ({
+      cluster: `${c.namespace}/${c.name}`,
+      state: c.state,
+      reason: c.reason,
+      desiredMaxReplicas: c.draining?.desiredMaxReplicas,
+      desiredMinReplicas: c.desiredMinReplicas,
+      replacesCluster: c.replacesCluster,
+    }));
+  const row = (
+    cluster: string,
+    state: PlacementCluster['state'],
+    reason?: string,
+    desiredMaxReplicas?: number,
+    desiredMinReplicas?: number,
+    replacesCluster?: string,
+  ) => ({ cluster, state, reason, desiredMaxReplicas, desiredMinReplicas, replacesCluster });
+  const A = row('fleet/a', 'ACTIVE');
+  /** fleet/a ACTIVE with 5 ready, then `others` listed, with b's signal (if any) beside a's. */
+  const withA = (spec: Case['spec'], others: PlacementCluster[], bSignal?: Signal): Case => ({
+    spec,
+    status: { clusters: [listed('fleet/a', 'ACTIVE', 0), ...others] },
+    profiles: fleet,
+    signals: [a5, ...(bSignal ? [bSignal] : [])],
+    now: NOW,
+  });
+
+  it.each<{ name: string; input: Case; moves: string[]; clusters: ReturnType<typeof view> }>([
+    {
+      name: 'a standby added with warmStandbyReplicas 13 gets desiredMinReplicas 13 beside its cap of 13',
+      input: withA(spec(13), []),
+      moves: ['P1 fleet/b -->ACTIVE', 'P2 fleet/b ACTIVE->SCALING_IN'],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 13, 13)],
+    },
+    {
+      name: 'a standby kept: its floor stays at its size while its HPA runs 2',
+      input: withA(
+        spec(13),
+        [bListed('WarmStandby', 13, { desiredMinReplicas: 13 })],
+        aScaleInSignal('fleet/b', at(fresh), 2),
+      ),
+      moves: [],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 13, 13)],
+    },
+    {
+      name: "without warmStandbyReplicas the size, and the floor, is the HPA's minReplicas (1)",
+      input: withA(spec(), [bListed('WarmStandby', 1)], aScaleInSignal('fleet/b', at(fresh), 1)),
+      moves: [],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 1, 1)],
+    },
+    {
+      name: 'a scaled-in cluster still draining down to the standby size gets the floor at once (6 ≥ 3)',
+      input: withA(spec(3), [bListed('ScaleIn', 6)], aScaleInSignal('fleet/b', at(fresh), 6)),
+      moves: [],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'ScaleIn', 6, 3)],
+    },
+    {
+      name: 'raising warmStandbyReplicas raises the floor and the cap in the same evaluation',
+      input: withA(
+        spec(4),
+        [bListed('WarmStandby', 2, { desiredMinReplicas: 2 })],
+        aScaleInSignal('fleet/b', at(fresh), 2),
+      ),
+      moves: [],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'WarmStandby', 4, 4)],
+    },
+    {
+      name: 'a standby reactivated to take load (a unreachable) loses its floor; the new standby gets one',
+      input: {
+        spec: spec(3),
+        status: { clusters: [listed('fleet/a', 'ACTIVE', 0), bListed('WarmStandby', 3, { desiredMinReplicas: 3 })] },
+        profiles: fleet,
+        signals: [anUnreachableSignal('fleet/a', at(fresh)), receiver('fleet/b', 3, undefined, at(fresh), 3)],
+        now: NOW,
+      },
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE', 'P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN'],
+      clusters: [A, row('fleet/b', 'ACTIVE', 'Reactivated'), row('fleet/c', 'SCALING_IN', 'WarmStandby', 3, 3)],
+    },
+    {
+      name: 'a standby no longer wanted (warmStandbyClusters 0) is released without a floor, and drains on',
+      input: withA(
+        spec(3, 0),
+        [bListed('WarmStandby', 3, { desiredMinReplicas: 3 })],
+        aScaleInSignal('fleet/b', at(fresh), 3),
+      ),
+      moves: [],
+      clusters: [A, row('fleet/b', 'SCALING_IN', 'StandbyReleased', 3)],
+    },
+    {
+      name: "a replacement's floor (rule O3) is its own: the standby phase leaves it",
+      input: {
+        spec: spec(2),
+        status: {
+          clusters: [
+            listed('fleet/a', 'ACTIVE', 0),
+            listed('fleet/b', 'ACTIVE', NOW - 60, {
+              reason: 'Added',
+              desiredMinReplicas: 6,
+              replacesCluster: 'fleet/c',
+            }),
+            listed('fleet/c', 'ACTIVE', 0),
+          ],
+        },
+        profiles: fleet,
+        signals: [a5, receiver('fleet/b', 2, undefined, at(fresh), 6), anUnreachableSignal('fleet/c', at(fresh))],
+        now: NOW,
+      },
+      moves: [],
+      clusters: [A, row('fleet/b', 'ACTIVE', 'Added', undefined, 6, 'fleet/c'), row('fleet/c', 'ACTIVE')],
+    },
+  ])('$name', ({ input, moves: expectedMoves, clusters }) => {
+    const d = run(input);
+    expect({ moves: moves(d), clusters: view(d) }).toEqual({ moves: expectedMoves, clusters });
+  });
+});
