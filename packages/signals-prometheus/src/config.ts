@@ -39,6 +39,10 @@ export const DEFAULT_QUERIES = {
   failedScaleUp: 'sum(increase(cluster_autoscaler_failed_scale_ups_total{${cluster}}[${window}]))',
   workloadHealthy:
     'max_over_time(kube_deployment_status_condition{${cluster}namespace="${namespace}",deployment="${deployment}",condition="Available",status="true"}[${healthWindow}])',
+  // The Deployment's status.readyReplicas, for make-before-break draining (rule D1). Set it to null
+  // when kube-state-metrics' deployment series are not collected: the signals then declare
+  // reportsReadyReplicas: false, and drains step on the clock instead of waiting for them.
+  readyReplicas: 'kube_deployment_status_replicas_ready{${cluster}namespace="${namespace}",deployment="${deployment}"}',
   atCapacityCeiling: null,
   wantsScaleIn: null,
 } satisfies Record<string, string | null>;

@@ -84,6 +84,7 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
     const q = override === undefined ? DEFAULT_QUERIES[name] : override;
     return q ? [{ name, template: q }] : [];
   });
+  const reportsReadyReplicas = queries.some((q) => q.name === 'readyReplicas');
 
   return {
     async observe(request, abort) {
@@ -131,7 +132,7 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
               }
             }),
           );
-          return toObservation(key, time, values);
+          return toObservation(key, time, values, reportsReadyReplicas);
         },
       );
       for (const e of result.errors) logger.debug('signal incomplete', { ...e, placement: request.placement.name });
@@ -166,8 +167,18 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
 
 type QueryResult = { name: QueryName; value: QueryValue; error?: { code: McoErrorCode; message: string } };
 
-/** Turns query results into a signal; nothing answered at all means no signal. */
-export function toObservation(cluster: string, time: Date, results: readonly QueryResult[]): ClusterObservation {
+/**
+ * Turns query results into a signal; nothing answered at all means no signal.
+ * Without a readyReplicas query (`reportsReadyReplicas` false) the signal
+ * says so: the engine then drains on the clock rather than wait for a value
+ * that never comes (docs/signals.md).
+ */
+export function toObservation(
+  cluster: string,
+  time: Date,
+  results: readonly QueryResult[],
+  reportsReadyReplicas = true,
+): ClusterObservation {
   const errors = results.flatMap((r) => (r.error ? [r.error] : []));
   const v = Object.fromEntries(results.filter((r) => r.value !== undefined).map((r) => [r.name, r.value!])) as Partial<
     Record<QueryName, number>
@@ -206,6 +217,9 @@ export function toObservation(cluster: string, time: Date, results: readonly Que
   if (Object.keys(hpa).length) signal.hpa = hpa;
   const pending = count('pendingPods');
   if (pending !== undefined) signal.pendingPods = pending;
+  const ready = count('readyReplicas');
+  if (ready !== undefined) signal.readyReplicas = ready;
+  if (!reportsReadyReplicas) signal.reportsReadyReplicas = false;
   for (const name of ['failedScaleUp', 'workloadHealthy', 'atCapacityCeiling', 'wantsScaleIn'] as const) {
     const f = flag(name);
     if (f !== undefined) signal[name] = f;

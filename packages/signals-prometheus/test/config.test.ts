@@ -46,6 +46,18 @@ describe('PrometheusSignalsConfigSchema', () => {
       ],
     },
     {
+      name: 'a readyReplicas query with an unknown variable',
+      input: { url: 'http://p', queries: { readyReplicas: 'kube_deployment_status_replicas_ready{pod="${pod}"}' } },
+      want: [
+        'queries.readyReplicas: unknown variable ${pod}; known: ${cluster}, ${namespace}, ${deployment}, ${hpa}, ${window}, ${healthWindow}',
+      ],
+    },
+    {
+      name: 'a readyReplicas query that is not a string',
+      input: { url: 'http://p', queries: { readyReplicas: false } },
+      want: ['queries.readyReplicas: Invalid input: expected string, received boolean'],
+    },
+    {
       name: 'an unknown query name',
       input: { url: 'http://p', queries: { pending: 'x' } },
       want: ['queries: Unrecognized key: "pending"'],
@@ -78,6 +90,12 @@ describe('query rendering', () => {
     ).toBe(
       'kube_horizontalpodautoscaler_spec_max_replicas{cluster="east",namespace="shop",horizontalpodautoscaler="we\\"b"}',
     );
+  });
+
+  it("renders the default readyReplicas query on kube-state-metrics' ready-replica series of the Deployment", () => {
+    expect(
+      render(DEFAULT_QUERIES.readyReplicas, { cluster: 'cluster="east",', namespace: 'shop', deployment: 'web' }),
+    ).toBe('kube_deployment_status_replicas_ready{cluster="east",namespace="shop",deployment="web"}');
   });
 
   it('builds cluster matchers from name, labels, annotations and properties, sorted by label name', () => {

@@ -144,6 +144,15 @@ const SERIES = openMetrics([
     ],
   },
   {
+    name: 'kube_deployment_status_replicas_ready',
+    type: 'gauge',
+    series: [
+      [{ cluster: 'east', namespace: 'shop', deployment: 'web' }, held(4)],
+      [{ cluster: 'east', namespace: 'shop', deployment: 'other' }, held(9)],
+      [{ cluster: 'west', namespace: 'shop', deployment: 'web' }, held(2)],
+    ],
+  },
+  {
     name: 'cluster_autoscaler_failed_scale_ups',
     type: 'counter',
     series: [
@@ -198,7 +207,7 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
     });
   const observedAt = '2026-01-01T00:00:00.000Z';
 
-  it('reads the kube-state-metrics and cluster-autoscaler series of each cluster with the default queries', async () => {
+  it('reads the kube-state-metrics and cluster-autoscaler series of each cluster with the default queries (readyReplicas from kube_deployment_status_replicas_ready)', async () => {
     expect(await source().observe(request('east', 'west'))).toEqual({
       signals: [
         {
@@ -212,6 +221,7 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
             scalingLimited: { status: 'True', reason: 'TooManyReplicas' },
           },
           pendingPods: 2,
+          readyReplicas: 4,
           failedScaleUp: true,
           workloadHealthy: true,
         },
@@ -226,6 +236,7 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
             scalingLimited: { status: 'True', reason: 'TooFewReplicas' },
           },
           pendingPods: 0,
+          readyReplicas: 2,
           failedScaleUp: false,
           workloadHealthy: false,
         },
@@ -263,6 +274,30 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
     expect({ failedScaleUp: result.signals[0]?.failedScaleUp, healthy: result.signals[0]?.workloadHealthy }).toEqual({
       failedScaleUp: true,
       healthy: undefined,
+    });
+  });
+
+  it.each([
+    {
+      name: 'turned off (null): the signals declare that the source does not report readyReplicas',
+      readyReplicas: null,
+      expected: { readyReplicas: undefined, reportsReadyReplicas: false },
+    },
+    {
+      name: 'overridden: the override is read',
+      readyReplicas: 'kube_deployment_status_replicas_ready{${cluster}namespace="${namespace}",deployment="other"}',
+      expected: { readyReplicas: 9, reportsReadyReplicas: undefined },
+    },
+  ])('the readyReplicas query $name', async ({ readyReplicas, expected }) => {
+    const result = await source({ queries: { readyReplicas } }).observe(request('east'));
+    const signal = result.signals[0];
+    expect({
+      readyReplicas: signal?.readyReplicas,
+      reportsReadyReplicas: signal?.reportsReadyReplicas,
+      errors: result.errors,
+    }).toEqual({
+      ...expected,
+      errors: [],
     });
   });
 
@@ -306,6 +341,7 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
         'Invalid query hpaMaxReplicas at http',
         'Invalid query hpaScalingLimited at http',
         'Invalid query workloadHealthy at http',
+        'Invalid query readyReplicas at http',
       ],
       first: `query hpaCurrentReplicas at ${prometheus.url}/api/v1/query: 3 series answered where one was expected (check clusterLabels and the query's aggregation)`,
     });
