@@ -12,10 +12,10 @@ import type { SignalAssessment } from './signals.js';
  * autoscalers ask for nothing that is not running). Unknown ready replicas
  * mean no step; a receiver whose signal source never reports them leaves
  * nothing to check, and the drain steps on the clock alone, unprotected
- * (missing data never stalls a decision forever). Growth alone cannot be the only test: the load of a step
- * moves only once the step is taken, and receivers below their HPA's
- * tolerance never grow, so such a drain would wait for the eviction timeout
- * and then drop everything at once.
+ * (missing data never stalls a decision forever). Growth alone cannot be the
+ * only test: the load of a step moves only once the step is taken, and
+ * receivers below their HPA's tolerance never grow, so such a drain would
+ * wait for the eviction timeout and then drop everything at once.
  */
 
 /** The receiving clusters as a drain sees them. */
