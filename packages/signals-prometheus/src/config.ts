@@ -47,6 +47,14 @@ export const DEFAULT_QUERIES = {
   wantsScaleIn: null,
 } satisfies Record<string, string | null>;
 export type QueryName = keyof typeof DEFAULT_QUERIES;
+
+/**
+ * Asked when the default readyReplicas query selects no series for a
+ * cluster: does that cluster export kube-state-metrics' ready-replica series
+ * at all? None means the source cannot report readyReplicas there (a property
+ * of what is collected, not a missing value).
+ */
+export const READY_REPLICAS_PROBE = 'count(kube_deployment_status_replicas_ready{${cluster}})';
 export const QUERY_NAMES = Object.keys(DEFAULT_QUERIES) as QueryName[];
 
 const VARIABLE = /\$\{([^}]*)\}/g;

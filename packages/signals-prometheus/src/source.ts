@@ -12,7 +12,13 @@ import {
   type PluginDeps,
 } from '@mco/runtime';
 import type { Auth } from './auth.js';
-import { DEFAULT_QUERIES, QUERY_NAMES, type PrometheusSignalsConfig, type QueryName } from './config.js';
+import {
+  DEFAULT_QUERIES,
+  QUERY_NAMES,
+  READY_REPLICAS_PROBE,
+  type PrometheusSignalsConfig,
+  type QueryName,
+} from './config.js';
 import { queryEndpoint, queryInstant, redactUrl, type QueryValue } from './prometheus-client.js';
 
 export const SOURCE_NAME = 'prometheus';
@@ -84,7 +90,9 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
     const q = override === undefined ? DEFAULT_QUERIES[name] : override;
     return q ? [{ name, template: q }] : [];
   });
-  const reportsReadyReplicas = queries.some((q) => q.name === 'readyReplicas');
+  const readyQuery = queries.find((q) => q.name === 'readyReplicas');
+  // Only the default query is known to read kube-state-metrics' series, so only it is probed.
+  const probeReady = readyQuery?.template === DEFAULT_QUERIES.readyReplicas;
 
   return {
     async observe(request, abort) {
@@ -110,29 +118,37 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
           };
           const headers = { ...config.headers, ...(await auth.headers(signal)) };
           const time = now();
-          const values = await Promise.all(
-            queries.map(async ({ name, template }) => {
-              try {
-                const value = await queryInstant(endpoint, render(template, variables), {
-                  time,
-                  headers,
-                  maxResponseBytes: config.maxResponseBytes,
-                  signal,
-                });
-                return { name, value };
-              } catch (error) {
-                if (signal.aborted) throw signal.reason;
-                const e = toMcoError(error);
-                if (e.code === 'Unauthorized') auth.invalidate();
-                return {
-                  name,
-                  value: undefined,
-                  error: { code: e.code, message: `query ${name} at ${redactUrl(endpoint)}: ${e.message}` },
-                };
-              }
-            }),
-          );
-          return toObservation(key, time, values, reportsReadyReplicas);
+          const ask = async (name: QueryName, template: string): Promise<QueryResult> => {
+            try {
+              const value = await queryInstant(endpoint, render(template, variables), {
+                time,
+                headers,
+                maxResponseBytes: config.maxResponseBytes,
+                signal,
+              });
+              return { name, value };
+            } catch (error) {
+              if (signal.aborted) throw signal.reason;
+              const e = toMcoError(error);
+              if (e.code === 'Unauthorized') auth.invalidate();
+              return {
+                name,
+                value: undefined,
+                error: { code: e.code, message: `query ${name} at ${redactUrl(endpoint)}: ${e.message}` },
+              };
+            }
+          };
+          const values = await Promise.all(queries.map(({ name, template }) => ask(name, template)));
+          // No ready-replica series for the workload is missing data, unless the cluster exports none
+          // at all: then this source cannot report readyReplicas there, and says so.
+          const ready = values.find((v) => v.name === 'readyReplicas');
+          let unexported = false;
+          if (probeReady && ready?.value === undefined && !ready?.error) {
+            const probe = await ask('readyReplicas', READY_REPLICAS_PROBE);
+            if (probe.error) values.push(probe);
+            else unexported = probe.value === undefined;
+          }
+          return toObservation(key, time, values, readyQuery !== undefined && !unexported);
         },
       );
       for (const e of result.errors) logger.debug('signal incomplete', { ...e, placement: request.placement.name });

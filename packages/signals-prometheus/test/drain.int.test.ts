@@ -10,7 +10,8 @@ import { openMetrics, prometheusSkipReason, startPrometheus, type PrometheusServ
 // fleet/c receive (ACTIVE), fleet/b drains (SCALING_IN) from 8 replicas; b's
 // HPA follows each cap one evaluation later, as a delivery applying
 // desiredMaxReplicas makes it do. fleet/a's Deployment ready replicas are
-// exported by kube-state-metrics; fleet/c's are not.
+// exported by kube-state-metrics; fleet/c exports them for another Deployment
+// only; fleet/d exports no ready-replica series at all.
 
 const T = Date.parse('2026-01-01T00:00:00Z') / 1000;
 const STEP = 60; // behavior.drain.stepIntervalSeconds (the default)
@@ -38,6 +39,7 @@ const SERIES = openMetrics([
       [hpa('a'), held(5)],
       [hpa('b'), series(bReplicas)],
       [hpa('c'), held(5)],
+      [hpa('d'), held(5)],
     ],
   },
   {
@@ -47,6 +49,7 @@ const SERIES = openMetrics([
       [hpa('a'), held(5)],
       [hpa('b'), series(bReplicas)],
       [hpa('c'), held(5)],
+      [hpa('d'), held(5)],
     ],
   },
   {
@@ -56,12 +59,16 @@ const SERIES = openMetrics([
       [hpa('a'), held(20)],
       [hpa('b'), held(8)],
       [hpa('c'), held(20)],
+      [hpa('d'), held(20)],
     ],
   },
   {
     name: 'kube_deployment_status_replicas_ready',
     type: 'gauge',
-    series: [[{ cluster: 'a', namespace: 'shop', deployment: 'web' }, held(5)]],
+    series: [
+      [{ cluster: 'a', namespace: 'shop', deployment: 'web' }, held(5)],
+      [{ cluster: 'c', namespace: 'shop', deployment: 'other' }, held(3)],
+    ],
   },
 ]);
 
@@ -86,9 +93,10 @@ describe.skipIf(!!skip)('a drain observed through a real Prometheus and decided 
       },
     },
   };
-  const profiles = ['fleet/a', 'fleet/b', 'fleet/c'].map((k) => aClusterProfile(k) as ClusterProfile);
-  /** a (or c) receives, b drains from 8 with its first step due at T. */
-  const initial = (receiver: 'a' | 'c'): PlacementStatus => ({
+  const profiles = ['fleet/a', 'fleet/b', 'fleet/c', 'fleet/d'].map((k) => aClusterProfile(k) as ClusterProfile);
+  type Receiver = 'a' | 'c' | 'd';
+  /** `receiver` receives, b drains from 8 with its first step due at T. */
+  const initial = (receiver: Receiver): PlacementStatus => ({
     clusters: [
       { name: receiver, namespace: 'fleet', state: 'ACTIVE', lastTransitionTime: '2025-12-31T00:00:00Z' },
       {
@@ -112,7 +120,7 @@ describe.skipIf(!!skip)('a drain observed through a real Prometheus and decided 
    * previous status back, as the controller does. Returns b's cap (or
    * `removed`) and what the drain says, per evaluation.
    */
-  async function timeline(queries: Record<string, string | null>, receiver: 'a' | 'c', minutes: number) {
+  async function timeline(queries: Record<string, string | null>, receiver: Receiver, minutes: number) {
     let now = T;
     const source = createPrometheusSignalSource({
       config: PrometheusSignalsConfigSchema.parse({ url: prometheus.url, queries }),
@@ -179,11 +187,22 @@ describe.skipIf(!!skip)('a drain observed through a real Prometheus and decided 
     ]);
   });
 
-  it('with the default query but no ready-replica series for the receiver, the drain waits, visibly (ReadyReplicasUnknown)', async () => {
+  it('with the default query and no ready-replica series for the receiver’s Deployment (its cluster exports others), the drain waits, visibly (ReadyReplicasUnknown)', async () => {
     expect(await timeline({}, 'c', 3)).toEqual([
       '+0s 8 ReadyReplicasUnknown',
       '+60s 8 ReadyReplicasUnknown',
       '+120s 8 ReadyReplicasUnknown',
+    ]);
+  });
+
+  it('with the default query and a receiver whose cluster exports no ready-replica series at all, the source says it cannot report them there: the drain steps on the clock, unprotected', async () => {
+    expect(await timeline({}, 'd', 10)).toEqual([
+      '+0s 6 ReadyReplicasNotReported',
+      '+60s 4 ReadyReplicasNotReported',
+      '+120s 3 ReadyReplicasNotReported',
+      '+180s 2 ReadyReplicasNotReported',
+      '+240s 1 ReadyReplicasNotReported',
+      '+300s removed',
     ]);
   });
 });

@@ -159,6 +159,8 @@ describe('the prometheus source pointed at a GKE metricsEndpoint (Prometheus wir
             scalingLimited: { status: 'True', reason: 'TooManyReplicas' },
           },
           failedScaleUp: true,
+          // The endpoint has no kube-state-metrics ready-replica series at all: drains go on the clock.
+          reportsReadyReplicas: false,
         },
       ],
       errors: [],

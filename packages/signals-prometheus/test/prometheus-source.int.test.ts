@@ -248,7 +248,8 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
   it('leaves absent series unknown, and a cluster with no series at all without a signal', async () => {
     const registry = new Registry();
     expect(await source({}, registry).observe(request('north', 'ghost'))).toEqual({
-      signals: [{ cluster: 'fleet/north', observedAt, hpa: { currentReplicas: 3 } }],
+      // north exports no ready-replica series at all: the source cannot report readyReplicas there.
+      signals: [{ cluster: 'fleet/north', observedAt, hpa: { currentReplicas: 3 }, reportsReadyReplicas: false }],
       errors: [
         {
           cluster: 'fleet/ghost',
