@@ -425,6 +425,42 @@ describe('W1: a warm standby runs at least its size (desiredMinReplicas), not on
       clusters: [A, row('fleet/b', 'SCALING_IN', 'StandbyReleased', 3)],
     },
     {
+      name: "without warmStandbyReplicas the size is the HPA's minReplicas of an ACTIVE cluster without a floor (d: 1), not a replacement's floor (a: 6)",
+      input: {
+        spec: spec(),
+        status: {
+          clusters: [
+            listed('fleet/a', 'ACTIVE', NOW - 60, {
+              reason: 'Added',
+              desiredMinReplicas: 6,
+              replacesCluster: 'fleet/c',
+            }),
+            bListed('WarmStandby', 3, { desiredMinReplicas: 3 }),
+            listed('fleet/c', 'ACTIVE', 0),
+            listed('fleet/d', 'ACTIVE', 0),
+          ],
+        },
+        profiles: [...fleet, aClusterProfile('fleet/d')],
+        signals: [
+          aSignal('fleet/a', at(fresh), {
+            hpa: { currentReplicas: 6, desiredReplicas: 6, minReplicas: 6, maxReplicas: 20 },
+            readyReplicas: 3,
+          }),
+          aScaleInSignal('fleet/b', at(fresh), 3),
+          anUnreachableSignal('fleet/c', at(fresh)),
+          receiver('fleet/d', 4, undefined, at(fresh), 4),
+        ],
+        now: NOW,
+      },
+      moves: [],
+      clusters: [
+        row('fleet/a', 'ACTIVE', 'Added', undefined, 6, 'fleet/c'),
+        row('fleet/b', 'SCALING_IN', 'WarmStandby', 3, 1),
+        row('fleet/c', 'ACTIVE'),
+        row('fleet/d', 'ACTIVE'),
+      ],
+    },
+    {
       name: "a replacement's floor (rule O3) is its own: the standby phase leaves it",
       input: {
         spec: spec(2),

@@ -28,12 +28,15 @@ export function mayKeepWarm(config: AutoscaleForCapacity): (entry: Entry) => boo
 
 /**
  * The size of a warm cluster: `warmStandbyReplicas`, else the HPA's
- * minReplicas as an ACTIVE cluster reports it (a drained cluster's HPA
- * shows the drain's bounds), else its own, else 1.
+ * minReplicas as an ACTIVE cluster without a replica floor of its own reports
+ * it (a drained cluster's HPA shows the drain's bounds, a floored one its
+ * floor), else its own, else 1.
  */
 export function warmSize(run: Evaluation, config: AutoscaleForCapacity, entry: Entry): number {
   if (config.warmStandbyReplicas !== undefined) return config.warmStandbyReplicas;
-  const active = run.byPriority(run.live()).find((e) => e.state === 'ACTIVE' && e.signal.minReplicas !== undefined);
+  const active = run
+    .byPriority(run.live())
+    .find((e) => e.state === 'ACTIVE' && e.desiredMinReplicas === undefined && e.signal.minReplicas !== undefined);
   return Math.max(1, active?.signal.minReplicas ?? entry.signal.minReplicas ?? 1);
 }
 
