@@ -31,37 +31,21 @@ const CAPS = mcoClock(8); // 8, 6, 4, 3, 2, 1
 const bReplicas = (t: number) => CAPS[Math.min(CAPS.length - 1, Math.max(0, Math.floor((t - T) / STEP)))]!;
 
 const hpa = (cluster: string) => ({ cluster, namespace: 'shop', horizontalpodautoscaler: 'web' });
+/** An HPA series family: the receivers a, c and d at `receivers`, the drained b at `b`. */
+const hpaFamily = (name: string, receivers: number, b: ReturnType<typeof series>) => ({
+  name,
+  type: 'gauge' as const,
+  series: [
+    [hpa('a'), held(receivers)],
+    [hpa('b'), b],
+    [hpa('c'), held(receivers)],
+    [hpa('d'), held(receivers)],
+  ] as [Record<string, string>, ReturnType<typeof series>][],
+});
 const SERIES = openMetrics([
-  {
-    name: 'kube_horizontalpodautoscaler_status_current_replicas',
-    type: 'gauge',
-    series: [
-      [hpa('a'), held(5)],
-      [hpa('b'), series(bReplicas)],
-      [hpa('c'), held(5)],
-      [hpa('d'), held(5)],
-    ],
-  },
-  {
-    name: 'kube_horizontalpodautoscaler_status_desired_replicas',
-    type: 'gauge',
-    series: [
-      [hpa('a'), held(5)],
-      [hpa('b'), series(bReplicas)],
-      [hpa('c'), held(5)],
-      [hpa('d'), held(5)],
-    ],
-  },
-  {
-    name: 'kube_horizontalpodautoscaler_spec_max_replicas',
-    type: 'gauge',
-    series: [
-      [hpa('a'), held(20)],
-      [hpa('b'), held(8)],
-      [hpa('c'), held(20)],
-      [hpa('d'), held(20)],
-    ],
-  },
+  hpaFamily('kube_horizontalpodautoscaler_status_current_replicas', 5, series(bReplicas)),
+  hpaFamily('kube_horizontalpodautoscaler_status_desired_replicas', 5, series(bReplicas)),
+  hpaFamily('kube_horizontalpodautoscaler_spec_max_replicas', 20, held(8)),
   {
     name: 'kube_deployment_status_replicas_ready',
     type: 'gauge',
