@@ -10,7 +10,7 @@ import {
 } from '@mco/core';
 import { at, condition, explainOf, listed, moves, run, type Case } from './helpers.js';
 
-// Issue 41: a drain never stalls on a signal source that does not report
+// A drain never stalls on a signal source that does not report
 // readyReplicas (rule D1, docs/placement-rules.md §4), and a warm standby runs
 // at least its size (rule W1, §10.6). fleet/a is preferred over fleet/b over fleet/c.
 
