@@ -1,6 +1,23 @@
 import { ProviderFileSchema } from '@mco/cluster-access';
 import { z } from 'zod';
 
+const AUTOSCALER = z.enum(['auto', 'cluster-autoscaler', 'karpenter']);
+
+// Keys are ClusterProfiles as namespace/name, both DNS-1123 labels (checked without a regex).
+const CLUSTER_AUTOSCALERS = z.record(z.string(), AUTOSCALER).superRefine((map, ctx) => {
+  for (const key of Object.keys(map)) {
+    const parts = key.split('/');
+    if (parts.length !== 2 || !parts.every(isDnsLabel))
+      ctx.addIssue({ code: 'custom', path: [key], message: 'must be a ClusterProfile as namespace/name' });
+  }
+});
+
+function isDnsLabel(s: string): boolean {
+  if (s.length < 1 || s.length > 63 || s.startsWith('-') || s.endsWith('-')) return false;
+  for (const c of s) if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c === '-')) return false;
+  return true;
+}
+
 /** Configuration of the `kubernetes` signal source (docs/signals.md). */
 export const KubernetesSignalsConfigSchema = z
   .object({
@@ -35,12 +52,25 @@ export const KubernetesSignalsConfigSchema = z
       .array(z.string().min(1))
       .min(1)
       .default(['FailedScaleUp', 'NotTriggerScaleUp'])
-      .describe('Event reasons that mean the cluster autoscaler could not add capacity for the pods.'),
+      .describe(
+        'Event reasons that mean the cluster autoscaler could not add capacity for the pods (NotTriggerScaleUp only with a capacity reason in its message).',
+      ),
     eventReporter: z
       .string()
       .min(1)
       .default('cluster-autoscaler')
       .describe('source.component (core/v1) or reportingController (events.k8s.io/v1) of those events.'),
+    autoscaler: AUTOSCALER.default('auto').describe(
+      "The node autoscaler whose Events tell a member's ceiling: auto detects Karpenter (karpenter.sh/v1 served).",
+    ),
+    clusterAutoscalers: CLUSTER_AUTOSCALERS.default({}).describe(
+      'Per member (ClusterProfile namespace/name): its autoscaler, instead of `autoscaler`.',
+    ),
+    karpenterReporter: z
+      .string()
+      .min(1)
+      .default('karpenter')
+      .describe("source.component of Karpenter's Events (its event recorder's name)."),
     unavailableAfterSeconds: z
       .number()
       .int()
