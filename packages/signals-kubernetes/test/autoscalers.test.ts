@@ -71,7 +71,13 @@ describe('clusterAutoscalerCeiling', () => {
       want: false,
     },
     {
-      // Releases before 1.13 (the FAQ's example) named no reason.
+      // 1.12 to 1.19 (core/scale_up.go in 1.17 has the same skipped reasons).
+      name: 'a group at its maximum in the message form of 1.12 to 1.19 is a ceiling',
+      message: "pod didn't trigger scale-up (it wouldn't fit if a new node is added): 1 max node group size reached",
+      want: true,
+    },
+    {
+      // Releases before 1.12 named no reason (the FAQ still shows it).
       name: 'the reasonless message of old releases is not a ceiling',
       message: "pod didn't trigger scale-up (it wouldn't fit if a new node is added)",
       want: false,
