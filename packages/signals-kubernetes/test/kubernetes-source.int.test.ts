@@ -351,7 +351,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
     ]);
     expect(result.errors[0]!.message).toBe('no complete answer within 2 s; signal left missing');
     expect(result.errors[1]!.message).toMatch(
-      /^HorizontalPodAutoscaler shop\/web: .*ECONNREFUSED.* \(and 2 more reads failed\)$/,
+      /^HorizontalPodAutoscaler shop\/web: .*ECONNREFUSED.* \(and 3 more reads failed\)$/,
     );
     console.log(`unreachable member: ${result.errors[1]!.message}`);
     expect(elapsed).toBeLessThan(8 * SECONDS);
