@@ -3,19 +3,27 @@ import { z } from 'zod';
 
 const AUTOSCALER = z.enum(['auto', 'cluster-autoscaler', 'karpenter']);
 
-// Keys are ClusterProfiles as namespace/name, both DNS-1123 labels (checked without a regex).
+// Keys are ClusterProfiles as namespace/name: a DNS-1123 label and a subdomain (checked without a regex).
 const CLUSTER_AUTOSCALERS = z.record(z.string(), AUTOSCALER).superRefine((map, ctx) => {
   for (const key of Object.keys(map)) {
     const parts = key.split('/');
-    if (parts.length !== 2 || !parts.every(isDnsLabel))
+    if (parts.length !== 2 || !isDnsLabel(parts[0]!) || !isComponentName(parts[1]!))
       ctx.addIssue({ code: 'custom', path: [key], message: 'must be a ClusterProfile as namespace/name' });
   }
 });
 
+// A value a field selector takes as it is (no "," "=" "!" or "\\" to escape).
+function isComponentName(s: string): boolean {
+  return s.length > 0 && s.length <= 253 && [...s].every((c) => isDnsChar(c) || c === '.');
+}
+
+function isDnsChar(c: string): boolean {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c === '-';
+}
+
 function isDnsLabel(s: string): boolean {
   if (s.length < 1 || s.length > 63 || s.startsWith('-') || s.endsWith('-')) return false;
-  for (const c of s) if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c === '-')) return false;
-  return true;
+  return [...s].every(isDnsChar);
 }
 
 /** Configuration of the `kubernetes` signal source (docs/signals.md). */
@@ -68,7 +76,7 @@ export const KubernetesSignalsConfigSchema = z
     ),
     karpenterReporter: z
       .string()
-      .min(1)
+      .refine(isComponentName, { message: 'must be lowercase letters, digits, "-" and "."' })
       .default('karpenter')
       .describe("source.component of Karpenter's Events (its event recorder's name)."),
     unavailableAfterSeconds: z

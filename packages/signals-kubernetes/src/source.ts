@@ -37,7 +37,7 @@ export interface KubernetesSignalSourceOptions {
 type Problem = { code: McoErrorCode; message: string };
 
 /** How long a member's detected autoscaler is trusted before it is asked again. */
-export const DETECTION_TTL_MS = 10 * 60 * 1000;
+const DETECTION_TTL_MS = 10 * 60 * 1000;
 
 /**
  * Reads, on each member cluster, the placed workload's HPA (autoscaling/v2),

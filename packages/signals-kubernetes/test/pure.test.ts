@@ -125,8 +125,15 @@ describe('KubernetesSignalsConfigSchema', () => {
       ],
     },
     {
+      name: 'a Karpenter reporter a field selector would misread',
+      config: { karpenterReporter: 'karpenter,reason=Nominated' },
+      want: [['karpenterReporter', 'must be lowercase letters, digits, "-" and "."']],
+    },
+    {
       name: 'members that are not namespace/name',
-      config: { clusterAutoscalers: { fleet: 'karpenter', 'fleet/East': 'karpenter', 'fleet/west': 'karpenter' } },
+      config: {
+        clusterAutoscalers: { fleet: 'karpenter', 'fleet/East': 'karpenter', 'fleet/eks.us-east-1': 'karpenter' },
+      },
       want: [
         ['clusterAutoscalers.fleet', 'must be a ClusterProfile as namespace/name'],
         ['clusterAutoscalers.fleet/East', 'must be a ClusterProfile as namespace/name'],
