@@ -1,6 +1,31 @@
 import { ProviderFileSchema } from '@mco/cluster-access';
 import { z } from 'zod';
 
+const AUTOSCALER = z.enum(['auto', 'cluster-autoscaler', 'karpenter']);
+
+// Keys are ClusterProfiles as namespace/name: a DNS-1123 label and a subdomain (checked without a regex).
+const CLUSTER_AUTOSCALERS = z.record(z.string(), AUTOSCALER).superRefine((map, ctx) => {
+  for (const key of Object.keys(map)) {
+    const parts = key.split('/');
+    if (parts.length !== 2 || !isDnsLabel(parts[0]!) || !isComponentName(parts[1]!))
+      ctx.addIssue({ code: 'custom', path: [key], message: 'must be a ClusterProfile as namespace/name' });
+  }
+});
+
+// A value a field selector takes as it is (no "," "=" "!" or "\\" to escape).
+function isComponentName(s: string): boolean {
+  return s.length > 0 && s.length <= 253 && [...s].every((c) => isDnsChar(c) || c === '.');
+}
+
+function isDnsChar(c: string): boolean {
+  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c === '-';
+}
+
+function isDnsLabel(s: string): boolean {
+  if (s.length < 1 || s.length > 63 || s.startsWith('-') || s.endsWith('-')) return false;
+  return [...s].every(isDnsChar);
+}
+
 /** Configuration of the `kubernetes` signal source (docs/signals.md). */
 export const KubernetesSignalsConfigSchema = z
   .object({
@@ -35,12 +60,25 @@ export const KubernetesSignalsConfigSchema = z
       .array(z.string().min(1))
       .min(1)
       .default(['FailedScaleUp', 'NotTriggerScaleUp'])
-      .describe('Event reasons that mean the cluster autoscaler could not add capacity for the pods.'),
+      .describe(
+        'Event reasons that mean the cluster autoscaler could not add capacity for the pods (NotTriggerScaleUp only with a capacity reason in its message).',
+      ),
     eventReporter: z
       .string()
       .min(1)
       .default('cluster-autoscaler')
       .describe('source.component (core/v1) or reportingController (events.k8s.io/v1) of those events.'),
+    autoscaler: AUTOSCALER.default('auto').describe(
+      "The node autoscaler whose Events tell a member's ceiling: auto detects Karpenter (karpenter.sh/v1 served).",
+    ),
+    clusterAutoscalers: CLUSTER_AUTOSCALERS.default({}).describe(
+      'Per member (ClusterProfile namespace/name): its autoscaler, instead of `autoscaler`.',
+    ),
+    karpenterReporter: z
+      .string()
+      .refine(isComponentName, { message: 'must be lowercase letters, digits, "-" and "."' })
+      .default('karpenter')
+      .describe("source.component of Karpenter's Events (its event recorder's name)."),
     unavailableAfterSeconds: z
       .number()
       .int()

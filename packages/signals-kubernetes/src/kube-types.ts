@@ -29,12 +29,15 @@ export interface Deployment {
 
 export interface Pod {
   metadata?: { name?: string; deletionTimestamp?: Time };
+  spec?: { nodeName?: string };
   status?: { phase?: string };
 }
 
 export interface CoreEvent {
   metadata?: { creationTimestamp?: Time };
   involvedObject: { name?: string };
+  reason?: string;
+  message?: string;
   source?: { component?: string };
   reportingComponent?: string;
   series?: { lastObservedTime?: Time };

@@ -15,6 +15,12 @@ import {
   type PluginDeps,
 } from '@mco/runtime';
 
+import {
+  KARPENTER_REPEAT_SECONDS,
+  clusterAutoscalerCeiling,
+  karpenterCeiling,
+  type AutoscalerSetting,
+} from './autoscalers.js';
 import type { KubernetesSignalsConfig } from './config.js';
 import type { CoreEvent, Deployment, HorizontalPodAutoscaler, LabelSelector, Pod } from './kube-types.js';
 
@@ -30,6 +36,9 @@ export interface KubernetesSignalSourceOptions {
 
 type Problem = { code: McoErrorCode; message: string };
 
+/** How long a member's detected autoscaler is trusted before it is asked again. */
+const DETECTION_TTL_MS = 10 * 60 * 1000;
+
 /**
  * Reads, on each member cluster, the placed workload's HPA (autoscaling/v2),
  * its Deployment (selector and Available condition), the Deployment's pending
@@ -44,6 +53,8 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
   const outOfTime = new Set<string>();
   // Polls in a row each member could not be reached: 2 make it unreachable for the engine.
   const transportErrors = new Map<string, number>();
+  // `auto` members: whether each serves Karpenter's API, and when that was learned.
+  const detected = new Map<string, { karpenter: boolean; at: number }>();
 
   return {
     async observe(request, abort) {
@@ -96,7 +107,14 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
       ),
     ]);
     const selector = deployment?.spec?.selector ? labelSelectorString(deployment.spec.selector) : undefined;
-    const [pods, events] = await Promise.all([
+    const setting: AutoscalerSetting = config.clusterAutoscalers[cluster] ?? config.autoscaler;
+    const listEvents = (fieldSelector: string) =>
+      listAll<CoreEvent>(
+        (cont) => get(`/api/v1/${ns}/events`, { fieldSelector, limit: 500, continue: cont }),
+        config.maxEvents,
+        'events',
+      );
+    const [pods, caEvents, karpenterEvents] = await Promise.all([
       selector === undefined
         ? undefined
         : attempt(problems, `pods of Deployment ${namespace}/${deploymentName}`, () =>
@@ -106,46 +124,82 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
               'pods',
             ),
           ),
-      attempt(problems, `events in namespace ${namespace}`, async () => {
-        const lists = await Promise.all(
-          config.eventReasons.map((reason) =>
-            listAll<CoreEvent>(
-              (cont) =>
-                get(`/api/v1/${ns}/events`, {
-                  fieldSelector: `reason=${reason},involvedObject.kind=Pod`,
-                  limit: 500,
-                  continue: cont,
-                }),
-              config.maxEvents,
-              'events',
-            ),
-          ),
-        );
-        return lists.flat();
+      setting === 'karpenter'
+        ? null
+        : attempt(problems, `events in namespace ${namespace}`, async () => {
+            const lists = await Promise.all(
+              config.eventReasons.map((reason) => listEvents(`reason=${reason},involvedObject.kind=Pod`)),
+            );
+            return lists.flat();
+          }),
+      attempt(problems, `Karpenter events in namespace ${namespace}`, async () => {
+        if (setting === 'cluster-autoscaler' || (setting === 'auto' && !(await servesKarpenter(cluster, get))))
+          return null;
+        // One list: every Event Karpenter wrote about a pod here (FailedScheduling, Nominated, InsufficientCapacityError).
+        return listEvents(`source=${config.karpenterReporter},involvedObject.kind=Pod`);
       }),
     ]);
 
-    if (!hpa && !deployment && !pods && !events) {
+    if (!hpa && !deployment && !pods && !caEvents && !karpenterEvents) {
       // Nothing answered: one error says why (usually the same cause for every read).
       const more = problems.length > 1 ? ` (and ${problems.length - 1} more reads failed)` : '';
       return { errors: [{ code: problems[0]!.code, message: `${problems[0]!.message}${more}` }] };
     }
     const result: Signal = { cluster, observedAt: observedAt.toISOString() };
     if (hpa) result.hpa = hpaSignal(hpa);
-    if (pods)
-      result.pendingPods = pods.filter((p) => p.status?.phase === 'Pending' && !p.metadata?.deletionTimestamp).length;
-    if (pods && events) {
-      const names = new Set(pods.map((p) => p.metadata?.name));
-      const since = observedAt.getTime() - config.eventWindowSeconds * 1000;
-      result.failedScaleUp = events.some(
-        (e) => names.has(e.involvedObject.name) && reportedBy(e, config.eventReporter) && eventTime(e) >= since,
-      );
+    const pending = pods?.filter((p) => p.status?.phase === 'Pending' && !p.metadata?.deletionTimestamp);
+    if (pending) result.pendingPods = pending.length;
+    if (pods) {
+      // Each autoscaler read says true, false, or unknown (its read failed); null: not read.
+      const verdicts: (boolean | undefined)[] = [];
+      if (caEvents !== null) {
+        const names = new Set(pods.map((p) => p.metadata?.name));
+        const since = observedAt.getTime() - config.eventWindowSeconds * 1000;
+        verdicts.push(
+          caEvents?.some(
+            (e) =>
+              names.has(e.involvedObject.name) &&
+              reportedBy(e, config.eventReporter) &&
+              eventTime(e) >= since &&
+              clusterAutoscalerCeiling(e),
+          ),
+        );
+      }
+      if (karpenterEvents !== null) {
+        // Only pods still waiting for a node; Karpenter repeats its verdict at most every 5 minutes.
+        const waiting = new Set(pending!.filter((p) => !p.spec?.nodeName).map((p) => p.metadata?.name ?? ''));
+        const windowSeconds = Math.max(config.eventWindowSeconds, KARPENTER_REPEAT_SECONDS);
+        const since = observedAt.getTime() - windowSeconds * 1000;
+        verdicts.push(
+          karpenterEvents && karpenterCeiling(karpenterEvents, waiting, config.karpenterReporter, since, eventTime),
+        );
+      }
+      // One autoscaler saying so is enough; "not at the ceiling" needs every read.
+      if (verdicts.includes(true)) result.failedScaleUp = true;
+      else if (verdicts.every((v) => v === false)) result.failedScaleUp = false;
     }
     // A Deployment omits readyReplicas when none is ready.
     if (deployment) result.readyReplicas = deployment.status?.readyReplicas ?? 0;
     const healthy = deployment ? deploymentHealth(deployment, observedAt, config.unavailableAfterSeconds) : undefined;
     if (healthy !== undefined) result.workloadHealthy = healthy;
     return { signal: result, errors: problems };
+  }
+
+  /** Whether the member serves Karpenter's API (karpenter.sh/v1 NodePools), asked again after DETECTION_TTL_MS. */
+  async function servesKarpenter(cluster: string, get: <T>(path: string) => Promise<T>): Promise<boolean> {
+    const known = detected.get(cluster);
+    const at = now().getTime();
+    if (known && at - known.at < DETECTION_TTL_MS) return known.karpenter;
+    let karpenter: boolean;
+    try {
+      const list = await get<{ resources?: { name?: string }[] }>('/apis/karpenter.sh/v1');
+      karpenter = (list.resources ?? []).some((r) => r.name === 'nodepools');
+    } catch (error) {
+      if (httpStatusOf(error) !== 404) throw error;
+      karpenter = false;
+    }
+    detected.set(cluster, { karpenter, at });
+    return karpenter;
   }
 }
 

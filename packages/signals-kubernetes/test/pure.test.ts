@@ -103,10 +103,45 @@ describe('KubernetesSignalsConfigSchema', () => {
       eventWindowSeconds: 600,
       eventReasons: ['FailedScaleUp', 'NotTriggerScaleUp'],
       eventReporter: 'cluster-autoscaler',
+      autoscaler: 'auto',
+      clusterAutoscalers: {},
+      karpenterReporter: 'karpenter',
       unavailableAfterSeconds: 300,
       maxPods: 5000,
       maxEvents: 2000,
     });
+  });
+  it.each([
+    {
+      name: 'an unknown autoscaler',
+      config: { autoscaler: 'karpenter-v1' },
+      want: [['autoscaler', 'Invalid option: expected one of "auto"|"cluster-autoscaler"|"karpenter"']],
+    },
+    {
+      name: "an unknown member's autoscaler",
+      config: { clusterAutoscalers: { 'fleet/west': 'keda' } },
+      want: [
+        ['clusterAutoscalers.fleet/west', 'Invalid option: expected one of "auto"|"cluster-autoscaler"|"karpenter"'],
+      ],
+    },
+    {
+      name: 'a Karpenter reporter a field selector would misread',
+      config: { karpenterReporter: 'karpenter,reason=Nominated' },
+      want: [['karpenterReporter', 'must be lowercase letters, digits, "-" and "."']],
+    },
+    {
+      name: 'members that are not namespace/name',
+      config: {
+        clusterAutoscalers: { fleet: 'karpenter', 'fleet/East': 'karpenter', 'fleet/eks.us-east-1': 'karpenter' },
+      },
+      want: [
+        ['clusterAutoscalers.fleet', 'must be a ClusterProfile as namespace/name'],
+        ['clusterAutoscalers.fleet/East', 'must be a ClusterProfile as namespace/name'],
+      ],
+    },
+  ])('refuses $name, naming the field', ({ config, want }) => {
+    const r = KubernetesSignalsConfigSchema.safeParse(config);
+    expect(r.success ? [] : r.error.issues.map((i) => [i.path.join('.'), i.message])).toEqual(want);
   });
   it('refuses both providersFile and providers', () => {
     const r = KubernetesSignalsConfigSchema.safeParse({ providersFile: '/p.yaml', providers: [] });
