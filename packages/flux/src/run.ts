@@ -42,13 +42,19 @@ export interface FluxDeliveryOptions extends HubSource {
   readonly manager?: string;
   readonly refreshBeforeMs?: number;
   readonly resyncMs?: number;
+  /** See `FluxSyncOptions.secretHoldTimeoutMs` (default 1 h). */
+  readonly secretHoldTimeoutMs?: number;
   readonly logger?: Logger;
   /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
   readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
-  /** The orphan check of Operator mode (orphans.ts): how long an orphan must last before it is reported, how often to look. */
-  readonly orphans?: Pick<OrphanCheckOptions, 'graceMs' | 'intervalMs'>;
+  /**
+   * The orphan check of Operator mode (orphans.ts): how long an orphan must
+   * last before it is reported (and deleted), how often to look, and whether
+   * to delete it (default true) or only report it.
+   */
+  readonly orphans?: Pick<OrphanCheckOptions, 'graceMs' | 'intervalMs' | 'remedy'>;
 }
 
 export interface FluxDelivery {
@@ -133,6 +139,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     templates: options.templates ?? [],
     ...(options.refreshBeforeMs !== undefined ? { refreshBeforeMs: options.refreshBeforeMs } : {}),
     ...(options.resyncMs !== undefined ? { resyncMs: options.resyncMs } : {}),
+    ...(options.secretHoldTimeoutMs !== undefined ? { secretHoldTimeoutMs: options.secretHoldTimeoutMs } : {}),
     logger,
   });
   sync.start();

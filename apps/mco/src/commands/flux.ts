@@ -47,6 +47,13 @@ Options:
   --manager <value>        managed-by label value and field manager (default mco-flux)
   --cluster-profile-namespaces <a,b>
                            ${CLUSTER_PROFILE_NAMESPACES_HELP}
+  --secret-hold-timeout <seconds>
+                           how long a removed cluster's kubeconfig Secret is kept for Flux objects
+                           being deleted that still need it (a member that does not answer); then it
+                           is deleted and Flux drops their finalizers without pruning (default 3600;
+                           0: kept until they are gone)
+  --report-orphans-only    report orphaned Flux objects of Operator mode, do not delete them
+                           (default: deleted after the report delay, docs/flux.md#orphaned-kustomizations)
   --listen <host:port>     serve /healthz, /readyz and Prometheus /metrics there (default: not served);
                            mco_flux_orphaned_objects counts orphaned Flux objects (docs/flux.md)
   --kubeconfig <path>      ${KUBECONFIG_HELP}
@@ -65,6 +72,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'no-helm-releases': { type: 'boolean', default: false },
         manager: { type: 'string' },
         'cluster-profile-namespaces': { type: 'string' },
+        'secret-hold-timeout': { type: 'string', default: '3600' },
+        'report-orphans-only': { type: 'boolean', default: false },
         kubeconfig: { type: 'string' },
         listen: { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
@@ -79,6 +88,12 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const level = parseLogLevel(values['log-level']);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = values.listen === undefined ? undefined : parseListenAddress(values.listen);
+    const holdSeconds = Number(values['secret-hold-timeout']);
+    if (!Number.isInteger(holdSeconds) || holdSeconds < 0) {
+      throw new UsageError(
+        `--secret-hold-timeout must be a whole number of seconds (0: no timeout), got "${values['secret-hold-timeout']}"`,
+      );
+    }
     if (!values['provider-file']) {
       throw new UsageError('missing --provider-file <path>: the kubeconfig Secrets need credentials');
     }
@@ -127,6 +142,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       resolveAccess: (profile, peers) => access.accessFor(profile, undefined, peers),
       clusterProfileNamespaces,
       refreshBeforeMs,
+      secretHoldTimeoutMs: holdSeconds === 0 ? Infinity : holdSeconds * 1000,
+      orphans: { remedy: !values['report-orphans-only'] },
       ...(values.manager ? { manager: values.manager } : {}),
       logger,
     });
