@@ -11,7 +11,7 @@ import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
 import { silentLogger, type Logger } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
 import { DEFAULT_MANAGER } from './cluster-secret.js';
-import { createApplicationSetClient, createSecretClient } from './kube.js';
+import { createApplicationLister, createApplicationSetClient, createSecretClient } from './kube.js';
 import { holdManagerName, type ManagerLease, type ManagerLeaseOptions } from './manager-lease.js';
 import { createApplicationSetRefresher, type Refresher } from './refresher.js';
 import { createSecretSyncer, type AccessResolver, type SecretSyncer } from './secret-syncer.js';
@@ -63,6 +63,8 @@ export interface ArgoCdDeliveryOptions extends HubSource {
     readonly refreshBeforeMs?: number;
     readonly resyncMs?: number;
     readonly releaseGraceMs?: number;
+    /** See `SecretSyncerOptions.applicationHoldTimeoutMs` (default 1 h). */
+    readonly applicationHoldTimeoutMs?: number;
     /** Profiles reconciled (credential plugins run) at once (default 16). */
     readonly concurrency?: number;
     /** Timing of the Lease that keeps the manager name unique among live syncers (tests shorten it). */
@@ -143,6 +145,11 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         ...(sync.refreshBeforeMs !== undefined ? { refreshBeforeMs: sync.refreshBeforeMs } : {}),
         ...(sync.resyncMs !== undefined ? { resyncMs: sync.resyncMs } : {}),
         ...(sync.releaseGraceMs !== undefined ? { releaseGraceMs: sync.releaseGraceMs } : {}),
+        // A released Secret goes only once no Application in the Argo CD namespace targets its cluster (a live read).
+        applicationsUsing: createApplicationLister(hub, sync.namespace),
+        ...(sync.applicationHoldTimeoutMs !== undefined
+          ? { applicationHoldTimeoutMs: sync.applicationHoldTimeoutMs }
+          : {}),
         ...(sync.concurrency !== undefined ? { concurrency: sync.concurrency } : {}),
         // Unknown (never "not in use") while the placement cache is unsynced or silent:
         // an empty or stale cache must not delete a Secret Argo CD still needs.
