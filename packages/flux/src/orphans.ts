@@ -9,7 +9,7 @@
 // object re-created then is missing from the inventory that garbage collection
 // reads. mco cannot repair the operator's inventory; it reports the orphan (a
 // condition on the placement, a Warning Event, a gauge) and, unless told to
-// only report, deletes one the inventory lost once the report delay is over,
+// only report, deletes it once the report delay is over,
 // after reading the placement and the input providers again (a cluster
 // re-added meanwhile keeps it), with uid and resourceVersion preconditions.
 import { setCondition, type Condition, type Placement } from '@mco/core';
@@ -203,9 +203,10 @@ export interface OrphanCheckOptions {
   /** How often to look (default 30 s). */
   readonly intervalMs?: number;
   /**
-   * Delete a reported orphan that its ResourceSet's inventory lost (default
-   * true): the operator never will, and kustomize-controller then prunes the
-   * member. False: report only (`mco flux --report-orphans-only`).
+   * Delete a reported orphan (default true): the operator never deletes one
+   * its inventory lost, nor, within the report delay, one it lists; then
+   * kustomize-controller prunes the member. False: report only
+   * (`mco flux --report-orphans-only`).
    */
   readonly remedy?: boolean;
   readonly logger: Logger;
@@ -318,7 +319,7 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
         );
     }
     if (options.remedy !== false) {
-      for (const o of due.filter((d) => !d.inInventory)) {
+      for (const o of due) {
         await remedy(o, placements).catch((error) =>
           options.logger.warn('cannot delete an orphaned Flux object; retrying at the next check', {
             orphan: `${o.kind} ${o.namespace}/${o.name}`,
@@ -353,7 +354,7 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
   }
 
   /**
-   * Deletes an orphan the inventory lost, after reading again what could make
+   * Deletes a reported orphan, after reading again what could make
    * it wanted: its placement (a trusted status that does not list its cluster)
    * and every input provider (none names its Secret), then the object itself
    * (the same uid, still using that Secret, not being deleted), and deletes it

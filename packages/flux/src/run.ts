@@ -61,6 +61,8 @@ export interface FluxDelivery {
   readonly sync: FluxSync;
   /** Operator mode only: the orphaned Flux objects reported now (docs/flux.md#orphaned-kustomizations). */
   orphans(): readonly Orphan[];
+  /** Operator mode only: how many orphans this process has deleted. */
+  orphansDeleted(): number;
   /** True once every cache has synced. */
   ready(): boolean;
   stop(): Promise<void>;
@@ -162,6 +164,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   return {
     sync,
     orphans: () => orphans?.orphans() ?? [],
+    orphansDeleted: () => orphans?.deleted() ?? 0,
     ready: () => informers.every((i) => i.hasSynced()) && (helmReleases?.hasSynced() ?? true),
     async stop() {
       orphans?.stop();

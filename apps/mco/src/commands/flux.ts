@@ -8,7 +8,7 @@ import {
   type FluxDelivery,
 } from '@mco/flux';
 import { createLogger } from '@mco/runtime';
-import { Gauge, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
@@ -163,7 +163,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 };
 
 /** /healthz, /readyz (every cache synced) and /metrics of `mco flux --listen`. */
-export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'ready'>) {
+export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'orphansDeleted' | 'ready'>) {
   const registry = new Registry();
   new Gauge({
     name: 'mco_flux_orphaned_objects',
@@ -175,6 +175,15 @@ export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'ready'>) {
       for (const o of delivery.orphans()) {
         this.inc({ kind: o.kind, resourceset_namespace: o.resourceSet.namespace, resourceset: o.resourceSet.name });
       }
+    },
+  });
+  new Counter({
+    name: 'mco_flux_orphans_deleted_total',
+    help: 'Orphaned Flux objects mco flux deleted (docs/flux.md#orphaned-kustomizations)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(delivery.orphansDeleted());
     },
   });
   return { registry, isHealthy: () => true, isReady: () => delivery.ready() };
