@@ -8,7 +8,7 @@ import {
   type KubeObject,
   type ObjectWriter,
 } from '@mco/kube-runtime';
-import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { silentLogger, toMcoError, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import type { ObjectCache } from './cache.js';
 import {
   CLUSTER_PROFILE_ANNOTATION,
@@ -120,6 +120,8 @@ export interface SecretSyncerOptions {
   readonly retryMs?: number;
   readonly now?: () => number;
   readonly logger?: Logger;
+  /** Each reconciled key is recorded (`reconcileMetrics` of @mco/runtime). */
+  readonly reconciles?: ReconcileRecorder;
 }
 
 /** Longest delay setTimeout accepts; a later refresh is re-planned by the periodic resync anyway. */
@@ -232,7 +234,9 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     try {
       await reconcile(key);
       failures.delete(key);
+      options.reconciles?.record('ok');
     } catch (error) {
+      options.reconciles?.record('error');
       const attempt = (failures.get(key) ?? 0) + 1;
       failures.set(key, attempt);
       const delay = Math.min(baseRetryMs * 2 ** (attempt - 1), 5 * 60_000);

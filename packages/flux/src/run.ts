@@ -12,7 +12,7 @@ import {
   type Resource,
 } from '@mco/kube-runtime';
 import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
-import { McoError, silentLogger, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
 import { createOptionalCache } from './optional-kind.js';
 import { startOrphanCheck, type Orphan, type OrphanCheckOptions } from './orphans.js';
@@ -45,6 +45,8 @@ export interface FluxDeliveryOptions extends HubSource {
   /** See `FluxSyncOptions.secretHoldTimeoutMs` (default 1 h). */
   readonly secretHoldTimeoutMs?: number;
   readonly logger?: Logger;
+  /** Records each pass (`reconcileMetrics` of @mco/runtime). */
+  readonly reconciles?: ReconcileRecorder;
   /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
   readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
@@ -142,6 +144,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     ...(options.refreshBeforeMs !== undefined ? { refreshBeforeMs: options.refreshBeforeMs } : {}),
     ...(options.resyncMs !== undefined ? { resyncMs: options.resyncMs } : {}),
     ...(options.secretHoldTimeoutMs !== undefined ? { secretHoldTimeoutMs: options.secretHoldTimeoutMs } : {}),
+    ...(options.reconciles ? { reconciles: options.reconciles } : {}),
     logger,
   });
   sync.start();

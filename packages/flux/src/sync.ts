@@ -11,7 +11,7 @@ import {
   type ObjectWriter,
   type Resource,
 } from '@mco/kube-runtime';
-import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { silentLogger, toMcoError, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import { desiredState, isRemovalObserved, type DesiredState } from './desired.js';
 import { buildKubeconfigSecret } from './kubeconfig.js';
 import { CLUSTER_PROFILE_ANNOTATION, MANAGED_BY_LABEL, kubeconfigSecretName } from './names.js';
@@ -83,6 +83,8 @@ export interface FluxSyncOptions {
   readonly concurrency?: number;
   readonly now?: () => number;
   readonly logger?: Logger;
+  /** Each pass is recorded: ok, or error when a write, a credential or the pass failed. */
+  readonly reconciles?: ReconcileRecorder;
 }
 
 /** What one pass did. */
@@ -377,9 +379,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         }
         last = await pass();
         if (last.applied || last.pruned) logger.debug('flux pass', { ...last });
-        if (last.credentialFailures || last.writeFailures) queue.addRateLimited(KEY);
+        const failed = last.credentialFailures > 0 || last.writeFailures > 0;
+        options.reconciles?.record(failed ? 'error' : 'ok');
+        if (failed) queue.addRateLimited(KEY);
         else queue.forget(KEY);
       } catch (error) {
+        options.reconciles?.record('error');
         logger.warn('flux pass failed; retrying', { error: toMcoError(error) });
         queue.addRateLimited(KEY);
       } finally {

@@ -7,7 +7,7 @@ import {
   startFluxDelivery,
   type FluxDelivery,
 } from '@mco/flux';
-import { createLogger } from '@mco/runtime';
+import { createLogger, reconcileMetrics } from '@mco/runtime';
 import { Counter, Gauge, Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
@@ -132,8 +132,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     await checkHubAccess(hub, required, clusterProfileNamespaces);
     const refreshBeforeMs = 5 * 60_000;
     const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
+    const registry = new Registry();
     const delivery = startFluxDelivery({
       hub,
+      reconciles: reconcileMetrics(registry, 'mco-flux'),
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
       templates,
@@ -147,7 +149,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       ...(values.manager ? { manager: values.manager } : {}),
       logger,
     });
-    const server = listen ? await startHealthServer({ ...listen, ...probes(delivery) }) : undefined;
+    const server = listen ? await startHealthServer({ ...listen, ...probes(delivery, registry) }) : undefined;
     logger.info('flux delivery started', {
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
@@ -163,8 +165,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 };
 
 /** /healthz, /readyz (every cache synced) and /metrics of `mco flux --listen`. */
-export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'orphansDeleted' | 'ready'>) {
-  const registry = new Registry();
+export function probes(
+  delivery: Pick<FluxDelivery, 'orphans' | 'orphansDeleted' | 'ready'>,
+  registry: Registry = new Registry(),
+) {
   new Gauge({
     name: 'mco_flux_orphaned_objects',
     help: 'Flux objects a ResourceSet generated for a cluster none of its input providers names any more, left by the operator (docs/flux.md#orphaned-kustomizations)',
