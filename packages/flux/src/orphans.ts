@@ -305,7 +305,10 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
     const before = new Set(reported.map((o) => o.uid));
     reported = due;
     for (const o of due.filter((d) => !before.has(d.uid))) {
-      options.logger.warn('orphaned Flux object', { orphan: describeOrphan(o) });
+      options.logger.warn('orphaned Flux object', {
+        orphan: describeOrphan(o),
+        ...(o.placement ? { placement: placementKey(o.placement) } : {}),
+      });
       const placement =
         o.placement &&
         placements.find(

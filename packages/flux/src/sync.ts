@@ -14,7 +14,7 @@ import {
 import { silentLogger, toMcoError, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import { desiredState, isRemovalObserved, type DesiredState } from './desired.js';
 import { buildKubeconfigSecret } from './kubeconfig.js';
-import { CLUSTER_PROFILE_ANNOTATION, MANAGED_BY_LABEL, kubeconfigSecretName } from './names.js';
+import { CLUSTER_PROFILE_ANNOTATION, MANAGED_BY_LABEL, PLACEMENT_ANNOTATION, kubeconfigSecretName } from './names.js';
 import type { FluxTemplate } from './templates.js';
 
 /** The part of an informer the sync reads (`Informer` of @mco/kube-runtime fits it). */
@@ -276,6 +276,11 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         concurrency: options.concurrency ?? 8,
         onWritten: (key, written) => overlay.set(key, kind.cache.get(key)?.metadata?.resourceVersion, written),
         logger,
+        logFields: (o) => {
+          const annotations = o.metadata?.annotations ?? {};
+          const [placement, cluster] = [annotations[PLACEMENT_ANNOTATION], annotations[CLUSTER_PROFILE_ANNOTATION]];
+          return { ...(placement ? { placement } : {}), ...(cluster ? { cluster } : {}) };
+        },
       });
       applied += report.applied.length;
       pruned += report.deleted.length;
@@ -307,6 +312,9 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   ): Promise<{ deletable: Set<string>; held: number; recheckMs?: number }> {
     const unlisted = observed(options.secrets, true).filter((o) => secretOfUnlistedCluster(o, desired));
     const names = new Set(unlisted.map((o) => o.metadata!.name!));
+    const clusterOf = new Map(
+      unlisted.map((o) => [o.metadata!.name!, o.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION]]),
+    );
     for (const name of heldSince.keys()) if (!names.has(name)) heldSince.delete(name);
     if (names.size === 0) return { deletable: new Set(), held: 0 };
     let live: Map<string, { deleting: boolean }[]>;
@@ -340,7 +348,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       if (left <= 0) {
         logger.warn(
           'a kubeconfig Secret outlived secretHoldTimeoutMs held by Flux objects being deleted; deleting it, so Flux removes their finalizers without pruning that member',
-          { secret: name, objects: users.length, secretHoldTimeoutMs: holdTimeoutMs },
+          {
+            secret: name,
+            cluster: clusterOf.get(name),
+            objects: users.length,
+            secretHoldTimeoutMs: holdTimeoutMs,
+          },
         );
         deletable.add(name);
       } else recheckMs = Math.min(recheckMs ?? Infinity, left, 30_000);

@@ -1,3 +1,4 @@
+import { createLogger, type Logger } from '@mco/runtime';
 import type { ClusterProfile, Placement } from '@mco/core';
 import { KubeClient, type DesiredObject, type KubeObject, type ObjectWriter } from '@mco/kube-runtime';
 import { describe, expect, it } from 'vitest';
@@ -241,6 +242,7 @@ function fakeSync(
     synced?: boolean;
     now?: () => number;
     secretHoldTimeoutMs?: number;
+    logger?: Logger;
   } = {},
 ) {
   const placementCache: ObjectCache<Placement> = {
@@ -288,6 +290,7 @@ function fakeSync(
       return [...kind.kind.cache.list(), ...extra];
     },
     ...(options.now ? { now: options.now } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
     ...(options.secretHoldTimeoutMs !== undefined ? { secretHoldTimeoutMs: options.secretHoldTimeoutMs } : {}),
   });
   return { sync, inputProviders, kustomizations, secrets, live };
@@ -344,6 +347,21 @@ describe('createFluxSync', () => {
     );
     expect(await sync.pass()).toMatchObject({ pruned: 1 });
     expect(secrets.writes.at(-1)).toBe(`delete ${kubeconfigSecretName('fleet', 'east')}`);
+  });
+
+  it('logs each apply and delete with component, placement and cluster', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+    const { sync } = fakeSync([placement('web', [listed('east')])], { logger });
+    await sync.pass();
+    const applied = lines.filter((l) => l.msg === 'applied');
+    expect(applied).toHaveLength(2);
+    expect(applied).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ component: 'flux-sync', cluster: 'fleet/east', placement: 'apps/web' }),
+        expect.objectContaining({ component: 'flux-sync', cluster: 'fleet/east' }),
+      ]),
+    );
   });
 
   // The issue-45 leftover: a Kustomization created moments before is not in the cache yet.

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { httpStatusOf, McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { httpStatusOf, McoError, silentLogger, toMcoError, type LogFields, type Logger } from '@mco/runtime';
 import type { KubeClient } from './client.js';
 import type { KubeObject } from './informer.js';
 import { objectPath, resourcePath, type Resource } from './kube.js';
@@ -181,6 +181,8 @@ export interface SyncOwnedObjectsOptions<T extends DesiredObject> {
   readonly requestTimeoutMs?: number;
   /** Each apply and delete is logged at info; nothing when nothing changed. */
   readonly logger?: Logger;
+  /** Fields added to the log line of an object's apply or delete (its placement and cluster, say). */
+  readonly logFields?: (object: KubeObject) => LogFields;
   /**
    * The objects as the caller observes them (an informer's synced cache, seen
    * through its `WriteOverlay`), instead of a listing and a read of each new
@@ -267,6 +269,7 @@ export async function syncOwnedObjects<T extends DesiredObject>(
   const report: SyncOwnedObjectsReport = { applied: [], deleted: [], kept: [], notOwned: [], failed: [] };
   const log = (message: string, object: KubeObject) =>
     logger.info(message, {
+      ...options.logFields?.(object),
       object: `${object.kind ? `${object.kind} ` : ''}${keyOf(object)}`,
       ...(dryRun ? { dryRun } : {}),
     });
