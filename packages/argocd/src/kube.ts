@@ -43,10 +43,14 @@ export function createApplicationLister(
   namespace: string,
 ): (cluster: { name: string; server: string }) => Promise<{ deleting: boolean }[]> {
   return async (cluster) => {
+    // 404: the Application CRD is not installed, so no Application exists.
     const apps = await listAll<{
       metadata?: { deletionTimestamp?: string };
       spec?: { destination?: { name?: string; server?: string } };
-    }>(client, resourcePath(APPLICATIONS, namespace));
+    }>(client, resourcePath(APPLICATIONS, namespace)).catch((error: unknown) => {
+      if (httpStatusOf(error) === 404) return [];
+      throw error;
+    });
     return apps
       .filter(({ spec }) => {
         const to = spec?.destination;
