@@ -45,6 +45,7 @@ describeWithControlPlane(
       const user = join(dir, 'user');
       const substitutions: Substitution[] = [
         { kind: 'port', from: '127.0.0.1:8080', to: `127.0.0.1:${await freePort()}` },
+        { kind: 'port', from: '127.0.0.1:8084', to: `127.0.0.1:${await freePort()}` },
         ...MEMBERS.map((m): Substitution => ({
           kind: 'address',
           from: `https://${m}.clusters.example:6443`,

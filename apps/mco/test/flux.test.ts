@@ -94,7 +94,8 @@ describe('mco flux metrics', () => {
       inInventory: false,
     });
     let orphans: Orphan[] = [orphan('a'), orphan('b'), orphan('c', 'HelmRelease')];
-    const { registry, isReady } = probes({ orphans: () => orphans, ready: () => true });
+    let deleted = 0;
+    const { registry, isReady } = probes({ orphans: () => orphans, orphansDeleted: () => deleted, ready: () => true });
     const text = await registry.metrics();
     expect(text).toContain(
       'mco_flux_orphaned_objects{kind="Kustomization",resourceset_namespace="flux-system",resourceset="web"} 2',
@@ -102,8 +103,12 @@ describe('mco flux metrics', () => {
     expect(text).toContain(
       'mco_flux_orphaned_objects{kind="HelmRelease",resourceset_namespace="flux-system",resourceset="web"} 1',
     );
+    expect(text).toContain('mco_flux_orphans_deleted_total 0');
     orphans = [];
-    expect(await registry.metrics()).not.toMatch(/^mco_flux_orphaned_objects\{/m);
+    deleted = 3;
+    const after = await registry.metrics();
+    expect(after).not.toMatch(/^mco_flux_orphaned_objects\{/m);
+    expect(after).toContain('mco_flux_orphans_deleted_total 3');
     expect(isReady()).toBe(true);
   });
 });

@@ -32,6 +32,37 @@ export function createApplicationSetClient(
   };
 }
 
+const APPLICATIONS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' } as const;
+
+/**
+ * The Applications in `namespace` whose destination is a cluster (by its
+ * Argo CD name or server), read live (RBAC: list applications there).
+ */
+export function createApplicationLister(
+  client: KubeClient,
+  namespace: string,
+): (cluster: { name: string; server: string }) => Promise<{ deleting: boolean }[]> {
+  return async (cluster) => {
+    // 404: the Application CRD is not installed, so no Application exists.
+    const apps = await listAll<{
+      metadata?: { deletionTimestamp?: string };
+      spec?: { destination?: { name?: string; server?: string } };
+    }>(client, resourcePath(APPLICATIONS, namespace)).catch((error: unknown) => {
+      if (httpStatusOf(error) === 404) return [];
+      throw error;
+    });
+    return apps
+      .filter(({ spec }) => {
+        const to = spec?.destination;
+        return (
+          (to?.server !== undefined && to.server === cluster.server) ||
+          (to?.name !== undefined && to.name === cluster.name)
+        );
+      })
+      .map((a) => ({ deleting: a.metadata?.deletionTimestamp !== undefined }));
+  };
+}
+
 export interface SecretClientOptions {
   /** Namespace Argo CD reads cluster Secrets from. */
   readonly namespace: string;

@@ -1,5 +1,5 @@
 import type { ClusterProfile, Placement } from '@mco/core';
-import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, toMcoError, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import { selectAccessProvider } from './access.js';
 import { placementsOf, REFRESH_ANNOTATION, type ApplicationSetLike } from './applicationsets.js';
 import { createPlacementCheck, type ObjectCache } from './cache.js';
@@ -39,6 +39,8 @@ export interface RefresherOptions {
   /** How often `pluginReady` is asked (default 2 s). */
   readonly probeIntervalMs?: number;
   readonly logger?: Logger;
+  /** Each refresh pass is recorded (`reconcileMetrics` of @mco/runtime). */
+  readonly reconciles?: ReconcileRecorder;
 }
 
 export interface Refresher {
@@ -171,7 +173,9 @@ export function createApplicationSetRefresher(options: RefresherOptions): Refres
       }
       for (const key of keys) pending.delete(key);
       retryMs = baseRetryMs;
+      options.reconciles?.record('ok');
     } catch (error) {
+      options.reconciles?.record('error');
       refreshAll ||= all;
       logger.warn('refreshing ApplicationSets failed; retrying', { error: toMcoError(error), retryInMs: retryMs });
       retryMs = Math.min(retryMs * 2, 60_000);

@@ -8,14 +8,14 @@ import {
   type InformerTuning,
 } from '@mco/kube-runtime';
 import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
-import { silentLogger, type Logger } from '@mco/runtime';
+import { silentLogger, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import { createCachedPlacementView, isFresh } from './cache.js';
 import { DEFAULT_MANAGER } from './cluster-secret.js';
-import { createApplicationSetClient, createSecretClient } from './kube.js';
+import { createApplicationLister, createApplicationSetClient, createSecretClient } from './kube.js';
 import { holdManagerName, type ManagerLease, type ManagerLeaseOptions } from './manager-lease.js';
 import { createApplicationSetRefresher, type Refresher } from './refresher.js';
 import { createSecretSyncer, type AccessResolver, type SecretSyncer } from './secret-syncer.js';
-import { createPluginServer, type PluginServerLimits } from './server.js';
+import { createPluginServer, type PluginServerLimits, type PluginServerOptions } from './server.js';
 import { createFileTokenVerifier } from './token.js';
 import { createTrustedServerOf, type NamedServerPolicy } from './trusted-server.js';
 import type { PlacementView } from './view.js';
@@ -23,6 +23,8 @@ import type { PlacementView } from './view.js';
 /** The hub: `hub`, a connection (`loadKubeConfig` of @mco/kube-runtime), or a client-node `kubeConfig`. */
 export interface ArgoCdDeliveryOptions extends HubSource {
   readonly logger?: Logger;
+  /** Records the refresher's passes and the syncer's keys (`reconcileMetrics` of @mco/runtime). */
+  readonly reconciles?: ReconcileRecorder;
   /** Access provider names in order of preference, for the plugin's `server` output. */
   readonly accessProviderNames?: readonly string[];
   /**
@@ -41,6 +43,8 @@ export interface ArgoCdDeliveryOptions extends HubSource {
     readonly limits?: PluginServerLimits;
     /** Answer 503 when a cache heard nothing from the API server for this long (default 10 min). */
     readonly maxSilenceMs?: number;
+    /** Served at GET /metrics (see `PluginServerOptions.metrics`). */
+    readonly metrics?: PluginServerOptions['metrics'];
   };
   /** Refresh ApplicationSets when a placement's answer changes; omit to disable. */
   readonly refresh?: {
@@ -63,6 +67,8 @@ export interface ArgoCdDeliveryOptions extends HubSource {
     readonly refreshBeforeMs?: number;
     readonly resyncMs?: number;
     readonly releaseGraceMs?: number;
+    /** See `SecretSyncerOptions.applicationHoldTimeoutMs` (default 1 h). */
+    readonly applicationHoldTimeoutMs?: number;
     /** Profiles reconciled (credential plugins run) at once (default 16). */
     readonly concurrency?: number;
     /** Timing of the Lease that keeps the manager name unique among live syncers (tests shorten it). */
@@ -124,6 +130,7 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         ...(options.refresh.debounceMs !== undefined ? { debounceMs: options.refresh.debounceMs } : {}),
         ...(options.refresh.pluginUrl ? { pluginReady: probeReadyz(options.refresh.pluginUrl) } : {}),
         ...(options.refresh.probeIntervalMs !== undefined ? { probeIntervalMs: options.refresh.probeIntervalMs } : {}),
+        ...(options.reconciles ? { reconciles: options.reconciles } : {}),
         logger,
       })
     : undefined;
@@ -143,11 +150,17 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
         ...(sync.refreshBeforeMs !== undefined ? { refreshBeforeMs: sync.refreshBeforeMs } : {}),
         ...(sync.resyncMs !== undefined ? { resyncMs: sync.resyncMs } : {}),
         ...(sync.releaseGraceMs !== undefined ? { releaseGraceMs: sync.releaseGraceMs } : {}),
+        // A released Secret goes only once no Application in the Argo CD namespace targets its cluster (a live read).
+        applicationsUsing: createApplicationLister(hub, sync.namespace),
+        ...(sync.applicationHoldTimeoutMs !== undefined
+          ? { applicationHoldTimeoutMs: sync.applicationHoldTimeoutMs }
+          : {}),
         ...(sync.concurrency !== undefined ? { concurrency: sync.concurrency } : {}),
         // Unknown (never "not in use") while the placement cache is unsynced or silent:
         // an empty or stale cache must not delete a Secret Argo CD still needs.
         isClusterInUse: (namespace, name) =>
           isFresh(placements, maxSilenceMs) ? isListed(placements.list(), namespace, name) : undefined,
+        ...(options.reconciles ? { reconciles: options.reconciles } : {}),
         logger,
       })
     : undefined;
@@ -175,6 +188,8 @@ export async function startArgoCdDelivery(options: ArgoCdDeliveryOptions): Promi
           logger,
           serverOf,
           ...(options.plugin.limits ? { limits: options.plugin.limits } : {}),
+          ...(options.plugin.metrics ? { metrics: options.plugin.metrics } : {}),
+          ...(options.reconciles ? { reconciles: options.reconciles } : {}),
         })
       : undefined;
 

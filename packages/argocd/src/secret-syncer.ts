@@ -8,7 +8,7 @@ import {
   type KubeObject,
   type ObjectWriter,
 } from '@mco/kube-runtime';
-import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { silentLogger, toMcoError, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import type { ObjectCache } from './cache.js';
 import {
   CLUSTER_PROFILE_ANNOTATION,
@@ -86,6 +86,22 @@ export interface SecretSyncerOptions {
    * drops it, and its cascade delete needs the Secret.
    */
   readonly releaseGraceMs?: number;
+  /**
+   * The Argo CD Applications whose destination is the cluster (by its Secret's
+   * `name` or `server`), read live from the API server when a released Secret
+   * is due: Argo CD needs the Secret to delete an Application's resources
+   * from the member, so it stays while one exists, one being deleted (its
+   * finalizer) included. A rejection keeps the Secret and retries. Without
+   * it, the grace period alone decides.
+   */
+  readonly applicationsUsing?: (cluster: { name: string; server: string }) => Promise<{ deleting: boolean }[]>;
+  /**
+   * How long after the grace period a released Secret is kept for
+   * Applications that are being deleted (a member that does not answer:
+   * their finalizer waits); then it is deleted and Argo CD can no longer
+   * reach that member (default 1 h; Infinity keeps it).
+   */
+  readonly applicationHoldTimeoutMs?: number;
   /** Rewrite a Secret this long before its credential expires (default 5 min, at most half the lifetime). */
   readonly refreshBeforeMs?: number;
   /**
@@ -104,6 +120,8 @@ export interface SecretSyncerOptions {
   readonly retryMs?: number;
   readonly now?: () => number;
   readonly logger?: Logger;
+  /** Each reconciled key is recorded (`reconcileMetrics` of @mco/runtime). */
+  readonly reconciles?: ReconcileRecorder;
 }
 
 /** Longest delay setTimeout accepts; a later refresh is re-planned by the periodic resync anyway. */
@@ -216,7 +234,9 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     try {
       await reconcile(key);
       failures.delete(key);
+      options.reconciles?.record('ok');
     } catch (error) {
+      options.reconciles?.record('error');
       const attempt = (failures.get(key) ?? 0) + 1;
       failures.set(key, attempt);
       const delay = Math.min(baseRetryMs * 2 ** (attempt - 1), 5 * 60_000);
@@ -375,7 +395,35 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
       later(key, left);
       return;
     }
+    if (options.applicationsUsing && (await heldByApplications(key, existing, since + releaseGraceMs))) return;
     await writeOwned(key, existing, []);
+  }
+
+  /**
+   * Whether Applications targeting the cluster keep its released Secret now
+   * (a live read): any that is not being deleted, or ones being deleted until
+   * `applicationHoldTimeoutMs` after `dueAt`. Schedules the next look.
+   */
+  async function heldByApplications(key: string, existing: ExistingSecret, dueAt: number): Promise<boolean> {
+    const decode = (field: string) => Buffer.from(existing.data?.[field] ?? '', 'base64').toString('utf8');
+    const users = await options.applicationsUsing!({ name: decode('name'), server: decode('server') });
+    if (users.length === 0) return false;
+    const holdUntil = dueAt + (options.applicationHoldTimeoutMs ?? 60 * 60_000);
+    const onlyDeleting = users.every((u) => u.deleting);
+    if (onlyDeleting && now() >= holdUntil) {
+      logger.warn(
+        'a released cluster Secret outlived applicationHoldTimeoutMs held by Applications being deleted; deleting it',
+        { cluster: key, applications: users.length },
+      );
+      return false;
+    }
+    logger.info('Argo CD Applications still target a released cluster; keeping its Secret', {
+      cluster: key,
+      applications: users.length,
+      beingDeleted: users.filter((u) => u.deleting).length,
+    });
+    later(key, onlyDeleting ? Math.min(30_000, Math.max(1000, holdUntil - now())) : 30_000);
+    return true;
   }
 
   function isOwned(secret: ExistingSecret): boolean {

@@ -1,7 +1,14 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ClusterProfile, Placement } from '@mco/core';
-import { McoError, readJsonRequest, RequestBodyError, silentLogger, type Logger } from '@mco/runtime';
+import {
+  McoError,
+  readJsonRequest,
+  RequestBodyError,
+  silentLogger,
+  type Logger,
+  type ReconcileRecorder,
+} from '@mco/runtime';
 import { selectAccessProvider } from './access.js';
 import { parsePluginRequest, placementParameters, type ProfileLookup } from './parameters.js';
 import type { TokenVerifier } from './token.js';
@@ -47,6 +54,10 @@ export interface PluginServerOptions {
   readonly serverOf?: (profile: ClusterProfile) => string | null;
   readonly limits?: PluginServerLimits;
   readonly logger?: Logger;
+  /** Each answered request is recorded: ok, or error for a 5xx answer (`reconcileMetrics` of @mco/runtime). */
+  readonly reconciles?: ReconcileRecorder;
+  /** GET /metrics (no token, as /healthz): the Prometheus text of this process. */
+  readonly metrics?: { readonly contentType: string; text(): Promise<string> };
 }
 
 export interface PluginServer {
@@ -114,6 +125,11 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = (req.url ?? '').split('?', 1)[0];
     if (path === '/healthz') return send(res, 200, { status: 'ok' });
+    if (path === '/metrics' && options.metrics && req.method === 'GET') {
+      const text = await options.metrics.text();
+      res.writeHead(200, { 'content-type': options.metrics.contentType }).end(text);
+      return;
+    }
     if (path === '/readyz') {
       return options.view.synced()
         ? send(res, 200, { status: 'ok' })
@@ -141,7 +157,9 @@ export function createPluginServer(options: PluginServerOptions): PluginServer {
       const answer = answerOf(placement);
       logger.debug('plugin answered', { applicationSet: applicationSetName, placement: `${ns}/${name}` });
       sendText(res, 200, answer);
+      options.reconciles?.record('ok');
     } catch (error) {
+      if (!(error instanceof HttpError) || error.status >= 500) options.reconciles?.record('error');
       if (!(error instanceof HttpError)) throw error;
       const fields = { status: error.status, reason: error.reason, path, method: req.method };
       if (error.status >= 500) logger.warn(error.message, fields);

@@ -478,7 +478,10 @@ describe('the cluster Secret syncer', () => {
     const GRACE = 15 * 60_000;
     const T0 = Date.parse(T);
     const released = (ms: number) => `annotate fleet.a ${RELEASED_AT_ANNOTATION}=${new Date(T0 + ms).toISOString()}`;
-    async function setUp(inUse: () => boolean | undefined) {
+    async function setUp(
+      inUse: () => boolean | undefined,
+      applicationsUsing?: (cluster: { name: string; server: string }) => Promise<{ deleting: boolean }[]>,
+    ) {
       const secrets = new FakeSecrets();
       await secrets.create(
         buildClusterSecret(
@@ -497,6 +500,7 @@ describe('the cluster Secret syncer', () => {
         namespace: 'argocd',
         resolveAccess: async () => access(async () => ({ token: 't' })),
         isClusterInUse: inUse,
+        ...(applicationsUsing ? { applicationsUsing, applicationHoldTimeoutMs: 60 * 60_000 } : {}),
         now: () => clock.now,
       });
       await syncer.start();
@@ -554,6 +558,50 @@ describe('the cluster Secret syncer', () => {
         `annotate fleet.a ${RELEASED_AT_ANNOTATION}=-`,
         released(GRACE + 1000),
       ]);
+    });
+
+    it('past the grace period, stays while a live read finds Applications targeting its cluster (being deleted: up to the hold timeout)', async () => {
+      let apps: { deleting: boolean }[] = [{ deleting: false }];
+      const asked: { name: string; server: string }[] = [];
+      const { secrets, syncer, at } = await setUp(
+        () => false,
+        async (cluster) => {
+          asked.push(cluster);
+          return apps;
+        },
+      );
+      await at(GRACE);
+      await at(GRACE + 2 * 60 * 60_000); // not being deleted: kept however long
+      const whileInUse = secrets.writes.slice(1);
+      apps = [{ deleting: true }];
+      await at(GRACE + 2 * 60 * 60_000 + 1000);
+      const whileDeleting = secrets.writes.slice(1);
+      syncer.stop();
+      expect(asked[0]).toEqual({ name: 'fleet.a', server: 'https://a.example' });
+      expect({ whileInUse, whileDeleting, kept: secrets.store.has('fleet.a') }).toEqual({
+        whileInUse: [],
+        whileDeleting: ['delete fleet.a'],
+        kept: false,
+      });
+    });
+
+    it('past the grace period, goes once no Application targets its cluster; a failed read keeps it', async () => {
+      let apps: { deleting: boolean }[] | undefined = [{ deleting: true }];
+      const { secrets, syncer, at } = await setUp(
+        () => false,
+        async () => {
+          if (!apps) throw new Error('connect ECONNREFUSED');
+          return apps;
+        },
+      );
+      await at(GRACE);
+      apps = undefined;
+      await at(GRACE + 1000);
+      const kept = secrets.writes.slice(1);
+      apps = [];
+      await at(GRACE + 2000);
+      syncer.stop();
+      expect({ kept, all: secrets.writes.slice(1) }).toEqual({ kept: [], all: ['delete fleet.a'] });
     });
 
     it('is rewritten without the release time when the ClusterProfile returns', async () => {

@@ -61,6 +61,8 @@ export const RETRY_BACKOFF: BackoffOptions = { baseMs: 1000, maxMs: 10_000, jitt
 export interface ConfigSyncDelivery {
   /** True once the placement and ClusterProfile caches are synced. */
   ready(): boolean;
+  /** True while this replica waits for the Lease (leader election): it has nothing to sync yet. */
+  standby(): boolean;
   /** Queues a placement (`namespace/name`). */
   enqueue(key: string): void;
   stop(): Promise<void>;
@@ -174,6 +176,7 @@ export function startConfigSyncDelivery(options: ConfigSyncDeliveryOptions): Con
 
   return {
     ready: () => placements.hasSynced() && clusterProfiles.hasSynced(),
+    standby: () => elector !== undefined && !running,
     enqueue: (key) => queue.add(key),
     async stop() {
       clearInterval(syncWatch);

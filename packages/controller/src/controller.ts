@@ -491,6 +491,7 @@ export function createController(options: ControllerOptions): Controller {
       queue.done(key);
       const seconds = (performance.now() - started) / 1000;
       metrics.reconciles.inc({ result });
+      if (result !== 'not_leader') metrics.shared.record(result === 'success' ? 'ok' : 'error');
       metrics.reconcileDuration.observe({ result }, seconds);
     }
   };

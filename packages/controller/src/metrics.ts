@@ -1,10 +1,13 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { InformerHealth } from '@mco/kube-runtime';
+import { reconcileMetrics, type ReconcileRecorder } from '@mco/runtime';
 
 /** The controller's Prometheus metrics (docs/operations.md lists them). */
 export interface ControllerMetrics {
   readonly registry: Registry;
   readonly reconciles: Counter<'result'>;
+  /** The metrics every long-running command shares (`reconcileMetrics` of @mco/runtime). */
+  readonly shared: ReconcileRecorder;
   readonly reconcileDuration: Histogram<'result'>;
   readonly queueWait: Histogram<'priority'>;
   readonly transitions: Counter<'transition'>;
@@ -110,6 +113,7 @@ export function createMetrics(
 
   return {
     registry,
+    shared: reconcileMetrics(registry, 'mco-controller'),
     reconciles: new Counter({
       name: 'mco_controller_reconcile_total',
       help: 'Reconciles by result: success, error, conflict, not_leader.',

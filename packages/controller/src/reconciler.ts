@@ -513,8 +513,18 @@ export class Reconciler {
     // One Event per transition id and reason, listing its clusters: a new
     // placement over a large fleet makes one "P1Added" Event, not hundreds.
     const groups = new Map<string, { type: EventType; transitions: Transition[] }>();
+    const key = `${placement.metadata?.namespace ?? ''}/${placement.metadata?.name ?? ''}`;
     for (const t of transitions) {
       this.options.metrics?.transitions.inc({ transition: t.id });
+      // One line per transition: what an operator greps for (docs/operations.md#logs).
+      this.logger.info('transition', {
+        placement: key,
+        cluster: t.cluster,
+        from: t.from ?? 'not listed',
+        to: t.to ?? 'removed',
+        transition: t.id,
+        reason: t.reason,
+      });
       const reason = `${t.id}${t.to === null ? 'Removed' : (byKey.get(t.cluster)?.reason ?? t.to)}`;
       const type = t.id === 'H1' || t.id === 'H3' || t.id === 'R2' ? 'Warning' : 'Normal';
       const group = groups.get(reason) ?? { type, transitions: [] };

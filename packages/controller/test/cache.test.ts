@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { PLACEMENT_API_VERSION, PLACEMENT_DECISION_API_VERSION, PLACEMENT_KEY_LABEL, PLACEMENT_KIND } from '@mco/core';
 import { Informer, type KubeObject, type ListWatch, type WatchEventType } from '@mco/kube-runtime';
+import { createLogger } from '@mco/runtime';
 import type { HubClient } from '../src/kube.js';
 import {
   isStub,
@@ -246,11 +247,13 @@ describe('caches that follow the shards a replica holds', () => {
       createPlacementDecision: written('decision'),
       replacePlacementDecision: written('decision'),
     } as unknown as HubClient;
+    const lines: string[] = [];
     const reconciler = new Reconciler({
       placements,
       clusterProfiles,
       placementDecisions: decisions,
       client,
+      logger: createLogger({ write: (line) => lines.push(line) }),
       isLeader: (key) => held.has(key),
       readWhole: (key, decisionKeys, signal) => readWhole(placements, decisions, key, decisionKeys, signal),
     });
@@ -281,6 +284,21 @@ describe('caches that follow the shards a replica holds', () => {
         { kind: 'decision', name: 'p-0', resourceVersion: undefined, spec: undefined, clusters: undefined },
       ],
     });
+    // One info line per transition (docs/operations.md#logs).
+    const transitions = lines
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .filter((l) => l.msg === 'transition');
+    expect(transitions).toEqual([
+      expect.objectContaining({
+        level: 'info',
+        placement: 'apps/p',
+        cluster: 'fleet/c1',
+        from: 'not listed',
+        to: 'ACTIVE',
+        transition: expect.any(String),
+        reason: expect.any(String),
+      }),
+    ]);
     await Promise.all([placements, decisions, clusterProfiles].map((i) => i.stop()));
   });
 });

@@ -8,17 +8,26 @@
 // the cache writes no inventory when the new one equals the stale copy, and the
 // object re-created then is missing from the inventory that garbage collection
 // reads. mco cannot repair the operator's inventory; it reports the orphan (a
-// condition on the placement, a Warning Event, a gauge) and the user deletes it.
+// condition on the placement, a Warning Event, a gauge) and, unless told to
+// only report, deletes it once the report delay is over,
+// after reading the placement and the input providers again (a cluster
+// re-added meanwhile keeps it), with uid and resourceVersion preconditions.
 import { setCondition, type Condition, type Placement } from '@mco/core';
 import {
+  PLACEMENTS,
   applyPlacementCondition,
   createPlacementEvent,
+  listObjects,
   objectPath,
+  readPlacementStatus,
+  resourcePath,
   type KubeClient,
   type KubeObject,
+  type Resource,
 } from '@mco/kube-runtime';
-import type { Logger } from '@mco/runtime';
-import { PLACEMENT_LABEL, PLACEMENT_NAMESPACE_LABEL, placementLabelValue } from './names.js';
+import { httpStatusOf, type Logger } from '@mco/runtime';
+import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
+import { PLACEMENT_LABEL, PLACEMENT_NAMESPACE_LABEL, kubeconfigSecretName, placementLabelValue } from './names.js';
 
 /** The labels flux-operator puts on everything a ResourceSet generates. */
 export const RESOURCE_SET_NAME_LABEL = 'resourceset.fluxcd.controlplane.io/name';
@@ -193,6 +202,13 @@ export interface OrphanCheckOptions {
   readonly graceMs?: number;
   /** How often to look (default 30 s). */
   readonly intervalMs?: number;
+  /**
+   * Delete a reported orphan (default true): the operator never deletes one
+   * its inventory lost, nor, within the report delay, one it lists; then
+   * kustomize-controller prunes the member. False: report only
+   * (`mco flux --report-orphans-only`).
+   */
+  readonly remedy?: boolean;
   readonly logger: Logger;
   readonly now?: () => number;
 }
@@ -200,6 +216,8 @@ export interface OrphanCheckOptions {
 export interface OrphanCheck {
   /** The orphans reported now (past the grace period). */
   orphans(): readonly Orphan[];
+  /** How many orphans this check has deleted. */
+  deleted(): number;
   /** Runs one check now (the timer calls it; tests may too). */
   check(): Promise<void>;
   stop(): void;
@@ -287,7 +305,10 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
     const before = new Set(reported.map((o) => o.uid));
     reported = due;
     for (const o of due.filter((d) => !before.has(d.uid))) {
-      options.logger.warn('orphaned Flux object', { orphan: describeOrphan(o) });
+      options.logger.warn('orphaned Flux object', {
+        orphan: describeOrphan(o),
+        ...(o.placement ? { placement: placementKey(o.placement) } : {}),
+      });
       const placement =
         o.placement &&
         placements.find(
@@ -299,6 +320,16 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
         await event(placement, describeOrphan(o)).catch((error) =>
           options.logger.warn('cannot record an event', { error }),
         );
+    }
+    if (options.remedy !== false) {
+      for (const o of due) {
+        await remedy(o, placements).catch((error) =>
+          options.logger.warn('cannot delete an orphaned Flux object; retrying at the next check', {
+            orphan: `${o.kind} ${o.namespace}/${o.name}`,
+            error,
+          }),
+        );
+      }
     }
     // The condition: on every placement with orphans, and back to False on one
     // that had them (written by this process or an earlier one), unless an
@@ -315,6 +346,76 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
     }
   }
 
+  let deletedCount = 0;
+
+  /** One object by name through a list (the RBAC of `mco flux` lists and watches; it does not get). */
+  async function readLive(resource: Resource, namespace: string, name: string): Promise<KubeObject | undefined> {
+    const page = await options.hub.get<{ items?: KubeObject[] }>(resourcePath(resource, namespace), {
+      query: { fieldSelector: `metadata.name=${name}` },
+    });
+    return page.items?.[0];
+  }
+
+  /**
+   * Deletes a reported orphan, after reading again what could make
+   * it wanted: its placement (a trusted status that does not list its cluster)
+   * and every input provider (none names its Secret), then the object itself
+   * (the same uid, still using that Secret, not being deleted), and deletes it
+   * with that uid and resourceVersion as preconditions. Anything else: kept.
+   */
+  async function remedy(o: Orphan, placements: readonly Placement[]): Promise<void> {
+    const field = { orphan: `${o.kind} ${o.namespace}/${o.name}` };
+    const keep = (reason: string) => options.logger.debug('keeping an orphaned Flux object', { ...field, reason });
+    if (!o.placement) return keep('its ResourceSet names no placement of mco: delete it by hand if it must go');
+    const placement = (await readLive(PLACEMENTS, o.placement.namespace, o.placement.name)) as Placement | undefined;
+    if (!placement) return keep(`placement ${placementKey(o.placement)} is gone`);
+    const reading = readPlacementStatus(placement);
+    if (!reading.ok) return keep(reading.reason);
+    if (reading.clusters.some((c) => kubeconfigSecretName(c.namespace ?? '', c.name) === o.secretName)) {
+      return keep(`placement ${placementKey(o.placement)} lists its cluster again`);
+    }
+    const providers = await listObjects(options.hub, INPUT_PROVIDERS, o.namespace);
+    if (
+      providers.some(
+        (p) =>
+          (p as { spec?: { defaultValues?: { kubeconfigSecretName?: unknown } } }).spec?.defaultValues
+            ?.kubeconfigSecretName === o.secretName,
+      )
+    ) {
+      return keep(`an input provider names Secret ${o.secretName} again`);
+    }
+    const resource = o.kind === 'HelmRelease' ? HELM_RELEASES : KUSTOMIZATIONS;
+    const current = await readLive(resource, o.namespace, o.name);
+    if (!current || current.metadata?.uid !== o.uid || current.metadata.deletionTimestamp) return;
+    if (secretOf(current) !== o.secretName) return keep('it changed since the check');
+    try {
+      await options.hub.delete(objectPath(resource, o.namespace, o.name), {
+        preconditions: { uid: o.uid, resourceVersion: current.metadata.resourceVersion },
+      });
+    } catch (error) {
+      // Changed or re-created since it was read (409), or gone: the next check decides again.
+      if (httpStatusOf(error) === 409 || httpStatusOf(error) === 404) return;
+      throw error;
+    }
+    deletedCount++;
+    const message = `deleted orphaned ${o.kind} ${o.namespace}/${o.name} (Secret ${o.secretName}): placement ${placementKey(o.placement)} does not list its cluster and no input provider names it; Flux now removes its workload from that cluster`;
+    options.logger.info('deleted an orphaned Flux object', { ...field, placement: placementKey(o.placement) });
+    const known = placements.find(
+      (p) =>
+        placementKey({ namespace: p.metadata.namespace ?? '', name: p.metadata.name ?? '' }) ===
+        placementKey(o.placement!),
+    );
+    if (known) {
+      await createPlacementEvent(
+        options.hub,
+        known,
+        { type: 'Normal', reason: 'FluxOrphanedObjectDeleted', message },
+        options.manager,
+        new Date(now()),
+      ).catch((error) => options.logger.warn('cannot record an event', { error }));
+    }
+  }
+
   let running = false;
   const timer = setInterval(() => {
     if (running) return;
@@ -324,5 +425,5 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
       .finally(() => (running = false));
   }, options.intervalMs ?? 30_000);
   timer.unref();
-  return { orphans: () => reported, check, stop: () => clearInterval(timer) };
+  return { orphans: () => reported, deleted: () => deletedCount, check, stop: () => clearInterval(timer) };
 }

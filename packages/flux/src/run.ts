@@ -12,7 +12,7 @@ import {
   type Resource,
 } from '@mco/kube-runtime';
 import { hubClient, type HubSource } from '@mco/kube-runtime/client-node';
-import { McoError, silentLogger, type Logger } from '@mco/runtime';
+import { McoError, silentLogger, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
 import { createOptionalCache } from './optional-kind.js';
 import { startOrphanCheck, type Orphan, type OrphanCheckOptions } from './orphans.js';
@@ -42,19 +42,29 @@ export interface FluxDeliveryOptions extends HubSource {
   readonly manager?: string;
   readonly refreshBeforeMs?: number;
   readonly resyncMs?: number;
+  /** See `FluxSyncOptions.secretHoldTimeoutMs` (default 1 h). */
+  readonly secretHoldTimeoutMs?: number;
   readonly logger?: Logger;
+  /** Records each pass (`reconcileMetrics` of @mco/runtime). */
+  readonly reconciles?: ReconcileRecorder;
   /** Only ClusterProfiles in these namespaces are read (`--cluster-profile-namespaces`); empty or absent: all. */
   readonly clusterProfileNamespaces?: readonly string[];
   /** Informer tuning (tests shorten these). */
   readonly informers?: InformerTuning;
-  /** The orphan check of Operator mode (orphans.ts): how long an orphan must last before it is reported, how often to look. */
-  readonly orphans?: Pick<OrphanCheckOptions, 'graceMs' | 'intervalMs'>;
+  /**
+   * The orphan check of Operator mode (orphans.ts): how long an orphan must
+   * last before it is reported (and deleted), how often to look, and whether
+   * to delete it (default true) or only report it.
+   */
+  readonly orphans?: Pick<OrphanCheckOptions, 'graceMs' | 'intervalMs' | 'remedy'>;
 }
 
 export interface FluxDelivery {
   readonly sync: FluxSync;
   /** Operator mode only: the orphaned Flux objects reported now (docs/flux.md#orphaned-kustomizations). */
   orphans(): readonly Orphan[];
+  /** Operator mode only: how many orphans this process has deleted. */
+  orphansDeleted(): number;
   /** True once every cache has synced. */
   ready(): boolean;
   stop(): Promise<void>;
@@ -133,6 +143,8 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
     templates: options.templates ?? [],
     ...(options.refreshBeforeMs !== undefined ? { refreshBeforeMs: options.refreshBeforeMs } : {}),
     ...(options.resyncMs !== undefined ? { resyncMs: options.resyncMs } : {}),
+    ...(options.secretHoldTimeoutMs !== undefined ? { secretHoldTimeoutMs: options.secretHoldTimeoutMs } : {}),
+    ...(options.reconciles ? { reconciles: options.reconciles } : {}),
     logger,
   });
   sync.start();
@@ -155,6 +167,7 @@ export function startFluxDelivery(options: FluxDeliveryOptions): FluxDelivery {
   return {
     sync,
     orphans: () => orphans?.orphans() ?? [],
+    orphansDeleted: () => orphans?.deleted() ?? 0,
     ready: () => informers.every((i) => i.hasSynced()) && (helmReleases?.hasSynced() ?? true),
     async stop() {
       orphans?.stop();

@@ -3,6 +3,7 @@ import type { ClusterProfile, Placement } from '@mco/core';
 import {
   WorkQueue,
   WriteOverlay,
+  listObjects,
   syncOwnedObjects,
   type DesiredObject,
   type KubeClient,
@@ -10,10 +11,10 @@ import {
   type ObjectWriter,
   type Resource,
 } from '@mco/kube-runtime';
-import { silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { silentLogger, toMcoError, type Logger, type ReconcileRecorder } from '@mco/runtime';
 import { desiredState, isRemovalObserved, type DesiredState } from './desired.js';
 import { buildKubeconfigSecret } from './kubeconfig.js';
-import { CLUSTER_PROFILE_ANNOTATION, MANAGED_BY_LABEL, kubeconfigSecretName } from './names.js';
+import { CLUSTER_PROFILE_ANNOTATION, MANAGED_BY_LABEL, PLACEMENT_ANNOTATION, kubeconfigSecretName } from './names.js';
 import type { FluxTemplate } from './templates.js';
 
 /** The part of an informer the sync reads (`Informer` of @mco/kube-runtime fits it). */
@@ -68,10 +69,22 @@ export interface FluxSyncOptions {
   readonly refreshBeforeMs?: number;
   /** A full pass this often even when nothing changed (default 10 min). */
   readonly resyncMs?: number;
+  /**
+   * How long the kubeconfig Secret of a cluster no placement lists is kept
+   * for Flux objects that are being deleted and still use it (their
+   * finalizer waits for Flux to delete the workload from a member that does
+   * not answer). After it the Secret is deleted: Flux then removes its
+   * finalizer without pruning that member. Default 1 h; Infinity keeps it.
+   */
+  readonly secretHoldTimeoutMs?: number;
+  /** A live read of one kind in the Flux namespace (default: a paged list from `hub`, no cache). */
+  readonly listLive?: (resource: Resource) => Promise<KubeObject[]>;
   /** Concurrent writes of a pass (default 8). */
   readonly concurrency?: number;
   readonly now?: () => number;
   readonly logger?: Logger;
+  /** Each pass is recorded: ok, or error when a write, a credential or the pass failed. */
+  readonly reconciles?: ReconcileRecorder;
 }
 
 /** What one pass did. */
@@ -83,6 +96,8 @@ export interface PassResult {
   /** Clusters whose kubeconfig Secret could not be built this pass (kept as it is, retried). */
   readonly credentialFailures: number;
   readonly writeFailures: number;
+  /** Kubeconfig Secrets of clusters no placement lists, kept because a Flux object uses them (read live). */
+  readonly secretsHeld: number;
 }
 
 export interface FluxSync {
@@ -104,7 +119,7 @@ const KEY = 'flux';
  * writes only differences) whenever a placement, a ClusterProfile or one of
  * mco's objects changes, when a credential nears expiry, and every
  * `resyncMs`. Passes wait until every cache has synced; nothing is ever
- * deleted on doubt (see `isRemovalObserved` and `secretMayGo`).
+ * deleted on doubt (see `isRemovalObserved` and `secretsToDelete`).
  */
 export function createFluxSync(options: FluxSyncOptions): FluxSync {
   const logger = (options.logger ?? silentLogger).child({ component: 'flux-sync' });
@@ -118,6 +133,10 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   let running: Promise<void> | undefined;
   let last: PassResult | undefined;
   let resyncTimer: NodeJS.Timeout | undefined;
+  const holdTimeoutMs = options.secretHoldTimeoutMs ?? 60 * 60_000;
+  /** Per kubeconfig Secret of a cluster no placement lists: since when only Flux objects being deleted hold it. */
+  const heldSince = new Map<string, number>();
+  const listLive = options.listLive ?? ((resource: Resource) => listObjects(options.hub, resource, options.namespace));
 
   const synced = () =>
     options.placements.hasSynced() && options.clusterProfiles.hasSynced() && kinds.every((k) => k.cache.hasSynced());
@@ -230,11 +249,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       }
     }
     const referenced = secretReferences(options, desired);
+    const secretsMayGo = await secretsToDelete(desired, referenced);
     // Secrets first, so a new input provider or rendered object finds its kubeconfig.
     plans.unshift({
       kind: options.secrets,
       desired: secrets,
-      mayPrune: (o) => secretMayGo(o, desired, referenced),
+      mayPrune: (o) => secretsMayGo.deletable.has(o.metadata?.name ?? ''),
     });
 
     let applied = 0;
@@ -256,6 +276,11 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         concurrency: options.concurrency ?? 8,
         onWritten: (key, written) => overlay.set(key, kind.cache.get(key)?.metadata?.resourceVersion, written),
         logger,
+        logFields: (o) => {
+          const annotations = o.metadata?.annotations ?? {};
+          const [placement, cluster] = [annotations[PLACEMENT_ANNOTATION], annotations[CLUSTER_PROFILE_ANNOTATION]];
+          return { ...(placement ? { placement } : {}), ...(cluster ? { cluster } : {}) };
+        },
       });
       applied += report.applied.length;
       pruned += report.deleted.length;
@@ -269,7 +294,89 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       }
     }
     if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
-    return { applied, pruned, kept, credentialFailures, writeFailures };
+    if (secretsMayGo.recheckMs !== undefined) queue.addAfter(KEY, secretsMayGo.recheckMs);
+    return { applied, pruned, kept, credentialFailures, writeFailures, secretsHeld: secretsMayGo.held };
+  }
+
+  /**
+   * Which kubeconfig Secrets of clusters no placement lists may go now. The
+   * caches may not hold a Flux object created moments ago (and Flux needs the
+   * Secret to delete what it applied), so a Secret the caches show unused is
+   * deleted only after a live read of the input providers, Kustomizations and
+   * HelmReleases finds none that uses it, one being deleted included; a Secret
+   * held only by objects being deleted goes after `secretHoldTimeoutMs`.
+   */
+  async function secretsToDelete(
+    desired: DesiredState,
+    cached: ReadonlySet<string>,
+  ): Promise<{ deletable: Set<string>; held: number; recheckMs?: number }> {
+    const unlisted = observed(options.secrets, true).filter((o) => secretOfUnlistedCluster(o, desired));
+    const names = new Set(unlisted.map((o) => o.metadata!.name!));
+    const clusterOf = new Map(
+      unlisted.map((o) => [o.metadata!.name!, o.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION]]),
+    );
+    for (const name of heldSince.keys()) if (!names.has(name)) heldSince.delete(name);
+    if (names.size === 0) return { deletable: new Set(), held: 0 };
+    let live: Map<string, { deleting: boolean }[]>;
+    try {
+      live = await liveSecretUsers();
+    } catch (error) {
+      logger.warn('cannot read which Flux objects use the kubeconfig Secrets; keeping them', {
+        error: toMcoError(error),
+      });
+      return { deletable: new Set(), held: names.size, recheckMs: 5000 };
+    }
+    const deletable = new Set<string>();
+    let recheckMs: number | undefined;
+    const t = now();
+    for (const name of names) {
+      const users = live.get(name) ?? [];
+      if (users.length === 0) {
+        heldSince.delete(name);
+        // The caches still show a user the live read did not: it is gone, and its delete event is on the way.
+        if (!cached.has(name)) deletable.add(name);
+        else recheckMs = Math.min(recheckMs ?? Infinity, 5000);
+        continue;
+      }
+      if (!users.every((u) => u.deleting)) {
+        heldSince.delete(name);
+        continue;
+      }
+      const since = heldSince.get(name) ?? t;
+      heldSince.set(name, since);
+      const left = since + holdTimeoutMs - t;
+      if (left <= 0) {
+        logger.warn(
+          'a kubeconfig Secret outlived secretHoldTimeoutMs held by Flux objects being deleted; deleting it, so Flux removes their finalizers without pruning that member',
+          {
+            secret: name,
+            cluster: clusterOf.get(name),
+            objects: users.length,
+            secretHoldTimeoutMs: holdTimeoutMs,
+          },
+        );
+        deletable.add(name);
+      } else recheckMs = Math.min(recheckMs ?? Infinity, left, 30_000);
+    }
+    return { deletable, held: names.size - deletable.size, ...(recheckMs === undefined ? {} : { recheckMs }) };
+  }
+
+  /** Kubeconfig Secret name → the objects that use it, read from the API server. */
+  async function liveSecretUsers(): Promise<Map<string, { deleting: boolean }[]>> {
+    const users = new Map<string, { deleting: boolean }[]>();
+    for (const kind of [options.inputProviders, options.kustomizations, options.helmReleases]) {
+      if (!kind || kind.cache.served?.() === false) continue;
+      for (const object of await listLive(kind.resource)) {
+        const names = new Set<string>();
+        addReference(names, object);
+        for (const name of names) {
+          const list = users.get(name) ?? [];
+          list.push({ deleting: object.metadata?.deletionTimestamp !== undefined });
+          users.set(name, list);
+        }
+      }
+    }
+    return users;
   }
 
   async function worker(): Promise<void> {
@@ -285,9 +392,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         }
         last = await pass();
         if (last.applied || last.pruned) logger.debug('flux pass', { ...last });
-        if (last.credentialFailures || last.writeFailures) queue.addRateLimited(KEY);
+        const failed = last.credentialFailures > 0 || last.writeFailures > 0;
+        options.reconciles?.record(failed ? 'error' : 'ok');
+        if (failed) queue.addRateLimited(KEY);
         else queue.forget(KEY);
       } catch (error) {
+        options.reconciles?.record('error');
         logger.warn('flux pass failed; retrying', { error: toMcoError(error) });
         queue.addRateLimited(KEY);
       } finally {
@@ -363,17 +473,12 @@ function addReference(names: Set<string>, object: KubeObject): void {
   if (typeof input === 'string') names.add(input);
 }
 
-/**
- * A kubeconfig Secret goes only when no trusted placement lists its cluster
- * and nothing uses it any more — in particular no Flux object, which needs it
- * to delete the workload from the member cluster.
- */
-function secretMayGo(secret: KubeObject, desired: DesiredState, referenced: ReadonlySet<string>): boolean {
+/** Whether a Secret is mco's kubeconfig Secret of a cluster no trusted placement lists. */
+function secretOfUnlistedCluster(secret: KubeObject, desired: DesiredState): boolean {
   const cluster = secret.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION];
   if (!cluster || desired.clusters.has(cluster)) return false;
   const [namespace = '', name = ''] = cluster.split('/', 2);
-  if (secret.metadata?.name !== kubeconfigSecretName(namespace, name)) return false;
-  return !referenced.has(secret.metadata.name);
+  return secret.metadata?.name === kubeconfigSecretName(namespace, name);
 }
 
 function keyOf(object: KubeObject): string {

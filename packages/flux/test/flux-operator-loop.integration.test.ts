@@ -2,11 +2,11 @@
 // random intervals of 0-3 s, with the real flux-operator v0.59.0 generating
 // Kustomizations that the real kustomize-controller applies to a member (its
 // finalizer makes every deletion take a while, as on a real hub). What must
-// hold: once a removal has settled, no Kustomization is left for a cluster the
-// placement does not list, or, when flux-operator leaves one (docs/flux.md,
-// "Orphaned Kustomizations"), mco reports it: the placement condition, a
-// Warning Event and `orphans()` (the gauge). The test then deletes the orphan
-// as the doc says, and the loop goes on.
+// hold: once a removal has settled, nothing of the workload is left on the
+// removed member, and no Kustomization is left for it: when flux-operator
+// leaves one (docs/flux.md, "Orphaned Kustomizations"), mco reports it (the
+// placement condition, a Warning Event, `orphans()` for the gauge) and then
+// deletes it itself, so kustomize-controller prunes the member.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,7 +72,7 @@ data:
 `;
 
 describeWithControlPlane(
-  'Flux Operator mode: a cluster removed and re-added 50 times leaves no Kustomization behind unreported',
+  'Flux Operator mode: a cluster removed and re-added 50 times leaves nothing on it; mco deletes what the operator leaves',
   {
     tools: [
       'helm-controller-crds',
@@ -99,6 +99,27 @@ describeWithControlPlane(
       )) as { items: KubernetesObject[] };
       return list.items.filter((k) => !k.metadata?.deletionTimestamp).map((k) => k.metadata!.name!);
     };
+    /** Cluster two's Kustomization exists, being deleted included. */
+    const kustomizationOfTwo = () =>
+      custom
+        .getNamespacedCustomObject(
+          { ...KUSTOMIZATIONS, namespace: FLUX_NS, name: kustomizationName('two') },
+          requestOptions(hub, 10_000),
+        )
+        .then(
+          () => true,
+          () => false,
+        );
+    /** The workload (a ConfigMap) on member two. */
+    const workloadOnTwo = () =>
+      plane.members
+        .two!.adminKubeConfig()
+        .makeApiClient(CoreV1Api)
+        .readNamespacedConfigMap({ namespace: 'default', name: 'web' })
+        .then(
+          () => 1,
+          () => 0,
+        );
     const logs = () => controllers.map((c) => `--- ${c.name}:\n${c.tail(15)}`).join('\n');
     const placement = async () =>
       (await custom.getNamespacedCustomObject(
@@ -181,13 +202,14 @@ describeWithControlPlane(
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
-    it(`removes and re-adds cluster two ${CYCLES} times (seed ${SEED}): no Kustomization is left unreported`, async () => {
+    it(`removes and re-adds cluster two ${CYCLES} times (seed ${SEED}): nothing is left on it after each removal`, async () => {
       const random = seeded(SEED);
       const pause = () => new Promise((resolve) => setTimeout(resolve, Math.floor(random() * 3_000)));
       const orphans: Orphan[] = [];
+      let leftOnRemoved = 0;
       const started = Date.now();
 
-      /** Waits until cluster two's Kustomization is gone, or mco reports it; a reported orphan is deleted as docs/flux.md says. */
+      /** Waits until cluster two's Kustomization is gone, or mco reports it and then deletes it, and checks the member. */
       const settleRemoval = async (cycle: number) => {
         const outcome = await eventually(
           `cycle ${cycle}: the Kustomization of removed cluster two gone, or reported as an orphan`,
@@ -201,8 +223,18 @@ describeWithControlPlane(
         ).catch((error: Error) => {
           throw new Error(`${error.message}\n${logs()}`);
         });
-        if (!outcome!.reported) return;
-        const orphan = outcome!.reported;
+        if (outcome!.reported) await reportedThenDeleted(outcome!.reported, cycle);
+        // Gone, finalizer and all: kustomize-controller has pruned the member.
+        await eventually(
+          `cycle ${cycle}: cluster two's Kustomization gone, finalizer included`,
+          kustomizationOfTwo,
+          (k) => !k,
+        );
+        const left = await workloadOnTwo();
+        leftOnRemoved += left;
+        expect({ cycle, left }).toEqual({ cycle, left: 0 });
+      };
+      const reportedThenDeleted = async (orphan: Orphan, cycle: number) => {
         orphans.push(orphan);
         console.log(`cycle ${cycle}: mco reported an orphan: ${JSON.stringify(orphan)}`);
         // Reported everywhere the doc says: the placement condition and a Warning Event.
@@ -215,12 +247,9 @@ describeWithControlPlane(
         await eventually('a FluxOrphanedObject Warning Event', warningEvents, (events) =>
           events.some((e) => e.type === 'Warning' && (e.message ?? '').includes(orphan.name)),
         );
-        await custom.deleteNamespacedCustomObject(
-          { ...KUSTOMIZATIONS, namespace: FLUX_NS, name: orphan.name },
-          requestOptions(hub, 10_000),
-        );
+        // mco deletes it (the placement does not list cluster two, no input provider names its Secret).
         await eventually(
-          'the orphan deleted and no longer reported',
+          `cycle ${cycle}: the orphan deleted by mco and no longer reported`,
           async () => delivery!.orphans(),
           (o) => o.length === 0,
         );
@@ -248,10 +277,12 @@ describeWithControlPlane(
       // At the end: exactly the listed cluster's Kustomization, none reported, the condition (if any) False.
       expect(await generated()).toEqual([kustomizationName('one')]);
       expect(delivery!.orphans()).toEqual([]);
+      expect(delivery!.orphansDeleted()).toBe(orphans.length);
+      expect(leftOnRemoved).toBe(0);
       const condition = (await placement()).status?.conditions?.find((c) => c.type === ORPHANS_CONDITION);
       if (condition) expect(condition.status).toBe('False');
       console.log(
-        `flux-operator loop: ${CYCLES} cycles in ${seconds.toFixed(0)} s (seed ${SEED}); orphans reported and deleted: ${orphans.length}` +
+        `flux-operator loop: ${CYCLES} cycles in ${seconds.toFixed(0)} s (seed ${SEED}); orphans reported: ${orphans.length}, deleted by mco: ${delivery!.orphansDeleted()}; workload objects left on the removed member: ${leftOnRemoved}` +
           (orphans.length ? ` (${orphans.map((o) => `${o.name} inInventory=${o.inInventory}`).join(', ')})` : ''),
       );
     });

@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import {
   AppsV1Api,
   AutoscalingV2Api,
+  CoreV1Api,
   CustomObjectsApi,
   PatchStrategy,
   Watch,
@@ -40,6 +41,9 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 const FLUX_NS = 'flux-system';
 const T = '2026-01-01T00:00:00Z';
 const GIT_REPOSITORIES = { group: 'source.toolkit.fluxcd.io', version: 'v1', plural: 'gitrepositories' };
+// Issue 45's ordering test: runs per removal delay (the issue's target is 20: MCO_FLUX_ORDERING_RUNS=20).
+const ORDERING_RUNS = Number(process.env.MCO_FLUX_ORDERING_RUNS ?? 2);
+const ORDERING_DELAYS_MS = [0, 300, 600, 1000, 2000];
 
 // The workload as its Git repository holds it (the walk-through's, docs/flux.md):
 // the HPA maximum comes from mco through postBuild.substitute, with the
@@ -307,6 +311,90 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         for (const w of watches) w.abort();
       }
       expect(await hpaOf(plane.members.two!)).toBeNull();
+      expect(await deploymentOf(plane.members.one!)).toBe(true);
+    });
+
+    // Issue 45: a cluster removed moments after its Kustomization was created
+    // lost its kubeconfig Secret before kustomize-controller could prune it
+    // (the cache did not hold the Kustomization yet), and the workload stayed.
+    it(`removing a cluster 0, 0.3, 0.6, 1 and 2 s after its Kustomization appears leaves nothing on it (${ORDERING_RUNS} runs each)`, async () => {
+      const secretName = kubeconfigSecretName('fleet', 'two');
+      const kustomizationName = `web-${clusterSlug('fleet', 'two')}`;
+      const kustomizations = `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${FLUX_NS}/kustomizations`;
+      let appeared: (() => void) | undefined;
+      let appliedRuns = 0;
+      let applied = false;
+      const watches = await Promise.all([
+        new Watch(hub).watch(
+          kustomizations,
+          { fieldSelector: `metadata.name=${kustomizationName}` },
+          (type: string) => type === 'ADDED' && appeared?.(),
+          () => undefined,
+        ),
+        new Watch(plane.members.two!.adminKubeConfig()).watch(
+          '/apis/apps/v1/namespaces/default/deployments',
+          { fieldSelector: 'metadata.name=web' },
+          (type: string) => type === 'ADDED' && (applied = true),
+          () => undefined,
+        ),
+      ]);
+      const exists = (name: string) =>
+        custom
+          .getNamespacedCustomObject(
+            {
+              group: 'kustomize.toolkit.fluxcd.io',
+              version: 'v1',
+              namespace: FLUX_NS,
+              plural: 'kustomizations',
+              name,
+            },
+            requestOptions(hub, 10_000),
+          )
+          .then(
+            () => true,
+            () => false,
+          );
+      const secretExists = () =>
+        hub
+          .makeApiClient(CoreV1Api)
+          .readNamespacedSecret({ namespace: FLUX_NS, name: secretName })
+          .then(
+            () => true,
+            () => false,
+          );
+      const started = Date.now();
+      try {
+        for (const delayMs of ORDERING_DELAYS_MS) {
+          for (let run = 1; run <= ORDERING_RUNS; run++) {
+            const what = `delay ${delayMs} ms, run ${run}`;
+            applied = false;
+            const created = new Promise<void>((resolve) => (appeared = resolve));
+            await setPlacement({ clusters: [cluster('one'), cluster('two')] });
+            await created;
+            // The scenario's timing, not a wait for a condition: how long after creation the cluster leaves.
+            await new Promise((resolve) => setTimeout(resolve, delayMs));
+            await setPlacement({ clusters: [cluster('one')] });
+            await eventually(
+              `${what}: the Kustomization and the kubeconfig Secret of member two gone`,
+              async () => [await exists(kustomizationName), await secretExists()],
+              ([k, secret]) => !k && !secret,
+            );
+            if (applied) appliedRuns++;
+            expect({
+              what,
+              deployment: await deploymentOf(plane.members.two!),
+              hpa: await hpaOf(plane.members.two!),
+            }).toEqual({ what, deployment: false, hpa: null });
+          }
+        }
+      } finally {
+        for (const w of watches) w.abort();
+      }
+      const runs = ORDERING_DELAYS_MS.length * ORDERING_RUNS;
+      console.log(
+        `ordering: ${runs} removals (${ORDERING_RUNS} per delay ${ORDERING_DELAYS_MS.join(', ')} ms) in ${((Date.now() - started) / 1000).toFixed(0)} s; ` +
+          `the workload had reached member two in ${appliedRuns}; left on it: 0`,
+      );
       expect(await deploymentOf(plane.members.one!)).toBe(true);
     });
   },

@@ -16,6 +16,7 @@ import {
 } from '../src/index.js';
 
 const NS = 'flux-system';
+const T = '2026-01-01T00:00:00Z';
 const secret = (cluster: string) => kubeconfigSecretName('fleet', cluster);
 const kustomization = (cluster: string, extra: Record<string, unknown> = {}): KubeObject =>
   ({
@@ -145,13 +146,41 @@ describe('orphaned Flux objects', () => {
 });
 
 describe('the orphan check', () => {
-  const setup = (placementsNow: Placement[] = placements) => {
+  const setup = (placementsNow: Placement[] = placements, remedy = false) => {
     let t = 0;
     const calls: { method: string; path: string; body?: unknown }[] = [];
+    // What a live read finds: the placement's status, the input providers, the objects.
+    const live = {
+      clusters: [] as string[],
+      providers: [provider('one')],
+      objects: [kustomization('one'), kustomization('two')].map((o) => ({
+        ...o,
+        metadata: { ...o.metadata, resourceVersion: '7' },
+      })),
+    };
     const hub = {
-      get: async (path: string) => {
+      get: async (path: string, options?: { query?: { fieldSelector?: string } }) => {
         calls.push({ method: 'get', path });
-        return resourceSet([]);
+        if (path.endsWith('/resourcesets/web')) return resourceSet([]);
+        if (path.endsWith('/resourcesetinputproviders')) return { items: live.providers };
+        const name = options?.query?.fieldSelector?.replace('metadata.name=', '');
+        if (path.endsWith('/multikubernetesclusterplacements')) {
+          const status = {
+            observedGeneration: 1,
+            clusters: live.clusters.map((c) => ({
+              name: c,
+              namespace: 'fleet',
+              state: 'ACTIVE',
+              lastTransitionTime: T,
+            })),
+          };
+          return { items: [{ metadata: { name, namespace: 'apps' }, status }] };
+        }
+        return { items: live.objects.filter((o) => o.metadata!.name === name) };
+      },
+      delete: async (path: string, body: unknown) => {
+        calls.push({ method: 'delete', path, body });
+        return {};
       },
       create: async (path: string, body: unknown) => {
         calls.push({ method: 'create', path, body });
@@ -171,12 +200,14 @@ describe('the orphan check', () => {
       placements: () => placementsNow,
       graceMs: 10_000,
       intervalMs: 3_600_000,
+      remedy,
       logger: silentLogger,
       now: () => t,
     });
     return {
       check,
       calls,
+      live,
       advance: (ms: number) => (t += ms),
       setObjects: (next: KubeObject[]) => (objects = next),
     };
@@ -258,5 +289,58 @@ describe('the orphan check', () => {
     expect(patches).toHaveLength(1);
     expect(conditionOf(patches[0]!.body)).toMatchObject({ status: 'False', reason: 'NoOrphanedObjects' });
     check.stop();
+  });
+
+  it('deletes an orphan the inventory lost once it is due, reading the placement and input providers again', async () => {
+    const { check, calls, advance } = setup(placements, true);
+    await check.check();
+    expect(calls.filter((c) => c.method === 'delete')).toEqual([]);
+    advance(10_000);
+    await check.check();
+    const deletes = calls.filter((c) => c.method === 'delete');
+    expect(deletes).toEqual([
+      {
+        method: 'delete',
+        path: `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${NS}/kustomizations/web-two`,
+        body: { preconditions: { uid: 'uid-two', resourceVersion: '7' } },
+      },
+    ]);
+    expect(check.deleted()).toBe(1);
+    const event = calls.filter((c) => c.method === 'create').at(-1)!;
+    expect(event.body).toMatchObject({ type: 'Normal', reason: 'FluxOrphanedObjectDeleted' });
+    check.stop();
+  });
+
+  it.each([
+    ['the placement lists its cluster again', (live: { clusters: string[] }) => live.clusters.push('two')],
+    [
+      'an input provider names its Secret again',
+      (live: { providers: KubeObject[] }) => live.providers.push(provider('two')),
+    ],
+    [
+      'the object was re-created (another uid)',
+      (live: { objects: KubeObject[] }) => {
+        live.objects[1] = { ...live.objects[1]!, metadata: { ...live.objects[1]!.metadata, uid: 'uid-new' } };
+      },
+    ],
+  ] as const)('keeps a due orphan when %s at the moment of deletion', async (_why, change) => {
+    const { check, calls, advance, live } = setup(placements, true);
+    await check.check();
+    advance(10_000);
+    change(live as never);
+    await check.check();
+    expect(check.orphans().map((o) => o.name)).toEqual(['web-two']);
+    expect(calls.filter((c) => c.method === 'delete')).toEqual([]);
+    check.stop();
+  });
+
+  it('report-only (remedy false): a due orphan is reported, never deleted', async () => {
+    const reportOnly = setup(placements, false);
+    await reportOnly.check.check();
+    reportOnly.advance(10_000);
+    await reportOnly.check.check();
+    expect(reportOnly.check.orphans()).toHaveLength(1);
+    expect(reportOnly.calls.filter((c) => c.method === 'delete')).toEqual([]);
+    reportOnly.check.stop();
   });
 });

@@ -71,6 +71,7 @@ export {
   contains,
   createObjectWriter,
   digestOf,
+  listObjects,
   planOwnedObjects,
   syncOwnedObjects,
   type DesiredObject,

@@ -1,4 +1,4 @@
-import { McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { McoError, RepeatLimiter, silentLogger, toMcoError, type Logger } from '@mco/runtime';
 import { backoffDelay, type BackoffOptions } from './backoff.js';
 import { ResponseTooLargeError } from './client.js';
 import { WakeableSleep } from './sleep.js';
@@ -84,7 +84,12 @@ export interface InformerHealth {
   readonly objects: number;
 }
 
-const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 200, maxMs: 30_000, jitter: 0.5 };
+// At most 4 s between attempts: a hub that answers again is seen within about
+// 4 s however long it was away (a 20 s outage once left the caches blind 19 s
+// more with a 30 s cap); an attempt at a down hub is one refused connection.
+export const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 200, maxMs: 4_000, jitter: 0.5 };
+/** While list/watch keeps failing, one warning per informer this often; the rest at debug. */
+const FAILURE_WARN_INTERVAL_MS = 60_000;
 
 /** Thrown inside the loop when the server says the resourceVersion is too old. */
 class GoneError extends Error {}
@@ -136,6 +141,9 @@ export class Informer<T extends KubeObject> {
   private endWatch: (() => void) | undefined;
   private cancelWatch: (() => void) | undefined;
   private readonly sleeper = new WakeableSleep();
+  private readonly failureWarnings = new RepeatLimiter(FAILURE_WARN_INTERVAL_MS);
+  /** Since when list/watch has been failing, and how often; undefined while it works. */
+  private outage: { since: number; failures: number } | undefined;
   private readonly syncWaiters: (() => void)[] = [];
 
   constructor(options: InformerOptions<T>) {
@@ -217,6 +225,7 @@ export class Informer<T extends KubeObject> {
         if (needList) {
           await this.relist();
           needList = false;
+          this.recovered();
         }
         const outcome = await this.watchOnce();
         if (outcome === 'idle') {
@@ -252,7 +261,19 @@ export class Informer<T extends KubeObject> {
             ? backoffDelay(Number.MAX_SAFE_INTEGER, this.backoff, this.random)
             : backoffDelay(failures, this.backoff, this.random);
         failures++;
-        this.logger.warn('list/watch failed; retrying', { error, retryInMs: delay, attempt: failures });
+        this.outage ??= { since: Date.now(), failures: 0 };
+        this.outage.failures++;
+        const heldBack = this.failureWarnings.admit('failing');
+        if (heldBack === undefined) {
+          this.logger.debug('list/watch failed; retrying', { error, retryInMs: delay, attempt: failures });
+        } else {
+          this.logger.warn('list/watch failed; retrying', {
+            error,
+            retryInMs: delay,
+            attempt: failures,
+            ...(heldBack > 0 ? { failuresSinceLastWarning: heldBack } : {}),
+          });
+        }
         await this.sleeper.sleep(delay);
       }
     }
@@ -293,6 +314,17 @@ export class Informer<T extends KubeObject> {
       this.logger.info('synced', { objects: this.store.size, resourceVersion });
       for (const waiter of this.syncWaiters.splice(0)) waiter();
     }
+  }
+
+  /** The API server answers again after failures: one line saying for how long it did not. */
+  private recovered(): void {
+    if (!this.outage) return;
+    this.logger.info('list/watch works again', {
+      downMs: Date.now() - this.outage.since,
+      failures: this.outage.failures,
+    });
+    this.outage = undefined;
+    this.failureWarnings.forget('failing');
   }
 
   /** One watch from the current resourceVersion until it ends, fails or goes idle. */
@@ -358,6 +390,7 @@ export class Informer<T extends KubeObject> {
           this.watching = true;
           this.lastActivityAt = Date.now();
           this.lastError = undefined;
+          this.recovered();
         },
         (error: unknown) => finish(() => reject(error)),
       );

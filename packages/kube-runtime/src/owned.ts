@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { httpStatusOf, McoError, silentLogger, toMcoError, type Logger } from '@mco/runtime';
+import { httpStatusOf, McoError, silentLogger, toMcoError, type LogFields, type Logger } from '@mco/runtime';
 import type { KubeClient } from './client.js';
 import type { KubeObject } from './informer.js';
 import { objectPath, resourcePath, type Resource } from './kube.js';
@@ -181,6 +181,8 @@ export interface SyncOwnedObjectsOptions<T extends DesiredObject> {
   readonly requestTimeoutMs?: number;
   /** Each apply and delete is logged at info; nothing when nothing changed. */
   readonly logger?: Logger;
+  /** Fields added to the log line of an object's apply or delete (its placement and cluster, say). */
+  readonly logFields?: (object: KubeObject) => LogFields;
   /**
    * The objects as the caller observes them (an informer's synced cache, seen
    * through its `WriteOverlay`), instead of a listing and a read of each new
@@ -267,6 +269,7 @@ export async function syncOwnedObjects<T extends DesiredObject>(
   const report: SyncOwnedObjectsReport = { applied: [], deleted: [], kept: [], notOwned: [], failed: [] };
   const log = (message: string, object: KubeObject) =>
     logger.info(message, {
+      ...options.logFields?.(object),
       object: `${object.kind ? `${object.kind} ` : ''}${keyOf(object)}`,
       ...(dryRun ? { dryRun } : {}),
     });
@@ -323,7 +326,33 @@ async function listOwned(
     .map(([k, v]) => `${k}=${v}`)
     .join(',');
   if (!labelSelector) throw new McoError('Invalid', 'ownedLabels: at least one label marks the owned objects', false);
-  const context = `list ${path} (${labelSelector}); nothing was written`;
+  return listAll(client, path, labelSelector, timeout, `list ${path} (${labelSelector}); nothing was written`);
+}
+
+/**
+ * A live listing of every object of `resource` in `namespace` (optionally by
+ * label selector), read from the API server, not a cache: for a decision that
+ * must not miss an object created moments ago, such as whether a Secret is
+ * still in use. Pages; starts again once when the listing expires (410).
+ */
+export function listObjects(
+  client: KubeClient,
+  resource: Resource,
+  namespace: string,
+  options: { labelSelector?: string; timeoutMs?: number } = {},
+): Promise<KubeObject[]> {
+  const path = resourcePath(resource, namespace);
+  const { labelSelector = '', timeoutMs } = options;
+  return listAll(client, path, labelSelector, deadline(timeoutMs), `list ${path}`);
+}
+
+async function listAll(
+  client: KubeClient,
+  path: string,
+  labelSelector: string,
+  timeout: { timeoutMs?: number },
+  context: string,
+): Promise<KubeObject[]> {
   // A continue token expires (410 Gone) when etcd compacts its revision
   // between two pages: the listing starts again, once. Its remainder at a
   // newer revision would not be one consistent listing.
@@ -355,7 +384,7 @@ async function listPages(
       kind?: string;
       items?: KubeObject[];
       metadata?: { continue?: string };
-    }>(path, { query: { labelSelector, limit: 500, continue: next }, ...timeout });
+    }>(path, { query: { ...(labelSelector ? { labelSelector } : {}), limit: 500, continue: next }, ...timeout });
     // The items of a list carry no apiVersion and kind; the desired objects do, and are compared whole.
     const head = { apiVersion: page.apiVersion, kind: page.kind?.replace(/List$/, '') };
     items.push(...(page.items ?? []).map((o) => ({ ...head, ...o })));

@@ -1,5 +1,7 @@
+import { createLogger } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
-import { Informer, type KubeObject, type ListWatch, type WatchEventType } from '../src/index.js';
+import { DEFAULT_BACKOFF } from '../src/informer.js';
+import { Informer, backoffDelay, type KubeObject, type ListWatch, type WatchEventType } from '../src/index.js';
 
 const obj = (name: string, rv: string): KubeObject => ({ metadata: { namespace: 'ns', name, resourceVersion: rv } });
 
@@ -137,5 +139,41 @@ describe('Informer', () => {
       retried: true,
       error: 'forbidden',
     });
+  });
+
+  // Issue 45: a 20 s hub outage gave ~30 warnings and left the caches blind up to 19 s after the hub was back.
+  it('an outage: one warning, retries at most 4 s apart by default, and one line when the API server answers again', async () => {
+    let down = true;
+    let attempts = 0;
+    const lines: Record<string, unknown>[] = [];
+    const informer = new Informer<KubeObject>({
+      name: 't',
+      logger: createLogger({
+        level: 'debug',
+        write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>),
+      }),
+      listWatch: {
+        list: async () => {
+          attempts++;
+          if (down) throw Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' });
+          return { items: [obj('a', '1')], resourceVersion: '1' };
+        },
+        watch: async () => () => {},
+      },
+    });
+    informer.start();
+    // The default backoff: 0.1-0.2, 0.2-0.4, 0.4-0.8 s... this waits for the fourth attempt.
+    while (attempts < 4) await new Promise((resolve) => setTimeout(resolve, 20));
+    down = false;
+    await informer.waitForSync();
+    await informer.stop();
+    const failed = lines.filter((l) => l.msg === 'list/watch failed; retrying');
+    expect({
+      warnings: failed.filter((l) => l.level === 'warn').length,
+      debug: failed.filter((l) => l.level === 'debug').length >= 3,
+      recovered: lines.filter((l) => l.msg === 'list/watch works again').map((l) => [l.level, l.failures]),
+      // However long the outage, the longest wait (no jitter drawn) is 4 s.
+      longestWaitMs: backoffDelay(1_000, DEFAULT_BACKOFF, () => 0),
+    }).toEqual({ warnings: 1, debug: true, recovered: [['info', attempts - 1]], longestWaitMs: 4_000 });
   });
 });

@@ -33,3 +33,4 @@ export {
   type ObserveEachClusterOptions,
 } from './observe-clusters.js';
 export { signalMetrics, type SignalMetrics, type SignalResult } from './signal-metrics.js';
+export { reconcileMetrics, type ReconcileRecorder, type ReconcileResult } from './reconcile-metrics.js';

@@ -66,6 +66,7 @@ export function signalMetrics(registry: Registry): SignalMetrics {
   };
 }
 
-function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
+/** A metric registered under `name` in `registry`, or `create()`'s (prom-client refuses a name twice). */
+export function getOrCreate<T>(registry: Registry, name: string, create: () => T): T {
   return (registry.getSingleMetric(name) as T | undefined) ?? create();
 }

@@ -1,5 +1,6 @@
 import { startArgoCdDelivery } from '@mco/argocd';
-import { McoError, createLogger } from '@mco/runtime';
+import { McoError, createLogger, reconcileMetrics } from '@mco/runtime';
+import { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
@@ -94,9 +95,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const providers = values['provider-file'] ? (await readProviderFile(values['provider-file'])).providers : undefined;
     const providerNames = parseAccessProviders(values['access-providers']) ?? providers?.map((p) => p.name);
 
+    const registry = new Registry();
     const delivery = await startArgoCdDelivery({
       hub,
       logger,
+      reconciles: reconcileMetrics(registry, 'mco-argocd-plugin'),
       clusterProfileNamespaces,
       ...(providers ? { serverPolicies: providers } : {}),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
@@ -104,6 +107,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         host: listen.host,
         port: listen.port,
         tokenFile: values['token-file'],
+        metrics: { contentType: registry.contentType, text: () => registry.metrics() },
         ...(maxBodyBytes !== undefined ? { limits: { maxBodyBytes } } : {}),
       },
     }).catch((error: unknown) => {

@@ -1,7 +1,7 @@
 import { startArgoCdDelivery, type ArgoCdDeliveryOptions } from '@mco/argocd';
 import { createClusterAccess } from '@mco/cluster-access';
 import { startHealthServer } from '@mco/controller';
-import { createLogger } from '@mco/runtime';
+import { createLogger, reconcileMetrics } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
@@ -128,9 +128,11 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       ? undefined
       : (values['applicationset-namespace'] ?? argocdNamespace);
 
+    const registry = new Registry();
     const delivery = await startArgoCdDelivery({
       hub,
       logger,
+      reconciles: reconcileMetrics(registry, 'mco-argocd-sync'),
       clusterProfileNamespaces,
       ...(providers ? { serverPolicies: providers.providers } : {}),
       ...(providerNames?.length ? { accessProviderNames: providerNames } : {}),
@@ -147,7 +149,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const server = await startHealthServer({
       host: listen.host,
       port: listen.port,
-      registry: new Registry(),
+      registry,
       isHealthy: () => true,
       isReady: () => delivery.ready(),
     });

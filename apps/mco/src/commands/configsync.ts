@@ -1,13 +1,15 @@
 import { hostname } from 'node:os';
 import { createClusterAccess, type ProviderFile } from '@mco/cluster-access';
-import { parseNamespaceList } from '@mco/controller';
+import { parseNamespaceList, startHealthServer } from '@mco/controller';
 import { DEFAULT_ALLOWED_ROLE_REFS, parseRoleRefList, startConfigSyncDelivery } from '@mco/configsync';
-import { createLogger } from '@mco/runtime';
+import { createLogger, reconcileMetrics } from '@mco/runtime';
+import { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
   KUBECONFIG_HELP,
   loadHub,
+  parseListenAddress,
   UsageError,
   type Command,
   parseFlags,
@@ -47,6 +49,7 @@ Options:
   --allowed-role-refs <list>       roles a template's RoleBinding may refer to, as Role/<name> or
                                    ClusterRole/<name>, comma-separated (default ${DEFAULT_ALLOWED_ROLE_REFS.join(',')})
   --leader-election-namespace <ns> namespace of the Lease mco-configsync, shared by every install (default kube-system)
+  --listen <host:port>             serve /healthz, /readyz and Prometheus /metrics there (default 0.0.0.0:8084)
   --log-level <level>              debug, info, warn or error (default info)
   -h, --help                       show this help
 
@@ -58,6 +61,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         kubeconfig: { type: 'string' },
         'provider-file': { type: 'string' },
         workers: { type: 'string', default: '4' },
+        listen: { type: 'string', default: '0.0.0.0:8084' },
         'member-timeout': { type: 'string', default: '15' },
         'status-interval': { type: 'string', default: '60' },
         'leader-elect': { type: 'boolean', default: false },
@@ -82,6 +86,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       return n;
     };
     const workers = positive('workers');
+    const listen = parseListenAddress(values.listen);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const rootSyncNamespaces = parseNamespaceList(values['root-sync-namespaces']);
     if (!rootSyncNamespaces.ok) throw new UsageError(`--root-sync-namespaces: ${rootSyncNamespaces.error}`);
@@ -93,12 +98,15 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const providers: ProviderFile = values['provider-file']
       ? await readProviderFile(values['provider-file'])
       : { providers: [] };
-    const logger = createLogger({ level, write: io.stderr });
+    const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-configsync' });
     const hub = loadHub(values.kubeconfig);
     const access = createClusterAccess({ providers, hub, logger });
+    const registry = new Registry();
+    const reconciles = reconcileMetrics(registry, 'mco-configsync');
     const delivery = startConfigSyncDelivery({
       hub,
       access,
+      onReconciled: (_key, result) => reconciles.record(result instanceof Error || result.retry ? 'error' : 'ok'),
       clusterProfileNamespaces,
       templatePolicy: { rootSyncNamespaces: rootSyncNamespaces.value, allowedRoleRefs: allowedRoleRefs.value },
       logger,
@@ -115,7 +123,15 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
           }
         : {}),
     });
+    const server = await startHealthServer({
+      ...listen,
+      registry,
+      isHealthy: () => true,
+      // A standby replica (leader election) is ready: it has no caches to sync until it leads.
+      isReady: () => delivery.standby() || delivery.ready(),
+    });
     logger.info('config sync delivery started', {
+      address: `${listen.host}:${server.port}`,
       workers,
       leaderElect: values['leader-elect'],
       rootSyncNamespaces: rootSyncNamespaces.value,
@@ -123,6 +139,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     });
     await untilSignal();
     logger.info('stopping');
+    await server.close();
     await delivery.stop();
     return 0;
   },

@@ -7,8 +7,8 @@ import {
   startFluxDelivery,
   type FluxDelivery,
 } from '@mco/flux';
-import { createLogger } from '@mco/runtime';
-import { Gauge, Registry } from 'prom-client';
+import { createLogger, reconcileMetrics } from '@mco/runtime';
+import { Counter, Gauge, Registry } from 'prom-client';
 import {
   CLUSTER_PROFILE_NAMESPACES_HELP,
   parseClusterProfileNamespaces,
@@ -47,6 +47,13 @@ Options:
   --manager <value>        managed-by label value and field manager (default mco-flux)
   --cluster-profile-namespaces <a,b>
                            ${CLUSTER_PROFILE_NAMESPACES_HELP}
+  --secret-hold-timeout <seconds>
+                           how long a removed cluster's kubeconfig Secret is kept for Flux objects
+                           being deleted that still need it (a member that does not answer); then it
+                           is deleted and Flux drops their finalizers without pruning (default 3600;
+                           0: kept until they are gone)
+  --report-orphans-only    report orphaned Flux objects of Operator mode, do not delete them
+                           (default: deleted after the report delay, docs/flux.md#orphaned-kustomizations)
   --listen <host:port>     serve /healthz, /readyz and Prometheus /metrics there (default: not served);
                            mco_flux_orphaned_objects counts orphaned Flux objects (docs/flux.md)
   --kubeconfig <path>      ${KUBECONFIG_HELP}
@@ -65,6 +72,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
         'no-helm-releases': { type: 'boolean', default: false },
         manager: { type: 'string' },
         'cluster-profile-namespaces': { type: 'string' },
+        'secret-hold-timeout': { type: 'string', default: '3600' },
+        'report-orphans-only': { type: 'boolean', default: false },
         kubeconfig: { type: 'string' },
         listen: { type: 'string' },
         'log-level': { type: 'string', default: 'info' },
@@ -79,6 +88,12 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const level = parseLogLevel(values['log-level']);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = values.listen === undefined ? undefined : parseListenAddress(values.listen);
+    const holdSeconds = Number(values['secret-hold-timeout']);
+    if (!Number.isInteger(holdSeconds) || holdSeconds < 0) {
+      throw new UsageError(
+        `--secret-hold-timeout must be a whole number of seconds (0: no timeout), got "${values['secret-hold-timeout']}"`,
+      );
+    }
     if (!values['provider-file']) {
       throw new UsageError('missing --provider-file <path>: the kubeconfig Secrets need credentials');
     }
@@ -117,8 +132,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     await checkHubAccess(hub, required, clusterProfileNamespaces);
     const refreshBeforeMs = 5 * 60_000;
     const access = createClusterAccess({ providers, hub, refreshBeforeMs, logger });
+    const registry = new Registry();
     const delivery = startFluxDelivery({
       hub,
+      reconciles: reconcileMetrics(registry, 'mco-flux'),
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
       templates,
@@ -127,10 +144,12 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       resolveAccess: (profile, peers) => access.accessFor(profile, undefined, peers),
       clusterProfileNamespaces,
       refreshBeforeMs,
+      secretHoldTimeoutMs: holdSeconds === 0 ? Infinity : holdSeconds * 1000,
+      orphans: { remedy: !values['report-orphans-only'] },
       ...(values.manager ? { manager: values.manager } : {}),
       logger,
     });
-    const server = listen ? await startHealthServer({ ...listen, ...probes(delivery) }) : undefined;
+    const server = listen ? await startHealthServer({ ...listen, ...probes(delivery, registry) }) : undefined;
     logger.info('flux delivery started', {
       namespace: values['flux-namespace'],
       inputProviders: values['input-providers'],
@@ -146,8 +165,10 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
 };
 
 /** /healthz, /readyz (every cache synced) and /metrics of `mco flux --listen`. */
-export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'ready'>) {
-  const registry = new Registry();
+export function probes(
+  delivery: Pick<FluxDelivery, 'orphans' | 'orphansDeleted' | 'ready'>,
+  registry: Registry = new Registry(),
+) {
   new Gauge({
     name: 'mco_flux_orphaned_objects',
     help: 'Flux objects a ResourceSet generated for a cluster none of its input providers names any more, left by the operator (docs/flux.md#orphaned-kustomizations)',
@@ -158,6 +179,15 @@ export function probes(delivery: Pick<FluxDelivery, 'orphans' | 'ready'>) {
       for (const o of delivery.orphans()) {
         this.inc({ kind: o.kind, resourceset_namespace: o.resourceSet.namespace, resourceset: o.resourceSet.name });
       }
+    },
+  });
+  new Counter({
+    name: 'mco_flux_orphans_deleted_total',
+    help: 'Orphaned Flux objects mco flux deleted (docs/flux.md#orphaned-kustomizations)',
+    registers: [registry],
+    collect() {
+      this.reset();
+      this.inc(delivery.orphansDeleted());
     },
   });
   return { registry, isHealthy: () => true, isReady: () => delivery.ready() };

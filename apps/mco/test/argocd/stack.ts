@@ -118,8 +118,8 @@ const ADDRESSES = {
   'controller-http': '127.0.0.1:8080',
   'refresher-http': '127.0.0.1:8082',
   'secret-syncer-http': '127.0.0.1:8083',
-  'appset-metrics': '127.0.0.1:8090',
-  'appset-probe': '127.0.0.1:8091',
+  'appset-metrics': '127.0.0.1:8092',
+  'appset-probe': '127.0.0.1:8093',
   'appset-webhook': '127.0.0.1:7000',
 } as const;
 
