@@ -645,6 +645,28 @@ describe('mco dashboard', () => {
     [['--listen', '0.0.0.0:8090'], '--listen 0.0.0.0:8090: --auth none serves the hub kubeconfig'],
     [['--auth', 'basic'], '--auth basic: expected none, proxy or token'],
     [['--log-level', 'loud'], '--log-level loud: expected debug, info, warn, error'],
+    [
+      ['--auth', 'proxy', '--listen', '0.0.0.0:8090'],
+      '--auth proxy needs --tls-cert-file, --tls-private-key-file and --requestheader-client-ca-file',
+    ],
+    [['--requestheader-client-ca-file', 'ca.crt'], '--requestheader-client-ca-file works only with --auth proxy'],
+    [['--auth', 'token', '--allowed-hosts', 'a.test'], '--allowed-hosts works only with --auth none'],
+    [['--insecure-cookies'], '--insecure-cookies works only with --auth token'],
+    [['--tls-cert-file', 'tls.crt'], '--tls-cert-file and --tls-private-key-file go together'],
+    [['--allowed-hosts', 'a.test,evil/x'], '--allowed-hosts: "evil/x" is not a host name or IP address'],
+    [
+      [
+        '--auth',
+        'proxy',
+        '--tls-cert-file',
+        '/nonexistent/tls.crt',
+        '--tls-private-key-file',
+        'k',
+        '--requestheader-client-ca-file',
+        'c',
+      ],
+      '--tls-cert-file /nonexistent/tls.crt: ENOENT',
+    ],
   ])('refuses %j with exit code 2, naming the flag', async (flags, message) => {
     const result = await mco('dashboard', ...flags);
     expect({ code: result.code, named: result.stderr.includes(message) }).toEqual({ code: 2, named: true });
