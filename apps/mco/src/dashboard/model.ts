@@ -147,19 +147,13 @@ export class FleetModel {
 
   /** A placement's Event, as {@link keptEvent} made it; any other Event is ignored. */
   event(event: InformerEvent, object: KeptEvent): void {
-    if (event === 'delete') this.events.delete(keyOf(object));
-    else if (object.shown) this.events.set(keyOf(object), object);
-    else return;
-    this.changed();
+    if (this.events.update(keyOf(object), event === 'delete' ? undefined : object)) this.changed();
   }
 
   /** An Argo CD Application or Flux Kustomization/HelmRelease, as {@link keptDeliveryObject} made it. */
   deliveryObject(event: InformerEvent, object: KeptDeliveryObject): void {
     const key = `${object.kind}/${keyOf(object)}`;
-    if (event === 'delete') this.delivery.delete(key);
-    else if (object.shown) this.delivery.set(key, object);
-    else return;
-    this.changed();
+    if (this.delivery.update(key, event === 'delete' ? undefined : object)) this.changed();
   }
 
   private put<T>(map: Map<string, T>, event: InformerEvent, object: T): void {
@@ -300,7 +294,16 @@ class BoundedMap<V extends { shown?: { readonly bytes: number } }> {
     private readonly maxBytes: number,
   ) {}
 
-  set(key: string, value: V): void {
+  /** Keeps `value` if it has a `shown` part, else forgets `key`; whether anything changed. */
+  update(key: string, value: V | undefined): boolean {
+    if (value?.shown) {
+      this.set(key, value);
+      return true;
+    }
+    return this.delete(key);
+  }
+
+  private set(key: string, value: V): void {
     this.delete(key);
     this.entries.set(key, value);
     this.bytes += value.shown!.bytes;
@@ -311,11 +314,12 @@ class BoundedMap<V extends { shown?: { readonly bytes: number } }> {
     }
   }
 
-  delete(key: string): void {
+  private delete(key: string): boolean {
     const entry = this.entries.get(key);
-    if (!entry) return;
+    if (!entry) return false;
     this.entries.delete(key);
     this.bytes -= entry.shown?.bytes ?? 0;
+    return true;
   }
 
   values(): IterableIterator<V> {
