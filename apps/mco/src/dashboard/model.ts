@@ -327,8 +327,9 @@ class BoundedMap<V extends { shown?: { readonly bytes: number } }> {
   }
 }
 
+/** `text` cut to `max` characters, copied: a V8 slice would keep the whole original string alive. */
 function cut(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max)}…` : text;
+  return text.length > max ? Buffer.from(`${text.slice(0, max)}…`).toString() : text;
 }
 
 /** What an object's metadata the informer keeps: enough to follow it. */
