@@ -9,7 +9,7 @@
 //
 // Prints figures; asserts nothing.
 import { chromium } from 'playwright-core';
-import { FleetModel, SEE_ALL } from '../src/dashboard/model.js';
+import { FleetModel, keptEvent, SEE_ALL } from '../src/dashboard/model.js';
 import { createDashboardServer } from '../src/dashboard/server.js';
 
 const CLUSTERS = 1_000;
@@ -97,11 +97,11 @@ const event = (namespace: string, kind: string, involved: string, tick: number) 
     lastTimestamp: new Date().toISOString(),
     count: 1,
   };
-  model.event('add', object);
+  model.event('add', keptEvent(object));
   eventNames.push(`${namespace}/${name}`);
   if (eventNames.length > EVENTS_KEPT) {
     const [ns, old] = eventNames.shift()!.split('/') as [string, string];
-    model.event('delete', { ...object, metadata: { namespace: ns, name: old } });
+    model.event('delete', keptEvent({ ...object, metadata: { namespace: ns, name: old } }));
   }
 };
 

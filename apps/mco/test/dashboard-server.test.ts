@@ -1,12 +1,25 @@
+import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { AccessCache, cookieValue, proxyIdentity, SessionStore, type Identity } from '../src/dashboard/auth.js';
+import {
+  AccessCache,
+  allowedHost,
+  cookieValue,
+  DEFAULT_GROUP_HEADERS,
+  DEFAULT_USERNAME_HEADERS,
+  proxyIdentity,
+  SessionStore,
+  type Identity,
+} from '../src/dashboard/auth.js';
 import * as flux from '@mco/flux';
 import * as controller from '@mco/controller';
 import {
   CLUSTER_PROFILE_ANNOTATION,
   CONDITION_SIGNALS_OBSERVED,
   FleetModel,
+  keptDeliveryObject,
+  keptEvent,
+  MAX_EVENT_MESSAGE,
   NO_SIGNAL_SOURCE_REASONS,
   PLACEMENT_ANNOTATION,
   SEE_ALL,
@@ -14,6 +27,7 @@ import {
 import { createDashboardServer, MAX_BODY_BYTES } from '../src/dashboard/server.js';
 import { main } from '../src/main.js';
 import type { View } from '../src/dashboard/view.js';
+import { testCA, tlsGet, tlsRead } from './dashboard-tls.js';
 
 describe('dashboard sessions', () => {
   it('a session id finds its identity until it expires or is deleted; a wrong or oversized id finds nothing', () => {
@@ -146,24 +160,40 @@ describe('the dashboard server', () => {
     expect((await fetch(`${base}/`, { method: 'DELETE' })).status).toBe(405);
   });
 
+  // The proxy's CA signs the proxy's client certificate; the serving certificate comes from another CA.
+  const serving = testCA('serving');
+  const servingPem = serving.server();
+  const proxyCA = testCA('front-proxy');
+  const proxyClient = proxyCA.client('front-proxy-client');
+  const proxyTrust = {
+    clientCA: proxyCA.cert,
+    allowedNames: ['front-proxy-client'],
+    usernameHeaders: DEFAULT_USERNAME_HEADERS,
+    groupHeaders: DEFAULT_GROUP_HEADERS,
+  };
+  const startProxied = (options: Partial<Parameters<typeof createDashboardServer>[0]>) =>
+    start({ auth: 'proxy', tls: { cert: servingPem.cert, key: servingPem.key }, proxy: proxyTrust, ...options });
+
   it('in proxy mode, refuses a request without X-Remote-User and shows each viewer only the namespaces a SubjectAccessReview allows', async () => {
     const reviews: string[] = [];
     const access = new AccessCache((identity, namespace, resource) => {
       reviews.push(`${identity.user}:${namespace}:${resource.resource}`);
       return Promise.resolve(namespace === 'fleet' || namespace === identity.groups[0]);
     });
-    const { base } = await start({ auth: 'proxy', access });
-    expect((await fetch(`${base}/api/stream`)).status).toBe(401);
-    const view = await firstView(
-      base,
-      { 'x-remote-user': 'alice', 'x-remote-group': 'team-a' },
-      '?placement=team-b/web',
-    );
+    const { base } = await startProxied({ access });
+    const url = `${base.replace('http:', 'https:')}/api/stream`;
+    expect((await tlsRead(url, { ca: serving.cert, client: proxyClient })).status).toBe(401);
+    const { view } = await tlsRead(`${url}?placement=team-b/web`, {
+      ca: serving.cert,
+      client: proxyClient,
+      headers: { 'x-remote-user': 'alice', 'x-remote-group': 'team-a' },
+    });
+    const seen = view as View;
     expect({
-      user: view.user,
-      placements: view.placements.map((p) => p.key),
-      clusters: view.clusters.map((c) => [c.key, c.placements.map((p) => p.key)]),
-      detail: view.placement,
+      user: seen.user,
+      placements: seen.placements.map((p) => p.key),
+      clusters: seen.clusters.map((c) => [c.key, c.placements.map((p) => p.key)]),
+      detail: seen.placement,
     }).toEqual({
       user: 'alice',
       placements: ['team-a/web'],
@@ -173,27 +203,129 @@ describe('the dashboard server', () => {
     expect(reviews).toContain('alice:team-b:multikubernetesclusterplacements');
   });
 
+  it("in proxy mode, believes the identity headers only on a connection with a client certificate from the proxy's CA, for client authentication, with an allowed name", async () => {
+    const { base } = await startProxied({ access: new AccessCache(() => Promise.resolve(true)) });
+    const url = `${base.replace('http:', 'https:')}/api/stream`;
+    const masters = { 'x-remote-user': 'mallory', 'x-remote-group': 'system:masters' };
+    const other = testCA('other');
+    const attempts = {
+      'no certificate': await tlsRead(url, { ca: serving.cert, headers: masters }),
+      'a certificate from another CA, with the proxy name': await tlsRead(url, {
+        ca: serving.cert,
+        client: other.client('front-proxy-client'),
+        headers: masters,
+      }),
+      "the proxy CA's certificate with another name": await tlsRead(url, {
+        ca: serving.cert,
+        client: proxyCA.client('someone-else'),
+        headers: masters,
+      }),
+      "the proxy CA's server certificate": await tlsRead(url, {
+        ca: serving.cert,
+        client: proxyCA.client('front-proxy-client', 'serverAuth'),
+        headers: masters,
+      }),
+      // The proxy's own certificate presented as a server certificate is no proof either.
+      "the serving CA's certificate": await tlsRead(url, { ca: serving.cert, client: servingPem, headers: masters }),
+    };
+    expect(Object.fromEntries(Object.entries(attempts).map(([k, v]) => [k, v.status]))).toEqual({
+      'no certificate': 401,
+      'a certificate from another CA, with the proxy name': 401,
+      "the proxy CA's certificate with another name": 401,
+      "the proxy CA's server certificate": 401,
+      "the serving CA's certificate": 401,
+    });
+    const session = await tlsGet(`${base.replace('http:', 'https:')}/api/session`, {
+      ca: serving.cert,
+      headers: masters,
+    });
+    let body = '';
+    for await (const chunk of session) body += String(chunk);
+    expect(JSON.parse(body)).toEqual({ auth: 'proxy' });
+    const proxied = await tlsRead(url, { ca: serving.cert, client: proxyClient, headers: masters });
+    expect({ status: proxied.status, user: (proxied.view as View).user }).toEqual({ status: 200, user: 'mallory' });
+    // Plain http is not served at all.
+    await expect(fetch(`${base}/api/stream`, { headers: masters })).rejects.toThrow();
+  });
+
+  it('in proxy mode, refuses to start without a serving certificate or the proxy CA', () => {
+    expect(() => createDashboardServer({ model: new FleetModel(), synced: () => true, auth: 'proxy' })).toThrow(
+      /proxy mode needs a serving certificate and the CA/,
+    );
+  });
+
   it('re-checks access while a page is open: a namespace whose access is revoked disappears from the stream', async () => {
     let allowed = true;
     const access = new AccessCache(() => Promise.resolve(allowed), 0);
-    const { base } = await start({ auth: 'proxy', access, heartbeatMs: 50 });
-    const abort = new AbortController();
-    const res = await fetch(`${base}/api/stream`, { headers: { 'x-remote-user': 'bob' }, signal: abort.signal });
-    const reader = res.body!.getReader();
+    const { base } = await startProxied({ access, heartbeatMs: 50 });
+    const res = await tlsGet(`${base.replace('http:', 'https:')}/api/stream`, {
+      ca: serving.cert,
+      client: proxyClient,
+      headers: { 'x-remote-user': 'bob' },
+    });
     const views: string[][] = [];
     let text = '';
-    while (views.length < 2) {
-      const { value } = await reader.read();
-      text += new TextDecoder().decode(value);
+    for await (const chunk of res) {
+      text += String(chunk);
       for (const match of text.matchAll(/event: view\ndata: (.*)\n\n/g)) {
         views.push((JSON.parse(match[1]!) as View).placements.map((p) => p.key));
       }
       text = text.slice(text.lastIndexOf('\n\n') + 2);
       // Revoked once the first view arrived; the heartbeat asks again.
       if (views.length > 0) allowed = false;
+      if (views.length >= 2) break;
     }
-    abort.abort();
+    res.destroy();
     expect(views).toEqual([['team-a/web', 'team-b/web'], []]);
+  });
+
+  it.each([
+    ['127.0.0.1:8090', true],
+    ['127.1.2.3', true],
+    ['localhost:8090', true],
+    ['LOCALHOST', true],
+    ['[::1]:8090', true],
+    ['dashboard.test:8090', true],
+    ['attacker.example:8090', false],
+    ['attacker.example@127.0.0.1', false],
+    ['127.0.0.1.attacker.example', false],
+    ['localhost.attacker.example', false],
+    ['10.0.0.1:8090', false],
+    ['', false],
+    [undefined, false],
+  ])('with --auth none, Host %j is served: %j', (host, expected) => {
+    expect(allowedHost(host, ['dashboard.test'])).toBe(expected);
+  });
+
+  it('with --auth none, refuses every request whose Host is not loopback or allowed (DNS rebinding)', async () => {
+    const { base } = await start({ allowedHosts: ['dashboard.test'] });
+    const status = async (host: string, path: string) => await statusWithHost(`${base}${path}`, host);
+    expect({
+      loopback: await status(new URL(base).host, '/api/session'),
+      allowed: await status('dashboard.test', '/api/session'),
+      rebound: await Promise.all(['/', '/app.js', '/api/session', '/api/stream'].map((p) => status('evil.test', p))),
+    }).toEqual({ loopback: 200, allowed: 200, rebound: [403, 403, 403, 403] });
+  });
+
+  it('in token mode, marks the session cookie Secure unless told not to (plain http on a loopback address)', async () => {
+    const cookieOf = async (secureCookies?: boolean) => {
+      const { base } = await start({
+        auth: 'token',
+        sessions: new SessionStore(60_000),
+        login: () => Promise.resolve({ user: 'alice', groups: [] }),
+        ...(secureCookies === undefined ? {} : { secureCookies }),
+      });
+      const res = await fetch(`${base}/api/login`, {
+        method: 'POST',
+        body: '{"token": "t"}',
+        headers: { 'content-type': 'application/json' },
+      });
+      return res.headers.get('set-cookie')!.split('; ').slice(1);
+    };
+    expect({ default: await cookieOf(), off: await cookieOf(false) }).toEqual({
+      default: ['Path=/', 'HttpOnly', 'SameSite=Strict', 'Max-Age=28800', 'Secure'],
+      off: ['Path=/', 'HttpOnly', 'SameSite=Strict', 'Max-Age=28800'],
+    });
   });
 
   it('in token mode, exchanges a posted token for an HttpOnly SameSite=Strict session cookie, refusing bad, oversized and non-JSON bodies and other origins', async () => {
@@ -202,7 +334,6 @@ describe('the dashboard server', () => {
       auth: 'token',
       sessions: new SessionStore(60_000),
       access: new AccessCache(() => Promise.resolve(true)),
-      secureCookies: true,
       login: (token) => {
         tokens.push(token);
         return token === 'good' ? Promise.resolve({ user: 'alice', groups: [] }) : Promise.reject(new Error('401'));
@@ -353,12 +484,12 @@ describe('the fleet model', () => {
     });
     const placementEvent = (name: string, involved: string, reason: string, second: number) =>
       event('apps', name, 'MultiKubernetesClusterPlacement', involved, reason, second);
-    model.event('add', placementEvent('e1', 'p', 'P1Added', 1));
-    model.event('add', placementEvent('e2', 'p', 'E1Tainted', 2));
-    model.event('update', { ...placementEvent('e2', 'p', 'E1Tainted', 3), count: 3 });
-    model.event('add', placementEvent('e3', 'other', 'P1Added', 1));
-    model.event('add', event('fleet', 'e4', 'ClusterProfile', 'a', 'Cordoned', 1));
-    model.event('delete', placementEvent('e1', 'p', 'P1Added', 1));
+    model.event('add', keptEvent(placementEvent('e1', 'p', 'P1Added', 1)));
+    model.event('add', keptEvent(placementEvent('e2', 'p', 'E1Tainted', 2)));
+    model.event('update', keptEvent({ ...placementEvent('e2', 'p', 'E1Tainted', 3), count: 3 }));
+    model.event('add', keptEvent(placementEvent('e3', 'other', 'P1Added', 1)));
+    model.event('add', keptEvent(event('fleet', 'e4', 'ClusterProfile', 'a', 'Cordoned', 1)));
+    model.event('delete', keptEvent(placementEvent('e1', 'p', 'P1Added', 1)));
     expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.events).toEqual([
       { type: 'Normal', reason: 'E1Tainted', message: 'E1Tainted happened', at: '2026-01-01T00:00:03Z', count: 3 },
     ]);
@@ -366,22 +497,79 @@ describe('the fleet model', () => {
     expect([...model.namespaces()]).toEqual(['apps']);
   });
 
+  it('keeps placement Events bounded by count and bytes, evicting the oldest received, and cuts a large message', () => {
+    const raw = (name: string, message: string, second: number) => ({
+      metadata: { namespace: 'apps', name, resourceVersion: String(second) },
+      involvedObject: { kind: 'MultiKubernetesClusterPlacement', namespace: 'apps', name: 'p' },
+      reason: name,
+      message,
+      lastTimestamp: `2026-01-01T00:00:${String(second).padStart(2, '0')}Z`,
+    });
+    const reasons = (model: FleetModel) =>
+      model.view(SEE_ALL, 'u', true, 'apps/p').placement!.events.map((e) => e.reason);
+    const counted = new FleetModel({ maxEvents: 3 });
+    counted.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: {} });
+    const kept = [1, 2, 3, 4, 5].map((i) => keptEvent(raw(`e${i}`, 'm', i)));
+    for (const e of kept) counted.event('add', e);
+    // An update makes e3 the newest received: e4 goes next.
+    counted.event('update', keptEvent(raw('e3', 'again', 3)));
+    counted.event('add', keptEvent(raw('e6', 'm', 6)));
+    expect(reasons(counted)).toEqual(['e6', 'e5', 'e3']);
+    // An evicted Event keeps only its metadata, which is what the informer holds on to.
+    expect(kept[0]).toEqual({ metadata: { namespace: 'apps', name: 'e1', resourceVersion: '1' } });
+
+    const large = keptEvent(raw('big', 'x'.repeat(1024 * 1024), 9));
+    expect(large.shown!.event.message).toBe(`${'x'.repeat(MAX_EVENT_MESSAGE)}…`);
+    const sized = new FleetModel({ maxEventBytes: 3 * large.shown!.bytes });
+    sized.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: {} });
+    for (let i = 0; i < 10; i++) sized.event('add', keptEvent(raw(`e${i}`, 'x'.repeat(1024 * 1024), i)));
+    expect(reasons(sized)).toEqual(['e9', 'e8', 'e7']);
+  });
+
+  it('keeps delivery objects bounded by count, and of any other object only its metadata', () => {
+    const model = new FleetModel({ maxDeliveryObjects: 2 });
+    model.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: {} });
+    const annotations = { [PLACEMENT_ANNOTATION]: 'apps/p', [CLUSTER_PROFILE_ANNOTATION]: 'fleet/a' };
+    for (const name of ['a', 'b', 'c']) {
+      model.deliveryObject(
+        'add',
+        keptDeliveryObject({ kind: 'Application', metadata: { namespace: 'argocd', name, annotations }, spec: {} }),
+      );
+    }
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.delivery.map((d) => d.name)).toEqual([
+      'argocd/b',
+      'argocd/c',
+    ]);
+    expect(
+      keptDeliveryObject({ kind: 'Application', metadata: { namespace: 'argocd', name: 'x' }, spec: { big: 'y' } }),
+    ).toEqual({ kind: 'Application', metadata: { namespace: 'argocd', name: 'x', resourceVersion: undefined } });
+  });
+
   it('shows the delivery objects that name a placement and a cluster, with their sync status', () => {
     const model = new FleetModel();
     model.clusterProfile('add', { metadata: { namespace: 'fleet', name: 'a' } });
     model.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: {} });
     const annotations = { [PLACEMENT_ANNOTATION]: 'apps/p', [CLUSTER_PROFILE_ANNOTATION]: 'fleet/a' };
-    model.deliveryObject('add', {
-      kind: 'Kustomization',
-      metadata: { namespace: 'flux-system', name: 'p-a', annotations },
-      status: { conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }] },
-    });
-    model.deliveryObject('add', {
-      kind: 'Application',
-      metadata: { namespace: 'argocd', name: 'p-a', annotations },
-      status: { sync: { status: 'Synced' }, health: { status: 'Healthy' } },
-    });
-    model.deliveryObject('add', { kind: 'Application', metadata: { namespace: 'argocd', name: 'other' } });
+    model.deliveryObject(
+      'add',
+      keptDeliveryObject({
+        kind: 'Kustomization',
+        metadata: { namespace: 'flux-system', name: 'p-a', annotations },
+        status: { conditions: [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }] },
+      }),
+    );
+    model.deliveryObject(
+      'add',
+      keptDeliveryObject({
+        kind: 'Application',
+        metadata: { namespace: 'argocd', name: 'p-a', annotations },
+        status: { sync: { status: 'Synced' }, health: { status: 'Healthy' } },
+      }),
+    );
+    model.deliveryObject(
+      'add',
+      keptDeliveryObject({ kind: 'Application', metadata: { namespace: 'argocd', name: 'other' } }),
+    );
     expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.delivery).toEqual([
       {
         cluster: 'fleet/a',
@@ -457,8 +645,41 @@ describe('mco dashboard', () => {
     [['--listen', '0.0.0.0:8090'], '--listen 0.0.0.0:8090: --auth none serves the hub kubeconfig'],
     [['--auth', 'basic'], '--auth basic: expected none, proxy or token'],
     [['--log-level', 'loud'], '--log-level loud: expected debug, info, warn, error'],
+    [
+      ['--auth', 'proxy', '--listen', '0.0.0.0:8090'],
+      '--auth proxy needs --tls-cert-file, --tls-private-key-file and --requestheader-client-ca-file',
+    ],
+    [['--requestheader-client-ca-file', 'ca.crt'], '--requestheader-client-ca-file works only with --auth proxy'],
+    [['--auth', 'token', '--allowed-hosts', 'a.test'], '--allowed-hosts works only with --auth none'],
+    [['--insecure-cookies'], '--insecure-cookies works only with --auth token'],
+    [['--tls-cert-file', 'tls.crt'], '--tls-cert-file and --tls-private-key-file go together'],
+    [['--allowed-hosts', 'a.test,evil/x'], '--allowed-hosts: "evil/x" is not a host name or IP address'],
+    [
+      [
+        '--auth',
+        'proxy',
+        '--tls-cert-file',
+        '/nonexistent/tls.crt',
+        '--tls-private-key-file',
+        'k',
+        '--requestheader-client-ca-file',
+        'c',
+      ],
+      '--tls-cert-file /nonexistent/tls.crt: ENOENT',
+    ],
   ])('refuses %j with exit code 2, naming the flag', async (flags, message) => {
     const result = await mco('dashboard', ...flags);
     expect({ code: result.code, named: result.stderr.includes(message) }).toEqual({ code: 2, named: true });
   });
 });
+
+/** The status of a GET sent with this Host header (as a browser sends it for the name it resolved). */
+function statusWithHost(url: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(url, { headers: { host }, agent: false }, (res) => {
+      resolve(res.statusCode!);
+      res.destroy();
+    });
+    req.on('error', reject);
+  });
+}

@@ -8,9 +8,11 @@ import { connectionFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { freePort } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { DEFAULT_GROUP_HEADERS, DEFAULT_USERNAME_HEADERS } from '../src/dashboard/auth.js';
 import { startDashboard, type Dashboard } from '../src/dashboard/index.js';
 import { main } from '../src/main.js';
 import { builtMco } from './built.js';
+import { testCA } from './dashboard-tls.js';
 // The controller's own integration-test harness: a real kube-apiserver with the chart's CRDs and RBAC.
 import { describeWithHub, FakeSignalSource, renderChart } from '../../../packages/controller/test/support.js';
 import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
@@ -87,7 +89,15 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     await hub.plane.hub.apply(rbac as Parameters<typeof hub.plane.hub.apply>[0]);
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--no-first-run',
+        // An attacker's name that resolves to this machine, as DNS rebinding makes it.
+        '--host-resolver-rules=MAP attacker.test 127.0.0.1',
+      ],
     });
   }, 120_000);
 
@@ -98,8 +108,16 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   });
 
   /** A page on a fresh browser context that may reach only the dashboard; console errors and other requests are collected. */
-  async function open(url: string, headers: Record<string, string> = {}) {
-    const context = await browser.newContext({ viewport: { width: 1440, height: 900 }, extraHTTPHeaders: headers });
+  async function open(
+    url: string,
+    headers: Record<string, string> = {},
+    options: Parameters<Browser['newContext']>[0] = {},
+  ) {
+    const context = await browser.newContext({
+      viewport: { width: 1440, height: 900 },
+      extraHTTPHeaders: headers,
+      ...options,
+    });
     contexts.push(context);
     const page = await context.newPage();
     const problems: string[] = [];
@@ -304,9 +322,33 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
       invalidate: () => undefined,
     };
 
-    const proxied = await startDashboard({ hub: connection, host: '127.0.0.1', port: 0, auth: 'proxy' });
+    // Proxy mode: https, and the identity headers count only with the proxy CA's client certificate.
+    const serving = testCA('serving').server();
+    const proxyCA = testCA('front-proxy');
+    const proxyClient = proxyCA.client('front-proxy-client');
+    const proxied = await startDashboard({
+      hub: connection,
+      host: '127.0.0.1',
+      port: 0,
+      auth: 'proxy',
+      tls: { cert: serving.cert, key: serving.key },
+      proxy: {
+        clientCA: proxyCA.cert,
+        allowedNames: ['front-proxy-client'],
+        usernameHeaders: DEFAULT_USERNAME_HEADERS,
+        groupHeaders: DEFAULT_GROUP_HEADERS,
+      },
+    });
     dashboards.push(proxied);
-    const tenant = await open(proxied.url, { 'X-Remote-User': 'tenant-a' });
+    const origin = proxied.url.slice(0, -1);
+    const tenant = await open(
+      proxied.url,
+      { 'X-Remote-User': 'tenant-a' },
+      {
+        ignoreHTTPSErrors: true,
+        clientCertificates: [{ origin, certPath: proxyClient.certFile, keyPath: proxyClient.keyFile }],
+      },
+    );
     await tenant.page.goto(proxied.url);
     await tenant.page.locator('tr[data-placement="team-a/web"]').waitFor();
     const visible = async (page: Page) => ({
@@ -322,9 +364,22 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     });
     await tenant.page.goto(`${proxied.url}#/placement/team-b/api`);
     await tenant.page.getByText('There is no placement team-b/api, or your identity may not list it').waitFor();
-    // Without the proxy's header, nothing.
-    const anonymous = await fetch(`${proxied.url}api/stream`);
-    expect(anonymous.status).toBe(401);
+    // Anyone else claiming system:masters, with or without a certificate of another CA, gets nothing.
+    const otherClient = testCA('other').client('front-proxy-client');
+    for (const certificates of [[], [{ origin, certPath: otherClient.certFile, keyPath: otherClient.keyFile }]]) {
+      const mallory = await open(
+        proxied.url,
+        { 'X-Remote-User': 'mallory', 'X-Remote-Group': 'system:masters' },
+        { ignoreHTTPSErrors: true, clientCertificates: certificates },
+      );
+      await mallory.page.goto(proxied.url);
+      const answer = await mallory.page.evaluate(async () => {
+        const res = await fetch('/api/stream');
+        return { status: res.status, body: await res.text() };
+      });
+      expect(answer).toEqual({ status: 401, body: '{"auth":"proxy"}' });
+      expect(await mallory.page.locator('tr[data-placement]').count()).toBe(0);
+    }
 
     // Token mode: the tenant's token is posted once; the page never holds it, the cookie is HttpOnly.
     const tokened = await startDashboard({ hub: connection, host: '127.0.0.1', port: 0, auth: 'token' });
@@ -340,7 +395,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     expect(await login.page.evaluate(() => document.cookie)).toBe('');
     expect(await login.page.content()).not.toContain(hub.plane.hub.token('tenant-a'));
     const [cookie] = await login.page.context().cookies();
-    expect(cookie).toMatchObject({ name: 'mco_dashboard_session', httpOnly: true, sameSite: 'Strict' });
+    expect(cookie).toMatchObject({ name: 'mco_dashboard_session', httpOnly: true, sameSite: 'Strict', secure: true });
     // Signing out ends the session on the server: the cookie no longer opens the stream.
     await login.page.getByRole('button', { name: 'Sign out' }).click();
     await login.page.getByLabel('Bearer token').waitFor();
@@ -348,6 +403,50 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     expect(stale.status).toBe(401);
     expect([...tenant.problems, ...login.problems]).toEqual([]);
   }, 120_000);
+
+  it('with --auth none, a page on an attacker name that resolves to 127.0.0.1 (DNS rebinding) cannot read /api/stream or /api/*', async () => {
+    const dashboard = await startDashboard({
+      hub: connectionFromKubeConfig(env.hub.admin),
+      host: '127.0.0.1',
+      port: 0,
+      auth: 'none',
+    });
+    dashboards.push(dashboard);
+    const port = new URL(dashboard.url).port;
+    const context = await browser.newContext();
+    contexts.push(context);
+    const page = await context.newPage();
+    /** What a script on the page's origin reads from the dashboard's API (the start of the stream). */
+    const read = () =>
+      page.evaluate(async () => {
+        const out: Record<string, { status: number; body: string }> = {};
+        for (const path of ['/api/session', '/api/stream']) {
+          const res = await fetch(path);
+          const reader = res.body!.getReader();
+          const { value } = await reader.read();
+          await reader.cancel();
+          out[path] = { status: res.status, body: new TextDecoder().decode(value) };
+        }
+        return out;
+      });
+    // The same page and script on 127.0.0.1 reads the fleet: the dashboard works there.
+    await page.goto(dashboard.url);
+    await page.locator('tr[data-placement="team-b/api"]').waitFor();
+    const local = await read();
+    expect({ session: local['/api/session']!.status, stream: local['/api/stream']!.status }).toEqual({
+      session: 200,
+      stream: 200,
+    });
+    // attacker.test resolves to 127.0.0.1: the browser sends Host attacker.test, which the dashboard refuses.
+    const attacker = await page.goto(`http://attacker.test:${port}/`);
+    expect(attacker!.status()).toBe(403);
+    const rebound = await read();
+    expect(rebound).toEqual({
+      '/api/session': { status: 403, body: expect.stringContaining('this Host is not served') as unknown },
+      '/api/stream': { status: 403, body: expect.stringContaining('this Host is not served') as unknown },
+    });
+    expect(JSON.stringify(rebound)).not.toContain('team-b');
+  }, 60_000);
 
   it('the built `mco dashboard` serves the page from the hub kubeconfig on 127.0.0.1, and stops on SIGTERM', async () => {
     const port = await freePort();

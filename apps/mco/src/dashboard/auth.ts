@@ -1,5 +1,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { isIP, type Socket } from 'node:net';
+import { TLSSocket } from 'node:tls';
 
 /** Who is looking at the page. */
 export interface Identity {
@@ -10,7 +12,8 @@ export interface Identity {
 /**
  * How a request is authenticated: `none` (a local `mco dashboard` on the
  * loopback address: the viewer sees what the hub kubeconfig sees), `proxy`
- * (an authenticating proxy in front sets X-Remote-User/X-Remote-Group), or
+ * (an authenticating proxy in front, proving itself with a client certificate,
+ * sets X-Remote-User/X-Remote-Group), or
  * `token` (a bearer token posted once to /api/login, exchanged for a session
  * cookie; the token itself is not kept).
  */
@@ -19,18 +22,82 @@ export const AUTH_MODES: readonly AuthMode[] = ['none', 'proxy', 'token'];
 
 export const SESSION_COOKIE = 'mco_dashboard_session';
 
-/** The identity an authenticating proxy asserts, or undefined without X-Remote-User. */
-export function proxyIdentity(headers: IncomingHttpHeaders): Identity | undefined {
-  const user = headers['x-remote-user'];
-  const name = Array.isArray(user) ? user[0] : user;
-  if (!name?.trim()) return undefined;
-  const raw = headers['x-remote-group'];
+/**
+ * What proves that a request came through the authenticating proxy, as the
+ * Kubernetes aggregation layer's request-header options do: a client
+ * certificate that chains to `clientCA` (and names one of `allowedNames`).
+ */
+export interface ProxyTrust {
+  /** PEM: the CA that signs the proxy's client certificate (--requestheader-client-ca-file). */
+  readonly clientCA: string | Buffer;
+  /** Common names the proxy's certificate may carry; empty: any the CA signed (--requestheader-allowed-names). */
+  readonly allowedNames: readonly string[];
+  /** Headers naming the user, the first one set wins (--requestheader-username-headers). */
+  readonly usernameHeaders: readonly string[];
+  /** Headers naming the groups, all of them read (--requestheader-group-headers). */
+  readonly groupHeaders: readonly string[];
+}
+
+export const DEFAULT_USERNAME_HEADERS: readonly string[] = ['X-Remote-User'];
+export const DEFAULT_GROUP_HEADERS: readonly string[] = ['X-Remote-Group'];
+
+const CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
+
+/**
+ * Whether the connection carries a client certificate that the server
+ * verified against the proxy CA, for client authentication, with an allowed
+ * common name. Anything else is not the proxy, whatever headers it sends.
+ */
+export function fromProxy(socket: Socket, allowedNames: readonly string[]): boolean {
+  if (!(socket instanceof TLSSocket) || !socket.authorized) return false;
+  const cert = socket.getPeerCertificate();
+  if (cert.ext_key_usage && !cert.ext_key_usage.includes(CLIENT_AUTH)) return false;
+  return allowedNames.length === 0 || (typeof cert.subject?.CN === 'string' && allowedNames.includes(cert.subject.CN));
+}
+
+/** The identity an authenticating proxy asserts, or undefined without a user header. */
+export function proxyIdentity(
+  headers: IncomingHttpHeaders,
+  usernameHeaders: readonly string[] = DEFAULT_USERNAME_HEADERS,
+  groupHeaders: readonly string[] = DEFAULT_GROUP_HEADERS,
+): Identity | undefined {
+  const values = (name: string) => {
+    const raw = headers[name.toLowerCase()];
+    return Array.isArray(raw) ? raw : raw === undefined ? [] : [raw];
+  };
+  const name = usernameHeaders.map((h) => values(h)[0]?.trim()).find(Boolean);
+  if (!name) return undefined;
   // Node joins repeated headers with ", "; the aggregator sends one header per group.
-  const groups = (Array.isArray(raw) ? raw : raw === undefined ? [] : [raw])
+  const groups = groupHeaders
+    .flatMap(values)
     .flatMap((g) => g.split(','))
     .map((g) => g.trim())
     .filter(Boolean);
-  return { user: name.trim(), groups };
+  return { user: name, groups };
+}
+
+const HOST_HEADER = /^[A-Za-z0-9.:[\]-]+$/;
+
+/**
+ * With `--auth none`: whether a request's Host header names a loopback
+ * address, `localhost` or one of `allowed`. A page on any other name that
+ * resolves to this machine (DNS rebinding) is refused.
+ */
+export function allowedHost(header: string | undefined, allowed: readonly string[]): boolean {
+  if (!header || !HOST_HEADER.test(header)) return false;
+  let hostname: string;
+  try {
+    // Lower-cased, IPv4 canonical, IPv6 in brackets.
+    hostname = new URL(`http://${header}`).hostname;
+  } catch {
+    return false;
+  }
+  if (hostname === 'localhost' || hostname === '[::1]') return true;
+  if (isIP(hostname) === 4 && hostname.startsWith('127.')) return true;
+  return allowed.some((a) => {
+    const name = a.toLowerCase();
+    return hostname === (isIP(name) === 6 ? `[${name}]` : name);
+  });
 }
 
 /** The value of one cookie in a Cookie header. */

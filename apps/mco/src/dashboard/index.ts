@@ -3,18 +3,27 @@ import { PLACEMENT_KIND } from '@mco/core';
 import {
   CLUSTER_PROFILES,
   createInformer,
+  createListWatch,
+  Informer,
   KubeApiError,
   KubeClient,
   PLACEMENTS,
-  type Informer,
+  type InformerEvent,
   type KubeConnection,
   type KubeObject,
   type ListWatchScope,
   type Resource,
 } from '@mco/kube-runtime';
 import { silentLogger, type Logger } from '@mco/runtime';
-import { AccessCache, SessionStore, subjectAccessReview, type AuthMode, type Identity } from './auth.js';
-import { FleetModel } from './model.js';
+import {
+  AccessCache,
+  SessionStore,
+  subjectAccessReview,
+  type AuthMode,
+  type Identity,
+  type ProxyTrust,
+} from './auth.js';
+import { FleetModel, keptDeliveryObject, keptEvent, type FleetModelOptions } from './model.js';
 import { createDashboardServer } from './server.js';
 
 const EVENTS: Resource = { group: '', version: 'v1', plural: 'events' };
@@ -30,7 +39,16 @@ export interface DashboardOptions {
   readonly host: string;
   readonly port: number;
   readonly auth: AuthMode;
+  /** Mark the session cookie Secure (default true). */
   readonly secureCookies?: boolean;
+  /** Serve https with this certificate and key (PEM); proxy mode requires it. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /** Proxy mode: what proves that a request came through the proxy. */
+  readonly proxy?: ProxyTrust;
+  /** None mode: Host names served besides `localhost`, loopback addresses and the listen address. */
+  readonly allowedHosts?: readonly string[];
+  /** The bounds of what the dashboard keeps (defaults: DEFAULT_EVENT_BOUNDS, DEFAULT_DELIVERY_BOUNDS). */
+  readonly bounds?: Omit<FleetModelOptions, 'now' | 'laneLength'>;
   readonly logger?: Logger;
 }
 
@@ -47,23 +65,28 @@ export interface Dashboard {
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const logger = options.logger ?? silentLogger;
   const client = new KubeClient(options.hub);
-  const model = new FleetModel();
-  const informers: Informer<KubeObject>[] = [];
-  const watch = (
-    resource: Resource,
-    handler: (event: 'add' | 'update' | 'delete', o: KubeObject) => void,
-    scope?: ListWatchScope,
-  ) => {
-    const informer = createInformer<KubeObject>(client, resource, { logger, ...(scope ? { scope } : {}) });
+  const model = new FleetModel(options.bounds);
+  const informers: Pick<Informer<KubeObject>, 'hasSynced' | 'start' | 'stop'>[] = [];
+  const watch = <T extends KubeObject>(informer: Informer<T>, handler: (event: InformerEvent, o: T) => void) => {
     informer.addHandler((event, object) => handler(event, object));
     informers.push(informer);
   };
-  watch(CLUSTER_PROFILES, (e, o) => model.clusterProfile(e, o));
-  watch(PLACEMENTS, (e, o) => model.placement(e, o));
+  /** An informer that keeps only `transform`'s part of each object: what the page shows, cut to size. */
+  const kept = <T extends KubeObject>(resource: Resource, transform: (o: KubeObject) => T, scope?: ListWatchScope) =>
+    new Informer<T>({
+      name: resource.plural,
+      listWatch: createListWatch<T>(client, resource, scope),
+      logger,
+      transform,
+    });
+  watch(createInformer(client, CLUSTER_PROFILES, { logger }), (e, o) => model.clusterProfile(e, o));
+  watch(createInformer(client, PLACEMENTS, { logger }), (e, o) => model.placement(e, o));
   // Only placements' Events: the API server filters, so a busy hub's other Events are never cached.
-  watch(EVENTS, (e, o) => model.event(e, o), { fieldSelector: `involvedObject.kind=${PLACEMENT_KIND}` });
+  watch(kept(EVENTS, keptEvent, { fieldSelector: `involvedObject.kind=${PLACEMENT_KIND}` }), (e, o) =>
+    model.event(e, o),
+  );
   for (const resource of DELIVERY) {
-    if (await served(client, resource)) watch(resource, (e, o) => model.deliveryObject(e, o));
+    if (await served(client, resource)) watch(kept(resource, keptDeliveryObject), (e, o) => model.deliveryObject(e, o));
   }
 
   const review = async (identity: Identity, namespace: string, resource: { group: string; resource: string }) => {
@@ -84,7 +107,10 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
           sessions: new SessionStore(8 * 3600_000),
         }
       : {}),
-    ...(options.secureCookies ? { secureCookies: true } : {}),
+    ...(options.secureCookies === false ? { secureCookies: false } : {}),
+    ...(options.tls ? { tls: options.tls } : {}),
+    ...(options.proxy ? { proxy: options.proxy } : {}),
+    allowedHosts: [options.host, ...(options.allowedHosts ?? [])],
     logger,
   });
   for (const informer of informers) informer.start();
@@ -98,7 +124,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   }
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return {
-    url: `http://${host}:${address.port}/`,
+    url: `${options.tls ? 'https' : 'http'}://${host}:${address.port}/`,
     async close() {
       await server.close();
       await Promise.all(informers.map((i) => i.stop()));

@@ -58,11 +58,38 @@ interface LaneEntry {
   readonly desiredMaxReplicas?: number;
 }
 
+/**
+ * A placement's Event as the dashboard keeps it (the Events informer's
+ * transform, {@link keptEvent}): its metadata and what the page shows of it,
+ * cut to size. `shown` is dropped when the model evicts the Event, so the
+ * informer then holds only the metadata.
+ */
+export interface KeptEvent extends KubeObject {
+  shown?: { readonly placement: string; readonly event: EventView; readonly bytes: number };
+}
+
+/** An Argo CD or Flux object as the dashboard keeps it ({@link keptDeliveryObject}); `shown` as in {@link KeptEvent}. */
+export interface KeptDeliveryObject extends KubeObject {
+  shown?: { readonly placement: string; readonly delivery: DeliveryView; readonly bytes: number };
+}
+
+/** The longest Event message kept, in characters; a longer one is cut. */
+export const MAX_EVENT_MESSAGE = 1024;
+
 export interface FleetModelOptions {
   /** State changes kept per cluster of a placement (a ring: the oldest goes first). */
   readonly laneLength?: number;
+  /** Placement Events kept, and their text in bytes (about): past either, the oldest received goes first. */
+  readonly maxEvents?: number;
+  readonly maxEventBytes?: number;
+  /** Delivery objects kept, likewise. */
+  readonly maxDeliveryObjects?: number;
+  readonly maxDeliveryBytes?: number;
   readonly now?: () => number;
 }
+
+export const DEFAULT_EVENT_BOUNDS = { maxEvents: 10_000, maxEventBytes: 8 * 1024 * 1024 } as const;
+export const DEFAULT_DELIVERY_BOUNDS = { maxDeliveryObjects: 10_000, maxDeliveryBytes: 8 * 1024 * 1024 } as const;
 
 /**
  * The hub as the informers last saw it, plus each placement's per-cluster
@@ -74,8 +101,8 @@ export class FleetModel {
   version = 0;
   private readonly profiles = new Map<string, ClusterProfile>();
   private readonly placements = new Map<string, Placement>();
-  private readonly events = new Map<string, KubeEvent>();
-  private readonly delivery = new Map<string, KubeObject>();
+  private readonly events: BoundedMap<KeptEvent>;
+  private readonly delivery: BoundedMap<KeptDeliveryObject>;
   private readonly lanes = new Map<string, Map<string, LaneEntry[]>>();
   private readonly laneLength: number;
   private readonly now: () => number;
@@ -84,6 +111,14 @@ export class FleetModel {
   constructor(options: FleetModelOptions = {}) {
     this.now = options.now ?? Date.now;
     this.laneLength = options.laneLength ?? 64;
+    this.events = new BoundedMap(
+      options.maxEvents ?? DEFAULT_EVENT_BOUNDS.maxEvents,
+      options.maxEventBytes ?? DEFAULT_EVENT_BOUNDS.maxEventBytes,
+    );
+    this.delivery = new BoundedMap(
+      options.maxDeliveryObjects ?? DEFAULT_DELIVERY_BOUNDS.maxDeliveryObjects,
+      options.maxDeliveryBytes ?? DEFAULT_DELIVERY_BOUNDS.maxDeliveryBytes,
+    );
     this.startedAt = this.now();
   }
 
@@ -110,20 +145,15 @@ export class FleetModel {
     this.changed();
   }
 
-  /** A placement's Event (the informer's own object: nothing is copied); any other Event is ignored. */
-  event(event: InformerEvent, object: KubeObject): void {
-    if ((object as KubeEvent).involvedObject?.kind !== PLACEMENT_KIND) return;
-    this.put(this.events, event, object as KubeEvent);
+  /** A placement's Event, as {@link keptEvent} made it; any other Event is ignored. */
+  event(event: InformerEvent, object: KeptEvent): void {
+    if (this.events.update(keyOf(object), event === 'delete' ? undefined : object)) this.changed();
   }
 
-  /** An Argo CD Application or Flux Kustomization/HelmRelease; kept when it names its placement and cluster. */
-  deliveryObject(event: InformerEvent, object: KubeObject): void {
-    const annotations = object.metadata?.annotations ?? {};
-    if (!annotations[PLACEMENT_ANNOTATION] || !annotations[CLUSTER_PROFILE_ANNOTATION]) return;
+  /** An Argo CD Application or Flux Kustomization/HelmRelease, as {@link keptDeliveryObject} made it. */
+  deliveryObject(event: InformerEvent, object: KeptDeliveryObject): void {
     const key = `${object.kind}/${keyOf(object)}`;
-    if (event === 'delete') this.delivery.delete(key);
-    else this.delivery.set(key, object);
-    this.changed();
+    if (this.delivery.update(key, event === 'delete' ? undefined : object)) this.changed();
   }
 
   private put<T>(map: Map<string, T>, event: InformerEvent, object: T): void {
@@ -165,8 +195,8 @@ export class FleetModel {
   /** Every namespace holding something the page may show (for the access checks). */
   namespaces(): Set<string> {
     const out = new Set<string>();
-    for (const map of [this.profiles, this.placements, this.events] as Map<string, KubeObject>[]) {
-      for (const o of map.values()) if (o.metadata?.namespace) out.add(o.metadata.namespace);
+    for (const o of [...this.profiles.values(), ...this.placements.values(), ...this.events.values()]) {
+      if (o.metadata?.namespace) out.add(o.metadata.namespace);
     }
     return out;
   }
@@ -219,29 +249,14 @@ export class FleetModel {
       .map(([cluster, entries]) => ({ cluster, segments: segments(entries) }));
     const events: EventView[] = visible.events(placement.metadata.namespace ?? '')
       ? [...this.events.values()]
-          .filter(
-            (e) =>
-              e.involvedObject?.namespace === placement.metadata.namespace &&
-              e.involvedObject?.name === placement.metadata.name,
-          )
-          .map((e) => ({
-            type: e.type ?? 'Normal',
-            reason: e.reason ?? '',
-            message: e.message ?? '',
-            at: e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? '',
-            count: e.count ?? 1,
-          }))
+          .filter((e) => e.shown!.placement === key)
+          .map((e) => e.shown!.event)
           .sort((a, b) => b.at.localeCompare(a.at))
           .slice(0, 50)
       : [];
     const delivery: DeliveryView[] = [...this.delivery.values()]
-      .filter((o) => o.metadata?.annotations?.[PLACEMENT_ANNOTATION] === key)
-      .map((o) => ({
-        cluster: o.metadata!.annotations![CLUSTER_PROFILE_ANNOTATION]!,
-        kind: String(o.kind),
-        name: keyOf(o),
-        status: deliveryStatus(o),
-      }))
+      .filter((o) => o.shown!.placement === key)
+      .map((o) => o.shown!.delivery)
       .sort((a, b) => a.cluster.localeCompare(b.cluster));
     return {
       ...summary(placement),
@@ -262,6 +277,111 @@ export class FleetModel {
       delivery,
     };
   }
+}
+
+/**
+ * A map that keeps at most `maxCount` entries and `maxBytes` (each entry's
+ * `shown.bytes`); past either, the entry set longest ago goes first and loses
+ * its `shown` part, the only large part of it (the informer that delivered it
+ * keeps the rest).
+ */
+class BoundedMap<V extends { shown?: { readonly bytes: number } }> {
+  private readonly entries = new Map<string, V>();
+  private bytes = 0;
+
+  constructor(
+    private readonly maxCount: number,
+    private readonly maxBytes: number,
+  ) {}
+
+  /** Keeps `value` if it has a `shown` part, else forgets `key`; whether anything changed. */
+  update(key: string, value: V | undefined): boolean {
+    if (value?.shown) {
+      this.set(key, value);
+      return true;
+    }
+    return this.delete(key);
+  }
+
+  private set(key: string, value: V): void {
+    this.delete(key);
+    this.entries.set(key, value);
+    this.bytes += value.shown!.bytes;
+    for (const [oldest, entry] of this.entries) {
+      if (this.entries.size <= this.maxCount && this.bytes <= this.maxBytes) break;
+      this.delete(oldest);
+      delete entry.shown;
+    }
+  }
+
+  private delete(key: string): boolean {
+    const entry = this.entries.get(key);
+    if (!entry) return false;
+    this.entries.delete(key);
+    this.bytes -= entry.shown?.bytes ?? 0;
+    return true;
+  }
+
+  values(): IterableIterator<V> {
+    return this.entries.values();
+  }
+}
+
+/** `text` cut to `max` characters, copied: a V8 slice would keep the whole original string alive. */
+function cut(text: string, max: number): string {
+  return text.length > max ? Buffer.from(`${text.slice(0, max)}…`).toString() : text;
+}
+
+/** What an object's metadata the informer keeps: enough to follow it. */
+function stub(object: KubeObject): KubeObject {
+  const { name, namespace, resourceVersion } = object.metadata ?? {};
+  return { ...(object.kind ? { kind: object.kind } : {}), metadata: { name, namespace, resourceVersion } };
+}
+
+/**
+ * The Events informer's transform: a placement's Event reduced to what the
+ * page shows, each field cut (the message to {@link MAX_EVENT_MESSAGE}
+ * characters); any other Event to its metadata.
+ */
+export function keptEvent(object: KubeObject): KeptEvent {
+  const e = object as KubeEvent;
+  const kept: KeptEvent = stub(object);
+  if (e.involvedObject?.kind !== PLACEMENT_KIND) return kept;
+  const event: EventView = {
+    type: cut(String(e.type ?? 'Normal'), 32),
+    reason: cut(String(e.reason ?? ''), 128),
+    message: cut(String(e.message ?? ''), MAX_EVENT_MESSAGE),
+    at: cut(String(e.lastTimestamp ?? e.eventTime ?? e.firstTimestamp ?? ''), 64),
+    count: typeof e.count === 'number' ? e.count : 1,
+  };
+  const placement = cut(clusterKey(e.involvedObject.namespace, String(e.involvedObject.name)), 320);
+  const bytes =
+    2 * (event.type.length + event.reason.length + event.message.length + event.at.length + placement.length);
+  kept.shown = { placement, event, bytes };
+  return kept;
+}
+
+/**
+ * The delivery informers' transform: an object that names its placement and
+ * cluster reduced to its row on the page; any other to its metadata.
+ */
+export function keptDeliveryObject(object: KubeObject): KeptDeliveryObject {
+  const kept: KeptDeliveryObject = stub(object);
+  const annotations = object.metadata?.annotations ?? {};
+  const placement = cut(annotations[PLACEMENT_ANNOTATION] ?? '', 320);
+  const cluster = annotations[CLUSTER_PROFILE_ANNOTATION];
+  if (!placement || !cluster) return kept;
+  const delivery: DeliveryView = {
+    cluster: cut(cluster, 320),
+    kind: cut(String(object.kind), 64),
+    name: cut(keyOf(object), 320),
+    status: cut(deliveryStatus(object), 256),
+  };
+  const bytes =
+    2 *
+    (placement.length + delivery.cluster.length + delivery.kind.length + delivery.name.length + delivery.status.length);
+  kept.shown = { placement, delivery, bytes };
+  return kept;
 }
 
 function keyOf(object: KubeObject): string {

@@ -1,14 +1,18 @@
 import http from 'node:http';
+import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { PLACEMENT_GROUP } from '@mco/core';
 import { readJsonRequest, RequestBodyError, silentLogger, type Logger } from '@mco/runtime';
 import {
+  allowedHost,
   cookieValue,
+  fromProxy,
   proxyIdentity,
   SESSION_COOKIE,
   type AccessCache,
   type AuthMode,
   type Identity,
+  type ProxyTrust,
   type SessionStore,
 } from './auth.js';
 import { SEE_ALL, type FleetModel, type Visibility } from './model.js';
@@ -26,8 +30,14 @@ export interface DashboardServerOptions {
   /** Token mode: the identity a bearer token authenticates as (a SelfSubjectReview made with it). */
   readonly login?: (token: string) => Promise<Identity>;
   readonly sessions?: SessionStore;
-  /** Mark the session cookie Secure: the page is reached over https (e.g. through an ingress). */
+  /** Mark the session cookie Secure (default true); false only for plain http on a loopback address. */
   readonly secureCookies?: boolean;
+  /** Serve https with this certificate and key (PEM); proxy mode requires it. */
+  readonly tls?: { readonly cert: string | Buffer; readonly key: string | Buffer };
+  /** Proxy mode: what proves that a request came through the proxy. */
+  readonly proxy?: ProxyTrust;
+  /** None mode: Host names served besides `localhost` and loopback addresses. */
+  readonly allowedHosts?: readonly string[];
   readonly logger?: Logger;
   /** The shortest time between two updates of one page (default 100 ms). */
   readonly throttleMs?: number;
@@ -82,13 +92,21 @@ export function createDashboardServer(options: DashboardServerOptions) {
   const throttleMs = options.throttleMs ?? 100;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const streams = new Set<http.ServerResponse>();
+  const proxy = options.proxy;
+  if (options.auth === 'proxy' && (!proxy || !options.tls)) {
+    throw new Error('proxy mode needs a serving certificate and the CA of the proxy client certificate');
+  }
+  const secureCookies = options.secureCookies ?? true;
 
   function identityOf(req: http.IncomingMessage): Identity | undefined {
     switch (options.auth) {
       case 'none':
         return { user: 'the hub kubeconfig', groups: [] };
       case 'proxy':
-        return proxyIdentity(req.headers);
+        // Headers count only on a connection whose client certificate proves it is the proxy.
+        return fromProxy(req.socket, proxy!.allowedNames)
+          ? proxyIdentity(req.headers, proxy!.usernameHeaders, proxy!.groupHeaders)
+          : undefined;
       case 'token':
         return options.sessions!.get(cookieValue(req.headers.cookie, SESSION_COOKIE));
     }
@@ -179,6 +197,12 @@ export function createDashboardServer(options: DashboardServerOptions) {
   }
 
   async function handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+    if (options.auth === 'none' && !allowedHost(req.headers.host, options.allowedHosts ?? [])) {
+      throw new HttpError(
+        403,
+        'this Host is not served: reach the dashboard on a loopback address (or --allowed-hosts)',
+      );
+    }
     const url = new URL(req.url ?? '/', 'http://dashboard.invalid');
     const route = `${req.method} ${url.pathname}`;
     switch (route) {
@@ -235,10 +259,10 @@ export function createDashboardServer(options: DashboardServerOptions) {
   }
 
   function cookie(value: string, maxAge: number): string {
-    return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${options.secureCookies ? '; Secure' : ''}`;
+    return `${SESSION_COOKIE}=${value}; Path=/; HttpOnly; SameSite=Strict; Max-Age=${maxAge}${secureCookies ? '; Secure' : ''}`;
   }
 
-  const server = http.createServer((req, res) => {
+  const respond = (req: http.IncomingMessage, res: http.ServerResponse) => {
     handle(req, res).catch((error: unknown) => {
       const status = error instanceof HttpError || error instanceof RequestBodyError ? error.status : 500;
       if (status === 500) logger.error('dashboard: request failed', { error: (error as Error).message });
@@ -247,7 +271,19 @@ export function createDashboardServer(options: DashboardServerOptions) {
       if (!req.complete) res.setHeader('connection', 'close');
       json(res, status, { error: status === 500 ? 'internal error' : (error as Error).message });
     });
-  });
+  };
+  // Proxy mode asks every client for a certificate but does not require one: /healthz and the page's
+  // script need none, and a request without the proxy's certificate is refused at /api/stream.
+  const server = options.tls
+    ? https.createServer(
+        {
+          cert: options.tls.cert,
+          key: options.tls.key,
+          ...(proxy ? { ca: proxy.clientCA, requestCert: true, rejectUnauthorized: false } : {}),
+        },
+        respond,
+      )
+    : http.createServer(respond);
   server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
 
