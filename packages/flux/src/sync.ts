@@ -1,4 +1,4 @@
-import type { ClusterAccess } from '@mco/cluster-access';
+import { HubServerRefusedError, type ClusterAccess } from '@mco/cluster-access';
 import type { ClusterProfile, Placement } from '@mco/core';
 import {
   WorkQueue,
@@ -140,6 +140,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     const placementsByKey = new Map(placements.map((p) => [`${p.metadata.namespace ?? ''}/${p.metadata.name}`, p]));
     const profiles = options.clusterProfiles;
     const accessErrors = new Map<string, string>();
+    /** Profiles whose server is the hub's own: their kubeconfig Secret goes, used or not (not a doubt). */
+    const hubServers = new Set<string>();
     const endpoints = new Map<string, Awaited<ReturnType<FluxSyncOptions['resolveAccess']>>>();
     // The server of every listed cluster comes from its access provider; resolve each once per pass.
     const clusterKeys = new Set<string>();
@@ -160,6 +162,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
           endpoints.set(key, await options.resolveAccess(profile, peers));
         } catch (error) {
           accessErrors.set(key, toMcoError(error).message);
+          if (error instanceof HubServerRefusedError) hubServers.add(key);
         }
       }),
     );
@@ -203,7 +206,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       const [namespace = '', name = ''] = key.split('/', 2);
       if (!endpoint) {
         credentialFailures++;
-        logger.warn('no access to a placed cluster; its kubeconfig Secret is kept as it is', {
+        const hub = hubServers.has(key);
+        logger.warn(`no access to a placed cluster; its kubeconfig Secret is ${hub ? 'removed' : 'kept as it is'}`, {
           cluster: key,
           reason: accessErrors.get(key) ?? 'ClusterProfile not found',
         });
@@ -234,7 +238,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     plans.unshift({
       kind: options.secrets,
       desired: secrets,
-      mayPrune: (o) => secretMayGo(o, desired, referenced),
+      mayPrune: (o) => secretMayGo(o, desired, referenced, hubServers),
     });
 
     let applied = 0;
@@ -366,13 +370,21 @@ function addReference(names: Set<string>, object: KubeObject): void {
 /**
  * A kubeconfig Secret goes only when no trusted placement lists its cluster
  * and nothing uses it any more — in particular no Flux object, which needs it
- * to delete the workload from the member cluster.
+ * to delete the workload from the member cluster. A cluster whose server is
+ * the hub's own loses its Secret at once: that credential must not reach the hub.
  */
-function secretMayGo(secret: KubeObject, desired: DesiredState, referenced: ReadonlySet<string>): boolean {
+function secretMayGo(
+  secret: KubeObject,
+  desired: DesiredState,
+  referenced: ReadonlySet<string>,
+  hubServers: ReadonlySet<string>,
+): boolean {
   const cluster = secret.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION];
-  if (!cluster || desired.clusters.has(cluster)) return false;
+  if (!cluster) return false;
   const [namespace = '', name = ''] = cluster.split('/', 2);
   if (secret.metadata?.name !== kubeconfigSecretName(namespace, name)) return false;
+  if (hubServers.has(cluster)) return true;
+  if (desired.clusters.has(cluster)) return false;
   return !referenced.has(secret.metadata.name);
 }
 
