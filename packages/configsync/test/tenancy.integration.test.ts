@@ -82,6 +82,21 @@ const ATTACKS: readonly (readonly [name: string, template: string, field: string
     repoSync() + binding('edit', reconciler('ns-reconciler-team-b')),
     'field subjects[0]: only the sync',
   ],
+  [
+    'helm-namespace',
+    'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {sourceType: helm, helm: {repo: https://charts.example, chart: x, namespace: kube-system}}\n',
+    'document 0 field spec.helm.namespace: is not a field a RepoSync from a tenant namespace may set',
+  ],
+  [
+    'role-refs',
+    'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {sourceType: git, git: {repo: https://git.example.com/a, auth: none}, override: {roleRefs: [{kind: ClusterRole, name: cluster-admin}]}}\n',
+    'document 0 field spec.override.roleRefs: is not a field a RepoSync from a tenant namespace may set',
+  ],
+  [
+    'reserved-annotation',
+    'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {annotations: {configmanagement.gke.io/managed: enabled}}\nspec: {sourceType: git, git: {repo: https://git.example.com/a, auth: none}}\n',
+    'document 0 field metadata.annotations.configmanagement.gke.io/managed: is reserved for Config Sync and mco',
+  ],
 ];
 
 describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub', () => {
@@ -237,6 +252,35 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
       expect(c!.message).toContain('nothing changed');
     }
     expect(await onMember()).toEqual(['RepoSync/team-a/good', 'RoleBinding/team-a/grant']);
+  });
+
+  it('a placement in the hub namespace config-management-system is refused, naming the namespace, and nothing reaches the member', async () => {
+    await cp.hub.apply([
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'config-management-system' } },
+      {
+        apiVersion: `${PLACEMENTS.group}/${PLACEMENTS.version}`,
+        kind: 'MultiKubernetesClusterPlacement',
+        metadata: {
+          name: 'sys',
+          namespace: 'config-management-system',
+          annotations: { [TEMPLATE_ANNOTATION]: repoSync() },
+        },
+        spec: {},
+      },
+    ] as KubernetesObject[]);
+    await placeOnEast('config-management-system', 'sys');
+    const c = await eventually(
+      'the system-namespace placement refused',
+      () => condition('config-management-system', 'sys'),
+      (x) => x?.reason === 'InvalidTemplate',
+    );
+    expect({ status: c!.status, message: c!.message.split(';')[0], onMember: await onMember() }).toMatchObject({
+      status: 'False',
+      message: expect.stringContaining(
+        'a placement in the hub namespace config-management-system is refused: it is a Config Sync system namespace',
+      ),
+      onMember: expect.not.arrayContaining(['RepoSync/config-management-system/sys']),
+    });
   });
 
   it("the tenant cannot write another team's placements or any placement's status", async () => {
