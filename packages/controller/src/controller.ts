@@ -266,6 +266,7 @@ export function createController(options: ControllerOptions): Controller {
       logger,
       requestTimeoutMs,
       informerOptions,
+      ...(options.now ? { now: () => options.now!().getTime() } : {}),
     });
   const informers = [placements, clusterProfiles, placementDecisions, inventoryLossConfirmation];
   if (sharedLoss) informers.push(sharedLoss.informer);
