@@ -387,11 +387,27 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
     const before = await placement('team-a', 'good');
     await expect(spec(99)).rejects.toMatchObject({ code: 403 });
     expect((await placement('team-a', 'good')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
-    // Its metadata writes still pass: the policy looks at the spec only.
+    // Its own annotation still passes; a label (not its own) is refused too.
+    const DELIVERED = 'configsync.mco.x-k8s.io/delivered';
+    const delivered = (good as unknown as { metadata: { annotations: Record<string, string> } }).metadata.annotations[
+      DELIVERED
+    ]!;
     await api.patchNamespacedCustomObject(
-      { ...PLACEMENTS, namespace: 'team-a', name: 'good', body: { metadata: { labels: { touched: 'yes' } } } },
+      {
+        ...PLACEMENTS,
+        namespace: 'team-a',
+        name: 'good',
+        // The record as it is: a write of the account's own annotation.
+        body: { metadata: { annotations: { [DELIVERED]: delivered } } },
+      },
       requestOptions(account, 10_000, PatchStrategy.MergePatch),
     );
+    await expect(
+      api.patchNamespacedCustomObject(
+        { ...PLACEMENTS, namespace: 'team-a', name: 'good', body: { metadata: { labels: { touched: 'yes' } } } },
+        requestOptions(account, 10_000, PatchStrategy.MergePatch),
+      ),
+    ).rejects.toMatchObject({ code: 403 });
   });
 
   it('the chart refuses Config Sync delivery on a hub without ValidatingAdmissionPolicy v1 (before 1.30)', async () => {
