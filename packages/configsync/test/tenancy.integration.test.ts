@@ -190,9 +190,16 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
         o.metadata?.labels?.['app.kubernetes.io/component'] === 'configsync' &&
         !['Deployment', 'ConfigMap'].includes(o.kind ?? ''),
     );
-    expect(chart.map((o) => o.kind).filter((k) => k?.startsWith('ValidatingAdmissionPolicy'))).toEqual([
-      'ValidatingAdmissionPolicy',
-      'ValidatingAdmissionPolicyBinding',
+    expect(
+      chart
+        .filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy'))
+        .map((o) => `${o.kind} ${o.metadata?.name}`)
+        .sort(),
+    ).toEqual([
+      `ValidatingAdmissionPolicy ${ACCOUNT}.${RELEASE_NAMESPACE}.leases`,
+      `ValidatingAdmissionPolicy ${ACCOUNT}.${RELEASE_NAMESPACE}.placement-spec`,
+      `ValidatingAdmissionPolicyBinding ${ACCOUNT}.${RELEASE_NAMESPACE}.leases`,
+      `ValidatingAdmissionPolicyBinding ${ACCOUNT}.${RELEASE_NAMESPACE}.placement-spec`,
     ]);
     await cp.hub.apply(chart);
     account = await serviceAccountKubeConfig(cp.hub, RELEASE_NAMESPACE, ACCOUNT);
