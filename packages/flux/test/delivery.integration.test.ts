@@ -548,6 +548,11 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         () => secret(name),
         (s) => s !== null,
       );
+      await eventually(
+        'the input provider of other/east, which uses it',
+        async () => names(await list(INPUT_PROVIDERS)),
+        (providers) => providers.includes(provider('other', 'east')),
+      );
       // The hub's URL with its IPv4 address written as an IPv4-mapped IPv6 one.
       const hubPort = new URL(plane.hub.server).port;
       await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
