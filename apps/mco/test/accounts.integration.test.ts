@@ -289,10 +289,12 @@ describeWithControlPlane(
       });
       const createLease = (account: string, name: string) =>
         as(account).create(resourcePath(LEASES, LOCK_NAMESPACE), lease(name));
+      let specChanges = 0;
       const requests: Record<string, (account: string) => Promise<unknown>> = {
+        // A new value each time: a patch that changes nothing is no change to refuse.
         "change a placement's spec": (a) =>
           as(a).patch(placement, 'merge', {
-            spec: { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 3 } } },
+            spec: { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2 + (++specChanges % 50) } } },
           }),
         "change a placement's labels": (a) => as(a).patch(placement, 'merge', { metadata: { labels: { x: 'y' } } }),
         'set its annotation configsync.mco.x-k8s.io/delivered': (a) =>
