@@ -334,16 +334,27 @@ describeWithControlPlane(
         request: request!.replaceAll('`', ''),
         answer,
       }));
-      // The API server loads new policies within a few seconds: wait until the first refusal is in force.
-      await eventually(
-        'the admission policies in force',
-        () =>
-          requests["change a placement's spec"]!('mco-configsync').then(
-            () => 'allowed',
-            () => 'refused',
-          ),
-        (answer) => answer === 'refused',
-      );
+      // The API server loads new policies within a few seconds: wait until each is in force, with
+      // probes that change something new each time (a patch that changes nothing is not refused).
+      let probe = 0;
+      const probes: Record<string, () => Promise<unknown>> = {
+        'Config Sync placements': () => requests["change a placement's spec"]!('mco-configsync'),
+        'Config Sync Leases': () => createLease('mco-configsync', `probe-${++probe}`),
+        'controller Leases': () => createLease('mco', `probe-${++probe}`),
+        'Flux placements': () =>
+          as('mco-flux').patch(status, 'merge', { status: { observedGeneration: 100 + ++probe } }),
+      };
+      for (const [policy, request] of Object.entries(probes)) {
+        await eventually(
+          `the policy of ${policy} in force`,
+          () =>
+            request().then(
+              () => 'allowed',
+              (error: { code?: number }) => (error.code === 403 ? 'refused' : 'other'),
+            ),
+          (answer) => answer === 'refused',
+        );
+      }
       const answers = [];
       for (const row of rows) {
         const request = requests[row.request];
