@@ -1,4 +1,4 @@
-import { KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
+import { HubServerRefusedError, KUBECONFIG_SECRET_ANNOTATION } from '@mco/cluster-access';
 import type { ClusterProfile } from '@mco/core';
 import {
   APPLIED_DIGEST_ANNOTATION,
@@ -284,9 +284,18 @@ export function createSecretSyncer(options: SecretSyncerOptions): SecretSyncer {
     // is refused (a reserved, duplicate or disallowed server), the existing
     // Secret stays as it is (never rewritten with the refused server, never
     // deleted on doubt) and the key is retried with backoff.
+    // The exception: a server that is the hub's own (HubServerRefusedError) is not a doubt; the
+    // Secret goes, so Argo CD does not reach the hub with it either.
     const clusterAccess = await options
       .resolveAccess(profile, options.clusterProfiles.list())
-      .catch((error: unknown) => {
+      .catch(async (error: unknown) => {
+        if (error instanceof HubServerRefusedError && existing) {
+          logger.warn("ClusterProfile's server is the hub's own API server; removing its cluster Secret", {
+            cluster: key,
+            reason: error.message,
+          });
+          await writeOwned(key, existing, []);
+        }
         if (offersAccess(profile)) throw error;
         // Just created (`mco clusters apply`): its status lists no access provider yet. Its status
         // update queues it again; an existing Secret stays as it is.

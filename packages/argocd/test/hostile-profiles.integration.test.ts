@@ -43,6 +43,9 @@ describeWithControlPlane('hostile ClusterProfiles on the real kube-apiserver', (
   let trapConnections = 0;
   let trapUrl: string;
   let memberServer: string;
+  /** What `member-alias.test` resolves to for mco's check, and how far mco's clock is ahead (to expire what it caches). */
+  let aliasAddress = '127.0.0.1';
+  let clockSkewMs = 0;
   const logLines: Record<string, unknown>[] = [];
 
   const refusals = () =>
@@ -133,7 +136,29 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     // the member's server, must be neither served nor count as a claim.
     await plane.hub.apply([profile('team-b', 'sneaky')] as never);
     await setStatus('team-b', 'sneaky', { server: memberServer });
-    const names = ['a-prod', 'turncoat', 'z-copy', 'in-cluster', 'insecure', 'proxied', 'outside', 'plain-http'];
+    // The hub's own endpoint, as its EndpointSlice lists it: 192.0.2.10 on the member's port.
+    const memberPort = Number(new URL(memberServer).port);
+    await plane.hub.apply([
+      {
+        apiVersion: 'discovery.k8s.io/v1',
+        kind: 'EndpointSlice',
+        metadata: { name: 'kubernetes', namespace: 'default', labels: { 'kubernetes.io/service-name': 'kubernetes' } },
+        addressType: 'IPv4',
+        endpoints: [{ addresses: ['192.0.2.10'], conditions: { ready: true } }],
+        ports: [{ name: 'https', port: memberPort, protocol: 'TCP' }],
+      } as never,
+    ]);
+    const names = [
+      'a-prod',
+      'turncoat',
+      'z-copy',
+      'in-cluster',
+      'insecure',
+      'proxied',
+      'outside',
+      'plain-http',
+      'alias',
+    ];
     await plane.hub.apply(names.map((n) => profile('fleet', n)) as never);
     const statuses: Record<string, Record<string, unknown>> = {
       'a-prod': { server: memberServer },
@@ -146,6 +171,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       proxied: { server: `${memberServer}/proxied`, 'proxy-url': `http://${trapUrl}` },
       outside: { server: `https://${trapUrl}` },
       'plain-http': { server: `http://${trapUrl}` },
+      // A name resolving to the member for now.
+      alias: { server: `https://member-alias.test:${memberPort}` },
     };
     for (const n of names) await setStatus('fleet', n, statuses[n]!);
 
@@ -159,10 +186,12 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           name: 'fleet-exec',
           execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command: script, provideClusterInfo: true },
           // Only the member's endpoint: the test members listen on loopback, reached only when named.
-          allowedServers: [memberServer],
+          allowedServers: [memberServer, `https://member-alias.test:${memberPort}`],
         },
       ],
       hub: connectionFromKubeConfig(hub),
+      lookup: async (host) => (host === 'member-alias.test' ? [{ address: aliasAddress }] : []),
+      now: () => new Date(Date.now() + clockSkewMs),
       logger,
     });
     delivery = await startArgoCdDelivery({
@@ -195,7 +224,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     await eventually(
       'the legitimate Secrets',
       secretNames,
-      (names) => JSON.stringify(names) === JSON.stringify(['fleet.a-prod', 'fleet.turncoat']),
+      (names) => JSON.stringify(names) === JSON.stringify(['fleet.a-prod', 'fleet.alias', 'fleet.turncoat']),
     );
     const provider = 'access provider "fleet-exec"';
     expect({
@@ -236,9 +265,13 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           reason: `ClusterProfile fleet/z-copy: cluster.server "${memberServer}/" is refused: ClusterProfile fleet/a-prod (older) names the same server`,
         },
       ],
-      secrets: ['fleet.a-prod', 'fleet.turncoat'],
-      // Only the two legitimate clusters ever had a credential minted.
-      pluginRunFor: [memberServer, `${memberServer}/turncoat`].sort(),
+      secrets: ['fleet.a-prod', 'fleet.alias', 'fleet.turncoat'],
+      // Only the legitimate clusters ever had a credential minted.
+      pluginRunFor: [
+        memberServer,
+        `${memberServer}/turncoat`,
+        `https://member-alias.test:${new URL(memberServer).port}`,
+      ].sort(),
       trapConnections: 0,
     });
   });
@@ -268,8 +301,37 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       trapConnections,
     }).toEqual({
       secret: before,
-      pluginRunFor: [memberServer, `${memberServer}/turncoat`].sort(),
+      pluginRunFor: [
+        memberServer,
+        `${memberServer}/turncoat`,
+        `https://member-alias.test:${new URL(memberServer).port}`,
+      ].sort(),
       trapConnections: 0,
+    });
+  });
+
+  it("removes the Secret of a profile whose server's name later resolves to the hub's own endpoint", async () => {
+    await eventually('the Secret of fleet/alias', secretNames, (names) => names.includes('fleet.alias'));
+    const refusedBefore = logLines.length;
+    aliasAddress = '192.0.2.10';
+    // Past the cached resolution (1 min); a change of the profile (or the periodic resync) has it checked again.
+    clockSkewMs += 2 * 60_000;
+    await custom.patchNamespacedCustomObject(
+      {
+        ...CLUSTER_PROFILES,
+        namespace: 'fleet',
+        name: 'alias',
+        body: { metadata: { labels: { touched: 'yes' } } },
+      },
+      requestOptions(hub, 10_000, PatchStrategy.MergePatch),
+    );
+    await eventually('the Secret of fleet/alias removed', secretNames, (names) => !names.includes('fleet.alias'));
+    const refusal = logLines
+      .slice(refusedBefore)
+      .find((l) => l.msg === 'ClusterProfile refused' && l.cluster === 'fleet/alias');
+    expect({ secrets: await secretNames(), reason: refusal?.reason }).toEqual({
+      secrets: ['fleet.a-prod', 'fleet.turncoat'],
+      reason: `ClusterProfile fleet/alias: access provider "fleet-exec": cluster.server "https://member-alias.test:${new URL(memberServer).port}" is refused: its host resolves to 192.0.2.10, which is the hub's own API server`,
     });
   });
 });

@@ -1,4 +1,6 @@
+import { HubServerRefusedError } from '@mco/cluster-access';
 import { aClusterProfile } from '@mco/core/testing';
+import { McoError } from '@mco/runtime';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
@@ -137,6 +139,50 @@ describe('the cluster Secret syncer under load', () => {
       minted: 2,
       early: true,
       expiresAt: true,
+    });
+  });
+
+  it("deletes the Secret of a profile whose server turns out to be the hub's own, and keeps it on any other refusal", async () => {
+    const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
+    const cache = new FakeCache([profile]);
+    const secrets = new FakeSecrets();
+    let refusal: Error | undefined;
+    const syncer = createSecretSyncer({
+      clusterProfiles: cache,
+      secrets,
+      namespace: 'argocd',
+      retryMs: 60_000,
+      resolveAccess: async () => {
+        if (refusal) throw refusal;
+        return {
+          server: 'https://a.example',
+          insecureSkipTlsVerify: false,
+          getCredential: async () => ({ token: 't' }),
+        };
+      },
+    });
+    await syncer.start();
+    await until(() => secrets.store.has('fleet.a'));
+    // Another refusal (a doubt): the Secret stays.
+    refusal = new McoError(
+      'Invalid',
+      'ClusterProfile fleet/a: cluster.server "https://a.example" is refused: it matches no allowedServers entry',
+      false,
+    );
+    cache.set({ ...profile, metadata: { ...profile.metadata, resourceVersion: '2' } });
+    await syncer.idle();
+    const keptOnDoubt = secrets.store.has('fleet.a');
+    // The name now resolves to the hub: the Secret goes.
+    refusal = new HubServerRefusedError(
+      'ClusterProfile fleet/a: cluster.server "https://a.example" is refused: its host resolves to 10.0.0.1, which is the hub\'s own API server',
+    );
+    cache.set({ ...profile, metadata: { ...profile.metadata, resourceVersion: '3' } });
+    await until(() => !secrets.store.has('fleet.a'));
+    await syncer.idle();
+    syncer.stop();
+    expect({ keptOnDoubt, writes: secrets.writes }).toEqual({
+      keptOnDoubt: true,
+      writes: ['create fleet.a', 'delete fleet.a'],
     });
   });
 });

@@ -38,13 +38,19 @@ export {
   type StaticKubeconfig,
 } from './kubeconfig-secret.js';
 export { type MemberClusterClient } from './member-client.js';
-export { createClusterAccess, type ClusterAccessManager, type ClusterAccessOptions } from './manager.js';
+export {
+  createClusterAccess,
+  HubServerRefusedError,
+  type ClusterAccessManager,
+  type ClusterAccessOptions,
+} from './manager.js';
 export { readHubEndpoints } from './hub-endpoints.js';
 export {
   addressCheck,
   checkClusterTrust,
   checkDuplicateServer,
   hubEndpointKey,
+  normalizeAddress,
   normalizeServer,
   serverHolders,
   type ServerPolicy,

@@ -13,6 +13,8 @@ import {
   addressCheck,
   checkClusterTrust,
   checkDuplicateServer,
+  HUB_REASON,
+  hubEndpointKey,
   type ServerPolicy,
   type TrustResult,
 } from './server-trust.js';
@@ -95,6 +97,19 @@ interface Entry {
   readonly loadedAt: number;
 }
 
+/**
+ * A ClusterProfile refused because its server is the hub's own API server
+ * (any spelling of its address, or a name resolving to it). Not a doubt: an
+ * adapter removes what it wrote for that profile (an Argo CD cluster Secret,
+ * a Flux kubeconfig Secret), so the hub is not reached with it by another
+ * controller either.
+ */
+export class HubServerRefusedError extends McoError {
+  constructor(message: string) {
+    super('Invalid', message, false);
+  }
+}
+
 /** Creates the manager; see docs/cluster-access.md. */
 export function createClusterAccess(options: ClusterAccessOptions): ClusterAccessManager {
   const providers = providerList(options.providers);
@@ -120,28 +135,44 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     return limiter;
   };
 
-  /** The hub's own endpoints as last read (stale ones are kept when a refresh fails). */
+  /**
+   * The hub's API server URL as address keys (hubEndpointKey): its IP, or the
+   * addresses its name resolves to, so a member server spelling the hub
+   * another way (or a name resolving to it) is refused at connect time too.
+   */
+  const hubServerKeys = async (): Promise<Set<string>> => {
+    const url = hubServer ? new URL(hubServer) : undefined;
+    if (!url) return new Set();
+    const host = url.hostname.replace(/^\[(.*)\]$/, '$1');
+    const port = url.port || '443';
+    const addresses = isIP(host)
+      ? [host]
+      : await resolve(host).then(
+          (found) => found.map((a) => a.address),
+          () => [],
+        );
+    return new Set(addresses.map((address) => hubEndpointKey(address, port)));
+  };
+
+  /** The hub's own endpoints and URL's addresses as last read (stale ones are kept when a refresh fails). */
   let hubEndpoints: { readonly keys: ReadonlySet<string>; readonly at: number } | undefined;
   let reading: Promise<void> | undefined;
   const currentHubEndpoints = async (signal?: AbortSignal): Promise<ReadonlySet<string> | undefined> => {
-    if (!hub || (hubEndpoints && now().getTime() - hubEndpoints.at < HUB_ENDPOINTS_REFRESH_MS)) {
-      return hubEndpoints?.keys;
-    }
-    reading ??= readHubEndpoints(hub, signal)
-      .then(
-        (keys) => {
-          hubEndpoints = { keys, at: now().getTime() };
-        },
-        (error: unknown) => {
-          // Not allowed to read them (no RBAC for it): only the hub's URL and in-cluster names are refused.
-          if (!(error instanceof McoError && error.code === 'Unauthorized')) throw error;
-          logger.warn("may not read the hub's own endpoints; only its URL and in-cluster names are refused", {
-            error,
-          });
-          hubEndpoints = { keys: hubEndpoints?.keys ?? new Set(), at: now().getTime() };
-        },
-      )
-      .finally(() => (reading = undefined));
+    if (hubEndpoints && now().getTime() - hubEndpoints.at < HUB_ENDPOINTS_REFRESH_MS) return hubEndpoints.keys;
+    reading ??= (async () => {
+      const own = await hubServerKeys();
+      try {
+        if (hub) for (const key of await readHubEndpoints(hub, signal)) own.add(key);
+      } catch (error) {
+        // Not allowed to read them (no RBAC for it): only the hub's URL and in-cluster names are refused.
+        if (!(error instanceof McoError && error.code === 'Unauthorized')) throw error;
+        logger.warn("may not read the hub's own endpoints; only its URL and in-cluster names are refused", {
+          error,
+        });
+        for (const key of hubEndpoints?.keys ?? []) own.add(key);
+      }
+      hubEndpoints = { keys: own, at: now().getTime() };
+    })().finally(() => (reading = undefined));
     try {
       await reading;
     } catch (error) {
@@ -295,6 +326,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
           ok: false,
           field: 'cluster.server',
           error: `ClusterProfile ${access.cluster}: ${source}: cluster.server "${access.server}" is refused: its host resolves to ${address}, which ${why}`,
+          ...(why === HUB_REASON ? { hub: true as const } : {}),
         };
       }
     }
@@ -333,7 +365,7 @@ export function createClusterAccess(options: ClusterAccessOptions): ClusterAcces
     }
     if (!result.ok) {
       logger.warn('ClusterProfile refused', { cluster: access.cluster, field: result.field, reason: result.error });
-      throw new McoError('Invalid', result.error, false);
+      throw result.hub ? new HubServerRefusedError(result.error) : new McoError('Invalid', result.error, false);
     }
     return entry;
   }

@@ -48,8 +48,9 @@ export interface TrustContext {
   readonly hubEndpoints?: ReadonlySet<string> | undefined;
 }
 
+/** `hub`: refused because the server is the hub's own API server (in any spelling, or a name resolving to it). */
 export type TrustResult =
-  { readonly ok: true } | { readonly ok: false; readonly field: string; readonly error: string };
+  { readonly ok: true } | { readonly ok: false; readonly field: string; readonly error: string; readonly hub?: true };
 
 /** Host names that reach the hub's own API server from inside the hub. */
 const HUB_NAMES = new Set([
@@ -87,27 +88,42 @@ function reservedHost(hostname: string): string | undefined {
 
 /** Why an IP address is reserved, or undefined; RFC 1918 and other private ranges are not. */
 function reservedAddress(ip: string): string | undefined {
-  const family = isIP(ip);
-  if (family === 0) return undefined;
-  // An IPv4-mapped IPv6 address reaches the IPv4 address.
-  const mapped = family === 6 ? /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(canonicalAddress(ip)) : null;
-  if (mapped) {
-    const n = (parseInt(mapped[1]!, 16) << 16) | parseInt(mapped[2]!, 16);
-    const v4 = [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-    return RESERVED_ADDRESSES.check(v4, 'ipv4') ? RESERVED_ADDRESS : undefined;
-  }
-  return RESERVED_ADDRESSES.check(ip, family === 4 ? 'ipv4' : 'ipv6') ? RESERVED_ADDRESS : undefined;
+  const address = normalizeAddress(ip);
+  if (address === undefined) return undefined;
+  return RESERVED_ADDRESSES.check(address, isIP(address) === 4 ? 'ipv4' : 'ipv6') ? RESERVED_ADDRESS : undefined;
 }
 
-/** An IP in the form the URL parser gives (IPv6 compressed, lower case, IPv4-mapped as hex), without brackets. */
-function canonicalAddress(ip: string): string {
-  const host = isIP(ip) === 6 ? `[${ip}]` : ip;
-  return new URL(`https://${host}`).hostname.replace(/^\[(.*)\]$/, '$1');
+/** `::ffff:a.b.c.d` (IPv4-mapped) and `::a.b.c.d` (IPv4-compatible), in the URL parser's hex form. */
+const EMBEDDED_IPV4 = /^::(?:ffff:)?([0-9a-f]{1,4}):([0-9a-f]{1,4})$/;
+
+/**
+ * One spelling per address, so a comparison cannot be dodged by another
+ * one: IPv4 in dotted decimal whatever the input spelling (`2130706433`,
+ * `0x7f.1`, `0177.0.0.1`, `127.000.000.001`: the URL parser's reading, which
+ * is what a server URL connects to), IPv6 compressed in lower case, and an
+ * IPv6 address that embeds an IPv4 one (IPv4-mapped `::ffff:127.0.0.1` or
+ * `::ffff:7f00:1`, IPv4-compatible `::127.0.0.1`) as that IPv4 address: a
+ * socket to it reaches the IPv4 address. Undefined when not an IP address.
+ */
+export function normalizeAddress(ip: string): string | undefined {
+  const bare = ip.replace(/^\[(.*)\]$/, '$1');
+  let host: string;
+  try {
+    host = new URL(`https://${bare.includes(':') ? `[${bare}]` : bare}`).hostname.replace(/^\[(.*)\]$/, '$1');
+  } catch {
+    return undefined;
+  }
+  const family = isIP(host);
+  if (family !== 6) return family === 4 ? host : undefined;
+  const embedded = EMBEDDED_IPV4.exec(host);
+  if (!embedded) return host;
+  const n = (parseInt(embedded[1]!, 16) << 16) | parseInt(embedded[2]!, 16);
+  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 }
 
 /** The key of one hub endpoint in `TrustContext.hubEndpoints`. */
 export function hubEndpointKey(address: string, port: number | string): string {
-  return `${canonicalAddress(address)}|${port}`;
+  return `${normalizeAddress(address) ?? address}|${port}`;
 }
 
 function parseUrl(text: string): URL | undefined {
@@ -121,6 +137,11 @@ function parseUrl(text: string): URL | undefined {
 /** Host without a trailing dot, lower case (the URL parser already lower-cases and normalises IPv4 forms). */
 function hostOf(url: URL): string {
   return url.hostname.replace(/\.$/, '');
+}
+
+/** A host as compared with the hub's: an address in its one spelling (normalizeAddress), a name as it is. */
+function hostKey(host: string): string {
+  return normalizeAddress(host) ?? host;
 }
 
 function portOf(url: URL): string {
@@ -183,8 +204,8 @@ export function checkClusterTrust(
   policy: ServerPolicy,
   context: TrustContext,
 ): TrustResult {
-  const refuse = (field: string, why: string): TrustResult => ({
-    ok: false,
+  const refuse = (field: string, why: string) => ({
+    ok: false as const,
     field,
     error: `ClusterProfile ${context.cluster}: ${context.source}: ${field} ${why}`,
   });
@@ -200,10 +221,10 @@ export function checkClusterTrust(
   const ip = host.replace(/^\[(.*)\]$/, '$1');
   if (
     HUB_NAMES.has(host) ||
-    (hub && hostOf(hub) === host && portOf(hub) === portOf(url)) ||
+    (hub && hostKey(hostOf(hub)) === hostKey(host) && portOf(hub) === portOf(url)) ||
     (isIP(ip) && context.hubEndpoints?.has(hubEndpointKey(ip, portOf(url))))
   ) {
-    return refuse('cluster.server', `"${server}" is refused: it is the hub's own API server`);
+    return { ...refuse('cluster.server', `"${server}" is refused: it is the hub's own API server`), hub: true };
   }
   const allowed = policy.allowedServers;
   if (!allowed && policy.allowAnyServer !== true) {
@@ -237,6 +258,9 @@ export function checkClusterTrust(
   return { ok: true };
 }
 
+/** addressCheck's reason for the hub's own endpoint. */
+export const HUB_REASON = "is the hub's own API server";
+
 /**
  * The connect-time half of checkClusterTrust, for a server it accepted: given
  * an address the server's host resolved to and the port, why it is refused
@@ -252,7 +276,7 @@ export function addressCheck(
   const url = parseUrl(server);
   const named = !!url && (policy.allowedServers ?? []).some((entry) => matchEntry(url, entry).exact);
   return (address, port) => {
-    if (hubEndpoints()?.has(hubEndpointKey(address, port))) return "is the hub's own API server";
+    if (hubEndpoints()?.has(hubEndpointKey(address, port))) return HUB_REASON;
     const reserved = named ? undefined : reservedAddress(address);
     return reserved ? `is ${reserved}; only an allowedServers entry naming the server's host allows it` : undefined;
   };

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { CoreV1Api } from '@kubernetes/client-node';
 import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
@@ -172,6 +174,101 @@ describeWithControlPlane('cluster access against real kube-apiservers', () => {
     const member = await access.clientFor(profile('east', cp.members.east!.server));
     expect(await member.client.get<{ major: string }>('/version')).toMatchObject({ major: '1' });
   });
+
+  /** A TCP server standing in for the hub's API server on `host`, counting the connections it gets; undefined without that family. */
+  const standInHub = async (host: string) => {
+    const server = createServer((socket) => {
+      connections += 1;
+      socket.destroy();
+    });
+    let connections = 0;
+    try {
+      server.listen(0, host);
+      await once(server, 'listening');
+    } catch {
+      return undefined;
+    }
+    return {
+      port: (server.address() as AddressInfo).port,
+      connections: () => connections,
+      close: () => new Promise((resolve) => server.close(resolve)),
+    };
+  };
+
+  it.each([
+    {
+      family: 'IPv4',
+      listen: '127.0.0.1',
+      hub: (port: number) => `https://127.0.0.1:${port}`,
+      spellings: [
+        '[::ffff:127.0.0.1]',
+        '[::ffff:7f00:1]',
+        '[::127.0.0.1]',
+        '[0:0:0:0:0:ffff:7f00:0001]',
+        '2130706433',
+        '0x7f000001',
+        '0x7f.1',
+        '127.000.000.001',
+        'localhost',
+      ],
+    },
+    {
+      family: 'IPv6',
+      listen: '::1',
+      hub: (port: number) => `https://[::1]:${port}`,
+      spellings: ['[0:0:0:0:0:0:0:1]', '[0000::0001]'],
+    },
+  ])(
+    "never connects to the hub's URL ($family loopback) spelt another way or through a name that resolves to it at connect time",
+    async ({ listen, hub, spellings }) => {
+      const standIn = await standInHub(listen);
+      if (!standIn) {
+        console.log(`no ${listen} on this machine: skipped`);
+        return;
+      }
+      const dir = pluginDir();
+      const command = credentialScript(dir, { token: 'member-token' });
+      const servers = spellings.map((host) => `https://${host}:${standIn.port}`);
+      const access = createClusterAccess({
+        providers: [
+          {
+            name: 'p',
+            execConfig: { apiVersion: 'client.authentication.k8s.io/v1', command },
+            // Named exactly, so the loopback rule lets them through: only "never the hub" stands in the way.
+            allowedServers: servers,
+          },
+        ],
+        hub: cp.hub.connectionFor('admin'),
+        hubServer: hub(standIn.port),
+        // When the profile is checked, the name resolves elsewhere; the connection's own lookup finds the hub.
+        lookup: async () => [{ address: '203.0.113.9' }],
+      });
+      const outcome = async (server: string) => {
+        try {
+          const profile = {
+            ...aClusterProfile('fleet/m'),
+            status: { accessProviders: [{ name: 'p', cluster: { server } }] },
+          } as ClusterProfile;
+          await (await access.clientFor(profile)).client.get('/version');
+          return 'reached';
+        } catch (error) {
+          const message = (error as Error).message;
+          return /is refused: it is the hub's own API server$|refused: \S+ port \d+ is the hub's own API server$/.test(
+            message,
+          )
+            ? 'refused as the hub'
+            : message;
+        }
+      };
+      const outcomes: Record<string, string> = {};
+      for (const server of servers) outcomes[server] = await outcome(server);
+      await standIn.close();
+      expect({ outcomes, connections: standIn.connections() }).toEqual({
+        outcomes: Object.fromEntries(servers.map((server) => [server, 'refused as the hub'])),
+        connections: 0,
+      });
+    },
+  );
 
   it('reports a Secret that is missing, naming the profile and the Secret', async () => {
     const access = createClusterAccess({ providers: [], hub: cp.hub.connectionFor('admin') });

@@ -8,7 +8,9 @@ import {
   checkClusterTrust,
   checkDuplicateServer,
   createClusterAccess,
+  addressCheck,
   hubEndpointKey,
+  normalizeAddress,
   normalizeServer,
   parseProviderFile,
   type ServerPolicy,
@@ -28,6 +30,9 @@ const refused = (field: string, why: string) => ({
   field,
   error: `ClusterProfile fleet/a: access provider "google": ${field} ${why}`,
 });
+
+/** A refusal of the hub itself, marked so adapters remove what they wrote for the profile. */
+const hubRefused = (why: string) => ({ ...refused('cluster.server', why), hub: true });
 
 describe('checkClusterTrust', () => {
   it.each<{ name: string; cluster: Record<string, unknown>; policy: ServerPolicy; want: unknown }>([
@@ -56,13 +61,13 @@ describe('checkClusterTrust', () => {
       name: "refuses an endpoint of the hub's default/kubernetes Service (its cluster IP and port)",
       cluster: { server: 'https://10.0.0.1' },
       policy: { allowAnyServer: true },
-      want: refused('cluster.server', `"https://10.0.0.1" is refused: it is the hub's own API server`),
+      want: hubRefused(`"https://10.0.0.1" is refused: it is the hub's own API server`),
     },
     {
       name: "refuses an address and port of the hub's EndpointSlice (a node's API server)",
       cluster: { server: 'https://192.168.0.10:6443' },
       policy: { allowedServers: ['https://192.168.0.10:6443'] },
-      want: refused('cluster.server', `"https://192.168.0.10:6443" is refused: it is the hub's own API server`),
+      want: hubRefused(`"https://192.168.0.10:6443" is refused: it is the hub's own API server`),
     },
     {
       name: "accepts the address of a hub endpoint on another port (another API server, e.g. a test's member)",
@@ -101,19 +106,19 @@ describe('checkClusterTrust', () => {
       name: 'refuses kubernetes.default.svc: it is the hub seen from inside',
       cluster: { server: 'https://kubernetes.default.svc' },
       policy: { allowedServers: ['https://kubernetes.default.svc'] },
-      want: refused('cluster.server', `"https://kubernetes.default.svc" is refused: it is the hub's own API server`),
+      want: hubRefused(`"https://kubernetes.default.svc" is refused: it is the hub's own API server`),
     },
     {
       name: 'refuses kubernetes.default with a trailing dot and an explicit port',
       cluster: { server: 'https://kubernetes.default.:443/' },
       policy: { allowAnyServer: true },
-      want: refused('cluster.server', `"https://kubernetes.default.:443/" is refused: it is the hub's own API server`),
+      want: hubRefused(`"https://kubernetes.default.:443/" is refused: it is the hub's own API server`),
     },
     {
       name: "refuses the hub's own API server URL, the port made explicit",
       cluster: { server: 'https://10.96.0.1' },
       policy: { allowedServers: ['https://10.96.0.1'] },
-      want: refused('cluster.server', `"https://10.96.0.1" is refused: it is the hub's own API server`),
+      want: hubRefused(`"https://10.96.0.1" is refused: it is the hub's own API server`),
     },
     {
       name: 'refuses the metadata server at 169.254.169.254',
@@ -387,6 +392,72 @@ describe('parseProviderFile server policy', () => {
       'p.yaml: kubeconfigSecrets.allowedServers: required',
     );
   });
+});
+
+describe('the hub in every spelling', () => {
+  // One address per row, in each family and spelling a URL or a resolver may give it.
+  const SPELLINGS: readonly (readonly [string, string])[] = [
+    ['192.168.0.10', 'IPv4'],
+    ['192.168.000.010', 'IPv4, zero-padded (the URL parser reads 010 as octal: 8)'],
+    ['3232235530', 'IPv4 as one decimal integer'],
+    ['0xc0a8000a', 'IPv4 as one hex integer'],
+    ['0xc0.0xa8.0.0xa', 'IPv4, hex per part'],
+    ['::ffff:192.168.0.10', 'IPv4-mapped IPv6'],
+    ['::ffff:c0a8:a', 'IPv4-mapped IPv6, hex'],
+    ['0:0:0:0:0:ffff:c0a8:000a', 'IPv4-mapped IPv6, uncompressed and zero-padded'],
+    ['::FFFF:C0A8:A', 'IPv4-mapped IPv6, upper case'],
+    ['::192.168.0.10', 'IPv4-compatible IPv6'],
+    ['::c0a8:a', 'IPv4-compatible IPv6, hex'],
+  ];
+  const WANT: Record<string, string> = { '192.168.000.010': '192.168.0.8' };
+
+  it.each(SPELLINGS)('normalizes %s (%s)', (spelling) => {
+    expect(normalizeAddress(spelling)).toBe(WANT[spelling] ?? '192.168.0.10');
+  });
+
+  it('normalizes IPv6 to one compressed lower-case form and leaves names alone', () => {
+    expect({
+      v6: normalizeAddress('FD00:0:0:0:0:0:0:0001'),
+      bracketed: normalizeAddress('[fd00::1]'),
+      loopback: normalizeAddress('0000:0000:0000:0000:0000:0000:0000:0001'),
+      name: normalizeAddress('hub.example'),
+    }).toEqual({ v6: 'fd00::1', bracketed: 'fd00::1', loopback: '::1', name: undefined });
+  });
+
+  it.each(SPELLINGS.filter(([s]) => !WANT[s]))(
+    'refuses the hub EndpointSlice address spelt %s (%s), in the URL and at connect time',
+    (spelling) => {
+      const server = `https://${spelling.includes(':') ? `[${spelling}]` : spelling}:6443`;
+      const check = addressCheck(server, { allowAnyServer: true }, () => context.hubEndpoints);
+      expect({
+        url: checkClusterTrust({ server }, { allowAnyServer: true }, context),
+        connect: check(spelling, 6443),
+      }).toEqual({
+        url: hubRefused(`"${server}" is refused: it is the hub's own API server`),
+        connect: "is the hub's own API server",
+      });
+    },
+  );
+
+  it.each([
+    ['https://[::ffff:10.96.0.1]', 'IPv4-mapped'],
+    ['https://[::a60:1]', 'IPv4-compatible, hex'],
+    ['https://174063617', 'decimal'],
+  ])("refuses the hub's URL (hubServer https://10.96.0.1:443) spelt %s (%s)", (server) => {
+    expect(checkClusterTrust({ server }, { allowAnyServer: true }, context)).toEqual(
+      hubRefused(`"${server}" is refused: it is the hub's own API server`),
+    );
+  });
+
+  it.each(['::ffff:127.0.0.1', '::ffff:7f00:1', '::127.0.0.1', '2130706433', '0x7f.1', '::ffff:169.254.169.254'])(
+    'treats %s as the reserved IPv4 address it reaches',
+    (spelling) => {
+      const server = `https://${spelling.includes(':') ? `[${spelling}]` : spelling}`;
+      expect(addressCheck(server, { allowAnyServer: true }, () => undefined)(spelling, 443)).toMatch(
+        /^is a loopback, link-local or unspecified address/,
+      );
+    },
+  );
 });
 
 describe('a server name is checked by the addresses it resolves to', () => {

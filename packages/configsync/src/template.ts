@@ -67,6 +67,90 @@ const RoleBindingSchema = z.looseObject({
 
 export type TemplateResult = { ok: true; template: SyncTemplate } | { ok: false; error: string };
 
+/**
+ * Config Sync's own namespaces (its reconcilers, their credentials, its
+ * monitoring and the resource-group controller). A RepoSync there would run
+ * a tenant's reconciler beside them, so a placement in a hub namespace of
+ * that name is refused, and no RepoSync goes into one.
+ */
+export const CONFIG_SYNC_SYSTEM_NAMESPACES: readonly string[] = [
+  ROOT_SYNC_NAMESPACE,
+  'config-management-monitoring',
+  'resource-group-system',
+];
+
+/**
+ * What a tenant's RepoSync `spec` may hold: the fields of Config Sync's
+ * RepoSync (v1beta1), each source's as a whole, `override` without
+ * `enableShellInRendering` (a shell in the reconciler's rendering container,
+ * in config-management-system). Anything else — a RootSync's fields
+ * (`helm.namespace`, `helm.deployNamespace`, `override.roleRefs`,
+ * `override.namespaceStrategy`) or a field a later Config Sync adds — is
+ * refused, since it may reach beyond the tenant's namespace.
+ */
+const REPO_SYNC_SPEC: Readonly<Record<string, readonly string[] | true>> = {
+  sourceType: true,
+  sourceFormat: true,
+  git: [
+    'auth',
+    'branch',
+    'caCertSecretRef',
+    'dir',
+    'gcpServiceAccountEmail',
+    'noSSLVerify',
+    'period',
+    'proxy',
+    'repo',
+    'revision',
+    'secretRef',
+  ],
+  oci: ['auth', 'caCertSecretRef', 'dir', 'gcpServiceAccountEmail', 'image', 'period'],
+  helm: [
+    'auth',
+    'caCertSecretRef',
+    'chart',
+    'gcpServiceAccountEmail',
+    'includeCRDs',
+    'period',
+    'releaseName',
+    'repo',
+    'secretRef',
+    'values',
+    'valuesFileRefs',
+    'version',
+  ],
+  override: ['apiServerTimeout', 'gitSyncDepth', 'logLevels', 'reconcileTimeout', 'resources', 'statusMode'],
+};
+
+/** Label and annotation prefixes Config Sync and mco keep for themselves: a template may not set them. */
+const RESERVED_PREFIXES = ['configsync.gke.io/', 'configmanagement.gke.io/', 'configsync.mco.x-k8s.io/'];
+const RESERVED_KEYS = [MANAGED_BY_LABEL];
+
+/** Why a template's RepoSync spec is refused (`field: reason`), or undefined. */
+function repoSyncSpecProblem(spec: Record<string, unknown>): string | undefined {
+  for (const [key, value] of Object.entries(spec)) {
+    const allowed = REPO_SYNC_SPEC[key];
+    if (allowed === undefined) return `spec.${key}: is not a field a RepoSync from a tenant namespace may set`;
+    if (allowed === true || value === null || value === undefined) continue;
+    if (typeof value !== 'object' || Array.isArray(value)) return `spec.${key}: must be an object`;
+    const extra = Object.keys(value).find((k) => !allowed.includes(k));
+    if (extra !== undefined) return `spec.${key}.${extra}: is not a field a RepoSync from a tenant namespace may set`;
+  }
+  return undefined;
+}
+
+/** Why an object's labels or annotations are refused (`field: reason`), or undefined. */
+function reservedMetadataProblem(metadata: { labels?: object; annotations?: object } | undefined): string | undefined {
+  for (const field of ['labels', 'annotations'] as const) {
+    for (const key of Object.keys(metadata?.[field] ?? {})) {
+      if (RESERVED_KEYS.includes(key) || RESERVED_PREFIXES.some((prefix) => key.startsWith(prefix))) {
+        return `metadata.${field}.${key}: is reserved for Config Sync and mco`;
+      }
+    }
+  }
+  return undefined;
+}
+
 /** What a placement's template may deliver: the operator's bounds (flags of `mco configsync`). */
 export interface TemplatePolicy {
   /**
@@ -129,6 +213,11 @@ export function parseTemplate(placement: Placement, policy: TemplatePolicy = {})
     if (value !== null && value !== undefined) values.push(value);
   }
   const home = placement.metadata.namespace ?? '';
+  if (CONFIG_SYNC_SYSTEM_NAMESPACES.includes(home)) {
+    return fail(
+      `a placement in the hub namespace ${home} is refused: it is a Config Sync system namespace (${CONFIG_SYNC_SYSTEM_NAMESPACES.join(', ')}), and its RepoSync would run beside Config Sync's own reconcilers on every member`,
+    );
+  }
   const operators = policy.rootSyncNamespaces ?? [];
   const trusted = operators.includes(home);
   let sync: MemberObject | undefined;
@@ -142,6 +231,8 @@ export function parseTemplate(placement: Placement, policy: TemplatePolicy = {})
       const path = issue.path.map(String).join('.');
       return fail(`document ${i}${path ? ` field ${path}` : ''}: ${issue.message}`);
     }
+    const reserved = reservedMetadataProblem(parsed.data.metadata);
+    if (reserved) return fail(`document ${i} field ${reserved}`);
     if (kind === 'RoleBinding') {
       roleBindings.push({
         index: i,
@@ -168,6 +259,13 @@ export function parseTemplate(placement: Placement, policy: TemplatePolicy = {})
       );
     }
     const namespace = data.kind === 'RootSync' ? ROOT_SYNC_NAMESPACE : (given ?? home);
+    if (data.kind === 'RepoSync' && CONFIG_SYNC_SYSTEM_NAMESPACES.includes(namespace)) {
+      return fail(
+        `document ${i} field metadata.namespace: a RepoSync may not be in Config Sync's namespace ${namespace}`,
+      );
+    }
+    const specProblem = data.kind === 'RepoSync' && !trusted ? repoSyncSpecProblem(data.spec) : undefined;
+    if (specProblem) return fail(`document ${i} field ${specProblem}`);
     sync = member(
       { ...data, metadata: { ...data.metadata, name: data.metadata?.name ?? placement.metadata.name } } as MemberObject,
       namespace,

@@ -123,6 +123,51 @@ describe('parseTemplate', () => {
       `${REPO_SYNC}${binding(`${EDIT}${subject('root-reconciler')}`)}`,
       "document 1 (RoleBinding x) field subjects[0]: only the sync's own reconciler may be bound: ServiceAccount config-management-system/ns-reconciler-shop-web-3",
     ],
+    [
+      "a RootSync's helm.namespace on a RepoSync",
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {sourceType: helm, helm: {repo: https://charts.example, chart: web, namespace: kube-system}}\n',
+      'document 0 field spec.helm.namespace: is not a field a RepoSync from a tenant namespace may set',
+    ],
+    [
+      "a RootSync's helm.deployNamespace on a RepoSync",
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {helm: {deployNamespace: team-b}}\n',
+      'document 0 field spec.helm.deployNamespace: is not a field a RepoSync from a tenant namespace may set',
+    ],
+    [
+      'override.roleRefs (RoleBindings the reconciler manager would create)',
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {override: {roleRefs: [{kind: ClusterRole, name: cluster-admin}]}}\n',
+      'document 0 field spec.override.roleRefs: is not a field a RepoSync from a tenant namespace may set',
+    ],
+    [
+      'override.enableShellInRendering',
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {override: {enableShellInRendering: true}}\n',
+      'document 0 field spec.override.enableShellInRendering: is not a field a RepoSync from a tenant namespace may set',
+    ],
+    [
+      'a spec field Config Sync does not define for a RepoSync',
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {namespace: kube-system}\n',
+      'document 0 field spec.namespace: is not a field a RepoSync from a tenant namespace may set',
+    ],
+    [
+      'a source that is not an object',
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {git: [a]}\n',
+      'document 0 field spec.git: must be an object',
+    ],
+    [
+      "Config Sync's annotation on the sync object",
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {annotations: {configsync.gke.io/managed: enabled}}\nspec: {}\n',
+      'document 0 field metadata.annotations.configsync.gke.io/managed: is reserved for Config Sync and mco',
+    ],
+    [
+      "mco's managed-by label on a RoleBinding",
+      `${REPO_SYNC}${binding(EDIT).replace('{name: x}', '{name: x, labels: {app.kubernetes.io/managed-by: someone}}')}`,
+      'document 1 field metadata.labels.app.kubernetes.io/managed-by: is reserved for Config Sync and mco',
+    ],
+    [
+      "a RepoSync into Config Sync's namespace",
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {namespace: config-management-system}\nspec: {}\n',
+      "document 0 field metadata.namespace: a RepoSync must be in its placement's namespace shop, not config-management-system",
+    ],
     ['YAML that does not parse', 'kind: [', expect.stringMatching(/^document 0: /)],
   ])('refuses %s, naming the field', (_name, template, error) => {
     const expected =
@@ -178,6 +223,49 @@ describe('parseTemplate', () => {
       ok: true,
     });
     expect(parseTemplate(p, policy)).toMatchObject({ ok: false });
+  });
+
+  it.each(['config-management-system', 'config-management-monitoring', 'resource-group-system'])(
+    'refuses a placement in the hub namespace %s, and a RepoSync into it even from an operator namespace',
+    (namespace) => {
+      const p = placementWith(REPO_SYNC, []);
+      expect(parseTemplate({ ...p, metadata: { ...p.metadata, namespace } })).toEqual({
+        ok: false,
+        error: `${PREFIX}a placement in the hub namespace ${namespace} is refused: it is a Config Sync system namespace (config-management-system, config-management-monitoring, resource-group-system), and its RepoSync would run beside Config Sync's own reconcilers on every member`,
+      });
+      const into = `apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {namespace: ${namespace}}\nspec: {}\n`;
+      const operator = placementWith(into, []);
+      expect(
+        parseTemplate(
+          { ...operator, metadata: { ...operator.metadata, namespace: 'platform' } },
+          {
+            rootSyncNamespaces: ['platform'],
+          },
+        ),
+      ).toEqual({
+        ok: false,
+        error: `${PREFIX}document 0 field metadata.namespace: a RepoSync may not be in Config Sync's namespace ${namespace}`,
+      });
+    },
+  );
+
+  it('accepts every RepoSync spec field a tenant may set, and leaves an operator namespace the whole spec', () => {
+    const spec =
+      '{sourceType: git, sourceFormat: unstructured, git: {repo: https://git.example/a, branch: main, revision: HEAD, dir: web, auth: token, secretRef: {name: git}, caCertSecretRef: {name: ca}, period: 15s, proxy: "", noSSLVerify: false, gcpServiceAccountEmail: a@b.iam.gserviceaccount.com}, override: {resources: [], gitSyncDepth: 1, statusMode: enabled, reconcileTimeout: 5m, apiServerTimeout: 15s, logLevels: []}}';
+    const template = `apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: ${spec}\n`;
+    expect(parseTemplate(placementWith(template, []))).toMatchObject({ ok: true });
+    const operator = placementWith(
+      'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {override: {enableShellInRendering: true}}\n',
+      [],
+    );
+    expect(
+      parseTemplate(
+        { ...operator, metadata: { ...operator.metadata, namespace: 'platform' } },
+        {
+          rootSyncNamespaces: ['platform'],
+        },
+      ),
+    ).toMatchObject({ ok: true });
   });
 
   it('takes the roles a RoleBinding may refer to from the operator', () => {

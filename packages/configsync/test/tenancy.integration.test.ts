@@ -82,6 +82,21 @@ const ATTACKS: readonly (readonly [name: string, template: string, field: string
     repoSync() + binding('edit', reconciler('ns-reconciler-team-b')),
     'field subjects[0]: only the sync',
   ],
+  [
+    'helm-namespace',
+    'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {sourceType: helm, helm: {repo: https://charts.example, chart: x, namespace: kube-system}}\n',
+    'document 0 field spec.helm.namespace: is not a field a RepoSync from a tenant namespace may set',
+  ],
+  [
+    'role-refs',
+    'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nspec: {sourceType: git, git: {repo: https://git.example.com/a, auth: none}, override: {roleRefs: [{kind: ClusterRole, name: cluster-admin}]}}\n',
+    'document 0 field spec.override.roleRefs: is not a field a RepoSync from a tenant namespace may set',
+  ],
+  [
+    'reserved-annotation',
+    'apiVersion: configsync.gke.io/v1beta1\nkind: RepoSync\nmetadata: {annotations: {configmanagement.gke.io/managed: enabled}}\nspec: {sourceType: git, git: {repo: https://git.example.com/a, auth: none}}\n',
+    'document 0 field metadata.annotations.configmanagement.gke.io/managed: is reserved for Config Sync and mco',
+  ],
 ];
 
 describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub', () => {
@@ -175,9 +190,16 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
         o.metadata?.labels?.['app.kubernetes.io/component'] === 'configsync' &&
         !['Deployment', 'ConfigMap'].includes(o.kind ?? ''),
     );
-    expect(chart.map((o) => o.kind).filter((k) => k?.startsWith('ValidatingAdmissionPolicy'))).toEqual([
-      'ValidatingAdmissionPolicy',
-      'ValidatingAdmissionPolicyBinding',
+    expect(
+      chart
+        .filter((o) => o.kind?.startsWith('ValidatingAdmissionPolicy'))
+        .map((o) => `${o.kind} ${o.metadata?.name}`)
+        .sort(),
+    ).toEqual([
+      `ValidatingAdmissionPolicy ${ACCOUNT}.${RELEASE_NAMESPACE}.leases`,
+      `ValidatingAdmissionPolicy ${ACCOUNT}.${RELEASE_NAMESPACE}.placement-spec`,
+      `ValidatingAdmissionPolicyBinding ${ACCOUNT}.${RELEASE_NAMESPACE}.leases`,
+      `ValidatingAdmissionPolicyBinding ${ACCOUNT}.${RELEASE_NAMESPACE}.placement-spec`,
     ]);
     await cp.hub.apply(chart);
     account = await serviceAccountKubeConfig(cp.hub, RELEASE_NAMESPACE, ACCOUNT);
@@ -237,6 +259,35 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
       expect(c!.message).toContain('nothing changed');
     }
     expect(await onMember()).toEqual(['RepoSync/team-a/good', 'RoleBinding/team-a/grant']);
+  });
+
+  it('a placement in the hub namespace config-management-system is refused, naming the namespace, and nothing reaches the member', async () => {
+    await cp.hub.apply([
+      { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'config-management-system' } },
+      {
+        apiVersion: `${PLACEMENTS.group}/${PLACEMENTS.version}`,
+        kind: 'MultiKubernetesClusterPlacement',
+        metadata: {
+          name: 'sys',
+          namespace: 'config-management-system',
+          annotations: { [TEMPLATE_ANNOTATION]: repoSync() },
+        },
+        spec: {},
+      },
+    ] as KubernetesObject[]);
+    await placeOnEast('config-management-system', 'sys');
+    const c = await eventually(
+      'the system-namespace placement refused',
+      () => condition('config-management-system', 'sys'),
+      (x) => x?.reason === 'InvalidTemplate',
+    );
+    expect({ status: c!.status, message: c!.message.split(';')[0], onMember: await onMember() }).toMatchObject({
+      status: 'False',
+      message: expect.stringContaining(
+        'a placement in the hub namespace config-management-system is refused: it is a Config Sync system namespace',
+      ),
+      onMember: expect.not.arrayContaining(['RepoSync/config-management-system/sys']),
+    });
   });
 
   it("the tenant cannot write another team's placements or any placement's status", async () => {
@@ -343,11 +394,27 @@ describeWithControlPlane('Config Sync delivery, attacked by a tenant of the hub'
     const before = await placement('team-a', 'good');
     await expect(spec(99)).rejects.toMatchObject({ code: 403 });
     expect((await placement('team-a', 'good')).metadata.resourceVersion).toBe(before.metadata.resourceVersion);
-    // Its metadata writes still pass: the policy looks at the spec only.
+    // Its own annotation still passes; a label (not its own) is refused too.
+    const DELIVERED = 'configsync.mco.x-k8s.io/delivered';
+    const delivered = (good as unknown as { metadata: { annotations: Record<string, string> } }).metadata.annotations[
+      DELIVERED
+    ]!;
     await api.patchNamespacedCustomObject(
-      { ...PLACEMENTS, namespace: 'team-a', name: 'good', body: { metadata: { labels: { touched: 'yes' } } } },
+      {
+        ...PLACEMENTS,
+        namespace: 'team-a',
+        name: 'good',
+        // The record as it is: a write of the account's own annotation.
+        body: { metadata: { annotations: { [DELIVERED]: delivered } } },
+      },
       requestOptions(account, 10_000, PatchStrategy.MergePatch),
     );
+    await expect(
+      api.patchNamespacedCustomObject(
+        { ...PLACEMENTS, namespace: 'team-a', name: 'good', body: { metadata: { labels: { touched: 'yes' } } } },
+        requestOptions(account, 10_000, PatchStrategy.MergePatch),
+      ),
+    ).rejects.toMatchObject({ code: 403 });
   });
 
   it('the chart refuses Config Sync delivery on a hub without ValidatingAdmissionPolicy v1 (before 1.30)', async () => {

@@ -87,6 +87,12 @@ export interface ControllerOptions {
   readonly namespace?: string;
   /** Informers relist when no event or bookmark arrived for this long. */
   readonly watchIdleTimeoutMs?: number;
+  /**
+   * Bounds of each watch cache (objects, JSON bytes; 0 or absent: none). A
+   * cache cannot drop objects: past a bound it keeps them all and alerts
+   * (metric mco_controller_informer_over_limit, a warning).
+   */
+  readonly cacheLimits?: { readonly maxObjects?: number; readonly maxBytes?: number };
   /** Server-side watch timeout (randomised up to twice this). */
   readonly watchTimeoutSeconds?: number;
   readonly requestTimeoutMs?: number;
@@ -191,6 +197,10 @@ export function createController(options: ControllerOptions): Controller {
     logger,
     idleTimeoutMs: options.watchIdleTimeoutMs ?? 180_000,
     watchTimeoutSeconds: options.watchTimeoutSeconds ?? 300,
+    limits: {
+      maxObjects: options.cacheLimits?.maxObjects || undefined,
+      maxBytes: options.cacheLimits?.maxBytes || undefined,
+    },
   };
   const lw = <T extends KubeObject>(given: ListWatch<T> | undefined, make: () => ListWatch<T>) => given ?? make();
   // With shards, placements and their PlacementDecisions are whole only for the shards held (cache.ts).
@@ -266,6 +276,7 @@ export function createController(options: ControllerOptions): Controller {
       logger,
       requestTimeoutMs,
       informerOptions,
+      ...(options.now ? { now: () => options.now!().getTime() } : {}),
     });
   const informers = [placements, clusterProfiles, placementDecisions, inventoryLossConfirmation];
   if (sharedLoss) informers.push(sharedLoss.informer);

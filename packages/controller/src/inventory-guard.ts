@@ -128,10 +128,14 @@ export class InventoryLossGuard {
   /**
    * A loss another replica recorded (or one recorded before this replica started): taken when this guard
    * holds none or a lesser one (a higher low), unless it is no newer than a loss this guard released.
-   * So every replica holds the same loss, with the same confirmation version. Returns whether it was taken.
+   * So every replica holds the same loss, with the same confirmation version. A record that is not a loss
+   * by this guard's rules, or seen after `now` (plus the clock-skew allowance), is refused. Returns whether it was taken.
    */
-  adopt(loss: InventoryLoss): boolean {
+  adopt(loss: InventoryLoss, now: number): boolean {
     if (loss.since <= this.releasedSince) return false;
+    // Not a loss by this guard's rules (it would release at once), or seen in the future (every
+    // confirmation would be 'before' it): a record no replica writes.
+    if (!this.isLoss(loss.baseline, loss.low) || loss.since > now + MAX_CONFIRMATION_AHEAD_MS) return false;
     if (this.loss && (loss.low > this.loss.low || (loss.low === this.loss.low && sameLoss(loss, this.loss))))
       return false;
     this.loss = { ...loss };

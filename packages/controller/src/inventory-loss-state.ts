@@ -31,6 +31,8 @@ export interface SharedInventoryLossOptions {
   readonly requestTimeoutMs?: number;
   readonly informerOptions?: { idleTimeoutMs?: number; watchTimeoutSeconds?: number };
   readonly listWatch?: ListWatch<KubeObject>;
+  /** The clock a recorded loss is checked against (default Date.now). */
+  readonly now?: () => number;
 }
 
 /**
@@ -65,7 +67,10 @@ export class SharedInventoryLoss {
     this.informer.addHandler((event, object) => {
       if (event === 'delete') return;
       const loss = readLoss(object);
-      if (loss && options.guard.adopt(loss))
+      if (!loss && (object.metadata?.annotations as Record<string, string> | undefined)?.[INVENTORY_LOSS_ANNOTATION]) {
+        this.logger.warn('ignoring an inventory-loss record that is not valid', { lease: this.leaseName });
+      }
+      if (loss && options.guard.adopt(loss, (options.now ?? Date.now)()))
         this.logger.warn('holding removals for an inventory loss another replica recorded', {
           before: loss.baseline,
           low: loss.low,
@@ -129,20 +134,35 @@ export class SharedInventoryLoss {
   }
 }
 
-/** The loss a Lease records, or undefined (none, or not readable: then nothing is adopted). */
+/** The longest inventory-loss record read (a real one is about 100 bytes). */
+export const MAX_LOSS_RECORD_BYTES = 1024;
+/** The most ClusterProfiles a recorded loss may count (far above any fleet mco is sized for). */
+export const MAX_LOSS_COUNT = 1_000_000;
+const CONFIRMATION_VERSION = /^[0-9A-Za-z._-]{0,64}$/;
+
+/**
+ * The loss a Lease records, or undefined (none, or not valid: then nothing is
+ * adopted). The Lease is shared state, not a source of truth: what is read is
+ * bounded (at most MAX_LOSS_RECORD_BYTES; whole counts with 0 <= low <
+ * baseline <= MAX_LOSS_COUNT; a short confirmation version), and
+ * `InventoryLossGuard.adopt` refuses a record its own rules would not call a
+ * loss or one seen in the future, which would refuse every confirmation.
+ */
 export function readLoss(object: KubeObject): InventoryLoss | undefined {
   const text = (object.metadata?.annotations as Record<string, string> | undefined)?.[INVENTORY_LOSS_ANNOTATION];
-  if (!text) return undefined;
+  if (!text || text.length > MAX_LOSS_RECORD_BYTES) return undefined;
   try {
     const value = JSON.parse(text) as Partial<InventoryLoss>;
-    const numbers = [value.baseline, value.since, value.low].every((n) => typeof n === 'number' && Number.isFinite(n));
-    if (!numbers) return undefined;
-    return {
-      baseline: value.baseline!,
-      since: value.since!,
-      low: value.low!,
-      confirmationVersion: typeof value.confirmationVersion === 'string' ? value.confirmationVersion : undefined,
-    };
+    const { baseline, since, low, confirmationVersion } = value;
+    if (![baseline, since, low].every((n) => Number.isSafeInteger(n))) return undefined;
+    if (!(low! >= 0 && low! < baseline! && baseline! <= MAX_LOSS_COUNT && since! >= 0)) return undefined;
+    if (
+      confirmationVersion !== undefined &&
+      !(typeof confirmationVersion === 'string' && CONFIRMATION_VERSION.test(confirmationVersion))
+    ) {
+      return undefined;
+    }
+    return { baseline: baseline!, since: since!, low: low!, confirmationVersion };
   } catch {
     return undefined;
   }

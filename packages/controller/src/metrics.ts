@@ -110,6 +110,16 @@ export function createMetrics(
   informerGauge('mco_controller_informer_watches', 'Watches opened by the informer.', (h) => h.watches);
   informerGauge('mco_controller_informer_lists', 'Full lists made by the informer.', (h) => h.lists);
   informerGauge('mco_controller_informer_objects', 'Objects in the informer cache.', (h) => h.objects);
+  informerGauge(
+    'mco_controller_informer_bytes',
+    'JSON bytes of the objects in the informer cache (measured with --cache-max-bytes).',
+    (h) => h.bytes,
+  );
+  informerGauge(
+    'mco_controller_informer_over_limit',
+    '1 while the informer cache holds more than --cache-max-objects or --cache-max-bytes allow (it keeps every object).',
+    (h) => (h.overLimit ? 1 : 0),
+  );
 
   return {
     registry,

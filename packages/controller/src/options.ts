@@ -38,6 +38,16 @@ const duration = (min: number, max: number) =>
   });
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+const BINARY_UNITS: Record<string, number> = { '': 1, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30 };
+/** A byte count: an integer with an optional Ki, Mi or Gi suffix. */
+const byteCount = z.string().transform((text, ctx) => {
+  const match = /^(\d{1,12})(Ki|Mi|Gi)?$/.exec(text);
+  if (!match) {
+    ctx.addIssue({ code: 'custom', message: `expected a byte count like 268435456, 64Mi or 1Gi, got "${text}"` });
+    return z.NEVER;
+  }
+  return Number(match[1]) * BINARY_UNITS[match[2] ?? '']!;
+});
 const name = z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'expected a lower-case DNS name');
 
 export type ParseResult<T> = { ok: true; value: T } | { ok: false; error: string };
@@ -189,6 +199,18 @@ export const CONTROLLER_FLAGS: readonly FlagSpec[] = [
     help: 'relist a resource when its watch delivered no event or bookmark for this long',
   },
   {
+    flag: 'cache-max-objects',
+    env: 'MCO_CACHE_MAX_OBJECTS',
+    default: '100000',
+    help: 'objects one watch cache may hold before it alerts (it keeps them all: metric mco_controller_informer_over_limit and a warning)',
+  },
+  {
+    flag: 'cache-max-bytes',
+    env: 'MCO_CACHE_MAX_BYTES',
+    default: '256Mi',
+    help: 'JSON bytes one watch cache may hold before it alerts, e.g. 64Mi or 1Gi (0: not measured)',
+  },
+  {
     flag: 'request-timeout',
     env: 'MCO_REQUEST_TIMEOUT',
     default: '30s',
@@ -259,6 +281,8 @@ const RawSchema = z.object({
   'inventory-loss-window': duration(1000, 86_400_000),
   namespace: z.string().regex(NAMESPACE, 'expected a namespace name (DNS-1123 label)'),
   'watch-idle-timeout': duration(1000, 86_400_000),
+  'cache-max-objects': int(0, 100_000_000),
+  'cache-max-bytes': byteCount,
   'request-timeout': duration(100, 600_000),
   events: bool,
   'cluster-profile-namespaces': namespaceList,
@@ -291,6 +315,8 @@ export interface ControllerConfig {
   /** The controller's namespace: where the inventory-loss confirmation is read. */
   readonly namespace: string;
   readonly watchIdleTimeoutMs: number;
+  /** Bounds of each watch cache (0: none); past one it alerts, keeping every object. */
+  readonly cacheLimits: { readonly maxObjects: number; readonly maxBytes: number };
   readonly requestTimeoutMs: number;
   readonly events: boolean;
   readonly allowCrossNamespaceWorkloads: boolean;
@@ -356,6 +382,7 @@ export function parseControllerConfig(
       inventoryLoss: { threshold: v['inventory-loss-threshold'] / 100, windowMs: v['inventory-loss-window'] },
       namespace: v.namespace,
       watchIdleTimeoutMs: v['watch-idle-timeout'],
+      cacheLimits: { maxObjects: v['cache-max-objects'], maxBytes: v['cache-max-bytes'] },
       requestTimeoutMs: v['request-timeout'],
       events: v.events,
       allowCrossNamespaceWorkloads: v['allow-cross-namespace-workloads'],

@@ -110,6 +110,8 @@ describeWithHub('the Helm chart and `mco controller` on a real kube-apiserver', 
       'RoleBinding/mco.mco-system.leader-election',
       'Service/mco-metrics',
       'ServiceAccount/mco',
+      'ValidatingAdmissionPolicy/mco.mco-system.leader-election.leases',
+      'ValidatingAdmissionPolicyBinding/mco.mco-system.leader-election.leases',
     ]);
   });
 

@@ -62,6 +62,7 @@ describe('parseControllerConfig', () => {
       inventoryLoss: { threshold: 0.3, windowMs: 300_000 },
       namespace: 'mco-system',
       watchIdleTimeoutMs: 180_000,
+      cacheLimits: { maxObjects: 100_000, maxBytes: 256 * 2 ** 20 },
       requestTimeoutMs: 30_000,
       events: true,
       allowCrossNamespaceWorkloads: false,
@@ -128,10 +129,31 @@ describe('parseControllerConfig', () => {
       flags: { 'cluster-profile-namespaces': 'fleet,Team_A' },
       error: /^--cluster-profile-namespaces \(MCO_CLUSTER_PROFILE_NAMESPACES\): "Team_A" is not a namespace name/,
     },
+    {
+      flags: { 'cache-max-bytes': '64MB' },
+      error:
+        /^--cache-max-bytes \(MCO_CACHE_MAX_BYTES\): expected a byte count like 268435456, 64Mi or 1Gi, got "64MB"/,
+    },
   ])('rejects $flags naming the flag and its variable', ({ flags, error }) => {
     const result = parseControllerConfig(flags, {});
     expect(result.ok).toBe(false);
     if (!result.ok) expect(result.error).toMatch(error);
+  });
+
+  it('reads cache bounds as integers with Ki, Mi or Gi, 0 for none', () => {
+    const limits = (flags: Record<string, string>) => {
+      const result = parseControllerConfig(flags, {});
+      return result.ok ? result.value.cacheLimits : result.error;
+    };
+    expect([
+      limits({ 'cache-max-bytes': '64Mi', 'cache-max-objects': '5000' }),
+      limits({ 'cache-max-bytes': '1Gi' }),
+      limits({ 'cache-max-bytes': '0', 'cache-max-objects': '0' }),
+    ]).toEqual([
+      { maxObjects: 5000, maxBytes: 64 * 2 ** 20 },
+      { maxObjects: 100_000, maxBytes: 2 ** 30 },
+      { maxObjects: 0, maxBytes: 0 },
+    ]);
   });
 
   it('documents every flag with its environment variable', () => {

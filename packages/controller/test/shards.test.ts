@@ -50,7 +50,7 @@ describe('the inventory-loss state replicas share (docs/placement-rules.md §10.
     const late = new InventoryLossGuard();
     late.observe(5, 2 * MIN, 'v1'); // its first count is already the low one: alone it would not engage
     const before = late.engaged;
-    const adopted = late.adopt(seen.snapshot()!);
+    const adopted = late.adopt(seen.snapshot()!, 2 * MIN);
     const refusedOld = late.confirm({ at: 30_000, version: 'v2' }, 5, 3 * MIN); // dated before the loss
     const released = [seen, late].map((g) => g.confirm({ at: 2 * MIN, version: 'v2' }, 5, 3 * MIN));
     expect({ before, adopted, refusedOld, released, after: late.engaged }).toEqual({
@@ -69,10 +69,10 @@ describe('the inventory-loss state replicas share (docs/placement-rules.md §10.
     guard.observe(10, 0, 'v1');
     guard.observe(5, MIN, 'v1');
     guard.observe(4, 2 * MIN, 'v1'); // lower still: the low changes
-    const lesser = guard.adopt({ baseline: 10, since: MIN, low: 5, confirmationVersion: 'v1' });
+    const lesser = guard.adopt({ baseline: 10, since: MIN, low: 5, confirmationVersion: 'v1' }, 2 * MIN);
     const loss = guard.snapshot()!;
     guard.observe(9, 3 * MIN, 'v1'); // recovered
-    const stale = guard.adopt(loss);
+    const stale = guard.adopt(loss, 3 * MIN);
     expect({
       changes: changes.map(([l, p]) => [l?.low ?? null, p?.low ?? null]),
       lesser,
@@ -102,5 +102,33 @@ describe('the inventory-loss state replicas share (docs/placement-rules.md §10.
       readLoss(lease('not json')),
       readLoss(lease(undefined)),
     ]).toEqual([{ baseline: 10, since: 60_000, low: 5, confirmationVersion: '7' }, undefined, undefined, undefined]);
+  });
+
+  it.each([
+    ['oversized', `{"baseline":10,"since":60000,"low":5,"confirmationVersion":"7","pad":"${'x'.repeat(1100)}"}`],
+    ['a count beyond any fleet', '{"baseline":1e9,"since":60000,"low":0}'],
+    ['a fractional count', '{"baseline":10.5,"since":60000,"low":5}'],
+    ['a negative low', '{"baseline":10,"since":60000,"low":-1}'],
+    ['low not below the baseline', '{"baseline":5,"since":60000,"low":5}'],
+    ['a long confirmation version', `{"baseline":10,"since":60000,"low":5,"confirmationVersion":"${'9'.repeat(65)}"}`],
+    ['a confirmation version that is not a string', '{"baseline":10,"since":60000,"low":5,"confirmationVersion":7}'],
+  ])('reads no loss from a record that is %s', (_name, text) => {
+    expect(readLoss({ metadata: { annotations: { [INVENTORY_LOSS_ANNOTATION]: text } } })).toBeUndefined();
+  });
+
+  it('adopts no forged record: one its rules would not call a loss, or one seen in the future; a confirmation releases what it adopted', () => {
+    const guard = new InventoryLossGuard();
+    guard.observe(10, 0, 'v1');
+    const notALoss = guard.adopt({ baseline: 10, since: MIN, low: 9, confirmationVersion: 'v1' }, 2 * MIN);
+    const future = guard.adopt({ baseline: 10, since: 1e15, low: 0, confirmationVersion: 'v1' }, 2 * MIN);
+    const forged = guard.adopt({ baseline: 1000, since: 2 * MIN, low: 0, confirmationVersion: 'v1' }, 2 * MIN);
+    const confirmed = guard.confirm({ at: 3 * MIN, version: 'v2' }, 10, 3 * MIN);
+    expect({ notALoss, future, forged, confirmed, engaged: guard.engaged }).toEqual({
+      notALoss: false,
+      future: false,
+      forged: true,
+      confirmed: 'released',
+      engaged: false,
+    });
   });
 });

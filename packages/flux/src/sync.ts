@@ -1,4 +1,4 @@
-import type { ClusterAccess } from '@mco/cluster-access';
+import { HubServerRefusedError, type ClusterAccess } from '@mco/cluster-access';
 import type { ClusterProfile, Placement } from '@mco/core';
 import {
   WorkQueue,
@@ -159,6 +159,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     const placementsByKey = new Map(placements.map((p) => [`${p.metadata.namespace ?? ''}/${p.metadata.name}`, p]));
     const profiles = options.clusterProfiles;
     const accessErrors = new Map<string, string>();
+    /** Profiles whose server is the hub's own: their kubeconfig Secret goes, used or not (not a doubt). */
+    const hubServers = new Set<string>();
     const endpoints = new Map<string, Awaited<ReturnType<FluxSyncOptions['resolveAccess']>>>();
     // The server of every listed cluster comes from its access provider; resolve each once per pass.
     const clusterKeys = new Set<string>();
@@ -179,6 +181,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
           endpoints.set(key, await options.resolveAccess(profile, peers));
         } catch (error) {
           accessErrors.set(key, toMcoError(error).message);
+          if (error instanceof HubServerRefusedError) hubServers.add(key);
         }
       }),
     );
@@ -222,7 +225,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       const [namespace = '', name = ''] = key.split('/', 2);
       if (!endpoint) {
         credentialFailures++;
-        logger.warn('no access to a placed cluster; its kubeconfig Secret is kept as it is', {
+        const hub = hubServers.has(key);
+        logger.warn(`no access to a placed cluster; its kubeconfig Secret is ${hub ? 'removed' : 'kept as it is'}`, {
           cluster: key,
           reason: accessErrors.get(key) ?? 'ClusterProfile not found',
         });
@@ -254,7 +258,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     plans.unshift({
       kind: options.secrets,
       desired: secrets,
-      mayPrune: (o) => secretsMayGo.deletable.has(o.metadata?.name ?? ''),
+      // A cluster whose server is the hub's own loses its Secret at once: that credential must not reach the hub.
+      mayPrune: (o) => isHubClusterSecret(o, hubServers) || secretsMayGo.deletable.has(o.metadata?.name ?? ''),
     });
 
     let applied = 0;
@@ -477,6 +482,16 @@ function addReference(names: Set<string>, object: KubeObject): void {
 function secretOfUnlistedCluster(secret: KubeObject, desired: DesiredState): boolean {
   const cluster = secret.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION];
   if (!cluster || desired.clusters.has(cluster)) return false;
+  return isKubeconfigSecretOf(secret, cluster);
+}
+
+/** Whether a Secret is mco's kubeconfig Secret of a cluster whose server is the hub's own. */
+function isHubClusterSecret(secret: KubeObject, hubServers: ReadonlySet<string>): boolean {
+  const cluster = secret.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION];
+  return cluster !== undefined && hubServers.has(cluster) && isKubeconfigSecretOf(secret, cluster);
+}
+
+function isKubeconfigSecretOf(secret: KubeObject, cluster: string): boolean {
   const [namespace = '', name = ''] = cluster.split('/', 2);
   return secret.metadata?.name === kubeconfigSecretName(namespace, name);
 }

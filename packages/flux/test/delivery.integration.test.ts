@@ -488,7 +488,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         ({ last, providers }) => last?.credentialFailures === 0 && providers.includes(provider('other', 'east')),
       );
       await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
-        accessProviders: [{ name: 'test-exec', cluster: { server: 'https://kubernetes.default.svc' } }],
+        accessProviders: [{ name: 'test-exec', cluster: { server: 'https://169.254.169.254' } }],
       });
       // The profile change starts a pass; east is refused before its credential plugin runs.
       const refusing = await eventually(
@@ -526,6 +526,52 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         (last) => last?.credentialFailures === 0,
       );
       await setPlacement('other', { clusters: [] });
+    });
+
+    it("removes the kubeconfig Secret of a placed profile whose server is the hub's own, in another spelling, although Flux objects use it", async () => {
+      const name = kubeconfigSecretName('fleet', 'east');
+      const restore = () =>
+        setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
+          accessProviders: [
+            {
+              name: 'test-exec',
+              cluster: {
+                server: plane.members.member!.server,
+                'certificate-authority-data': plane.members.member!.caData,
+              },
+            },
+          ],
+        });
+      await setPlacement('other', { clusters: [cluster('east')] });
+      await eventually(
+        'the kubeconfig Secret of east',
+        () => secret(name),
+        (s) => s !== null,
+      );
+      await eventually(
+        'the input provider of other/east, which uses it',
+        async () => names(await list(INPUT_PROVIDERS)),
+        (providers) => providers.includes(provider('other', 'east')),
+      );
+      // The hub's URL with its IPv4 address written as an IPv4-mapped IPv6 one.
+      const hubPort = new URL(plane.hub.server).port;
+      await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
+        accessProviders: [{ name: 'test-exec', cluster: { server: `https://[::ffff:127.0.0.1]:${hubPort}` } }],
+      });
+      await eventually(
+        'the kubeconfig Secret of east removed',
+        () => secret(name),
+        (s) => s === null,
+      );
+      const used = (await list(INPUT_PROVIDERS)).some((o) => o.metadata?.name === provider('other', 'east'));
+      await restore();
+      await eventually(
+        'the kubeconfig Secret of east written again',
+        () => secret(name),
+        (s) => s !== null,
+      );
+      await setPlacement('other', { clusters: [] });
+      expect({ usedWhenRemoved: used }).toEqual({ usedWhenRemoved: true });
     });
 
     it('after a restart, writes no input provider or rendered object, deletes nothing and logs only real changes', async () => {

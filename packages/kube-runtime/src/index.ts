@@ -4,10 +4,12 @@
 // `@mco/kube-runtime/client-node`.
 export {
   Informer,
+  jsonSize,
   objectKey,
   type InformerEvent,
   type InformerHandler,
   type InformerHealth,
+  type InformerLimits,
   type InformerOptions,
   type KubeObject,
   type ListWatch,

@@ -68,6 +68,19 @@ export interface InformerOptions<T> {
    * is given. managedFields and kubectl's last-applied copy are always dropped.
    */
   readonly transform?: (object: T) => T;
+  /**
+   * Bounds of the cache. A cache cannot drop an object (its reader would take
+   * it for deleted), so past a bound it keeps every object and alerts:
+   * `health().overLimit` (a metric), and a warning when it crosses the bound
+   * (an info when it is back within). Bytes are the cached objects' JSON
+   * length (`jsonSize`), measured only when `maxBytes` is set.
+   */
+  readonly limits?: InformerLimits;
+}
+
+export interface InformerLimits {
+  readonly maxObjects?: number | undefined;
+  readonly maxBytes?: number | undefined;
 }
 
 export interface InformerHealth {
@@ -82,6 +95,10 @@ export interface InformerHealth {
   readonly restarts: number;
   readonly lastError: string | undefined;
   readonly objects: number;
+  /** The cached objects' JSON length; undefined when no `limits.maxBytes` is set (not measured). */
+  readonly bytes: number | undefined;
+  /** True while the cache holds more than a bound of `limits` allows. */
+  readonly overLimit: boolean;
 }
 
 // At most 4 s between attempts: a hub that answers again is seen within about
@@ -145,6 +162,11 @@ export class Informer<T extends KubeObject> {
   /** Since when list/watch has been failing, and how often; undefined while it works. */
   private outage: { since: number; failures: number } | undefined;
   private readonly syncWaiters: (() => void)[] = [];
+  private readonly limits: InformerLimits;
+  /** JSON length per cached key, only with `limits.maxBytes`. */
+  private readonly sizes: Map<string, number> | undefined;
+  private bytes = 0;
+  private overLimit = false;
 
   constructor(options: InformerOptions<T>) {
     this.name = options.name;
@@ -157,6 +179,8 @@ export class Informer<T extends KubeObject> {
     this.random = options.random ?? Math.random;
     const transform = options.transform;
     this.transform = transform ? (object) => transform(strip(object)) : strip;
+    this.limits = options.limits ?? {};
+    this.sizes = this.limits.maxBytes ? new Map() : undefined;
   }
 
   /** Called for every change of the cache, after the cache was updated. */
@@ -201,7 +225,31 @@ export class Informer<T extends KubeObject> {
       restarts: this.restarts,
       lastError: this.lastError,
       objects: this.store.size,
+      bytes: this.sizes ? this.bytes : undefined,
+      overLimit: this.overLimit,
     };
+  }
+
+  /** The one way objects enter and leave the store: keeps the byte count and checks the bounds. */
+  private put(key: string, object: T | undefined): void {
+    if (object) this.store.set(key, object);
+    else this.store.delete(key);
+    if (this.sizes) {
+      this.bytes -= this.sizes.get(key) ?? 0;
+      if (object) {
+        const size = jsonSize(object);
+        this.sizes.set(key, size);
+        this.bytes += size;
+      } else this.sizes.delete(key);
+    }
+    const { maxObjects, maxBytes } = this.limits;
+    const over =
+      (maxObjects !== undefined && this.store.size > maxObjects) || (maxBytes !== undefined && this.bytes > maxBytes);
+    if (over === this.overLimit) return;
+    this.overLimit = over;
+    const figures = { objects: this.store.size, bytes: this.sizes ? this.bytes : undefined, maxObjects, maxBytes };
+    if (over) this.logger.warn('watch cache over its bound; it keeps every object (a cache cannot drop one)', figures);
+    else this.logger.info('watch cache back within its bound', figures);
   }
 
   start(): void {
@@ -301,12 +349,12 @@ export class Informer<T extends KubeObject> {
       seen.add(key);
       const previous = this.store.get(key);
       if (previous && previous.metadata?.resourceVersion === item.metadata?.resourceVersion) continue;
-      this.store.set(key, item);
+      this.put(key, item);
       this.emit(previous ? 'update' : 'add', item, previous);
     }
     for (const [key, previous] of [...this.store]) {
       if (seen.has(key)) continue;
-      this.store.delete(key);
+      this.put(key, undefined);
       this.emit('delete', previous, previous);
     }
     if (!this.synced) {
@@ -402,11 +450,11 @@ export class Informer<T extends KubeObject> {
     const previous = this.store.get(key);
     if (type === 'DELETED') {
       if (!previous) return;
-      this.store.delete(key);
+      this.put(key, undefined);
       this.emit('delete', object, previous);
       return;
     }
-    this.store.set(key, object);
+    this.put(key, object);
     this.emit(previous ? 'update' : 'add', object, previous);
   }
 
@@ -419,6 +467,35 @@ export class Informer<T extends KubeObject> {
       }
     }
   }
+}
+
+/**
+ * About the length of `JSON.stringify(value)` (exact but for escapes and
+ * number digits), walking the value instead of writing it: the cost is per
+ * field, not per byte, so a cache of large objects is measured cheaply.
+ */
+export function jsonSize(value: unknown): number {
+  let size = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') size += v.length + 2;
+    else if (typeof v === 'number') size += String(v).length;
+    else if (typeof v === 'boolean') size += v ? 4 : 5;
+    else if (v === null) size += 4;
+    else if (Array.isArray(v)) {
+      size += 2 + Math.max(0, v.length - 1);
+      for (const item of v) stack.push(item === undefined ? null : item);
+    } else if (typeof v === 'object') {
+      const entries = Object.entries(v as object).filter(([, field]) => field !== undefined);
+      size += 2 + Math.max(0, entries.length - 1);
+      for (const [key, field] of entries) {
+        size += key.length + 3;
+        stack.push(field);
+      }
+    }
+  }
+  return size;
 }
 
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';

@@ -1,7 +1,14 @@
 import { createLogger } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_BACKOFF } from '../src/informer.js';
-import { Informer, backoffDelay, type KubeObject, type ListWatch, type WatchEventType } from '../src/index.js';
+import {
+  Informer,
+  backoffDelay,
+  jsonSize,
+  type KubeObject,
+  type ListWatch,
+  type WatchEventType,
+} from '../src/index.js';
 
 const obj = (name: string, rv: string): KubeObject => ({ metadata: { namespace: 'ns', name, resourceVersion: rv } });
 
@@ -57,6 +64,77 @@ describe('Informer', () => {
       seen: [trimmed('1'), trimmed('2')],
       cached: trimmed('2'),
     });
+  });
+
+  it('past a bound of objects or bytes keeps every object, reports it in health and warns once; back within, says so', async () => {
+    const big = (name: string, rv: string, size: number): KubeObject => ({
+      ...obj(name, rv),
+      spec: { pad: 'x'.repeat(size) },
+    });
+    const { lw } = scripted(
+      [[big('a', '1', 100), big('b', '1', 100)]],
+      [
+        (emit) => {
+          emit('ADDED', big('c', '2', 100)); // a third object: over maxObjects
+          emit('MODIFIED', big('a', '3', 1000)); // and over maxBytes
+          emit('DELETED', big('c', '4', 100));
+          emit('MODIFIED', big('a', '5', 100)); // back within both
+        },
+      ],
+    );
+    const lines: Record<string, unknown>[] = [];
+    const informer = new Informer({
+      name: 't',
+      listWatch: lw,
+      backoff: fast,
+      limits: { maxObjects: 2, maxBytes: 1000 },
+      logger: createLogger({ level: 'info', write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) }),
+    });
+    const health: { objects: number; bytes: number | undefined; overLimit: boolean }[] = [];
+    informer.addHandler(() => {
+      const { objects, bytes, overLimit } = informer.health();
+      health.push({ objects, bytes, overLimit });
+    });
+    informer.start();
+    await informer.waitForSync();
+    while (health.length < 6) await new Promise((resolve) => setTimeout(resolve, 5));
+    await informer.stop();
+    const size = (pad: number) => JSON.stringify(big('a', '1', pad)).length;
+    expect({
+      health,
+      kept: informer.keys().sort(),
+      log: lines.filter((l) => String(l.msg).startsWith('watch cache')).map((l) => [l.level, l.msg, l.objects]),
+    }).toEqual({
+      health: [
+        { objects: 1, bytes: size(100), overLimit: false },
+        { objects: 2, bytes: 2 * size(100), overLimit: false },
+        { objects: 3, bytes: 3 * size(100), overLimit: true },
+        { objects: 3, bytes: 2 * size(100) + size(1000), overLimit: true },
+        { objects: 2, bytes: size(100) + size(1000), overLimit: true },
+        { objects: 2, bytes: 2 * size(100), overLimit: false },
+      ],
+      kept: ['ns/a', 'ns/b'],
+      log: [
+        ['warn', 'watch cache over its bound; it keeps every object (a cache cannot drop one)', 3],
+        ['info', 'watch cache back within its bound', 2],
+      ],
+    });
+  });
+
+  it.each([
+    { value: { a: 1, b: 'x', c: [true, null, { d: false }], e: [] } },
+    { value: { metadata: { name: 'n', labels: { k: 'v' } }, spec: { n: 12.5, list: ['a', 'bb'] } } },
+  ])('measures the JSON length of $value without writing it', ({ value }) => {
+    expect(jsonSize(value)).toBe(JSON.stringify(value).length);
+  });
+
+  it('measures no bytes without a byte bound', async () => {
+    const { lw } = scripted([[obj('a', '1')]], []);
+    const informer = new Informer({ name: 't', listWatch: lw, backoff: fast, limits: { maxObjects: 10 } });
+    informer.start();
+    await informer.waitForSync();
+    await informer.stop();
+    expect(informer.health()).toMatchObject({ objects: 1, bytes: undefined, overLimit: false });
   });
 
   it('relists at once on 410 Gone and emits only the differences', async () => {

@@ -140,3 +140,138 @@ the table; docs/performance.md the measurements behind it).
 {{- end -}}
 {{- toJson $preset -}}
 {{- end }}
+
+{{/*
+A ValidatingAdmissionPolicy (and its binding) that lets one mco account write
+(create, update, delete) only the Leases named: RBAC cannot limit `create` by
+name, and the Leases of the controller (its shards and the inventory-loss
+state) must not be written by another component's account. Needs
+admissionregistration.k8s.io/v1 (Kubernetes 1.30); not rendered before.
+dict: root, name (the policy's name prefix), account (user name), leases (names), labels.
+*/}}
+{{- define "mco.leaseWriterPolicy" -}}
+{{- if semverCompare ">=1.30-0" .root.Capabilities.KubeVersion.Version }}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {{ .name }}.leases
+  labels:
+    {{- .labels | nindent 4 }}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [coordination.k8s.io]
+        apiVersions: ['*']
+        operations: [CREATE, UPDATE, DELETE]
+        resources: [leases]
+  matchConditions:
+    - name: account
+      expression: request.userInfo.username == {{ .account | quote }}
+  validations:
+    - expression: request.name in {{ toJson .leases }}
+      messageExpression: "'the account ' + request.userInfo.username + ' may write only its own Leases, not ' + request.name"
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {{ .name }}.leases
+  labels:
+    {{- .labels | nindent 4 }}
+spec:
+  policyName: {{ .name }}.leases
+  validationActions: [Deny]
+{{- end }}
+{{- end }}
+
+{{/*
+RBAC cannot limit a patch to fields. A ValidatingAdmissionPolicy (and its
+binding) that lets a delivery adapter's account change, on a placement, only
+what is its own: never the spec (what a tenant asked for is the tenant's) or
+the labels; of the annotations and finalizers only its own (the others are
+other components'); of the status only its own condition (status.clusters is
+what every adapter delivers from). A status update ignores metadata and a
+main-resource update ignores status, so each rule holds for both. The status
+fields are those of the CRD (a chart test compares them).
+dict: root, name, account (user name), who (for messages), annotation,
+finalizer, condition (its own; '' when none), labels.
+*/}}
+{{- define "mco.placementWritesPolicy" -}}
+{{- $status := list "clusters" "failBack" "lastAdditionTime" "lastClusterRemovalTime" "observedGeneration" }}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- .labels | nindent 4 }}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [orchestra.multicluster.x-k8s.io]
+        apiVersions: ['*']
+        operations: [UPDATE]
+        resources: [multikubernetesclusterplacements, multikubernetesclusterplacements/status]
+  matchConditions:
+    - name: account
+      expression: request.userInfo.username == {{ .account | quote }}
+  variables:
+    - name: ownAnnotation
+      expression: {{ .annotation | squote | quote }}
+    - name: ownFinalizer
+      expression: {{ .finalizer | squote | quote }}
+    - name: ownCondition
+      expression: {{ .condition | squote | quote }}
+    - name: annotations
+      expression: "has(object.metadata.annotations) ? object.metadata.annotations : {}"
+    - name: oldAnnotations
+      expression: "has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}"
+    - name: labels
+      expression: "has(object.metadata.labels) ? object.metadata.labels : {}"
+    - name: oldLabels
+      expression: "has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}"
+  validations:
+    - expression: has(object.spec) == has(oldObject.spec) && (!has(object.spec) || object.spec == oldObject.spec)
+      message: {{ .who }} may not change a placement's spec
+      reason: Forbidden
+    - expression: >-
+        variables.labels.all(k, k in variables.oldLabels && variables.oldLabels[k] == variables.labels[k]) &&
+        variables.oldLabels.all(k, k in variables.labels)
+      message: {{ .who }} may not change a placement's labels
+      reason: Forbidden
+    - expression: >-
+        variables.annotations.all(k, k == variables.ownAnnotation || (k in variables.oldAnnotations && variables.oldAnnotations[k] == variables.annotations[k])) &&
+        variables.oldAnnotations.all(k, k == variables.ownAnnotation || k in variables.annotations)
+      message: {{ .who }} may not change a placement's annotations but its own ({{ .annotation | default "none" }})
+      reason: Forbidden
+    - expression: >-
+        (has(object.metadata.finalizers) ? object.metadata.finalizers.filter(f, f != variables.ownFinalizer) : []) ==
+        (has(oldObject.metadata.finalizers) ? oldObject.metadata.finalizers.filter(f, f != variables.ownFinalizer) : [])
+      message: {{ .who }} may not add or remove a placement's finalizers but its own ({{ .finalizer | default "none" }})
+      reason: Forbidden
+    - expression: >-
+        {{- range $i, $field := $status }}
+        {{ if $i }}&& {{ end }}(has(object.status) && has(object.status.{{ $field }})) == (has(oldObject.status) && has(oldObject.status.{{ $field }})) &&
+        (!(has(object.status) && has(object.status.{{ $field }})) || object.status.{{ $field }} == oldObject.status.{{ $field }})
+        {{- end }}
+      message: {{ .who }} may not change a placement's status but its own condition ({{ .condition }})
+      reason: Forbidden
+    - expression: >-
+        (has(object.status) && has(object.status.conditions) ? object.status.conditions.filter(c, c.type != variables.ownCondition) : []) ==
+        (has(oldObject.status) && has(oldObject.status.conditions) ? oldObject.status.conditions.filter(c, c.type != variables.ownCondition) : [])
+      message: {{ .who }} may not change a placement's conditions but its own ({{ .condition }})
+      reason: Forbidden
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: {{ .name }}
+  labels:
+    {{- .labels | nindent 4 }}
+spec:
+  policyName: {{ .name }}
+  validationActions: [Deny]
+{{- end }}
