@@ -4,7 +4,7 @@
 // never touched, so `git status` stays clean), into one folder:
 //
 //   <out>/npm/*.tgz           every publishable workspace, `mco` included (npm pack)
-//   <out>/cli/mco-<v>.tgz     `mco` with its @mco/* libraries bundled: `npm install -g` of
+//   <out>/cli/mco-<v>.tgz     `mco` with everything it runs bundled: `npm install -g` of
 //                             this one file works before (or without) the npm registry
 //   <out>/chart/mco-<v>.tgz   the Helm chart, version and appVersion = mco's version
 //   <out>/image/              the image build context: Dockerfile, package.json,
@@ -102,45 +102,48 @@ function followRelease(manifestFile, versions) {
 }
 
 /**
- * `mco` with its @mco/* libraries inside (bundleDependencies), for `npm install -g <file>`:
- * a global install of every tarball instead gives each package its own tree (one zod per
- * package, and @mco/kube-runtime beside mco rather than under it). npm installs no
- * dependency of a bundled package, so the third-party dependencies and peers of all of
- * them become mco's own: one copy of each, beside the libraries that import them.
+ * `mco` with everything it runs inside (`bundleDependencies: true`), for
+ * `npm install -g <file>`: one tree, installed here with npm's dedupe (one
+ * copy of zod and of every other package), that npm only unpacks. A global
+ * install of every tarball instead gives each package its own tree (a zod per
+ * package, and @mco/kube-runtime beside mco rather than under it); and npm
+ * expects the dependencies of bundled packages to be bundled too.
  */
 function standaloneCli(packages, dir, tarball) {
   rmSync(dir, { recursive: true, force: true });
   const root = join(dir, 'package');
-  const extract = (p, to) => {
-    mkdirSync(to, { recursive: true });
-    run('tar', ['-xzf', join(out, p.tarball), '-C', to, '--strip-components=1'], dir);
-  };
+  mkdirSync(root, { recursive: true });
   const mco = packages.find((p) => p.name === 'mco');
-  extract(mco, root);
+  run('tar', ['-xzf', join(out, mco.tarball), '-C', root, '--strip-components=1'], dir);
   const manifest = manifestOf(root, '.');
-  const libraries = packages.filter((p) => p.name.startsWith('@mco/') && p.name in manifest.dependencies);
-  const dependencies = { ...manifest.peerDependencies, ...manifest.dependencies };
-  for (const p of libraries) {
-    const to = join(root, 'node_modules', p.name);
-    extract(p, to);
-    const library = manifestOf(to, '.');
-    const optional = library.peerDependenciesMeta ?? {};
-    const needed = { ...library.dependencies, ...library.peerDependencies };
-    for (const [name, range] of Object.entries(needed)) {
-      if (name.startsWith('@mco/') && !libraries.some((l) => l.name === name)) {
-        throw new Error(`${p.name} needs ${name}, which mco does not depend on: add it to apps/mco/package.json`);
-      }
-      if (!name.startsWith('@mco/') && !optional[name]?.optional) dependencies[name] ??= range;
-    }
-  }
+  const optional = manifest.peerDependenciesMeta ?? {};
+  const peers = Object.entries(manifest.peerDependencies ?? {}).filter(([name]) => !optional[name]?.optional);
+  const dependencies = { ...Object.fromEntries(peers), ...manifest.dependencies };
+  // Installed from the release's tarballs: mco's @mco/* dependencies (overrides: theirs on each other too).
+  const local = Object.fromEntries(
+    packages.filter((p) => p.name !== 'mco').map((p) => [p.name, `file:${join(out, p.tarball)}`]),
+  );
+  const fromTarballs = Object.fromEntries(Object.keys(dependencies).flatMap((n) => (local[n] ? [[n, local[n]]] : [])));
+  writeFileSync(
+    join(root, 'package.json'),
+    JSON.stringify({
+      name: 'mco-cli',
+      private: true,
+      dependencies: { ...dependencies, ...fromTarballs },
+      overrides: local,
+    }),
+  );
+  const install = ['install', '--omit=dev', '--ignore-scripts', '--no-package-lock', '--prefer-offline'];
+  run('npm', [...install, '--no-audit', '--no-fund'], root);
   delete manifest.peerDependencies;
   delete manifest.peerDependenciesMeta;
   manifest.dependencies = Object.fromEntries(Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)));
-  manifest.bundleDependencies = libraries.map((p) => p.name);
+  manifest.bundleDependencies = true;
   writeFileSync(join(root, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
   mkdirSync(dirname(tarball), { recursive: true });
-  const [packed] = JSON.parse(run('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', dir], root));
-  cpSync(join(dir, packed.filename), tarball);
+  // tar, not `npm pack`: npm pack leaves out what the bundled packages take as peers (zod, client-node...).
+  rmSync(join(root, 'node_modules', '.package-lock.json'), { force: true });
+  run('tar', ['--owner=0', '--group=0', '--numeric-owner', '-czf', tarball, 'package'], dir);
 }
 
 function files(dir) {
