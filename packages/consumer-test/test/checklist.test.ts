@@ -65,6 +65,19 @@ describe('package checklist (docs/packaging.md)', () => {
       }
     });
 
+    it("resolves under TypeScript's `--module commonjs` (node10 resolution ignores exports): main, types, typesVersions", () => {
+      const exports = manifest.exports;
+      if (!exports) return;
+      expect({ main: manifest.main, types: manifest.types }).toEqual({
+        main: exports['.']!.default,
+        types: exports['.']!.types,
+      });
+      const subpaths = Object.entries(exports).filter(([subpath]) => subpath !== '.');
+      expect(manifest.typesVersions?.['*'] ?? {}).toEqual(
+        Object.fromEntries(subpaths.map(([subpath, c]) => [subpath.replace(/^\.\//, ''), [c.types]])),
+      );
+    });
+
     it('depends on ranges, with shared packages as peers (also installed for its own build)', () => {
       for (const [dep, range] of Object.entries(manifest.dependencies ?? {})) {
         expect(range, dep).toMatch(/^\^/);

@@ -13,6 +13,9 @@ export interface Manifest {
   readonly scripts?: Readonly<Record<string, string>>;
   readonly files?: readonly string[];
   readonly exports?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly main?: string;
+  readonly types?: string;
+  readonly typesVersions?: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>>;
   readonly dependencies?: Readonly<Record<string, string>>;
   readonly peerDependencies?: Readonly<Record<string, string>>;
   readonly peerDependenciesMeta?: Readonly<Record<string, { readonly optional?: boolean }>>;
