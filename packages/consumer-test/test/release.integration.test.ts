@@ -2,8 +2,8 @@
 // HEAD by scripts/prepare-tools.mjs into node_modules/.cache/mco-release, or
 // $MCO_RELEASE_DIR; never built here), used outside the repository and from
 // its artefacts only:
-// - `mco` installed globally with docs/install.md's own command (one file, its
-//   @mco/* libraries inside, no registry for them), then every subcommand that
+// - `mco` installed globally with docs/install.md's own command (one file that
+//   carries everything it runs, no registry), then every subcommand that
 //   talks to an API server run against a real kube-apiserver;
 // - the packaged chart installed on that kube-apiserver, and its default
 //   controller command, args and env run against the image's file system, laid
