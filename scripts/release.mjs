@@ -4,21 +4,30 @@
 // never touched, so `git status` stays clean), into one folder:
 //
 //   <out>/npm/*.tgz           every publishable workspace, `mco` included (npm pack)
+//   <out>/cli/mco-<v>.tgz     `mco` with everything it runs bundled: `npm install -g` of
+//                             this one file works before (or without) the npm registry
 //   <out>/chart/mco-<v>.tgz   the Helm chart, version and appVersion = mco's version
-//   <out>/image/              the image build context: Dockerfile, package.json, npm/*.tgz
+//   <out>/image/              the image build context: Dockerfile, package.json,
+//                             package-lock.json (every dependency pinned), npm/*.tgz
+//   <out>/provider-template/  templates/provider-template, its @mco/* ranges = this release
+//   <out>/changelogs/<dir>/CHANGELOG.md   per package, as `changeset version` wrote it
+//   <out>/version-commit.patch  the commit the release pushes (versions, changelogs,
+//                             lockfile, template ranges): `git am` it on the commit it names
 //   <out>/release.json        versions and file names
 //   <out>/SHA256SUMS          `sha256sum -c SHA256SUMS` checks every file above
 //
 // Versions come from `changeset version` (the pending .changeset/*.md files),
-// run in the temporary worktree. Nothing is published: the publish workflow
-// (.github/workflows/release.yml) runs this and then `npm publish --provenance`
-// on each tarball. --dry-run also runs `npm publish --dry-run` on every tarball,
-// which shows what npm would upload. See docs/packaging.md.
+// run in the temporary worktree and committed there. Nothing is published or
+// pushed: the publish workflow (.github/workflows/release.yml) runs this, then
+// publishes each tarball with `npm publish --provenance`, pushes the image
+// and the chart, and pushes the version commit. --dry-run also runs
+// `npm publish --dry-run` on every tarball, which shows what npm would upload.
+// See docs/packaging.md.
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 
 const repo = resolve(new URL('..', import.meta.url).pathname);
@@ -75,27 +84,93 @@ function dependencyOrder(root, dirs) {
   return ordered;
 }
 
+function manifestOf(root, dir) {
+  return JSON.parse(readFileSync(join(root, dir, 'package.json'), 'utf8'));
+}
+
+const TEMPLATE = join('templates', 'provider-template');
+
+/** The template's @mco/* ranges become `^<released version>`, so a provider made from it installs this release. */
+function followRelease(manifestFile, versions) {
+  const manifest = JSON.parse(readFileSync(manifestFile, 'utf8'));
+  for (const field of ['dependencies', 'peerDependencies', 'devDependencies']) {
+    for (const name of Object.keys(manifest[field] ?? {})) {
+      if (versions.has(name)) manifest[field][name] = `^${versions.get(name)}`;
+    }
+  }
+  writeFileSync(manifestFile, `${JSON.stringify(manifest, null, 2)}\n`);
+}
+
+/**
+ * `mco` with everything it runs inside (`bundleDependencies: true`), for
+ * `npm install -g <file>`: one tree, installed here with npm's dedupe (one
+ * copy of zod and of every other package), that npm only unpacks. A global
+ * install of every tarball instead gives each package its own tree (a zod per
+ * package, and @mco/kube-runtime beside mco rather than under it); and npm
+ * expects the dependencies of bundled packages to be bundled too.
+ */
+function standaloneCli(packages, dir, tarball) {
+  rmSync(dir, { recursive: true, force: true });
+  const root = join(dir, 'package');
+  mkdirSync(root, { recursive: true });
+  const mco = packages.find((p) => p.name === 'mco');
+  run('tar', ['-xzf', join(out, mco.tarball), '-C', root, '--strip-components=1'], dir);
+  const manifest = manifestOf(root, '.');
+  const optional = manifest.peerDependenciesMeta ?? {};
+  const peers = Object.entries(manifest.peerDependencies ?? {}).filter(([name]) => !optional[name]?.optional);
+  const dependencies = { ...Object.fromEntries(peers), ...manifest.dependencies };
+  // Installed from the release's tarballs: mco's @mco/* dependencies (overrides: theirs on each other too).
+  const local = Object.fromEntries(
+    packages.filter((p) => p.name !== 'mco').map((p) => [p.name, `file:${join(out, p.tarball)}`]),
+  );
+  const fromTarballs = Object.fromEntries(Object.keys(dependencies).flatMap((n) => (local[n] ? [[n, local[n]]] : [])));
+  writeFileSync(
+    join(root, 'package.json'),
+    JSON.stringify({
+      name: 'mco-cli',
+      private: true,
+      dependencies: { ...dependencies, ...fromTarballs },
+      overrides: local,
+    }),
+  );
+  const install = ['install', '--omit=dev', '--ignore-scripts', '--no-package-lock', '--prefer-offline'];
+  run('npm', [...install, '--no-audit', '--no-fund'], root);
+  delete manifest.peerDependencies;
+  delete manifest.peerDependenciesMeta;
+  manifest.dependencies = Object.fromEntries(Object.entries(dependencies).sort(([a], [b]) => a.localeCompare(b)));
+  manifest.bundleDependencies = true;
+  writeFileSync(join(root, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+  mkdirSync(dirname(tarball), { recursive: true });
+  // tar, not `npm pack`: npm pack leaves out what the bundled packages take as peers (zod, client-node...).
+  rmSync(join(root, 'node_modules', '.package-lock.json'), { force: true });
+  run('tar', ['--owner=0', '--group=0', '--numeric-owner', '-czf', tarball, 'package'], dir);
+}
+
 function files(dir) {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory() ? files(join(dir, entry.name)) : [join(dir, entry.name)],
   );
 }
 
+/** The image's entrypoint: where `npm ci` in /app puts mco (the chart's `controller.nodeFlags` command names it too). */
+const IMAGE_MCO = '/app/node_modules/mco/bin/mco.js';
+
 const IMAGE_DOCKERFILE = (version) => `# syntax=docker/dockerfile:1
-# The mco ${version} image, built from the release's npm tarballs (npm/):
+# The mco ${version} image, built from the release's npm tarballs (npm/), every
+# dependency pinned by package-lock.json:
 #   docker build -t mco:${version} .
 # \`mco controller\` by default; every other \`mco\` subcommand works as well.
 ARG NODE_IMAGE=node:24.21.0-bookworm-slim
 FROM \${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
-COPY package.json ./
+COPY package.json package-lock.json ./
 COPY npm/ npm/
-RUN npm install --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
 # The chart runs it as 65532 with a read-only root file system.
 USER 65532:65532
 EXPOSE 8080
-ENTRYPOINT ["node", "/app/node_modules/mco/bin/mco.js"]
+ENTRYPOINT ["node", "${IMAGE_MCO}"]
 CMD ["controller"]
 `;
 
@@ -107,6 +182,19 @@ try {
   run('npm', ['ci', '--prefer-offline', '--no-audit', '--no-fund', '--ignore-scripts'], tree);
   run('npx', ['--no-install', 'changeset', 'version'], tree);
   const dirs = dependencyOrder(tree, publishable(tree));
+  const versions = new Map(dirs.map((dir) => [manifestOf(tree, dir).name, manifestOf(tree, dir).version]));
+  followRelease(join(tree, TEMPLATE, 'package.json'), versions);
+  // The lockfile records the workspaces' versions and ranges: `npm ci` on the version commit needs them.
+  run(
+    'npm',
+    ['install', '--package-lock-only', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'],
+    tree,
+  );
+  run(process.execPath, [join(tree, 'scripts', 'complete-lockfile.mjs')], tree);
+  run('git', ['add', '-A'], tree);
+  const identity = ['-c', 'user.name=mco release', '-c', 'user.email=release@mco-project.invalid'];
+  run('git', [...identity, 'commit', '--quiet', '--allow-empty', '-m', `release: ${versions.get('mco')}`], tree);
+  const versionCommit = run('git', ['format-patch', '-1', '--stdout', '--base=HEAD~1', 'HEAD'], tree);
   // turbo builds in dependency order; the published mco keeps @mco/* external (apps/mco/tsup.config.ts).
   run('npx', ['--no-install', 'turbo', 'run', 'build', ...dirs.flatMap((d) => ['--filter', `./${d}`])], tree, {
     stdio: ['ignore', 'ignore', 'inherit'],
@@ -114,6 +202,18 @@ try {
 
   rmSync(out, { recursive: true, force: true });
   mkdirSync(join(out, 'npm'), { recursive: true });
+  writeFileSync(join(out, 'version-commit.patch'), versionCommit);
+  const changelogs = dirs
+    .filter((dir) => existsSync(join(tree, dir, 'CHANGELOG.md')))
+    .map((dir) => {
+      mkdirSync(join(out, 'changelogs', dir), { recursive: true });
+      cpSync(join(tree, dir, 'CHANGELOG.md'), join(out, 'changelogs', dir, 'CHANGELOG.md'));
+      return `changelogs/${dir}/CHANGELOG.md`;
+    });
+  cpSync(join(tree, TEMPLATE), join(out, 'provider-template'), {
+    recursive: true,
+    filter: (src) => !/[/\\](node_modules|dist|reports)$/.test(src),
+  });
   const report = JSON.parse(
     run(
       'npm',
@@ -129,6 +229,8 @@ try {
     return { name: p.name, version: p.version, tarball: `npm/${p.filename}`, dir };
   });
   const version = packages.find((p) => p.name === 'mco').version;
+  const cli = `cli/mco-${version}.tgz`;
+  standaloneCli(packages, join(work, 'cli'), join(out, cli));
 
   const chart = join(work, 'chart');
   cpSync(join(tree, 'apps', 'mco', 'chart'), chart, { recursive: true, filter: (src) => !src.endsWith('/hack') });
@@ -157,10 +259,30 @@ try {
       2,
     )}\n`,
   );
+  // The lockfile pins every third-party dependency (and SHA256SUMS covers it): `npm ci` in the Dockerfile.
+  run(
+    'npm',
+    ['install', '--package-lock-only', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'],
+    image,
+  );
 
   writeFileSync(
     join(out, 'release.json'),
-    `${JSON.stringify({ version, packages, chart: `chart/mco-${version}.tgz`, image: 'image' }, null, 2)}\n`,
+    `${JSON.stringify(
+      {
+        version,
+        packages,
+        cli,
+        chart: `chart/mco-${version}.tgz`,
+        image: 'image',
+        imageEntrypoint: IMAGE_MCO,
+        providerTemplate: 'provider-template',
+        changelogs,
+        versionCommit: 'version-commit.patch',
+      },
+      null,
+      2,
+    )}\n`,
   );
   const sums = files(out)
     .map((file) => relative(out, file))

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { EXIT_USAGE, explainFailure, isConfigurationError, UsageError, type Io } from './cli.js';
 import { commands } from './commands/index.js';
 
@@ -16,8 +17,13 @@ Usage: mco <command> [options]
 Commands:
 ${lines.join('\n')}
 
-Run "mco <command> --help" for the options of a command.
+Run "mco <command> --help" for the options of a command; "mco --version" prints the version.
 `;
+}
+
+/** mco's version: the package.json beside src/ and dist/ (the same relative path from both). */
+export function version(): string {
+  return (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 }
 
 /**
@@ -52,6 +58,10 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<number> 
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
     io.stdout(helpText());
     return name === undefined ? EXIT_USAGE : 0;
+  }
+  if (name === '--version') {
+    io.stdout(`${version()}\n`);
+    return 0;
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {

@@ -19,8 +19,10 @@ export interface PluginEntry {
 }
 
 /**
- * Creates one instance per entry with the registered modules. Every error is a
- * UsageError naming the entry's path in `where` (e.g. `sources.yaml: sources[1].config.url`).
+ * Creates one instance per entry with the registered modules, once every entry
+ * is valid. Every error is named by the entry's path in `where` (e.g.
+ * `sources.yaml: sources[1].config.url`); all of them are reported at once, in
+ * one UsageError (`; `-separated), so a file is fixed in one pass.
  */
 export function createPlugins<K extends PluginKind, I, D>(
   modules: readonly PluginModule<K, unknown, I, D>[],
@@ -28,25 +30,32 @@ export function createPlugins<K extends PluginKind, I, D>(
   where: (index: number) => string,
   deps: (entry: PluginEntry) => D,
 ): Map<string, I> {
-  const created = new Map<string, I>();
+  const errors: string[] = [];
+  const valid: { entry: PluginEntry; module: PluginModule<K, unknown, I, D>; config: unknown }[] = [];
+  const names = new Set<string>();
   for (const [index, entry] of entries.entries()) {
     const at = where(index);
-    if (created.has(entry.name)) throw new UsageError(`${at}.name: "${entry.name}" is used twice`);
+    if (names.has(entry.name)) errors.push(`${at}.name: "${entry.name}" is used twice`);
+    names.add(entry.name);
     const module = modules.find((m) => m.name === entry.plugin);
     if (!module) {
       const known = modules.map((m) => m.name).join(', ');
       const kind = modules[0] ? `${KIND_LABELS[modules[0].kind]} ` : '';
-      throw new UsageError(`${at}.plugin: unknown ${kind}plugin "${entry.plugin}" (known: ${known})`);
+      errors.push(`${at}.plugin: unknown ${kind}plugin "${entry.plugin}" (known: ${known})`);
+      continue;
     }
     const config = module.configSchema.safeParse(entry.config ?? {});
     if (!config.success) {
-      const issue = config.error.issues[0]!;
-      const path = formatPath(issue.path);
-      throw new UsageError(`${at}.config${path ? `.${path}` : ''}: ${issue.message}`);
+      for (const issue of config.error.issues) {
+        const path = formatPath(issue.path);
+        errors.push(`${at}.config${path ? `.${path}` : ''}: ${issue.message}`);
+      }
+      continue;
     }
-    created.set(entry.name, module.create(config.data, deps(entry)));
+    valid.push({ entry, module, config: config.data });
   }
-  return created;
+  if (errors.length > 0) throw new UsageError(errors.join('; '));
+  return new Map(valid.map(({ entry, module, config }) => [entry.name, module.create(config, deps(entry))]));
 }
 
 const PLUGIN_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;

@@ -68,6 +68,26 @@ describe('mco inventory configuration errors', () => {
     expect(code).toBe(2);
   });
 
+  it('reports every error of a providers file at once, each naming its field', async () => {
+    const content =
+      'providers: [{name: a, plugin: nope}, {name: b, plugin: manual, config: {resyncSeconds: -1}}, {name: a, plugin: manual, config: {file: x}}]';
+    const { code, stderr } = await mco(
+      'inventory',
+      '--config',
+      file('providers.yaml', content),
+      '--kubeconfig',
+      kubeconfig,
+    );
+    const errors = stderr.trim().split('; ');
+    expect({ code, lines: stderr.trim().split('\n').length }).toEqual({ code: 2, lines: 1 });
+    expect(errors.map((e) => /providers\[\d\]\.[\w.]+/.exec(e)?.[0])).toEqual([
+      'providers[0].plugin',
+      'providers[1].config.file',
+      'providers[1].config.resyncSeconds',
+      'providers[2].name',
+    ]);
+  });
+
   it('accepts one cluster manager name in namespaces that do not overlap, and distinct names anywhere', async () => {
     const registry = new Registry();
     const { KubeConfig } = await import('@kubernetes/client-node');

@@ -197,4 +197,25 @@ describeWithHub('cluster maintenance on a real kube-apiserver', () => {
       'mco explain: signal source "team-b" does not serve namespace "team-a" (its placementNamespaces): every signal reads as missing\n',
     );
   }, 180_000);
+
+  it('live mco explain without --signal-sources reports Satisfied as a controller without signal sources writes it', async () => {
+    const { fleet, hub } = env;
+    await fleet.namespace('nosource');
+    await fleet.createProfile('nosource', 'n1', { gpu: 'l4' });
+    const dir = mkdtempSync(join(tmpdir(), 'mco-explain-nosource-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, hub.admin.exportConfig());
+    env.start(testController(hub.controllerKubeConfig()));
+    await fleet.createPlacement('nosource', 'auto', autoscaling(0));
+    const written = await waitFor('the controller wrote Satisfied', async () => {
+      const c = await fleet.condition('nosource', 'auto', 'Satisfied');
+      return c?.reason === 'NoSignalSource' && c;
+    });
+    const r = await mco('explain', 'auto', '-n', 'nosource', '--kubeconfig', kubeconfig, '-o', 'json');
+    const explained = (JSON.parse(r.stdout) as { satisfied: object }).satisfied;
+    expect({ code: r.code, satisfied: explained }).toEqual({
+      code: 0,
+      satisfied: { status: written.status, reason: written.reason, message: written.message },
+    });
+  }, 180_000);
 });

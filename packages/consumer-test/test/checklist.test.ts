@@ -65,6 +65,19 @@ describe('package checklist (docs/packaging.md)', () => {
       }
     });
 
+    it("resolves under TypeScript's `--module commonjs` (node10 resolution ignores exports): main, types, typesVersions", () => {
+      const exports = manifest.exports;
+      if (!exports) return;
+      expect({ main: manifest.main, types: manifest.types }).toEqual({
+        main: exports['.']!.default,
+        types: exports['.']!.types,
+      });
+      const subpaths = Object.entries(exports).filter(([subpath]) => subpath !== '.');
+      expect(manifest.typesVersions?.['*'] ?? {}).toEqual(
+        Object.fromEntries(subpaths.map(([subpath, c]) => [subpath.replace(/^\.\//, ''), [c.types]])),
+      );
+    });
+
     it('depends on ranges, with shared packages as peers (also installed for its own build)', () => {
       for (const [dep, range] of Object.entries(manifest.dependencies ?? {})) {
         expect(range, dep).toMatch(/^\^/);
@@ -95,6 +108,31 @@ describe('package checklist (docs/packaging.md)', () => {
     );
     expect(valueImports).toEqual([]);
     expect(runtime.manifest.peerDependenciesMeta?.['@kubernetes/client-node']?.optional).toBe(true);
+  });
+
+  it('@mco/kube-runtime requires @kubernetes/client-node (a peer npm installs beside it, never optional)', () => {
+    // An optional peer is installed nowhere: `mco` then fails with "Cannot find module" on its first request.
+    const kubeRuntime = workspaces.find((w) => w.manifest.name === '@mco/kube-runtime')!.manifest;
+    expect(kubeRuntime.peerDependencies?.['@kubernetes/client-node']).toMatch(/^\^/);
+    expect(kubeRuntime.peerDependenciesMeta?.['@kubernetes/client-node']?.optional).not.toBe(true);
+  });
+
+  it('declares one range per shared package across the workspaces, so npm installs one copy', () => {
+    for (const dep of SHARED) {
+      const ranges = new Set(workspaces.flatMap((w) => w.manifest.peerDependencies?.[dep] ?? []));
+      expect(ranges.size, `${dep}: ${[...ranges].join(', ')}`).toBeLessThanOrEqual(1);
+    }
+  });
+
+  it("the provider template's @mco/* ranges are the workspaces' current versions", () => {
+    const template = JSON.parse(readFileSync(join(REPO, 'templates', 'provider-template', 'package.json'), 'utf8')) as {
+      dependencies: Record<string, string>;
+    };
+    const mcoDeps = Object.entries(template.dependencies).filter(([name]) => name.startsWith('@mco/'));
+    expect(mcoDeps.length).toBeGreaterThan(0);
+    for (const [name, range] of mcoDeps) {
+      expect(range, name).toBe(`^${workspaces.find((w) => w.manifest.name === name)!.manifest.version}`);
+    }
   });
 
   it('core ships the placement CRD the docs promise', () => {

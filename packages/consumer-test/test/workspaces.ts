@@ -13,6 +13,9 @@ export interface Manifest {
   readonly scripts?: Readonly<Record<string, string>>;
   readonly files?: readonly string[];
   readonly exports?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly main?: string;
+  readonly types?: string;
+  readonly typesVersions?: Readonly<Record<string, Readonly<Record<string, readonly string[]>>>>;
   readonly dependencies?: Readonly<Record<string, string>>;
   readonly peerDependencies?: Readonly<Record<string, string>>;
   readonly peerDependenciesMeta?: Readonly<Record<string, { readonly optional?: boolean }>>;
@@ -37,10 +40,15 @@ export function publishableWorkspaces(): { dir: string; manifest: Manifest }[] {
   });
 }
 
-/** Runs a command; resolves with its stdout, rejects with its output when it fails. */
-export function run(command: string, args: readonly string[], cwd: string): Promise<string> {
+/** Runs a command (`env` added to ours); resolves with its stdout, rejects with its output when it fails. */
+export function run(
+  command: string,
+  args: readonly string[],
+  cwd: string,
+  env: Readonly<Record<string, string>> = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(command, args, { cwd, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
     let out = '';
     let err = '';
     child.stdout.setEncoding('utf8').on('data', (chunk: string) => (out += chunk));

@@ -18,6 +18,7 @@ export {
   REASON_NO_SIGNAL_SOURCE,
   REASON_UNKNOWN_SIGNAL_SOURCE,
   REASON_SIGNAL_SOURCE_NOT_ALLOWED,
+  withoutSignalSource,
   type ReconcileResult,
   type ReconcilerOptions,
 } from './reconciler.js';

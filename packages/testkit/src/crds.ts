@@ -67,12 +67,13 @@ export function thirdPartyCrd(name: ThirdPartyCrd, env: NodeJS.ProcessEnv = proc
 }
 
 /**
- * `../shared/crds` beside the repository, or `$MCO_SHARED_CRDS` (a git
- * worktree sits elsewhere), or undefined when absent. It holds upstream's
- * copies of the CRDs above, which CI has: only the cross-checks read it
- * (packages/testkit/test/third-party-crds.test.ts).
+ * Upstream's copies of the CRDs above: `$MCO_SHARED_CRDS`, else `../shared/crds`
+ * beside the repository, else the copies vendored in `packages/testkit/crds/upstream`
+ * (SOURCES.md there names each one's project, commit and licence). Only the
+ * cross-checks read it (packages/testkit/test/third-party-crds.test.ts).
  */
-export function sharedCrdsDir(env: NodeJS.ProcessEnv = process.env): string | undefined {
-  const dir = env.MCO_SHARED_CRDS || join(REPO, '..', 'shared', 'crds');
-  return existsSync(dir) ? dir : undefined;
+export function sharedCrdsDir(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.MCO_SHARED_CRDS) return env.MCO_SHARED_CRDS;
+  const beside = join(REPO, '..', 'shared', 'crds');
+  return existsSync(beside) ? beside : join(REPO, 'packages', 'testkit', 'crds', 'upstream');
 }

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /** A free TCP port on 127.0.0.1 (the OS picks it; callers retry if a race loses it). */
@@ -30,6 +31,8 @@ export interface ServerProcess {
  * Starts a server binary in its own process group with output appended to a
  * log file (no pipes, so it never blocks on, or dies with, our streams);
  * `env` is added to this process's environment; `cwd` is its working directory.
+ * Every group started here dies with this process, however it ends (SIGKILL
+ * included): see `ProcessReaper`; `stopServer` stops it earlier.
  */
 export function startServer(
   binary: string,
@@ -46,6 +49,7 @@ export function startServer(
     closeSync(fd);
   }
   child.unref();
+  serversReaper().track(child.pid);
   let done = false;
   const exited = new Promise<void>((resolve) => {
     child.once('exit', () => {
@@ -82,6 +86,7 @@ export async function stopServer(server: ServerProcess, graceMs: number): Promis
   } else {
     await server.exited;
   }
+  serversReaper().untrack(server.child.pid);
 }
 
 export function tailOf(logFile: string, lines = 25): string {
@@ -163,4 +168,12 @@ export class ProcessReaper {
   private writePids(): void {
     writeFileSync(join(this.dir, 'pids'), [...this.pids].map((pid) => `${pid}\n`).join(''));
   }
+}
+
+let servers: ProcessReaper | undefined;
+
+/** The reaper of every server this process started (created with the first one). */
+function serversReaper(): ProcessReaper {
+  servers ??= new ProcessReaper(mkdtempSync(join(tmpdir(), 'mco-testkit-servers-')));
+  return servers;
 }

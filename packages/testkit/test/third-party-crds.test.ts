@@ -1,7 +1,7 @@
 // The third-party CRDs the tests install come from the repository or from the
-// pinned Go modules the tool builds take them from (src/crds.ts). Where
-// upstream's own copies are at hand (../shared/crds, as in CI), every one of
-// ours is checked against upstream's: same group, kind, scope and versions,
+// pinned Go modules the tool builds take them from (src/crds.ts). Every one
+// of ours is checked against upstream's own copy (vendored in crds/upstream,
+// or ../shared/crds beside the repository): same group, kind, scope and versions,
 // and every field ours defines exists upstream with the same type, no enum
 // value or required field upstream lacks, so a test never passes on an object
 // the real CRD would reject or prune.
@@ -80,15 +80,13 @@ function summary(crd: Crd) {
 
 const shared = sharedCrdsDir();
 const inCi = process.env.CI === 'true';
-if (!shared && !inCi)
-  console.log('[testkit] skipping the cross-check of third-party CRDs with upstream: no ../shared/crds');
 const names = Object.keys(THIRD_PARTY_CRDS) as ThirdPartyCrd[];
 const toolOf = (name: ThirdPartyCrd): string | undefined => {
   const source = THIRD_PARTY_CRDS[name];
   return 'tool' in source ? source.tool : undefined;
 };
 
-describe.skipIf(!shared && !inCi)("third-party CRDs against upstream's copies in ../shared/crds", () => {
+describe("third-party CRDs against upstream's copies", () => {
   it.each(names.map((name) => ({ name, tool: toolOf(name) })))(
     '$name matches upstream: group, kind, scope, versions, and every field with its type',
     ({ name, tool }) => {
@@ -96,7 +94,7 @@ describe.skipIf(!shared && !inCi)("third-party CRDs against upstream's copies in
         console.log(`[testkit] ${name}: the tool ${tool} is not prepared; not compared`);
         return;
       }
-      const upstreamFile = join(shared!, name);
+      const upstreamFile = join(shared, name);
       expect(existsSync(upstreamFile)).toBe(true);
       const [ours] = loadYamlObjects(thirdPartyCrd(name)) as unknown as Crd[];
       const [theirs] = loadYamlObjects(upstreamFile) as unknown as Crd[];

@@ -12,6 +12,7 @@ import {
   type PlacementStatus,
   type Signal,
 } from '@mco/core';
+import { REASON_NO_SIGNAL_SOURCE, REASON_SIGNAL_SOURCE_NOT_ALLOWED, withoutSignalSource } from '@mco/controller';
 import { CLUSTER_PROFILES, KubeClient, objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
 import { createLogger, type KubeConnection } from '@mco/runtime';
 import {
@@ -95,6 +96,7 @@ export const explainCommand: Command = {
     }
     if (positionals.length > 1) throw new UsageError(`unexpected argument "${positionals[1]}"`);
     let input: DecideInput;
+    let missingSource: MissingSource | undefined;
     if (values.file) {
       const doc = parseOrThrow(DecisionInputSchema, await readDocument(values.file), `input ${values.file}`);
       input = {
@@ -106,7 +108,7 @@ export const explainCommand: Command = {
     } else {
       const hub = loadHub(values.kubeconfig, values.context);
       try {
-        input = await readLive(
+        ({ input, missingSource } = await readLive(
           hub,
           values.namespace ?? 'default',
           positionals[0]!,
@@ -114,18 +116,34 @@ export const explainCommand: Command = {
           values['allow-cross-namespace-workloads'] !== true,
           parseClusterProfileNamespaces(values['cluster-profile-namespaces']),
           io,
-        );
+        ));
       } catch (error) {
         if (error instanceof UsageError) throw error;
         io.stderr(`mco explain: ${(error as Error).message}\n`);
         return 1;
       }
     }
-    const explanation = explain(input);
+    const explanation = asTheController(explain(input), input, missingSource);
     io.stdout(output === 'json' ? `${JSON.stringify(explanation, null, 2)}\n` : formatExplanation(explanation));
     return 0;
   },
 };
+
+/** Why an autoscaling placement gets no signals: the controller's Satisfied=Unknown reason and message. */
+interface MissingSource {
+  readonly reason: string;
+  readonly message: string;
+}
+
+/** Satisfied as the controller writes it when the placement's signal source is missing or not allowed. */
+function asTheController(e: Explanation, input: DecideInput, missing: MissingSource | undefined): Explanation {
+  if (!missing) return e;
+  const status = withoutSignalSource(e.decision.status, input.placement.status ?? {}, missing, input.now);
+  const satisfied = status.conditions?.find((c) => c.type === 'Satisfied');
+  return satisfied
+    ? { ...e, satisfied: { status: satisfied.status, reason: satisfied.reason, message: satisfied.message } }
+    : e;
+}
 
 /**
  * The snapshot the controller would decide on, read once without informers:
@@ -140,7 +158,7 @@ async function readLive(
   isolated: boolean,
   clusterProfileNamespaces: readonly string[],
   io: Io,
-): Promise<DecideInput> {
+): Promise<{ input: DecideInput; missingSource: MissingSource | undefined }> {
   const client = new KubeClient(hub);
   let placement: {
     metadata: { name: string; namespace: string; generation?: number };
@@ -157,13 +175,16 @@ async function readLive(
     client.close();
   }
   const now = new Date();
-  const signals = await observeSignals(hub, placement, profiles, signalSourcesFile, isolated, io);
+  const { signals, missingSource } = await observeSignals(hub, placement, profiles, signalSourcesFile, isolated, io);
   return {
-    now,
-    placement,
-    clusterProfiles: profiles,
-    signals,
-    ...(isolated ? { requireWorkloadInPlacementNamespace: true } : {}),
+    input: {
+      now,
+      placement,
+      clusterProfiles: profiles,
+      signals,
+      ...(isolated ? { requireWorkloadInPlacementNamespace: true } : {}),
+    },
+    missingSource,
   };
 }
 
@@ -174,15 +195,17 @@ async function observeSignals(
   file: string | undefined,
   isolated: boolean,
   io: Io,
-): Promise<Signal[]> {
+): Promise<{ signals: Signal[]; missingSource?: MissingSource }> {
   const compiled = compilePlacementSpec(placement.spec);
   const autoscale = compiled.ok ? compiled.value.spec.scaling?.autoscaleForCapacity : undefined;
-  if (!compiled.ok || !autoscale) return [];
+  if (!compiled.ok || !autoscale) return { signals: [] };
   // The controller never observes another namespace's workload: the engine reports the spec invalid.
-  if (isolated && crossNamespaceWorkload(compiled.value.spec, placement.metadata.namespace)) return [];
+  if (isolated && crossNamespaceWorkload(compiled.value.spec, placement.metadata.namespace)) return { signals: [] };
   if (!file) {
     io.stderr('mco explain: no --signal-sources given: every signal reads as missing\n');
-    return [];
+    // The controller's words for a controller started without --signal-sources.
+    const message = 'no capacity-signal source is configured (see --signal-sources)';
+    return { signals: [], missingSource: { reason: REASON_NO_SIGNAL_SOURCE, message } };
   }
   const logger = createLogger({ level: 'warn', write: io.stderr });
   const sources = await createSignalSources(file, hub, new Registry(), logger);
@@ -193,10 +216,10 @@ async function observeSignals(
     const allowed = sources.namespaces.get(name!);
     if (allowed && !allowed.includes(placement.metadata.namespace)) {
       // As the controller: the source is not asked, so every signal reads as missing.
-      io.stderr(
-        `mco explain: signal source "${name}" does not serve namespace "${placement.metadata.namespace}" (its placementNamespaces): every signal reads as missing\n`,
-      );
-      return [];
+      const serves = `does not serve namespace "${placement.metadata.namespace}" (its placementNamespaces)`;
+      io.stderr(`mco explain: signal source "${name}" ${serves}: every signal reads as missing\n`);
+      const message = `capacity-signal source "${name}" ${serves}`;
+      return { signals: [], missingSource: { reason: REASON_SIGNAL_SOURCE_NOT_ALLOWED, message } };
     }
     const byKey = new Map(profiles.map((p) => [clusterKey(p.metadata.namespace, p.metadata.name), p]));
     const clusters = (placement.status?.clusters ?? []).flatMap((c) => {
@@ -216,10 +239,12 @@ async function observeSignals(
       AbortSignal.timeout(10_000),
     );
     for (const e of observation.errors) io.stderr(`mco explain: no signal for ${e.cluster}: ${e.message}\n`);
-    return observation.signals.flatMap((s) => {
-      const parsed = SignalSchema.safeParse(s);
-      return parsed.success ? [parsed.data] : [];
-    });
+    return {
+      signals: observation.signals.flatMap((s) => {
+        const parsed = SignalSchema.safeParse(s);
+        return parsed.success ? [parsed.data] : [];
+      }),
+    };
   } finally {
     await Promise.all([...sources.byName.values()].map((s) => s.close?.().catch(() => undefined)));
   }
