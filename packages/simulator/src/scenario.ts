@@ -163,6 +163,9 @@ export const ScenarioSchema = z.strictObject({
   seed: z.number().int().min(0).max(0xffffffff).default(1),
   start: TimestampSchema.default('2026-01-01T00:00:00Z'),
   duration: DurationSchema,
+  longView: DurationSchema.optional().describe(
+    'Also run the scenario over this longer duration: the same events, and the calm after them goes on (a flat demand stays flat, a cycle keeps cycling), so that what an event costs is seen next to a long run.',
+  ),
   tick: DurationSchema.default(30),
   workload: WorkloadSchema.optional(),
   fleet: z.strictObject({
@@ -268,6 +271,9 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
   if (s.duration < s.tick) issue('duration', 'must be at least one tick');
   if (s.tick >= 1 && s.duration / s.tick > MAX_TICKS)
     issue('duration', `more than ${MAX_TICKS} ticks; use a longer tick`);
+  if (s.longView !== undefined && s.longView <= s.duration) issue('longView', 'must be longer than duration');
+  if (s.longView !== undefined && s.tick >= 1 && s.longView / s.tick > MAX_TICKS)
+    issue('longView', `more than ${MAX_TICKS} ticks; use a longer tick`);
 
   // One workload (workload, placement, demand) or several (placements), each checked under its own path.
   const single = s.workload !== undefined || s.placement !== undefined || s.demand !== undefined;
@@ -372,6 +378,13 @@ export function parseScenarioText(text: string): Result<Scenario, readonly Scena
     return { ok: false, error: [{ field: '(document)', message: (error as Error).message }] };
   }
   return parseScenario(document);
+}
+
+/** The scenario's long view (`longView`): the same scenario run over the longer duration; undefined without one. */
+export function longView(scenario: Scenario): Scenario | undefined {
+  if (scenario.longView === undefined) return undefined;
+  const { longView: duration, ...rest } = scenario;
+  return { ...rest, duration };
 }
 
 /** One line per issue: `field: message`. */

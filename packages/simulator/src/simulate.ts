@@ -156,7 +156,7 @@ export interface FailBackOutcome {
    * the same cluster reactivated (P3) or, once removed, added again (P1).
    */
   readonly cycles: number;
-  /** The most cycles whose fail-back falls within one stabilization window. */
+  /** The most cycles of one cluster whose fail-backs fall within one stabilization window. */
   readonly maxCyclesPerWindow: number;
 }
 
@@ -900,7 +900,8 @@ class Run {
     const behavior = resolveBehavior(tenant.spec.scaling?.autoscaleForCapacity?.behavior);
     if (!tenant.spec.scaling?.autoscaleForCapacity || !behavior.failBackEnabled) return null;
     const lastFailBack = new Map<string, number>();
-    const cycleStarts: number[] = [];
+    // Per cluster, as rule F1 counts them: two clusters failed back together are one cycle each.
+    const cycleStarts = new Map<string, number[]>();
     let failBacks = 0;
     for (const e of this.timeline) {
       if (e.kind !== 'transition' || (this.tenants.length > 1 && e.placement !== tenant.name)) continue;
@@ -912,19 +913,21 @@ class Run {
       // Brought back after a fail-back: reactivated while draining (P3), or added again (P1) once removed.
       const since = lastFailBack.get(e.cluster);
       if (since !== undefined && (e.id === 'P3' || e.id === 'P1')) {
-        cycleStarts.push(since);
+        cycleStarts.set(e.cluster, [...(cycleStarts.get(e.cluster) ?? []), since]);
         lastFailBack.delete(e.cluster);
       }
     }
-    // Cycles are found in the order they were undone; the window count needs them by start.
-    cycleStarts.sort((a, b) => a - b);
     const window = behavior.failBackStabilizationSeconds;
+    let cycles = 0;
     let maxCyclesPerWindow = 0;
-    cycleStarts.forEach((t, i) => {
-      const within = cycleStarts.slice(i).filter((u) => u < t + Math.max(window, 1)).length;
-      maxCyclesPerWindow = Math.max(maxCyclesPerWindow, within);
-    });
-    return { windowSeconds: window, failBacks, cycles: cycleStarts.length, maxCyclesPerWindow };
+    for (const starts of cycleStarts.values()) {
+      cycles += starts.length;
+      starts.forEach((t, i) => {
+        const within = starts.slice(i).filter((u) => u < t + Math.max(window, 1)).length;
+        maxCyclesPerWindow = Math.max(maxCyclesPerWindow, within);
+      });
+    }
+    return { windowSeconds: window, failBacks, cycles, maxCyclesPerWindow };
   }
 
   private startMs(): number {
