@@ -178,6 +178,12 @@ export const ScenarioSchema = z.strictObject({
       failedScaleUpWindow: DurationSchema.default(600).describe(
         'A FailedScaleUp (or NotTriggerScaleUp) event counts this long.',
       ),
+      omitReadyReplicas: z
+        .union([z.boolean(), z.array(name).max(100)])
+        .optional()
+        .describe(
+          'A signal source that does not report readyReplicas (as the Prometheus source without its query): true for every cluster, or the names of the clusters whose signals omit it.',
+        ),
     })
     .default({ failedScaleUpWindow: 600 }),
   placement: PlacementSchema.optional().describe('A MultiKubernetesClusterPlacement (status optional).'),
@@ -333,6 +339,12 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
         issue(`${g.path}demand.piecewise[${i}].at`, 'points must be in time order');
     });
   });
+
+  const omit = s.signals.omitReadyReplicas;
+  if (Array.isArray(omit))
+    omit.forEach((c, i) => {
+      if (!names.has(c)) issue(`signals.omitReadyReplicas[${i}]`, `no cluster named ${c} in fleet.clusters`);
+    });
 
   s.events.forEach((e, i) => {
     const field = `events[${i}]`;

@@ -62,12 +62,21 @@ function workloadReplicas(run: Evaluation): number | undefined {
   return total;
 }
 
-/** Rule F2: the most replicas the workload needed within the lookback (status.failBack.recentPeaks), if any. */
-export function recentPeak(run: Evaluation): RecentPeak | undefined {
+/** The most replicas the workload needed in the periods kept (status.failBack.recentPeaks), if any. */
+function keptPeak(run: Evaluation): number | undefined {
   const peaks = run.failBackStatus?.recentPeaks;
-  if (!peaks || peaks.length === 0) return undefined;
+  return peaks && peaks.length > 0 ? Math.max(...peaks.map((p) => p.replicas)) : undefined;
+}
+
+/**
+ * Rule F2: the most replicas the workload needed within the lookback, now
+ * included; undefined when none is kept (fail-back off).
+ */
+export function recentPeak(run: Evaluation): RecentPeak | undefined {
+  const kept = keptPeak(run);
+  if (kept === undefined) return undefined;
   return {
-    replicas: Math.max(...peaks.map((p) => p.replicas)),
+    replicas: Math.max(kept, workloadReplicas(run) ?? 0),
     lookbackSeconds: run.behavior.failBackPeakLookbackSeconds,
   };
 }
@@ -78,10 +87,10 @@ export function recentPeak(run: Evaluation): RecentPeak | undefined {
  * evaluation adds to it), or undefined.
  */
 export function beyondPeakBecause(run: Evaluation): string | undefined {
-  const peak = recentPeak(run);
+  const peak = keptPeak(run);
   const now = workloadReplicas(run);
-  if (!peak || now === undefined || now <= peak.replicas) return undefined;
-  return `the workload needs ${now} replica(s), above its recent peak of ${peak.replicas}`;
+  if (peak === undefined || now === undefined || now <= peak) return undefined;
+  return `the workload needs ${now} replica(s), above its recent peak of ${peak}`;
 }
 
 /**
