@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { longView, NodePoolModel, parseScenarioText, simulate, type Scenario } from '../src/index.js';
+import { lineChart } from '../src/svg.js';
 
 // Issue 41's simulator details: the long view, a source without readyReplicas,
 // the node pool through an outage, and MCO v0.2's FailedScaleUp-only reading.
@@ -76,5 +77,41 @@ describe('MCO v0.2 reads FailedScaleUp only, as MCO documents its metric', () =>
     expect(pool.events.map((e) => e.reason)).toEqual(['NotTriggerScaleUp']);
     expect(pool.failedScaleUpWithin(30, 600)).toBe(true);
     expect(pool.failedScaleUpWithin(30, 600, ['FailedScaleUp'])).toBe(false);
+  });
+});
+
+describe('report charts', () => {
+  it('identical policies do not hide each other: the later line is dashed and says which it equals', () => {
+    const svg = lineChart({
+      id: 'c',
+      title: 't',
+      times: [0, 30],
+      duration: 60,
+      yLabel: 'y',
+      series: [
+        { label: 'mco', color: '#000', values: [1, 2] },
+        { label: 'mco with fail-back', color: '#111', values: [1, 2] },
+      ],
+    });
+    expect(svg).toContain('mco with fail-back (identical to mco)');
+    expect(svg).toMatch(/data-series="mco with fail-back"[^>]*stroke-dasharray/);
+  });
+
+  it('markers two minutes apart do not overlap: the second label goes a row lower', () => {
+    const svg = lineChart({
+      id: 'c',
+      title: 't',
+      times: [0, 30],
+      duration: 8 * 3600,
+      yLabel: 'y',
+      series: [{ label: 'a', color: '#000', values: [1, 2] }],
+      markers: [
+        { t: 3600, label: 'one' },
+        { t: 3720, label: 'two' },
+      ],
+    });
+    const ys = [...svg.matchAll(/<g class="marker">.*?<text x="[\d.]+" y="([\d.]+)"/g)].map((m) => Number(m[1]));
+    expect(ys).toHaveLength(2);
+    expect(ys[1]! - ys[0]!).toBe(10);
   });
 });
