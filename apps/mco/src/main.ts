@@ -50,6 +50,11 @@ export function installProcessHandlers(io: Io = defaultIo): void {
   const fatal = fatalHandler(io, (code) => process.exit(code));
   process.on('unhandledRejection', (reason) => fatal('unhandledRejection', reason));
   process.on('uncaughtException', (error) => fatal('uncaughtException', error));
+  // `mco simulate … | head`: the reader left; there is nothing more to say and nobody to say it to.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(0);
+    fatal('uncaughtException', error);
+  });
 }
 
 /** Runs the `mco` command line; returns the exit code. */

@@ -27,6 +27,7 @@ const FIELDS: Record<keyof typeof DEFAULT_BEHAVIOR, string> = {
   failBackMaxStabilizationSeconds: 'failBack.maxStabilizationWindowSeconds',
   failBackBackoffDecaySeconds: 'failBack.backoffDecaySeconds',
   failBackLingerSeconds: 'failBack.lingerSeconds',
+  failBackPeakLookbackSeconds: 'failBack.peakLookbackSeconds',
 };
 
 function defaultsTable(): string {

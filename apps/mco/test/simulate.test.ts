@@ -64,8 +64,13 @@ describe('mco demo and mco simulate', () => {
     const first = await mco('simulate', scenario, '--seed', '3', '--seeds', '1', '--report', join(dir, 'a.html'));
     const second = await mco('simulate', scenario, '--seed', '3', '--seeds', '1', '--report', join(dir, 'b.html'));
     expect(first.code).toBe(0);
-    expect(first.stdout.replace(/a\.html/g, 'X')).toBe(second.stdout.replace(/b\.html/g, 'X'));
+    expect(first.stdout.replace(/\/a(-long-view)?\.html/g, '/X$1')).toBe(
+      second.stdout.replace(/\/b(-long-view)?\.html/g, '/X$1'),
+    );
     expect(existsSync(join(dir, 'a.html'))).toBe(true);
+    // region-outage has a 72-hour long view: printed after the short one, with its own report.
+    expect(first.stdout).toMatch(/Long view \(72h(00m)?\):/);
+    expect(existsSync(join(dir, 'a-long-view.html'))).toBe(true);
   });
 
   it('exits 2 and names the field for an invalid scenario', async () => {

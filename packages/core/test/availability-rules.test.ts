@@ -54,10 +54,16 @@ const steady = (key: string, replicas: number, extra: Omit<Signal, 'cluster' | '
 });
 
 /** What a row checks of a decision: states, transitions, status.failBack and the requeue. */
+/** status.failBack without its recent peaks (rule F2's peak has its own table in fail-back-peak.test.ts). */
+const withoutPeaks = (f: FailBackStatus | undefined): FailBackStatus | undefined => {
+  if (!f) return f;
+  const { recentPeaks: _, ...rest } = f;
+  return Object.keys(rest).length > 0 ? rest : undefined;
+};
 const outcome = (d: Decision) => ({
   states: states(d),
   moves: moves(d),
-  failBack: d.status.failBack,
+  failBack: withoutPeaks(d.status.failBack),
   requeue: d.requeueAfterSeconds,
 });
 const clusterOf = (d: Decision, key: string): PlacementCluster | undefined =>

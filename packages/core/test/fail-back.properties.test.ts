@@ -140,7 +140,7 @@ describe('fail-back properties over random timelines', () => {
     );
   });
 
-  it("turning fail-back on changes nothing but adding fail-back P2s: until the first one, every decision equals today's", () => {
+  it("turning fail-back on changes nothing but adding fail-back P2s (and rule M1's scale-ins, which these HPAs at minReplicas 1 never reach): until the first one, every decision equals today's", () => {
     let sawFailBack = 0;
     fc.assert(
       fc.property(arbTimeline, (t) => {
@@ -241,5 +241,77 @@ describe('fail-back properties over random timelines', () => {
       }),
       RUNS,
     );
+  });
+});
+
+describe('fail-back and the recent peak (rule F2)', () => {
+  // Three clusters (HPA max 10 each); each step, each cluster's HPA runs 1–9
+  // replicas (steady), 10 at its ceiling, or sends no signal.
+  const LOOKBACK = 300;
+  const arbPeaks = fc.array(
+    fc.record({
+      advance: fc.integer({ min: 10, max: 120 }),
+      replicas: fc.tuple(
+        ...KEYS.slice(0, 3).map(() =>
+          fc.oneof(
+            { weight: 6, arbitrary: fc.integer({ min: 1, max: 4 }) },
+            { weight: 2, arbitrary: fc.integer({ min: 0, max: 9 }) },
+            { weight: 1, arbitrary: fc.constant(10) },
+          ),
+        ),
+      ),
+    }),
+    { minLength: 1, maxLength: 120, size: 'max' },
+  );
+  const signal = (key: string, r: number, now: number): Signal[] =>
+    r === 0 ? [] : [r >= 10 ? anAtCeilingSignal(key, iso(now - 5), 10) : aSteadySignal(key, iso(now - 5), r)];
+  const spec = anAutoscalingSpec(1, {
+    maxClusters: 3,
+    useDraining: true,
+    behavior: {
+      scaleIn: { stabilizationWindowSeconds: 0, cooldownSeconds: 0 },
+      drain: { stepIntervalSeconds: 30, stepPercent: 50 },
+      failBack: { enabled: true, stabilizationWindowSeconds: 60, peakLookbackSeconds: LOOKBACK },
+    },
+  });
+
+  // Every P2 here is a fail-back or a rule M1 scale-in (no signal reports TooFewReplicas): both move load back.
+  it('never moves load (fail-back, or rule M1) to preferred clusters whose HPA maximum would not hold the replicas the workload needed within the lookback', () => {
+    let failBacks = 0;
+    fc.assert(
+      fc.property(arbPeaks, (steps) => {
+        let status: PlacementStatus | undefined;
+        let now = 0;
+        const seen: { now: number; total: number | undefined }[] = [];
+        for (const step of steps) {
+          now += step.advance;
+          const byKey = new Map(KEYS.slice(0, 3).map((k, i) => [k as string, step.replicas[i]!]));
+          const d = decide({
+            now: new Date(T0 + now * 1000),
+            placement: { metadata: { name: 'p', namespace: 'default', generation: 1 }, spec, status },
+            clusterProfiles: PROFILES.slice(0, 3),
+            signals: KEYS.slice(0, 3).flatMap((k, i) => signal(k, step.replicas[i]!, now)),
+          });
+          // What the workload needed in this evaluation: its ACTIVE and SCALING_IN clusters' replicas
+          // (unknown when one of them sent no signal).
+          const serving = (d.status.clusters ?? []).filter((c) => c.state === 'ACTIVE' || c.state === 'SCALING_IN');
+          const replicas = serving.map((c) => byKey.get(`${c.namespace}/${c.name}`) ?? 0);
+          seen.push({ now, total: replicas.includes(0) ? undefined : replicas.reduce((a, b) => a + b, 0) });
+          const moved = d.transitions.find((tr) => tr.id === 'P2');
+          if (moved) {
+            failBacks++;
+            const higher = (d.status.clusters ?? []).filter(
+              (c) => c.state === 'ACTIVE' && `${c.namespace}/${c.name}` !== moved.cluster,
+            );
+            for (const e of seen)
+              if (e.now >= now - LOOKBACK && e.total !== undefined)
+                expect(e.total).toBeLessThanOrEqual(10 * higher.length);
+          }
+          status = d.status;
+        }
+      }),
+      { numRuns: 300 },
+    );
+    expect(failBacks).toBeGreaterThan(10); // the generator does reach fail-back and M1
   });
 });

@@ -385,6 +385,7 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
       lastFailBackCluster: 'fleet/b',
       lastFailBackTime: at(NOW),
       roomSince: at(NOW - WINDOW),
+      recentPeaks: [{ since: at(NOW), replicas: 10 }], // a's 2 and b's 8
     });
   });
 

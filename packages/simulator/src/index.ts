@@ -4,6 +4,7 @@ export {
   parseScenario,
   parseScenarioText,
   formatIssues,
+  longView,
   ScenarioSchema,
   DEFAULT_HPA,
   DEFAULT_NODE_POOL,

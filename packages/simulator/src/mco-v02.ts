@@ -89,6 +89,8 @@ const ABOUT_ONE_POD = 1;
  */
 export function atCeilingV02(signal: Signal | undefined): boolean {
   if (!signal || signal.transportError) return false;
+  // MCO's documented metric filters on FailedScaleUp only (a log-based ClusterAutoscalerFailedScaleUp
+  // metric): the simulator gives this policy a failedScaleUp that NotTriggerScaleUp never sets.
   const pendingAndFailed = (signal.pendingPods ?? 0) > 0 && signal.failedScaleUp === true;
   const hpa = signal.hpa;
   const hpaAtMax =

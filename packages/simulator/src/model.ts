@@ -268,12 +268,24 @@ export class NodePoolModel {
     }
   }
 
-  /** A FailedScaleUp or NotTriggerScaleUp event within `window` seconds before `t`. */
-  failedScaleUpWithin(t: number, window: number): boolean {
+  /**
+   * The cluster is unreachable: the autoscaler's scale-down clock stops with it (a node is not
+   * "unneeded" for a time nobody observed), so the nodes do not vanish the instant it is back.
+   */
+  holdScaleDown(): void {
+    this.unneededSince = undefined;
+  }
+
+  /** An event of one of `reasons` (FailedScaleUp, NotTriggerScaleUp) within `window` seconds before `t`. */
+  failedScaleUpWithin(
+    t: number,
+    window: number,
+    reasons: readonly AutoscalerEventReason[] = ['FailedScaleUp', 'NotTriggerScaleUp'],
+  ): boolean {
     for (let i = this.events.length - 1; i >= 0; i--) {
       const e = this.events[i]!;
       if (e.t <= t - window) return false;
-      if (e.reason === 'FailedScaleUp' || e.reason === 'NotTriggerScaleUp') return true;
+      if (reasons.includes(e.reason)) return true;
     }
     return false;
   }

@@ -64,8 +64,7 @@ const VERDICT_CLASS = {
 function verdictSection(multi: MultiSeedResult): string {
   const list = verdicts(multi);
   if (list.length === 0) return '';
-  const over =
-    multi.seeds.length === 1 ? 'one seed' : `means over ${multi.seeds.length} seeds (${formatSeeds(multi.seeds)})`;
+  const over = multi.seeds.length === 1 ? 'one seed' : `means over ${formatSeeds(multi.seeds)}`;
   const lines = list
     .map((v) => {
       const who = v.policy === 'mco' ? 'mco' : 'mco with fail-back';
@@ -85,18 +84,29 @@ function verdictSection(multi: MultiSeedResult): string {
   );
 }
 
+/**
+ * Only a policy that loses at most this many percentage points more than the
+ * one that loses least can have the best value of a row: a cheap policy that
+ * drops a quarter of the requests is not the best at cost.
+ */
+export const BEST_LOSS_TOLERANCE_PP = 1;
+
 /** The comparison table: best value per row highlighted, each baseline's delta against mco. */
 function summaryTable(multi: MultiSeedResult): string {
   const policies = policiesOf(multi);
   const head = policies.map((p) => `<th class="num">${escapeHtml(p.label)}</th>`).join('');
-  const rows = metricStats(multi)
+  const all = metricStats(multi);
+  const losses = all.find((m) => m.metric.label === 'unserved requests (%)')?.stats.map((s) => s?.mean ?? 0);
+  const least = losses ? Math.min(...losses) : 0;
+  const contender = (i: number) => !losses || losses[i]! <= least + BEST_LOSS_TOLERANCE_PP;
+  const rows = all
     .map(({ metric, stats }) => {
-      const means = stats.map((s) => s?.mean);
+      const means = stats.map((s, i) => (contender(i) ? s?.mean : undefined));
       const defined = means.filter((m): m is number => m !== undefined);
       const best = metric.lowerIsBetter && defined.length > 1 ? Math.min(...defined) : undefined;
       const round = (n: number) => Number(n.toFixed(metric.digits));
       const cells = stats.map((s: Stat | null, i) => {
-        const isBest = best !== undefined && s !== null && round(s.mean) === round(best);
+        const isBest = best !== undefined && s !== null && contender(i) && round(s.mean) === round(best);
         const base = stats[0];
         let delta = '';
         if (i > 0 && s !== null && base && base !== null) {
@@ -344,7 +354,7 @@ ${scenario.description ? `<p>${escapeHtml(scenario.description)}</p>` : ''}
 ${verdictSection(multi)}
 <section id="summary"><h2>Summary${perPlacement ? ', fleet-wide' : ''}</h2>
 ${summaryTable(multi)}${perPlacement}
-<p class="note">${multi.seeds.length > 1 ? 'Each figure: the mean over the seeds [lowest–highest]. ' : ''}Shaded green: the best value of the row (lower is better). Under each value, its difference from mco: green where that policy does better than mco, red where it does worse.
+<p class="note">${multi.seeds.length > 1 ? 'Each figure: the mean over the seeds [lowest–highest]. ' : ''}Shaded green: the best value of the row (lower is better), among the policies that lose at most ${BEST_LOSS_TOLERANCE_PP} percentage point more requests than the one that loses least. Under each value, its difference from mco: green where that policy does better than mco, red where it does worse.
 <b>mco</b>: the placement as written, run by the real @mco/core engine.
 <b>mco with fail-back</b> (when the placement does not enable it itself): the same with <code>behavior.failBack.enabled</code>.
 <b>MCO v0.2 as documented</b>: Google MCO's documented algorithm, its own code: the placement's order, scale-out at the capacity ceiling, scale-in when the HPA wants fewer than its minimum, draining when <code>useDraining</code> is set, no health checking.

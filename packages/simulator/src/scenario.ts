@@ -163,6 +163,9 @@ export const ScenarioSchema = z.strictObject({
   seed: z.number().int().min(0).max(0xffffffff).default(1),
   start: TimestampSchema.default('2026-01-01T00:00:00Z'),
   duration: DurationSchema,
+  longView: DurationSchema.optional().describe(
+    'Also run the scenario over this longer duration: the same events, and the calm after them goes on (a flat demand stays flat, a cycle keeps cycling), so that what an event costs is seen next to a long run.',
+  ),
   tick: DurationSchema.default(30),
   workload: WorkloadSchema.optional(),
   fleet: z.strictObject({
@@ -175,6 +178,12 @@ export const ScenarioSchema = z.strictObject({
       failedScaleUpWindow: DurationSchema.default(600).describe(
         'A FailedScaleUp (or NotTriggerScaleUp) event counts this long.',
       ),
+      omitReadyReplicas: z
+        .union([z.boolean(), z.array(name).max(100)])
+        .optional()
+        .describe(
+          'A signal source that does not report readyReplicas (as the Prometheus source without its query): true for every cluster, or the names of the clusters whose signals omit it.',
+        ),
     })
     .default({ failedScaleUpWindow: 600 }),
   placement: PlacementSchema.optional().describe('A MultiKubernetesClusterPlacement (status optional).'),
@@ -268,6 +277,9 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
   if (s.duration < s.tick) issue('duration', 'must be at least one tick');
   if (s.tick >= 1 && s.duration / s.tick > MAX_TICKS)
     issue('duration', `more than ${MAX_TICKS} ticks; use a longer tick`);
+  if (s.longView !== undefined && s.longView <= s.duration) issue('longView', 'must be longer than duration');
+  if (s.longView !== undefined && s.tick >= 1 && s.longView / s.tick > MAX_TICKS)
+    issue('longView', `more than ${MAX_TICKS} ticks; use a longer tick`);
 
   // One workload (workload, placement, demand) or several (placements), each checked under its own path.
   const single = s.workload !== undefined || s.placement !== undefined || s.demand !== undefined;
@@ -328,6 +340,12 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
     });
   });
 
+  const omit = s.signals.omitReadyReplicas;
+  if (Array.isArray(omit))
+    omit.forEach((c, i) => {
+      if (!names.has(c)) issue(`signals.omitReadyReplicas[${i}]`, `no cluster named ${c} in fleet.clusters`);
+    });
+
   s.events.forEach((e, i) => {
     const field = `events[${i}]`;
     if (e.at > s.duration) issue(`${field}.at`, 'is after the end of the scenario (duration)');
@@ -372,6 +390,13 @@ export function parseScenarioText(text: string): Result<Scenario, readonly Scena
     return { ok: false, error: [{ field: '(document)', message: (error as Error).message }] };
   }
   return parseScenario(document);
+}
+
+/** The scenario's long view (`longView`): the same scenario run over the longer duration; undefined without one. */
+export function longView(scenario: Scenario): Scenario | undefined {
+  if (scenario.longView === undefined) return undefined;
+  const { longView: duration, ...rest } = scenario;
+  return { ...rest, duration };
 }
 
 /** One line per issue: `field: message`. */

@@ -19,7 +19,14 @@ import {
 } from '@mco/core';
 import { demandSeries } from './demand.js';
 import { expandEvents, targetsOf, type Action, type ClusterConditions } from './events.js';
-import { HorizontalPodAutoscaler, NodePoolModel, Pods, spreadLoad, type LoadShare } from './model.js';
+import {
+  HorizontalPodAutoscaler,
+  NodePoolModel,
+  Pods,
+  spreadLoad,
+  type AutoscalerEventReason,
+  type LoadShare,
+} from './model.js';
 import { decideMcoV02, preferenceOrder, type PolicyDecision } from './mco-v02.js';
 import { decidePickN, pickNSize } from './pick-n.js';
 import { hashRandom } from './random.js';
@@ -156,7 +163,7 @@ export interface FailBackOutcome {
    * the same cluster reactivated (P3) or, once removed, added again (P1).
    */
   readonly cycles: number;
-  /** The most cycles whose fail-back falls within one stabilization window. */
+  /** The most cycles of one cluster whose fail-backs fall within one stabilization window. */
   readonly maxCyclesPerWindow: number;
 }
 
@@ -403,6 +410,15 @@ class Tenant {
   }
 }
 
+/** Whether the scenario's signal source reports readyReplicas for the cluster (`signals.omitReadyReplicas`). */
+function reportsReadyReplicas(scenario: Scenario, cluster: string): boolean {
+  const omit = scenario.signals.omitReadyReplicas;
+  return omit === undefined || omit === false || (Array.isArray(omit) && !omit.includes(cluster));
+}
+
+const FAILED_SCALE_UP_ONLY: readonly AutoscalerEventReason[] = ['FailedScaleUp'];
+const FAILED_OR_NOT_TRIGGERED: readonly AutoscalerEventReason[] = ['FailedScaleUp', 'NotTriggerScaleUp'];
+
 class Run {
   private readonly clusters: SimCluster[];
   private readonly tenants: Tenant[];
@@ -504,7 +520,10 @@ class Run {
       }
     }
 
-    for (const c of this.clusters) if (c.conditions.reachable) c.pool.advance(t, c.conditions.stockedOut);
+    for (const c of this.clusters) {
+      if (c.conditions.reachable) c.pool.advance(t, c.conditions.stockedOut);
+      else c.pool.holdScaleDown();
+    }
     for (const tenant of this.tenants) {
       for (const c of tenant.on) if (c.cluster.conditions.reachable) c.pods.advance(t);
     }
@@ -611,8 +630,13 @@ class Run {
         ...(hpa.scalingLimited ? { scalingLimited: { ...hpa.scalingLimited } } : {}),
       },
       pendingPods: c.pods.pending,
-      readyReplicas: c.pods.ready,
-      failedScaleUp: c.cluster.pool.failedScaleUpWithin(t, this.scenario.signals.failedScaleUpWindow),
+      ...(reportsReadyReplicas(this.scenario, c.cluster.spec.name) ? { readyReplicas: c.pods.ready } : {}),
+      // MCO's documented metric counts FailedScaleUp only; mco's Kubernetes source counts NotTriggerScaleUp too.
+      failedScaleUp: c.cluster.pool.failedScaleUpWithin(
+        t,
+        this.scenario.signals.failedScaleUpWindow,
+        this.policy === 'mco-v0.2' ? FAILED_SCALE_UP_ONLY : FAILED_OR_NOT_TRIGGERED,
+      ),
       ...(healthy !== undefined && usesHealth(this.policy) ? { workloadHealthy: healthy } : {}),
     };
   }
@@ -820,10 +844,11 @@ class Run {
     const prices = this.clusters.map((c) => c.spec.gpuHourCost);
     for (const s of tenant.samples) {
       // One rule for cluster-hours, node-hours and cost: a deployed cluster counts whether or not it is
-      // reachable (its nodes run, and are billed, through an outage). Its pending pods are unknown.
+      // reachable (its nodes run, and are billed, through an outage). None of an unreachable cluster's
+      // pods serve: every one of them counts as unserved demand, as pending pods do.
       const reachable = s.clusters.filter((c) => c.reachable);
       const running = s.clusters.filter((c) => c.deployed).length;
-      pendingPodTicks += reachable.reduce((a, c) => a + c.pending, 0);
+      pendingPodTicks += s.clusters.reduce((a, c) => a + (c.reachable ? c.pending : c.replicas), 0);
       demand += s.demand;
       served += s.served;
       clusterTicks += running;
@@ -900,7 +925,8 @@ class Run {
     const behavior = resolveBehavior(tenant.spec.scaling?.autoscaleForCapacity?.behavior);
     if (!tenant.spec.scaling?.autoscaleForCapacity || !behavior.failBackEnabled) return null;
     const lastFailBack = new Map<string, number>();
-    const cycleStarts: number[] = [];
+    // Per cluster, as rule F1 counts them: two clusters failed back together are one cycle each.
+    const cycleStarts = new Map<string, number[]>();
     let failBacks = 0;
     for (const e of this.timeline) {
       if (e.kind !== 'transition' || (this.tenants.length > 1 && e.placement !== tenant.name)) continue;
@@ -912,19 +938,21 @@ class Run {
       // Brought back after a fail-back: reactivated while draining (P3), or added again (P1) once removed.
       const since = lastFailBack.get(e.cluster);
       if (since !== undefined && (e.id === 'P3' || e.id === 'P1')) {
-        cycleStarts.push(since);
+        cycleStarts.set(e.cluster, [...(cycleStarts.get(e.cluster) ?? []), since]);
         lastFailBack.delete(e.cluster);
       }
     }
-    // Cycles are found in the order they were undone; the window count needs them by start.
-    cycleStarts.sort((a, b) => a - b);
     const window = behavior.failBackStabilizationSeconds;
+    let cycles = 0;
     let maxCyclesPerWindow = 0;
-    cycleStarts.forEach((t, i) => {
-      const within = cycleStarts.slice(i).filter((u) => u < t + Math.max(window, 1)).length;
-      maxCyclesPerWindow = Math.max(maxCyclesPerWindow, within);
-    });
-    return { windowSeconds: window, failBacks, cycles: cycleStarts.length, maxCyclesPerWindow };
+    for (const starts of cycleStarts.values()) {
+      cycles += starts.length;
+      starts.forEach((t, i) => {
+        const within = starts.slice(i).filter((u) => u < t + Math.max(window, 1)).length;
+        maxCyclesPerWindow = Math.max(maxCyclesPerWindow, within);
+      });
+    }
+    return { windowSeconds: window, failBacks, cycles, maxCyclesPerWindow };
   }
 
   private startMs(): number {

@@ -113,6 +113,8 @@ interface LegendItem {
   readonly color: string;
   readonly dash?: boolean;
   readonly area?: boolean;
+  /** A band under a lane: drawn as the band is, opaque and thin. */
+  readonly band?: boolean;
 }
 
 /** Legend entries laid out in rows that fit `width`: the SVG text and the number of rows. */
@@ -132,10 +134,12 @@ function legend(
         row++;
       }
       const ly = y + row * 16;
-      const mark = item.area
-        ? `<rect x="${x}" y="${ly - 5}" width="18" height="10" fill="${item.color}" fill-opacity="0.35"/>`
-        : `<line x1="${x}" x2="${x + 18}" y1="${ly}" y2="${ly}" stroke="${item.color}" stroke-width="3"` +
-          `${item.dash ? ' stroke-dasharray="5 3"' : ''}/>`;
+      const mark = item.band
+        ? `<rect x="${x}" y="${ly - 2}" width="18" height="5" fill="${item.color}"/>`
+        : item.area
+          ? `<rect x="${x}" y="${ly - 5}" width="18" height="10" fill="${item.color}" fill-opacity="0.35"/>`
+          : `<line x1="${x}" x2="${x + 18}" y1="${ly}" y2="${ly}" stroke="${item.color}" stroke-width="3"` +
+            `${item.dash ? ' stroke-dasharray="5 3"' : ''}/>`;
       const out = `<g class="legend-item">${mark}<text class="legend" x="${x + 22}" y="${ly + 4}">${escapeHtml(item.label)}</text></g>`;
       x += span;
       return out;
@@ -144,19 +148,39 @@ function legend(
   return { svg: `<g class="legend">${svg}</g>`, rows: row + 1 };
 }
 
+/** Marker labels closer than this (px) go one row lower, so that markers minutes apart do not overlap. */
+const MARKER_LABEL_SPACING = 16;
+
 function markerLines(markers: readonly Marker[], x: (t: number) => number, top: number, bottom: number): string {
+  const rowEnds: number[] = [];
   return markers
-    .map(
-      (m, i) =>
+    .map((m, i) => {
+      const px = x(m.t);
+      let row = rowEnds.findIndex((end) => px >= end);
+      if (row < 0) row = rowEnds.push(-Infinity) - 1;
+      rowEnds[row] = px + MARKER_LABEL_SPACING;
+      return (
         `<g class="marker"><title>${escapeHtml(m.label)}</title>` +
-        `<line x1="${r1(x(m.t))}" x2="${r1(x(m.t))}" y1="${top}" y2="${bottom}"/>` +
-        `<text x="${r1(x(m.t) + 3)}" y="${top + 10}">${i + 1}</text></g>`,
-    )
+        `<line x1="${r1(px)}" x2="${r1(px)}" y1="${top}" y2="${bottom}"/>` +
+        `<text x="${r1(px + 3)}" y="${top + 10 + row * 10}">${i + 1}</text></g>`
+      );
+    })
     .join('');
 }
 
+/** Series whose values equal an earlier one's are dashed and say so, instead of hiding under it. */
+function distinguishIdentical(series: readonly Series[]): Series[] {
+  return series.map((s, i) => {
+    const same = series
+      .slice(0, i)
+      .find((e) => e.values.length === s.values.length && e.values.every((v, k) => v === s.values[k]));
+    return same ? { ...s, label: `${s.label} (identical to ${same.label})`, dash: true } : s;
+  });
+}
+
 /** A line chart over time with a legend above it. */
-export function lineChart(o: LineChartOptions): string {
+export function lineChart(options: LineChartOptions): string {
+  const o = { ...options, series: distinguishIdentical(options.series) };
   const width = o.width ?? WIDTH;
   const items: LegendItem[] = [...o.series, ...(o.areas ?? []).map((a) => ({ ...a, area: true }))];
   const key = legend(items, MARGIN.top - 6, width);
@@ -191,7 +215,7 @@ export function lineChart(o: LineChartOptions): string {
     })
     .join('');
   const paths = o.series
-    .map((s) => {
+    .map((s, i) => {
       const d = downsample(o.times, s.values, 1200);
       let path = '';
       d.times.forEach((t, i) => {
@@ -203,7 +227,7 @@ export function lineChart(o: LineChartOptions): string {
       });
       if (s.step && d.times.length > 0) path += `H${r1(x(o.duration))}`;
       return (
-        `<path class="series" data-series="${escapeHtml(s.label)}" d="${path}" fill="none" stroke="${s.color}"` +
+        `<path class="series" data-series="${escapeHtml(options.series[i]!.label)}" d="${path}" fill="none" stroke="${s.color}"` +
         ` stroke-width="2"${s.dash ? ' stroke-dasharray="6 4"' : ''}/>`
       );
     })
@@ -266,7 +290,7 @@ export function laneChart(o: LaneChartOptions): string {
   const gap = 10;
   const left = 150;
   const right = width - MARGIN.right;
-  const bandLegend = o.lanes[0]?.bands.map((b) => ({ label: b.label, color: b.color, area: true })) ?? [];
+  const bandLegend = o.lanes[0]?.bands.map((b) => ({ label: b.label, color: b.color, band: true })) ?? [];
   const legendItems = [...Object.entries(o.colors).map(([label, color]) => ({ label, color })), ...bandLegend];
   const key = legend(legendItems, MARGIN.top - 6, width, 8);
   const top = MARGIN.top + key.rows * 16;

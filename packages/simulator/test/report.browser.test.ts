@@ -185,8 +185,9 @@ describe.skipIf(!available && !inCi)('the HTML report in headless Chromium', () 
       'unserved demand (pending-pod-minutes)',
     ]);
     const row = (label: string) => table.find((r) => r.label === label)!;
-    // Cheapest on GPU cost: pick-N (column 4), sized for the peak on the one preferred cluster.
-    expect(row('GPU cost (node-hours × gpuHourCost)').best).toEqual([4]);
+    // pick-N (column 4) is cheapest on GPU cost but loses a third of the requests: not "best". Among the
+    // policies within 1 pp of the least loss, mco with fail-back (column 2) is cheapest.
+    expect(row('GPU cost (node-hours × gpuHourCost)').best).toEqual([2]);
     // No request lost by mco, mco with fail-back (its room rule F2 waits for the preferred cluster's
     // pending pods and FailedScaleUp to clear), MCO v0.2 and always-on: all four are best.
     expect(row('unserved requests (%)').best).toEqual([1, 2, 3, 5]);

@@ -2,7 +2,9 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import {
   formatIssues,
+  formatDuration,
   formatSeedsConsole,
+  longView,
   parseScenario,
   POLICIES,
   renderReport,
@@ -77,6 +79,18 @@ export async function runScenario(scenario: Scenario, options: RunOptions, io: I
   await writeFile(path, renderReport(multi.results[0]!, { multi }), 'utf8');
   io.stdout(formatSeedsConsole(multi, { timeline: !options.quiet }));
   io.stdout(`\nReport: ${path}\n`);
+  // The long view next to the short one: the same scenario over its `longView`.
+  const long = longView(scenario);
+  if (!long) return 0;
+  const longMulti = simulateSeeds(long, {
+    seeds: options.seeds,
+    ...(options.seed !== undefined ? { firstSeed: options.seed } : {}),
+    ...(options.policies ? { policies: options.policies } : {}),
+  });
+  const longPath = path.replace(/(\.html?)?$/, '-long-view.html');
+  await writeFile(longPath, renderReport(longMulti.results[0]!, { multi: longMulti }), 'utf8');
+  io.stdout(`\nLong view (${formatDuration(long.duration)}):\n${formatSeedsConsole(longMulti, { timeline: false })}`);
+  io.stdout(`\nReport: ${longPath}\n`);
   return 0;
 }
 

@@ -203,6 +203,15 @@ const BehaviorFields = z
         lingerSeconds: seconds(
           'How long a cluster drained by fail-back stays warm at warmStandbyReplicas, while the preferred clusters are calm, before it is removed (default 3600).',
         ),
+        peakLookbackSeconds: z
+          .number()
+          .int()
+          .min(60)
+          .max(604_800)
+          .optional()
+          .describe(
+            "How far back fail-back looks for the workload's peak: the preferred clusters must have room for the most replicas the workload needed within it; cover the load's cycle (default 7200).",
+          ),
       })
       .optional()
       .describe('mco extension: fail-back to preferred clusters after a stockout.'),
@@ -453,6 +462,18 @@ export const FailBackStatusSchema = z
     roomSince: TimestampSchema.optional().describe(
       'Since when the preferred clusters have continuously had room for the replicas fail-back would move.',
     ),
+    recentPeaks: z
+      .array(
+        z.object({
+          since: TimestampSchema.describe('Start of the period.'),
+          replicas: z.number().int().min(0).describe('The most replicas the workload needed in the period.'),
+        }),
+      )
+      .max(16)
+      .optional()
+      .describe(
+        'The most replicas the workload needed (HPA current, desired or ready, summed over its clusters), per eighth of failBack.peakLookbackSeconds, oldest first.',
+      ),
   })
   .describe('mco extension: the fail-back backoff, kept in status so a restart loses nothing.');
 export type FailBackStatus = z.infer<typeof FailBackStatusSchema>;

@@ -6,8 +6,11 @@ import {
   recordCycle,
   nextRoomSince,
   recordFailBack,
+  neededReplicas,
+  nextRecentPeaks,
   type BackoffSettings,
   type FailBackCluster,
+  type RecentPeak,
 } from '../scaling/fail-back.js';
 import type { AutoscaleForCapacity } from '../api/placement.js';
 import { formatTime } from '../time.js';
@@ -32,7 +35,8 @@ function backoffSettings(run: Evaluation): BackoffSettings {
   };
 }
 
-const failBackView = (run: Evaluation): FailBackCluster[] =>
+/** The listed clusters as fail-back (and rule M1) read them, in priority order. */
+export const failBackView = (run: Evaluation): FailBackCluster[] =>
   run.byPriority(run.live()).map((e) => ({
     key: e.key,
     state: e.state,
@@ -44,9 +48,56 @@ const failBackView = (run: Evaluation): FailBackCluster[] =>
   }));
 
 /**
+ * The replicas the workload needs now, summed over its ACTIVE and SCALING_IN
+ * clusters; undefined when one of them has no fresh signal (nothing is recorded then).
+ */
+function workloadReplicas(run: Evaluation): number | undefined {
+  let total = 0;
+  for (const e of run.live()) {
+    if (e.state !== 'ACTIVE' && e.state !== 'SCALING_IN') continue;
+    const needed = neededReplicas(e.signal);
+    if (needed === undefined) return undefined;
+    total += needed;
+  }
+  return total;
+}
+
+/** The most replicas the workload needed in the periods kept (status.failBack.recentPeaks), if any. */
+function keptPeak(run: Evaluation): number | undefined {
+  const peaks = run.failBackStatus?.recentPeaks;
+  return peaks && peaks.length > 0 ? Math.max(...peaks.map((p) => p.replicas)) : undefined;
+}
+
+/**
+ * Rule F2: the most replicas the workload needed within the lookback, now
+ * included; undefined when none is kept (fail-back off).
+ */
+export function recentPeak(run: Evaluation): RecentPeak | undefined {
+  const kept = keptPeak(run);
+  if (kept === undefined) return undefined;
+  return {
+    replicas: Math.max(kept, workloadReplicas(run) ?? 0),
+    lookbackSeconds: run.behavior.failBackPeakLookbackSeconds,
+  };
+}
+
+/**
+ * Rule F4 during a fail-back drain: why the workload now needs more replicas
+ * than the recent peak fail-back made room for (read before this
+ * evaluation adds to it), or undefined.
+ */
+export function beyondPeakBecause(run: Evaluation): string | undefined {
+  const peak = keptPeak(run);
+  const now = workloadReplicas(run);
+  if (peak === undefined || now === undefined || now <= peak) return undefined;
+  return `the workload needs ${now} replica(s), above its recent peak of ${peak}`;
+}
+
+/**
  * After scale-out, every evaluation: rule F1 (backoff), a P1 or P3 of the
  * cluster of the last fail-back completes a cycle and multiplies the next
- * window; rule F2 (room), since when the preferred clusters have had room.
+ * window; rule F2 (room), the workload's recent peak, and since when the
+ * preferred clusters have had room for it with load not rising.
  */
 export function trackFailBack(run: Evaluation): void {
   if (!run.behavior.failBackEnabled) return;
@@ -54,10 +105,16 @@ export function trackFailBack(run: Evaluation): void {
     if (t.id !== 'P1' && t.id !== 'P3') continue;
     run.failBackStatus = recordCycle(run.failBackStatus, t.cluster, run.nowMs, backoffSettings(run));
   }
-  const { roomSince: previous, ...rest } = run.failBackStatus ?? {};
-  const roomSince = nextRoomSince(failBackView(run), previous, run.now);
-  if (roomSince !== undefined || run.failBackStatus)
-    run.failBackStatus = { ...rest, ...(roomSince ? { roomSince } : {}) };
+  const { roomSince: previous, recentPeaks: peaks, ...rest } = run.failBackStatus ?? {};
+  const recentPeaks = nextRecentPeaks(
+    peaks,
+    workloadReplicas(run),
+    run.nowMs,
+    run.behavior.failBackPeakLookbackSeconds,
+  );
+  run.failBackStatus = { ...rest, ...(recentPeaks.length > 0 ? { recentPeaks } : {}) };
+  const roomSince = nextRoomSince(failBackView(run), previous, run.now, recentPeak(run));
+  if (roomSince) run.failBackStatus.roomSince = roomSince;
 }
 
 /** The fail-back phase, section 10.3 and rules F1, F2 and F5: the preferred clusters take the workload back. */
@@ -76,6 +133,7 @@ export function failBack(run: Evaluation, config: AutoscaleForCapacity, min: num
     lastAdditionTime: run.lastAdditionTime,
     roomSince: run.failBackStatus?.roomSince,
     warmSize: lowest ? warmSize(run, config, lowest) : 1,
+    peak: recentPeak(run),
   });
   const backoff =
     level > 0
@@ -86,7 +144,7 @@ export function failBack(run: Evaluation, config: AutoscaleForCapacity, min: num
       run.timers.push(verdict.untilMs);
       run.note(
         undefined,
-        `fail-back waits until ${formatTime(verdict.untilMs)}: ${backoff} of room and below-ceiling signals, or the scale-in cooldown`,
+        `fail-back waits until ${formatTime(verdict.untilMs)}: ${backoff} of room for the recent peak, load not rising and below-ceiling signals, or the scale-in cooldown`,
       );
       return;
     case 'noRoom':

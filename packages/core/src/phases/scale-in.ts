@@ -1,5 +1,45 @@
+import { noRoomBecause, risingBecause } from '../scaling/fail-back.js';
+import type { SignalAssessment } from '../scaling/signals.js';
 import { parseTime, SECOND } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
+import { failBackView, recentPeak } from './fail-back.js';
+
+/** Rule M1: the lowest-priority ACTIVE cluster runs at its HPA minimum and asks for no more. */
+function atMinimum(s: SignalAssessment): boolean {
+  const { currentReplicas: current, minReplicas: min, desiredReplicas: desired } = s;
+  return (
+    s.fresh &&
+    current !== undefined &&
+    min !== undefined &&
+    desired !== undefined &&
+    current <= min &&
+    desired <= current &&
+    s.pendingPods === 0
+  );
+}
+
+/**
+ * Rule M1 (docs/placement-rules.md §10.10): why the lowest-priority ACTIVE
+ * cluster counts as wanting scale-in although its HPA does not report
+ * TooFewReplicas, or undefined. It runs at its HPA minimum asking for no more,
+ * load is not rising, and the other ACTIVE clusters have room for its replicas
+ * and for the workload's recent peak (kept with fail-back on): its minimum replicas
+ * are all that keeps it, and each cluster's minimum keeps the HPAs from ever
+ * asking for fewer.
+ */
+export function consolidateBecause(run: Evaluation): string | undefined {
+  const active = run.byPriority(run.live().filter((e) => e.state === 'ACTIVE'));
+  const l = active.at(-1);
+  if (!l || active.length < 2 || !atMinimum(l.signal)) return undefined;
+  // Without the recent peak (kept with fail-back on) a trough would pass for the end of the need.
+  const peak = recentPeak(run);
+  if (!peak) return undefined;
+  const higher = failBackView(run)
+    .filter((c) => c.state === 'ACTIVE')
+    .slice(0, -1);
+  if (risingBecause(higher) || noRoomBecause(higher, l.signal.currentReplicas, peak)) return undefined;
+  return `${l.key} runs its HPA minimum (${l.signal.currentReplicas}) and the preferred clusters have room for it (rule M1)`;
+}
 
 /**
  * The time a cluster started wanting scale-in, kept in status so a restart
@@ -9,9 +49,12 @@ import type { Entry, Evaluation } from './evaluation.js';
  * for the window (rule F3).
  */
 export function trackScaleInCandidates(run: Evaluation): void {
+  const lowest = consolidateBecause(run)
+    ? run.byPriority(run.live().filter((e) => e.state === 'ACTIVE')).at(-1)
+    : undefined;
   for (const entry of run.live()) {
     const tracked = entry.state === 'ACTIVE' || (entry.state === 'SCALING_IN' && entry.reason === 'Lingering');
-    if (tracked && entry.signal.wantsScaleIn) entry.scaleInCandidateSince ??= run.now;
+    if (tracked && (entry.signal.wantsScaleIn || entry === lowest)) entry.scaleInCandidateSince ??= run.now;
     else entry.scaleInCandidateSince = undefined;
   }
 }

@@ -3,6 +3,7 @@ import { CONDITION_SATISFIED } from '../conditions.js';
 import type { InventoryCluster } from '../selection/inventory.js';
 import { formatTaint } from '../selection/taints.js';
 import { burstBecause } from '../scaling/fail-back.js';
+import { beyondPeakBecause } from './fail-back.js';
 import { ceilingInSightBecause } from '../scaling/signals.js';
 import { parseTime, SECOND } from '../time.js';
 import { NO_NOTES, type Entry, type Evaluation } from './evaluation.js';
@@ -161,13 +162,16 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
  * Rule F4 (docs/placement-rules.md §10.3): a cluster lingering after a
  * fail-back is reactivated (P3) as soon as an ACTIVE cluster of higher
  * priority shows a burst (`burstBecause`), without waiting for its ceiling.
- * Not while the fail-back still drains it: the load it hands over makes the
- * preferred clusters' pending pods. At most one per evaluation, the
+ * While the fail-back still drains it, only when the workload needs more
+ * replicas than its recent peak (`beyondPeakBecause`): the load it hands over
+ * makes the preferred clusters' pending pods, a burst beyond the peak that
+ * fail-back made room for does not. At most one per evaluation, the
  * highest-priority one. Returns whether it reactivated one.
  */
 function reactivateOnBurst(run: Evaluation): boolean {
+  const beyond = beyondPeakBecause(run);
   for (const entry of run.byPriority(run.live().filter((e) => e.state === 'SCALING_IN'))) {
-    if (entry.reason !== 'Lingering') continue;
+    if (entry.reason !== 'Lingering' && !(entry.reason === 'FailBack' && beyond)) continue;
     if (
       !run.selected.isStillEligible(entry.key) ||
       run.unhealthyBecause(entry.key, entry.signal) ||
@@ -179,7 +183,8 @@ function reactivateOnBurst(run: Evaluation): boolean {
       .map((e) => burstBecause(e.key, e.signal))
       .find((why) => why !== undefined);
     if (!burst) continue;
-    run.move(entry, 'P3', 'ACTIVE', 'Reactivated', `${burst}: reactivated to take the burst (fail-back rule F4)`);
+    const why = entry.reason === 'FailBack' ? `${burst} and ${beyond}` : burst;
+    run.move(entry, 'P3', 'ACTIVE', 'Reactivated', `${why}: reactivated to take the burst (fail-back rule F4)`);
     entry.reactivated = true;
     return true;
   }

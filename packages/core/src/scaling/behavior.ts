@@ -20,6 +20,8 @@ export interface ResolvedBehavior {
   readonly failBackBackoffDecaySeconds: number;
   /** How long a cluster drained by fail-back stays warm before it drains on to removal. */
   readonly failBackLingerSeconds: number;
+  /** How far back fail-back looks for the workload's peak (rule F2). */
+  readonly failBackPeakLookbackSeconds: number;
 }
 
 export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
@@ -37,6 +39,7 @@ export const DEFAULT_BEHAVIOR: ResolvedBehavior = Object.freeze({
   failBackMaxStabilizationSeconds: 14_400,
   failBackBackoffDecaySeconds: 28_800,
   failBackLingerSeconds: 3600,
+  failBackPeakLookbackSeconds: 7200,
 });
 
 export function resolveBehavior(
@@ -60,5 +63,6 @@ export function resolveBehavior(
       behavior?.failBack?.maxStabilizationWindowSeconds ?? d.failBackMaxStabilizationSeconds,
     failBackBackoffDecaySeconds: behavior?.failBack?.backoffDecaySeconds ?? d.failBackBackoffDecaySeconds,
     failBackLingerSeconds: behavior?.failBack?.lingerSeconds ?? d.failBackLingerSeconds,
+    failBackPeakLookbackSeconds: behavior?.failBack?.peakLookbackSeconds ?? d.failBackPeakLookbackSeconds,
   };
 }

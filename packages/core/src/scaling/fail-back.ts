@@ -153,16 +153,82 @@ export function burstBecause(key: string, s: SignalAssessment): string | undefin
   return undefined;
 }
 
+/** The recent peak fail-back makes room for (rule F2), and how far back it looks. */
+export interface RecentPeak {
+  readonly replicas: number;
+  readonly lookbackSeconds: number;
+}
+
+/**
+ * The replicas the workload needs on a cluster now, from a fresh signal: the
+ * most of its HPA's current and desired replicas and its ready replicas (a
+ * source that does not report ready replicas is read from the HPA alone).
+ */
+export function neededReplicas(s: SignalAssessment): number | undefined {
+  if (!s.fresh || s.currentReplicas === undefined) return undefined;
+  return Math.max(s.currentReplicas, s.desiredReplicas ?? 0, s.readyReplicas ?? 0);
+}
+
+/** The periods the peak lookback is kept in: bounded, and exact to an eighth of the lookback. */
+export const PEAK_PERIODS = 8;
+
+/**
+ * Adds the replicas needed now to the recent peaks (status.failBack.recentPeaks):
+ * the newest period keeps the most seen in it, a new period starts every
+ * eighth of the lookback, and periods older than the lookback are dropped.
+ * `needed` undefined (a signal missing) records nothing.
+ */
+export function nextRecentPeaks(
+  previous: readonly { since: string; replicas: number }[] | undefined,
+  needed: number | undefined,
+  nowMs: number,
+  lookbackSeconds: number,
+): { since: string; replicas: number }[] {
+  const period = (lookbackSeconds * SECOND) / PEAK_PERIODS;
+  const kept = (previous ?? []).filter((p) => {
+    const since = parseTime(p.since);
+    return since !== undefined && since <= nowMs && since + period > nowMs - lookbackSeconds * SECOND;
+  });
+  if (needed === undefined) return kept;
+  const last = kept.at(-1);
+  if (last && parseTime(last.since)! + period > nowMs)
+    return [...kept.slice(0, -1), { since: last.since, replicas: Math.max(last.replicas, needed) }];
+  return [...kept, { since: formatTime(nowMs), replicas: needed }].slice(-(PEAK_PERIODS + 1));
+}
+
+/**
+ * Rule F2, rising load: why the workload is growing now, or undefined: a
+ * preferred (higher-priority ACTIVE) cluster's HPA asks for more replicas
+ * than it runs. Load moved back then lands on clusters that are still
+ * growing. (The fallback's own HPA may ask for more at its ceiling: that is
+ * load the preferred clusters can take.)
+ */
+export function risingBecause(higher: readonly FailBackCluster[]): string | undefined {
+  for (const c of higher) {
+    const s = c.signal;
+    if (s.desiredReplicas !== undefined && s.currentReplicas !== undefined && s.desiredReplicas > s.currentReplicas)
+      return `load is rising: ${c.key}'s HPA asks for ${s.desiredReplicas} replica(s), it runs ${s.currentReplicas}`;
+  }
+  return undefined;
+}
+
 /**
  * The room rule: the higher-priority ACTIVE clusters can take `moving`
- * replicas. Each needs a fresh signal with HPA maxReplicas and
- * currentReplicas, no pending pods and no FailedScaleUp (a missing field is
- * no room); their summed `maxReplicas − currentReplicas` must be at least
- * `moving`. Returns why not, or undefined when there is room.
+ * replicas, and hold the workload's recent peak. Each needs a fresh signal
+ * with HPA maxReplicas and currentReplicas, no pending pods and no
+ * FailedScaleUp (a missing field is no room); their summed
+ * `maxReplicas − currentReplicas` must be at least `moving`, and their summed
+ * `maxReplicas` at least the recent peak. Returns why not, or undefined when
+ * there is room.
  */
-export function noRoomBecause(higher: readonly FailBackCluster[], moving: number | undefined): string | undefined {
+export function noRoomBecause(
+  higher: readonly FailBackCluster[],
+  moving: number | undefined,
+  peak?: RecentPeak,
+): string | undefined {
   if (moving === undefined) return 'the replicas to move are unknown (no currentReplicas in its signal)';
   let room = 0;
+  let capacity = 0;
   for (const c of higher) {
     const s = c.signal;
     if (s.maxReplicas === undefined || s.currentReplicas === undefined)
@@ -172,23 +238,30 @@ export function noRoomBecause(higher: readonly FailBackCluster[], moving: number
     if (s.failedScaleUp === undefined) return `${c.key} reports no FailedScaleUp status`;
     if (s.failedScaleUp) return `${c.key} saw a FailedScaleUp`;
     room += Math.max(0, s.maxReplicas - s.currentReplicas);
+    capacity += s.maxReplicas;
   }
-  return room >= moving ? undefined : `the preferred clusters have room for ${room} replica(s), ${moving} would move`;
+  if (room < moving) return `the preferred clusters have room for ${room} replica(s), ${moving} would move`;
+  if (peak && capacity < peak.replicas)
+    return `the preferred clusters hold ${capacity} replica(s) at their HPA maximum, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (its recent peak; failBack.peakLookbackSeconds)`;
+  return undefined;
 }
 
 /**
- * Since when the room rule has held continuously for the lowest-priority
- * ACTIVE cluster of `clusters` (priority order); undefined when it does not
- * hold now. Kept in status, so a restart loses nothing.
+ * Since when the room rule has held continuously, with load not rising, for
+ * the lowest-priority ACTIVE cluster of `clusters` (priority order);
+ * undefined when it does not hold now. Kept in status, so a restart loses nothing.
  */
 export function nextRoomSince(
   clusters: readonly FailBackCluster[],
   previous: string | undefined,
   now: string,
+  peak?: RecentPeak,
 ): string | undefined {
   const active = clusters.filter((c) => c.state === 'ACTIVE');
   const l = active.at(-1);
-  if (!l || active.length < 2 || noRoomBecause(active.slice(0, -1), l.signal.currentReplicas)) return undefined;
+  const higher = active.slice(0, -1);
+  if (!l || higher.length === 0 || risingBecause(higher) || noRoomBecause(higher, l.signal.currentReplicas, peak))
+    return undefined;
   return previous ?? now;
 }
 
@@ -219,6 +292,8 @@ export interface FailBackInput {
   readonly roomSince: string | undefined;
   /** The size L would linger at (rule F3): a fail-back of L at or below it moves nothing (rule F5). */
   readonly warmSize: number;
+  /** The workload's recent peak (rule F2), when known. */
+  readonly peak?: RecentPeak | undefined;
 }
 
 export type FailBackVerdict =
@@ -240,7 +315,8 @@ const NONE: FailBackVerdict = { kind: 'none' };
  * - every ACTIVE cluster has a fresh signal (fail static, as for scale-in);
  * - headroom without L stays >= min;
  * - L runs more replicas than its warm size (rule F5: else nothing would move);
- * - the room rule (`noRoomBecause`) holds now, and has held for the whole window;
+ * - load is not rising (`risingBecause`) and the room rule (`noRoomBecause`, the
+ *   recent peak included) holds now, and both have held for the whole window;
  * - every ACTIVE cluster of higher priority than L has been below its ceiling
  *   for the whole window (a missing time means it is not);
  * - the scale-in cooldown has passed since the last addition and the last P3.
@@ -261,7 +337,7 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
       cluster: l.key,
       why: `${l.key} runs ${replicas} replica(s), no more than the ${input.warmSize} it would linger at: a fail-back would move no load, only cap its autoscaler`,
     };
-  const noRoom = noRoomBecause(higher, l.signal.currentReplicas);
+  const noRoom = risingBecause(higher) ?? noRoomBecause(higher, l.signal.currentReplicas, input.peak);
   if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
   let dueMs = parseTime(input.roomSince) ?? input.nowMs;

@@ -1,0 +1,237 @@
+import { describe, expect, it } from 'vitest';
+import { aClusterProfile, anAutoscalingSpec, aSteadySignal } from '@mco/core/testing';
+import { type FailBackStatus, type PlacementSpec, type Signal } from '@mco/core';
+import { nextRecentPeaks, PEAK_PERIODS } from '../src/scaling/fail-back.js';
+import { at, explainOf, listed, moves, run, states, type Case } from './helpers.js';
+
+// Rule F2's recent peak and rising load, F4 during a fail-back drain, and
+// rule M1 (docs/placement-rules.md §10.3 and §10.10). fleet/a (HPA max 10) is
+// preferred over fleet/b.
+
+const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
+const NOW = 100_000;
+const fresh = NOW - 10;
+const WINDOW = 600;
+const LOOKBACK = 7200;
+
+const spec = (failBack = true): PlacementSpec =>
+  anAutoscalingSpec(1, {
+    useDraining: true,
+    behavior: { scaleIn: { cooldownSeconds: 300 }, ...(failBack ? { failBack: { enabled: true } } : {}) },
+  });
+const steady = (key: string, replicas: number, extra: Omit<Signal, 'cluster' | 'observedAt'> = {}): Signal => ({
+  ...aSteadySignal(key, at(fresh), replicas),
+  ...extra,
+});
+/** b took load during a stockout; a has had room for the window; `failBack` adds to status.failBack. */
+const afterStockout = (failBack: FailBackStatus = {}): Case['status'] => ({
+  clusters: [
+    listed('fleet/a', 'ACTIVE', 0, { belowCeilingSince: at(NOW - WINDOW) }),
+    listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
+  ],
+  lastAdditionTime: at(3000),
+  failBack: { roomSince: at(NOW - WINDOW), ...failBack },
+});
+const peakOf = (replicas: number, ago: number) => ({ since: at(NOW - ago), replicas });
+
+describe('nextRecentPeaks: the most replicas needed per eighth of the lookback, bounded', () => {
+  const ms = (s: number) => Date.parse(at(s));
+  it.each([
+    {
+      name: 'the first evaluation starts a period',
+      previous: undefined,
+      needed: 7,
+      expected: [peakOf(7, 0)],
+    },
+    {
+      name: 'within the newest period it keeps the most seen',
+      previous: [peakOf(9, 300)],
+      needed: 7,
+      expected: [peakOf(9, 300)],
+    },
+    {
+      name: 'a higher need raises the newest period',
+      previous: [peakOf(5, 300)],
+      needed: 7,
+      expected: [peakOf(7, 300)],
+    },
+    {
+      name: 'after an eighth of the lookback a new period starts',
+      previous: [peakOf(9, LOOKBACK / PEAK_PERIODS)],
+      needed: 4,
+      expected: [peakOf(9, LOOKBACK / PEAK_PERIODS), peakOf(4, 0)],
+    },
+    {
+      name: 'a period that ended before the lookback is dropped',
+      previous: [peakOf(20, LOOKBACK + LOOKBACK / PEAK_PERIODS), peakOf(9, 1000)],
+      needed: 4,
+      expected: [peakOf(9, 1000), peakOf(4, 0)],
+    },
+    {
+      name: 'a missing signal records nothing and keeps what was',
+      previous: [peakOf(9, 1000)],
+      needed: undefined,
+      expected: [peakOf(9, 1000)],
+    },
+  ])('$name', ({ previous, needed, expected }) => {
+    expect(nextRecentPeaks(previous, needed, ms(NOW), LOOKBACK)).toEqual(expected);
+  });
+
+  it('never keeps more than PEAK_PERIODS + 1 periods, however often it is called', () => {
+    let peaks: { since: string; replicas: number }[] = [];
+    for (let t = 0; t < 3 * LOOKBACK; t += 30) peaks = nextRecentPeaks(peaks, t % 97, ms(NOW + t), LOOKBACK);
+    expect(peaks.length).toBeLessThanOrEqual(PEAK_PERIODS + 1);
+    expect(peaks.length).toBeGreaterThanOrEqual(PEAK_PERIODS);
+  });
+});
+
+describe('F2: fail-back waits for room for the recent peak, and while load rises', () => {
+  it.each<{ name: string; input: Case; moves: string[]; why?: RegExp }>([
+    {
+      name: 'room for the replicas moved but not for the recent peak (a holds 10, the workload needed 13): waits',
+      input: {
+        spec: spec(),
+        status: afterStockout({ recentPeaks: [peakOf(13, 1800)] }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: the preferred clusters hold 10 replica\(s\) at their HPA maximum, and the workload needed 13 within the last 7200s/,
+    },
+    {
+      name: 'a peak that fits (10 in 10): moves',
+      input: {
+        spec: spec(),
+        status: afterStockout({ recentPeaks: [peakOf(10, 1800)] }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'a peak older than the lookback no longer counts: moves',
+      input: {
+        spec: spec(),
+        status: afterStockout({ recentPeaks: [peakOf(13, LOOKBACK + 1000)] }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
+      name: "load rising (a's HPA asks for 5, runs 2): waits, and the room window restarts",
+      input: {
+        spec: spec(),
+        status: afterStockout(),
+        profiles: fleet,
+        signals: [
+          steady('fleet/a', 2, { hpa: { ...aSteadySignal('a', '').hpa!, currentReplicas: 2, desiredReplicas: 5 } }),
+          steady('fleet/b', 3),
+        ],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: load is rising: fleet\/a's HPA asks for 5 replica\(s\), it runs 2/,
+    },
+    {
+      name: 'a source without readyReplicas: the HPA tells the need, and fail-back still moves',
+      input: {
+        spec: spec(),
+        status: afterStockout({ recentPeaks: [peakOf(9, 1800)] }),
+        profiles: fleet,
+        signals: [
+          steady('fleet/a', 2, { readyReplicas: undefined }),
+          steady('fleet/b', 3, { readyReplicas: undefined }),
+        ],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+  ])('$name', ({ input, moves: expected, why }) => {
+    const d = run(input);
+    expect(moves(d)).toEqual(expected);
+    if (why)
+      expect(
+        explainOf(input)
+          .clusters.find((c) => c.cluster === 'fleet/b')
+          ?.notes.join('\n'),
+      ).toMatch(why);
+  });
+
+  it('records the workload replicas of every evaluation in status.failBack.recentPeaks', () => {
+    const d = run({
+      spec: spec(),
+      status: afterStockout({ recentPeaks: [peakOf(13, 1800)] }),
+      profiles: fleet,
+      signals: [steady('fleet/a', 4), steady('fleet/b', 3)],
+      now: NOW,
+    });
+    expect(d.status.failBack?.recentPeaks).toEqual([peakOf(13, 1800), peakOf(7, 0)]);
+  });
+});
+
+describe('F4 during a fail-back drain: a burst beyond the recent peak reactivates the cluster', () => {
+  const draining = (peak: number): Case => ({
+    spec: spec(),
+    status: {
+      clusters: [
+        listed('fleet/a', 'ACTIVE', 0),
+        listed('fleet/b', 'SCALING_IN', NOW - 300, {
+          reason: 'FailBack',
+          draining: { desiredMaxReplicas: 2, lastReplicaCountDecrease: at(NOW - 60) },
+        }),
+      ],
+      failBack: { lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW - 300), recentPeaks: [peakOf(peak, 600)] },
+    },
+    profiles: fleet,
+    // a: 8 replicas, 4 ready, 4 pending: a burst (pending ≥ half the ready ones); b drained to 2.
+    signals: [steady('fleet/a', 8, { readyReplicas: 4, pendingPods: 4 }), steady('fleet/b', 2)],
+    now: NOW,
+  });
+
+  it('needs 10 where the peak was 8: reactivated (a cycle)', () => {
+    const d = run(draining(8));
+    expect(states(d)).toEqual(['fleet/a ACTIVE', 'fleet/b ACTIVE']);
+    expect(d.transitions[0]?.reason).toMatch(/above its recent peak of 8: reactivated to take the burst/);
+    expect(d.status.failBack?.backoffLevel).toBe(1);
+  });
+
+  it('needs 10 where the peak was 10: the handed-over load, not a burst: the drain goes on', () => {
+    expect(states(run(draining(10)))).toEqual(['fleet/a ACTIVE', 'fleet/b SCALING_IN']);
+  });
+});
+
+describe('M1: a fallback at its HPA minimum is scaled in when the preferred clusters hold the recent peak', () => {
+  /** b runs its HPA minimum (2), asking for no more, since `since` seconds ago. */
+  const atMinimum = (failBack: boolean, since: number, peak?: number): Case => ({
+    spec: spec(failBack),
+    status: {
+      clusters: [
+        listed('fleet/a', 'ACTIVE', 0),
+        listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added', scaleInCandidateSince: at(NOW - since) }),
+      ],
+      lastAdditionTime: at(3000),
+      ...(peak !== undefined ? { failBack: { recentPeaks: [peakOf(peak, 1800)] } } : {}),
+    },
+    profiles: fleet,
+    signals: [
+      steady('fleet/a', 3),
+      steady('fleet/b', 2, {
+        hpa: { ...aSteadySignal('b', '').hpa!, currentReplicas: 2, desiredReplicas: 2, minReplicas: 2 },
+      }),
+    ],
+    now: NOW,
+  });
+
+  it.each([
+    { name: 'for the scale-in window, the peak fitting: scaled in (P2)', c: atMinimum(true, 300, 8), moved: true },
+    { name: 'the recent peak does not fit (13 > 10): kept', c: atMinimum(true, 300, 13), moved: false },
+    { name: 'not yet for the scale-in window: kept', c: atMinimum(true, 100, 8), moved: false },
+    { name: 'fail-back off (no recent peak kept): §4 alone decides, kept', c: atMinimum(false, 300), moved: false },
+  ])('$name', ({ c, moved }) => {
+    expect(moves(run(c))).toEqual(moved ? ['P2 fleet/b ACTIVE->SCALING_IN'] : []);
+  });
+});

@@ -1,0 +1,117 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { longView, NodePoolModel, parseScenarioText, simulate, type Scenario } from '../src/index.js';
+import { lineChart } from '../src/svg.js';
+
+// Issue 41's simulator details: the long view, a source without readyReplicas,
+// the node pool through an outage, and MCO v0.2's FailedScaleUp-only reading.
+
+const SCENARIOS = new URL('../../../examples/scenarios/', import.meta.url);
+function loadScenario(name: string): Scenario {
+  const parsed = parseScenarioText(readFileSync(new URL(`${name}.yaml`, SCENARIOS), 'utf8'));
+  if (!parsed.ok) throw new Error(`${name}: ${JSON.stringify(parsed.error)}`);
+  return parsed.value;
+}
+
+describe('longView', () => {
+  it('every region-outage scenario also runs over 72 hours, the same events and the calm after them', () => {
+    for (const name of ['region-outage', 'region-outage-shared-region']) {
+      const scenario = loadScenario(name);
+      const long = longView(scenario)!;
+      expect(long.duration).toBe(72 * 3600);
+      expect(long.events).toEqual(scenario.events);
+      expect(long.longView).toBeUndefined();
+    }
+    expect(longView(loadScenario('gpu-stockout'))).toBeUndefined();
+  });
+
+  it('must be longer than the duration', () => {
+    const text = readFileSync(new URL('region-outage.yaml', SCENARIOS), 'utf8').replace(
+      'longView: 72h',
+      'longView: 4h',
+    );
+    const parsed = parseScenarioText(text);
+    expect(parsed.ok ? [] : parsed.error).toEqual([{ field: 'longView', message: 'must be longer than duration' }]);
+  });
+});
+
+describe('signals.omitReadyReplicas', () => {
+  it('a source without readyReplicas: no signal of mco carries it', () => {
+    const seen: boolean[] = [];
+    simulate(loadScenario('no-ready-replicas'), {
+      policies: ['mco'],
+      onEvaluation: ({ input }) => seen.push(...(input.signals ?? []).map((s) => s.readyReplicas === undefined)),
+    });
+    expect(seen.length).toBeGreaterThan(100);
+    expect(seen.every(Boolean)).toBe(true);
+  });
+
+  it('names only clusters of the fleet', () => {
+    const text = readFileSync(new URL('no-ready-replicas.yaml', SCENARIOS), 'utf8').replace(
+      'omitReadyReplicas: true',
+      'omitReadyReplicas: [us-central1, nowhere]',
+    );
+    const parsed = parseScenarioText(text);
+    expect(parsed.ok ? [] : parsed.error).toEqual([
+      { field: 'signals.omitReadyReplicas[1]', message: 'no cluster named nowhere in fleet.clusters' },
+    ]);
+  });
+});
+
+describe('the node pool through an outage', () => {
+  it('the scale-down clock stops while the cluster is unreachable: its nodes do not vanish the instant it is back', () => {
+    const pool = new NodePoolModel({ ...loadScenario('region-outage').fleet.clusters[0]!.nodePool, minNodes: 0 }, 10);
+    pool.autoscale(0, 0, 2); // 8 nodes unneeded from t = 0
+    for (let t = 30; t < 7200; t += 30) pool.holdScaleDown(); // unreachable for two hours
+    pool.autoscale(7200, 0, 2);
+    expect(pool.nodes).toBe(10);
+    pool.autoscale(7200 + 600, 0, 2); // scaleDownDelay (10 min) after it is back
+    expect(pool.nodes).toBe(2);
+  });
+});
+
+describe('MCO v0.2 reads FailedScaleUp only, as MCO documents its metric', () => {
+  it('a pool at maxNodes (NotTriggerScaleUp) is a ceiling for mco, not for MCO v0.2', () => {
+    const pool = new NodePoolModel({ ...loadScenario('gpu-stockout').fleet.clusters[0]!.nodePool, maxNodes: 1 }, 1);
+    pool.autoscale(0, 3, 1);
+    expect(pool.events.map((e) => e.reason)).toEqual(['NotTriggerScaleUp']);
+    expect(pool.failedScaleUpWithin(30, 600)).toBe(true);
+    expect(pool.failedScaleUpWithin(30, 600, ['FailedScaleUp'])).toBe(false);
+  });
+});
+
+describe('report charts', () => {
+  it('identical policies do not hide each other: the later line is dashed and says which it equals', () => {
+    const svg = lineChart({
+      id: 'c',
+      title: 't',
+      times: [0, 30],
+      duration: 60,
+      yLabel: 'y',
+      series: [
+        { label: 'mco', color: '#000', values: [1, 2] },
+        { label: 'mco with fail-back', color: '#111', values: [1, 2] },
+      ],
+    });
+    expect(svg).toContain('mco with fail-back (identical to mco)');
+    expect(svg).toMatch(/data-series="mco with fail-back"[^>]*stroke-dasharray/);
+  });
+
+  it('markers two minutes apart do not overlap: the second label goes a row lower', () => {
+    const svg = lineChart({
+      id: 'c',
+      title: 't',
+      times: [0, 30],
+      duration: 8 * 3600,
+      yLabel: 'y',
+      series: [{ label: 'a', color: '#000', values: [1, 2] }],
+      markers: [
+        { t: 3600, label: 'one' },
+        { t: 3720, label: 'two' },
+      ],
+    });
+    const ys = [...svg.matchAll(/<g class="marker">.*?<text x="[\d.]+" y="([\d.]+)"/g)].map((m) => Number(m[1]));
+    expect(ys).toHaveLength(2);
+    expect(ys[1]! - ys[0]!).toBe(10);
+  });
+});
