@@ -204,7 +204,8 @@ describe('rules of docs/placement-rules.md over random timelines', () => {
           expect(standbys).toBeLessThanOrEqual(t.standby);
         }
       }),
-      RUNS,
+      // Fail-back needs room for the recent peak (rule F2), which few random timelines give: more runs keep it reached.
+      { numRuns: 300 },
     );
     expect(seen.failBack).toBeGreaterThan(1); // the generator does reach fail-back
     expect(seen.standby).toBeGreaterThan(1); // and standby additions

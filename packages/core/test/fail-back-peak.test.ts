@@ -150,6 +150,21 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       },
       moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
     },
+    {
+      name: 'a preferred cluster whose source declares it never reports readyReplicas: fail-back does not start, and says why',
+      input: {
+        spec: spec(),
+        status: afterStockout({ recentPeaks: [peakOf(9, 1800)] }),
+        profiles: fleet,
+        signals: [
+          steady('fleet/a', 2, { readyReplicas: undefined, reportsReadyReplicas: false }),
+          steady('fleet/b', 3, { readyReplicas: undefined, reportsReadyReplicas: false }),
+        ],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: fleet\/a's signal source does not report readyReplicas: a fail-back drain could not check that it serves before each step/,
+    },
   ])('$name', ({ input, moves: expected, why }) => {
     const d = run(input);
     expect(moves(d)).toEqual(expected);

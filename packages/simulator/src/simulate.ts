@@ -630,7 +630,10 @@ class Run {
         ...(hpa.scalingLimited ? { scalingLimited: { ...hpa.scalingLimited } } : {}),
       },
       pendingPods: c.pods.pending,
-      ...(reportsReadyReplicas(this.scenario, c.cluster.spec.name) ? { readyReplicas: c.pods.ready } : {}),
+      // A source without ready replicas says so (the signal contract), so drains step on the clock (rule D1).
+      ...(reportsReadyReplicas(this.scenario, c.cluster.spec.name)
+        ? { readyReplicas: c.pods.ready }
+        : { reportsReadyReplicas: false }),
       // MCO's documented metric counts FailedScaleUp only; mco's Kubernetes source counts NotTriggerScaleUp too.
       failedScaleUp: c.cluster.pool.failedScaleUpWithin(
         t,

@@ -1,7 +1,7 @@
 import type { ClusterState, FailBackStatus, PlacementSpec } from '../api/placement.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
 import { formatTime, parseTime, SECOND } from '../time.js';
-import type { SignalAssessment } from './signals.js';
+import { sourceReportsReadyReplicas, type SignalAssessment } from './signals.js';
 
 /*
  * Fail-back to preferred clusters (docs/placement-rules.md §10.3, made safe by
@@ -216,7 +216,8 @@ export function risingBecause(higher: readonly FailBackCluster[]): string | unde
  * The room rule: the higher-priority ACTIVE clusters can take `moving`
  * replicas, and hold the workload's recent peak. Each needs a fresh signal
  * with HPA maxReplicas and currentReplicas, no pending pods and no
- * FailedScaleUp (a missing field is no room); their summed
+ * FailedScaleUp (a missing field is no room), from a source that reports
+ * readyReplicas; their summed
  * `maxReplicas − currentReplicas` must be at least `moving`, and their summed
  * `maxReplicas` at least the recent peak. Returns why not, or undefined when
  * there is room.
@@ -234,6 +235,10 @@ export function noRoomBecause(
     if (s.maxReplicas === undefined || s.currentReplicas === undefined)
       return `${c.key} reports no HPA maxReplicas/currentReplicas`;
     if (s.pendingPods === undefined) return `${c.key} reports no pending-pod count`;
+    // Fail-back is a voluntary move: without ready replicas its drain could only step on the clock,
+    // handing load to pods that may not serve yet (rule F2), so it is not started at all.
+    if (!sourceReportsReadyReplicas(s))
+      return `${c.key}'s signal source does not report readyReplicas: a fail-back drain could not check that it serves before each step`;
     if (s.pendingPods > 0) return `${c.key} has ${s.pendingPods} pending pod(s)`;
     if (s.failedScaleUp === undefined) return `${c.key} reports no FailedScaleUp status`;
     if (s.failedScaleUp) return `${c.key} saw a FailedScaleUp`;
