@@ -52,6 +52,8 @@ describeWithControlPlane("the chart's dashboard", { tools: ['helm'] }, () => {
       multikubernetesclusterplacements: 'get,list,watch',
       events: 'get,list,watch',
       applications: 'get,list,watch',
+      applicationsets: 'get,list,watch',
+      resourcesets: 'get,list,watch',
       kustomizations: 'get,list,watch',
       helmreleases: 'get,list,watch',
       selfsubjectreviews: 'create',

@@ -18,6 +18,9 @@ import {
   CONDITION_SIGNALS_OBSERVED,
   FleetModel,
   keptDeliveryObject,
+  keptGenerator,
+  PLACEMENT_LABEL,
+  PLACEMENT_NAMESPACE_LABEL,
   keptEvent,
   MAX_EVENT_MESSAGE,
   NO_SIGNAL_SOURCE_REASONS,
@@ -375,11 +378,87 @@ describe('the dashboard server', () => {
 });
 
 describe('the fleet model', () => {
-  it("reads delivery objects by @mco/flux's annotations", () => {
-    expect([PLACEMENT_ANNOTATION, CLUSTER_PROFILE_ANNOTATION]).toEqual([
+  it("reads delivery objects by @mco/flux's annotations and input provider labels", () => {
+    expect([PLACEMENT_ANNOTATION, CLUSTER_PROFILE_ANNOTATION, PLACEMENT_LABEL, PLACEMENT_NAMESPACE_LABEL]).toEqual([
       flux.PLACEMENT_ANNOTATION,
       flux.CLUSTER_PROFILE_ANNOTATION,
+      flux.PLACEMENT_LABEL,
+      flux.PLACEMENT_NAMESPACE_LABEL,
     ]);
+  });
+
+  it('shows the Applications an ApplicationSet of the placement generated and the Kustomizations of its ResourceSet, by cluster, with their state', () => {
+    const model = new FleetModel();
+    const listed = (name: string) => ({ namespace: 'fleet', name, state: 'ACTIVE', lastTransitionTime: '' });
+    model.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: { clusters: [listed('a')] } });
+    model.placement('add', { metadata: { namespace: 'apps', name: 'q' }, status: { clusters: [listed('a')] } });
+    const plugin = (name: string) => ({
+      plugin: {
+        input: {
+          parameters: { multiClusterOrchestraPlacementName: name, multiClusterOrchestraPlacementNamespace: 'apps' },
+        },
+      },
+    });
+    model.generator(
+      'add',
+      keptGenerator({
+        kind: 'ApplicationSet',
+        metadata: { namespace: 'argocd', name: 'web' },
+        spec: { generators: [{ matrix: { generators: [plugin('p'), { list: {} }] } }] },
+      }),
+    );
+    model.generator(
+      'add',
+      keptGenerator({
+        kind: 'ApplicationSet',
+        metadata: { namespace: 'argocd', name: 'other' },
+        spec: { generators: [plugin('q')] },
+      }),
+    );
+    model.generator(
+      'add',
+      keptGenerator({
+        kind: 'ResourceSet',
+        metadata: { namespace: 'flux-system', name: 'web' },
+        spec: {
+          inputsFrom: [{ selector: { matchLabels: { [PLACEMENT_LABEL]: 'p', [PLACEMENT_NAMESPACE_LABEL]: 'apps' } } }],
+        },
+      }),
+    );
+    const application = (name: string, set: string) =>
+      keptDeliveryObject({
+        kind: 'Application',
+        metadata: { namespace: 'argocd', name, ownerReferences: [{ kind: 'ApplicationSet', name: set }] },
+        spec: { destination: { name: 'fleet.a' } },
+        status: { sync: { status: 'OutOfSync' }, health: { status: 'Progressing' } },
+      });
+    model.deliveryObject('add', application('web-a', 'web'));
+    model.deliveryObject('add', application('other-a', 'other'));
+    model.deliveryObject(
+      'add',
+      keptDeliveryObject({
+        kind: 'Kustomization',
+        metadata: {
+          namespace: 'flux-system',
+          name: 'web-a',
+          labels: {
+            'resourceset.fluxcd.controlplane.io/name': 'web',
+            'resourceset.fluxcd.controlplane.io/namespace': 'flux-system',
+          },
+        },
+        spec: { kubeConfig: { secretRef: { name: flux.kubeconfigSecretName('fleet', 'a'), key: 'value' } } },
+        status: { conditions: [{ type: 'Ready', status: 'False', reason: 'BuildFailed' }] },
+      }),
+    );
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.delivery).toEqual([
+      { cluster: 'fleet/a', kind: 'Application', name: 'argocd/web-a', status: 'OutOfSync, Progressing' },
+      { cluster: 'fleet/a', kind: 'Kustomization', name: 'flux-system/web-a', status: 'Ready False (BuildFailed)' },
+    ]);
+    model.generator(
+      'delete',
+      keptGenerator({ kind: 'ResourceSet', metadata: { namespace: 'flux-system', name: 'web' } }),
+    );
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.delivery.map((d) => d.name)).toEqual(['argocd/web-a']);
   });
 
   it("reads the controller's signal condition and reasons", () => {

@@ -23,7 +23,7 @@ import {
   type Identity,
   type ProxyTrust,
 } from './auth.js';
-import { FleetModel, keptDeliveryObject, keptEvent, type FleetModelOptions } from './model.js';
+import { FleetModel, keptDeliveryObject, keptEvent, keptGenerator, type FleetModelOptions } from './model.js';
 import { createDashboardServer } from './server.js';
 
 const EVENTS: Resource = { group: '', version: 'v1', plural: 'events' };
@@ -32,6 +32,11 @@ const DELIVERY: readonly Resource[] = [
   { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' },
   { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations' },
   { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases' },
+];
+/** What generates delivery objects for a placement: Argo CD ApplicationSets, Flux Operator ResourceSets. */
+const GENERATORS: readonly Resource[] = [
+  { group: 'argoproj.io', version: 'v1alpha1', plural: 'applicationsets' },
+  { group: 'fluxcd.controlplane.io', version: 'v1', plural: 'resourcesets' },
 ];
 
 export interface DashboardOptions {
@@ -87,6 +92,9 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   );
   for (const resource of DELIVERY) {
     if (await served(client, resource)) watch(kept(resource, keptDeliveryObject), (e, o) => model.deliveryObject(e, o));
+  }
+  for (const resource of GENERATORS) {
+    if (await served(client, resource)) watch(kept(resource, keptGenerator), (e, o) => model.generator(e, o));
   }
 
   const review = async (identity: Identity, namespace: string, resource: { group: string; resource: string }) => {
