@@ -19,6 +19,7 @@ import {
   FleetModel,
   keptDeliveryObject,
   keptGenerator,
+  CONTROLLER_STALE_AFTER_MS,
   PLACEMENT_LABEL,
   PLACEMENT_NAMESPACE_LABEL,
   keptEvent,
@@ -385,6 +386,51 @@ describe('the fleet model', () => {
       flux.PLACEMENT_LABEL,
       flux.PLACEMENT_NAMESPACE_LABEL,
     ]);
+  });
+
+  it("tells when the controller was last seen, by its Leases' renewTime, and marks it and every signal stale past the threshold", () => {
+    let now = Date.parse('2026-01-01T12:00:00Z');
+    const model = new FleetModel({ now: () => now });
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'p' },
+      spec: { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1 } } },
+      status: {
+        clusters: [
+          { namespace: 'fleet', name: 'a', state: 'ACTIVE', lastTransitionTime: '', atCapacityCeiling: false },
+        ],
+      },
+    });
+    const lease = (name: string, renewTime: string) => ({
+      metadata: { namespace: 'kube-system', name },
+      spec: { renewTime },
+    });
+    const view = () => model.view(SEE_ALL, 'u', true, 'apps/p');
+    expect(view().controller).toEqual({
+      lease: 'kube-system/mco-controller',
+      stale: false,
+      staleAfter: CONTROLLER_STALE_AFTER_MS,
+    });
+    model.lease('add', lease('mco-controller', '2026-01-01T11:59:00.000000Z'));
+    model.lease('add', lease('mco-controller-3', '2026-01-01T11:59:30.000000Z'));
+    model.lease('add', lease('mco-controller-members', '2026-01-01T11:59:50.000000Z'));
+    model.lease('add', lease('other-controller', '2026-01-01T12:00:00.000000Z'));
+    model.lease('add', lease('mco-controller-inventory-loss', '2026-01-01T12:00:00.000000Z'));
+    expect(view().controller).toMatchObject({ lastSeen: Date.parse('2026-01-01T11:59:50Z'), stale: false });
+    expect(view().placement!.clusters[0]!.signal).toEqual({ status: 'fresh' });
+    let changes = 0;
+    model.onChange(() => changes++);
+    now += CONTROLLER_STALE_AFTER_MS;
+    model.tick();
+    expect(changes).toBe(1);
+    expect(view().controller.stale).toBe(true);
+    expect(view().placement!.clusters[0]!.signal).toEqual({
+      status: 'stale',
+      why: 'the controller was last seen at 2026-01-01T11:59:50.000Z',
+    });
+    model.tick();
+    expect(changes).toBe(1);
+    model.lease('update', lease('mco-controller', new Date(now).toISOString()));
+    expect(view().controller.stale).toBe(false);
   });
 
   it('shows the Applications an ApplicationSet of the placement generated and the Kustomizations of its ResourceSet, by cluster, with their state', () => {

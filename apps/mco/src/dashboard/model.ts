@@ -14,6 +14,7 @@ import type { InformerEvent, KubeObject } from '@mco/kube-runtime';
 import { explanationRows } from '../explain-rows.js';
 import type {
   ClusterView,
+  ControllerView,
   DeliveryView,
   EventView,
   LaneSegment,
@@ -111,8 +112,14 @@ export interface FleetModelOptions {
   /** Delivery objects kept, likewise. */
   readonly maxDeliveryObjects?: number;
   readonly maxDeliveryBytes?: number;
+  /** The controller's Lease, `namespace/name` (default {@link DEFAULT_CONTROLLER_LEASE}). */
+  readonly controllerLease?: string;
   readonly now?: () => number;
 }
+
+export const DEFAULT_CONTROLLER_LEASE = 'kube-system/mco-controller';
+/** A controller not seen for this long (four default Lease durations) is stale. */
+export const CONTROLLER_STALE_AFTER_MS = 60_000;
 
 export const DEFAULT_EVENT_BOUNDS = { maxEvents: 10_000, maxEventBytes: 8 * 1024 * 1024 } as const;
 export const DEFAULT_DELIVERY_BOUNDS = { maxDeliveryObjects: 10_000, maxDeliveryBytes: 8 * 1024 * 1024 } as const;
@@ -130,6 +137,10 @@ export class FleetModel {
   private readonly events: BoundedMap<KeptEvent>;
   private readonly delivery: BoundedMap<KeptDeliveryObject>;
   private readonly generators = new Map<string, NonNullable<KeptGenerator['placement']>>();
+  readonly controllerLease: string;
+  /** The renewTime of each of the controller's Leases, by name. */
+  private readonly leases = new Map<string, number>();
+  private wasStale = false;
   private readonly lanes = new Map<string, Map<string, LaneEntry[]>>();
   private readonly laneLength: number;
   private readonly now: () => number;
@@ -146,7 +157,40 @@ export class FleetModel {
       options.maxDeliveryObjects ?? DEFAULT_DELIVERY_BOUNDS.maxDeliveryObjects,
       options.maxDeliveryBytes ?? DEFAULT_DELIVERY_BOUNDS.maxDeliveryBytes,
     );
+    this.controllerLease = options.controllerLease ?? DEFAULT_CONTROLLER_LEASE;
     this.startedAt = this.now();
+  }
+
+  /** A Lease in the controller's Lease namespace: its shards' (`<name>`, `<name>-<i>`) and members' Leases count. */
+  lease(event: InformerEvent, object: KubeObject): void {
+    const name = String(object.metadata?.name);
+    const base = this.controllerLease.slice(this.controllerLease.indexOf('/') + 1);
+    if (name !== base && !/^\d+$|^members$/.test(name.startsWith(`${base}-`) ? name.slice(base.length + 1) : ''))
+      return;
+    const renewed = Date.parse(String((object.spec as { renewTime?: string } | undefined)?.renewTime));
+    if (event === 'delete' || !Number.isFinite(renewed)) this.leases.delete(name);
+    else this.leases.set(name, renewed);
+    this.wasStale = this.controller().stale;
+    this.changed();
+  }
+
+  /** Re-sends the view when the controller turned stale with time alone (call it now and then). */
+  tick(): void {
+    const stale = this.controller().stale;
+    if (stale !== this.wasStale) {
+      this.wasStale = stale;
+      this.changed();
+    }
+  }
+
+  private controller(): ControllerView {
+    const lastSeen = this.leases.size > 0 ? Math.max(...this.leases.values()) : undefined;
+    return {
+      lease: this.controllerLease,
+      ...(lastSeen !== undefined ? { lastSeen } : {}),
+      stale: lastSeen !== undefined && this.now() - lastSeen > CONTROLLER_STALE_AFTER_MS,
+      staleAfter: CONTROLLER_STALE_AFTER_MS,
+    };
   }
 
   onChange(listener: () => void): () => void {
@@ -245,7 +289,12 @@ export class FleetModel {
     const profiles = [...this.profiles.values()]
       .filter((p) => visible.clusterProfiles(p.metadata.namespace))
       .sort(byKey);
-    const summaries = placements.map(summary);
+    const controller = this.controller();
+    // A stale controller evaluates nothing: no signal it wrote is fresh any more.
+    const staleWhy = controller.stale
+      ? `the controller was last seen at ${new Date(controller.lastSeen!).toISOString()}`
+      : undefined;
+    const summaries = placements.map((p) => summary(p, staleWhy));
     const users = new Map<string, ClusterView['placements'][number][]>();
     for (const p of summaries) {
       for (const c of p.clusters) {
@@ -257,15 +306,21 @@ export class FleetModel {
     const selectedPlacement = selected ? placements.find((p) => keyOf(p as KubeObject) === selected) : undefined;
     return {
       now: this.now(),
+      controller,
       user,
       synced,
       clusters: profiles.map((p) => clusterView(p, users.get(keyOf(p as KubeObject)) ?? [])),
       placements: summaries,
-      ...(selectedPlacement ? { placement: this.detail(selectedPlacement, profiles, visible) } : {}),
+      ...(selectedPlacement ? { placement: this.detail(selectedPlacement, profiles, visible, staleWhy) } : {}),
     };
   }
 
-  private detail(placement: Placement, profiles: ClusterProfile[], visible: Visibility): PlacementDetail {
+  private detail(
+    placement: Placement,
+    profiles: ClusterProfile[],
+    visible: Visibility,
+    staleWhy: string | undefined,
+  ): PlacementDetail {
     const key = keyOf(placement as KubeObject);
     const now = this.now();
     const explanation = explain({
@@ -310,7 +365,7 @@ export class FleetModel {
       })
       .sort((a, b) => a.cluster.localeCompare(b.cluster));
     return {
-      ...summary(placement),
+      ...summary(placement, staleWhy),
       conditions: (placement.status?.conditions ?? []).map((c) => ({
         type: c.type,
         status: c.status,
@@ -524,10 +579,15 @@ function conditionText(p: Placement, type: string): string | undefined {
   return c ? `${c.status}${c.reason ? ` (${c.reason})` : ''}` : undefined;
 }
 
-function summary(p: Placement): PlacementSummary {
+/** `staleWhy`: why no signal is fresh (the controller is not seen), if so. */
+function summary(p: Placement, staleWhy: string | undefined): PlacementSummary {
   const valid = conditionText(p, 'Valid');
   const satisfied = conditionText(p, 'Satisfied');
-  const signalOf = signalReader(p);
+  const read = signalReader(p);
+  const signalOf = (c: PlacementCluster) => {
+    const { signal } = read(c);
+    return signal && staleWhy ? { signal: { status: 'stale' as const, why: staleWhy } } : signal ? { signal } : {};
+  };
   return {
     key: keyOf(p as KubeObject),
     namespace: p.metadata.namespace ?? '',
