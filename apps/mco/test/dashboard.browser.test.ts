@@ -300,13 +300,19 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
 
   it("shows a tenant only its own namespaces, behind an authenticating proxy or with its token, on the chart's dashboard RBAC", async () => {
     const { hub } = env;
-    // The chart's dashboard ServiceAccount and ClusterRole, and a token for it.
+    // The chart's dashboard ServiceAccount, ClusterRole and Lease Role, and a token for it.
     const rbac = renderChart(['--set', 'dashboard.enabled=true']).filter(
       (o) =>
-        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? '') &&
+        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? '') &&
         o.metadata?.name?.endsWith('-dashboard'),
     );
-    expect(rbac.map((o) => o.kind)).toEqual(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']);
+    expect(rbac.map((o) => o.kind)).toEqual([
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Role',
+      'RoleBinding',
+    ]);
     await hub.plane.hub.apply(rbac);
     const account = rbac[0]!.metadata!;
     const token = (
