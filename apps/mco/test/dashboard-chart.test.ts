@@ -40,9 +40,16 @@ describeWithControlPlane("the chart's dashboard", { tools: ['helm'] }, () => {
       'ClusterRoleBinding',
       'Deployment',
       'NetworkPolicy',
+      'Role',
+      'RoleBinding',
       'Service',
       'ServiceAccount',
     ]);
+    // The controller's Leases, read where they are: only there.
+    expect(objects.find((o) => o.kind === 'Role')).toMatchObject({
+      metadata: { namespace: 'kube-system' },
+      rules: [{ apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'list', 'watch'] }],
+    });
     const role = objects.find((o) => o.kind === 'ClusterRole') as unknown as {
       rules: { resources: string[]; verbs: string[] }[];
     };
@@ -52,6 +59,8 @@ describeWithControlPlane("the chart's dashboard", { tools: ['helm'] }, () => {
       multikubernetesclusterplacements: 'get,list,watch',
       events: 'get,list,watch',
       applications: 'get,list,watch',
+      applicationsets: 'get,list,watch',
+      resourcesets: 'get,list,watch',
       kustomizations: 'get,list,watch',
       helmreleases: 'get,list,watch',
       selfsubjectreviews: 'create',
@@ -74,6 +83,7 @@ describeWithControlPlane("the chart's dashboard", { tools: ['helm'] }, () => {
         '--listen=0.0.0.0:8090',
         '--auth=proxy',
         '--log-level=info',
+        '--controller-lease=kube-system/mco-controller',
         '--tls-cert-file=/etc/mco-dashboard/tls/tls.crt',
         '--tls-private-key-file=/etc/mco-dashboard/tls/tls.key',
         '--requestheader-client-ca-file=/etc/mco-dashboard/proxy-ca/ca.crt',
@@ -122,7 +132,13 @@ describeWithControlPlane("the chart's dashboard", { tools: ['helm'] }, () => {
       insecure: args({ 'dashboard.enabled': 'true', 'dashboard.secureCookies': 'false' }).at(-1),
       kinds: dashboardObjects({ 'dashboard.enabled': 'true' }).some((o) => o.kind === 'NetworkPolicy'),
     }).toEqual({
-      default: ['dashboard', '--listen=0.0.0.0:8090', '--auth=token', '--log-level=info'],
+      default: [
+        'dashboard',
+        '--listen=0.0.0.0:8090',
+        '--auth=token',
+        '--log-level=info',
+        '--controller-lease=kube-system/mco-controller',
+      ],
       insecure: '--insecure-cookies',
       kinds: false,
     });

@@ -18,6 +18,10 @@ import {
   CONDITION_SIGNALS_OBSERVED,
   FleetModel,
   keptDeliveryObject,
+  keptGenerator,
+  CONTROLLER_STALE_AFTER_MS,
+  PLACEMENT_LABEL,
+  PLACEMENT_NAMESPACE_LABEL,
   keptEvent,
   MAX_EVENT_MESSAGE,
   NO_SIGNAL_SOURCE_REASONS,
@@ -375,11 +379,132 @@ describe('the dashboard server', () => {
 });
 
 describe('the fleet model', () => {
-  it("reads delivery objects by @mco/flux's annotations", () => {
-    expect([PLACEMENT_ANNOTATION, CLUSTER_PROFILE_ANNOTATION]).toEqual([
+  it("reads delivery objects by @mco/flux's annotations and input provider labels", () => {
+    expect([PLACEMENT_ANNOTATION, CLUSTER_PROFILE_ANNOTATION, PLACEMENT_LABEL, PLACEMENT_NAMESPACE_LABEL]).toEqual([
       flux.PLACEMENT_ANNOTATION,
       flux.CLUSTER_PROFILE_ANNOTATION,
+      flux.PLACEMENT_LABEL,
+      flux.PLACEMENT_NAMESPACE_LABEL,
     ]);
+  });
+
+  it("tells when the controller was last seen, by its Leases' renewTime, and marks it and every signal stale past the threshold", () => {
+    let now = Date.parse('2026-01-01T12:00:00Z');
+    const model = new FleetModel({ now: () => now });
+    model.placement('add', {
+      metadata: { namespace: 'apps', name: 'p' },
+      spec: { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 1 } } },
+      status: {
+        clusters: [
+          { namespace: 'fleet', name: 'a', state: 'ACTIVE', lastTransitionTime: '', atCapacityCeiling: false },
+        ],
+      },
+    });
+    const lease = (name: string, renewTime: string) => ({
+      metadata: { namespace: 'kube-system', name },
+      spec: { renewTime },
+    });
+    const view = () => model.view(SEE_ALL, 'u', true, 'apps/p');
+    expect(view().controller).toEqual({
+      lease: 'kube-system/mco-controller',
+      stale: false,
+      staleAfter: CONTROLLER_STALE_AFTER_MS,
+    });
+    model.lease('add', lease('mco-controller', '2026-01-01T11:59:00.000000Z'));
+    model.lease('add', lease('mco-controller-3', '2026-01-01T11:59:30.000000Z'));
+    model.lease('add', lease('mco-controller-members', '2026-01-01T11:59:50.000000Z'));
+    model.lease('add', lease('other-controller', '2026-01-01T12:00:00.000000Z'));
+    model.lease('add', lease('mco-controller-inventory-loss', '2026-01-01T12:00:00.000000Z'));
+    expect(view().controller).toMatchObject({ lastSeen: Date.parse('2026-01-01T11:59:50Z'), stale: false });
+    expect(view().placement!.clusters[0]!.signal).toEqual({ status: 'fresh' });
+    let changes = 0;
+    model.onChange(() => changes++);
+    now += CONTROLLER_STALE_AFTER_MS;
+    model.tick();
+    expect(changes).toBe(1);
+    expect(view().controller.stale).toBe(true);
+    expect(view().placement!.clusters[0]!.signal).toEqual({
+      status: 'stale',
+      why: 'the controller was last seen at 2026-01-01T11:59:50.000Z',
+    });
+    model.tick();
+    expect(changes).toBe(1);
+    model.lease('update', lease('mco-controller', new Date(now).toISOString()));
+    expect(view().controller.stale).toBe(false);
+  });
+
+  it('shows the Applications an ApplicationSet of the placement generated and the Kustomizations of its ResourceSet, by cluster, with their state', () => {
+    const model = new FleetModel();
+    const listed = (name: string) => ({ namespace: 'fleet', name, state: 'ACTIVE', lastTransitionTime: '' });
+    model.placement('add', { metadata: { namespace: 'apps', name: 'p' }, status: { clusters: [listed('a')] } });
+    model.placement('add', { metadata: { namespace: 'apps', name: 'q' }, status: { clusters: [listed('a')] } });
+    const plugin = (name: string) => ({
+      plugin: {
+        input: {
+          parameters: { multiClusterOrchestraPlacementName: name, multiClusterOrchestraPlacementNamespace: 'apps' },
+        },
+      },
+    });
+    model.generator(
+      'add',
+      keptGenerator({
+        kind: 'ApplicationSet',
+        metadata: { namespace: 'argocd', name: 'web' },
+        spec: { generators: [{ matrix: { generators: [plugin('p'), { list: {} }] } }] },
+      }),
+    );
+    model.generator(
+      'add',
+      keptGenerator({
+        kind: 'ApplicationSet',
+        metadata: { namespace: 'argocd', name: 'other' },
+        spec: { generators: [plugin('q')] },
+      }),
+    );
+    model.generator(
+      'add',
+      keptGenerator({
+        kind: 'ResourceSet',
+        metadata: { namespace: 'flux-system', name: 'web' },
+        spec: {
+          inputsFrom: [{ selector: { matchLabels: { [PLACEMENT_LABEL]: 'p', [PLACEMENT_NAMESPACE_LABEL]: 'apps' } } }],
+        },
+      }),
+    );
+    const application = (name: string, set: string) =>
+      keptDeliveryObject({
+        kind: 'Application',
+        metadata: { namespace: 'argocd', name, ownerReferences: [{ kind: 'ApplicationSet', name: set }] },
+        spec: { destination: { name: 'fleet.a' } },
+        status: { sync: { status: 'OutOfSync' }, health: { status: 'Progressing' } },
+      });
+    model.deliveryObject('add', application('web-a', 'web'));
+    model.deliveryObject('add', application('other-a', 'other'));
+    model.deliveryObject(
+      'add',
+      keptDeliveryObject({
+        kind: 'Kustomization',
+        metadata: {
+          namespace: 'flux-system',
+          name: 'web-a',
+          labels: {
+            'resourceset.fluxcd.controlplane.io/name': 'web',
+            'resourceset.fluxcd.controlplane.io/namespace': 'flux-system',
+          },
+        },
+        spec: { kubeConfig: { secretRef: { name: flux.kubeconfigSecretName('fleet', 'a'), key: 'value' } } },
+        status: { conditions: [{ type: 'Ready', status: 'False', reason: 'BuildFailed' }] },
+      }),
+    );
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.delivery).toEqual([
+      { cluster: 'fleet/a', kind: 'Application', name: 'argocd/web-a', status: 'OutOfSync, Progressing' },
+      { cluster: 'fleet/a', kind: 'Kustomization', name: 'flux-system/web-a', status: 'Ready False (BuildFailed)' },
+    ]);
+    model.generator(
+      'delete',
+      keptGenerator({ kind: 'ResourceSet', metadata: { namespace: 'flux-system', name: 'web' } }),
+    );
+    expect(model.view(SEE_ALL, 'u', true, 'apps/p').placement!.delivery.map((d) => d.name)).toEqual(['argocd/web-a']);
   });
 
   it("reads the controller's signal condition and reasons", () => {

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectionFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
-import { freePort } from '@mco/testkit';
+import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
+import * as fluxNames from '@mco/flux';
+import { freePort, preparedTool, thirdPartyCrd, type ThirdPartyCrd } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_GROUP_HEADERS, DEFAULT_USERNAME_HEADERS } from '../src/dashboard/auth.js';
 import { startDashboard, type Dashboard } from '../src/dashboard/index.js';
@@ -298,13 +300,19 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
 
   it("shows a tenant only its own namespaces, behind an authenticating proxy or with its token, on the chart's dashboard RBAC", async () => {
     const { hub } = env;
-    // The chart's dashboard ServiceAccount and ClusterRole, and a token for it.
+    // The chart's dashboard ServiceAccount, ClusterRole and Lease Role, and a token for it.
     const rbac = renderChart(['--set', 'dashboard.enabled=true']).filter(
       (o) =>
-        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding'].includes(o.kind ?? '') &&
+        ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind ?? '') &&
         o.metadata?.name?.endsWith('-dashboard'),
     );
-    expect(rbac.map((o) => o.kind)).toEqual(['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding']);
+    expect(rbac.map((o) => o.kind)).toEqual([
+      'ServiceAccount',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'Role',
+      'RoleBinding',
+    ]);
     await hub.plane.hub.apply(rbac);
     const account = rbac[0]!.metadata!;
     const token = (
@@ -472,4 +480,329 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
     }
     expect(await exited).toBe(0);
   }, 60_000);
+
+  const PLACEMENTS_API = {
+    group: 'orchestra.multicluster.x-k8s.io',
+    version: 'v1alpha1',
+    plural: 'multikubernetesclusterplacements',
+  };
+  /** A placement no controller evaluates here, listing `clusters` of fleet since `since`. */
+  async function placementListing(namespace: string, name: string, clusters: string[], since: string) {
+    const placement = await env.fleet.createPlacement(namespace, name, {});
+    const listed = clusters.map((c) => ({ namespace: 'fleet', name: c, state: 'ACTIVE', lastTransitionTime: since }));
+    await env.hub.custom.replaceNamespacedCustomObjectStatus({
+      ...PLACEMENTS_API,
+      namespace,
+      name,
+      body: { ...placement, status: { clusters: listed } },
+    });
+  }
+  const installCrds = (...names: ThirdPartyCrd[]) => env.hub.plane.hub.installCrds(names.map((n) => thirdPartyCrd(n)));
+  /** The Delivery section's rows, once `count` are shown. */
+  async function deliveryRows(page: Page, url: string, placement: string, count: number) {
+    await page.goto(`${url}#/placement/${placement}`);
+    await page.waitForFunction(
+      (n) => document.querySelectorAll('section[aria-labelledby="delivery-h"] li').length === n,
+      count,
+    );
+    return (await page.locator('section[aria-labelledby="delivery-h"] li').allInnerTexts()).sort();
+  }
+
+  it('lists the Applications an ApplicationSet with the mco plugin generator made for the placement, by cluster, with sync and health', async () => {
+    await installCrds('argoproj.io_applications.yaml', 'argoproj.io_applicationsets.yaml');
+    await env.fleet.namespace('argocd');
+    await placementListing('team-a', 'appset', ['a', 'b'], new Date().toISOString());
+    const argo = { group: 'argoproj.io', version: 'v1alpha1', namespace: 'argocd' };
+    const appSet = (await env.hub.custom.createNamespacedCustomObject({
+      ...argo,
+      plural: 'applicationsets',
+      body: {
+        apiVersion: 'argoproj.io/v1alpha1',
+        kind: 'ApplicationSet',
+        metadata: { name: 'web' },
+        spec: {
+          goTemplate: true,
+          generators: [
+            {
+              plugin: {
+                configMapRef: { name: 'argocd-mco-placement' },
+                input: {
+                  parameters: {
+                    multiClusterOrchestraPlacementName: 'appset',
+                    multiClusterOrchestraPlacementNamespace: 'team-a',
+                  },
+                },
+              },
+            },
+          ],
+          template: {
+            metadata: { name: 'web-{{.name}}' },
+            spec: { project: 'default', destination: { name: '{{.name}}', namespace: 'web' } },
+          },
+        },
+      },
+    })) as { metadata: { uid: string } };
+    // As the ApplicationSet controller writes them: owned by the set, destination the cluster's Argo CD name.
+    for (const [cluster, sync, health] of [
+      ['a', 'Synced', 'Healthy'],
+      ['b', 'OutOfSync', 'Progressing'],
+    ] as const) {
+      await env.hub.custom.createNamespacedCustomObject({
+        ...argo,
+        plural: 'applications',
+        body: {
+          apiVersion: 'argoproj.io/v1alpha1',
+          kind: 'Application',
+          metadata: {
+            name: `web-fleet.${cluster}`,
+            ownerReferences: [
+              { apiVersion: 'argoproj.io/v1alpha1', kind: 'ApplicationSet', name: 'web', uid: appSet.metadata.uid },
+            ],
+          },
+          spec: { project: 'default', destination: { name: `fleet.${cluster}`, namespace: 'web' } },
+          status: { sync: { status: sync }, health: { status: health } },
+        },
+      });
+    }
+    const dashboard = await startDashboard({
+      hub: connectionFromKubeConfig(env.hub.admin),
+      host: '127.0.0.1',
+      port: 0,
+      auth: 'none',
+    });
+    dashboards.push(dashboard);
+    const { page, problems } = await open(dashboard.url);
+    expect(await deliveryRows(page, dashboard.url, 'team-a/appset', 2)).toEqual([
+      'fleet/a: Application argocd/web-fleet.a: Synced, Healthy',
+      'fleet/b: Application argocd/web-fleet.b: OutOfSync, Progressing',
+    ]);
+    expect(problems).toEqual([]);
+  }, 180_000);
+
+  const withFluxOperator = preparedTool('flux-operator') !== undefined || inCi;
+  it.skipIf(!withFluxOperator)(
+    "lists the Kustomizations a Flux Operator ResourceSet made from mco's input providers for the placement, by cluster, with Ready, beside rendered mode's",
+    async () => {
+      await installCrds('kustomize.toolkit.fluxcd.io_kustomizations.yaml', 'fluxcd.controlplane.io_resourcesets.yaml');
+      await env.fleet.namespace('flux-system');
+      await placementListing('team-a', 'operator', ['a', 'b'], new Date().toISOString());
+      const flux = { namespace: 'flux-system' };
+      await env.hub.custom.createNamespacedCustomObject({
+        ...flux,
+        group: 'fluxcd.controlplane.io',
+        version: 'v1',
+        plural: 'resourcesets',
+        body: {
+          apiVersion: 'fluxcd.controlplane.io/v1',
+          kind: 'ResourceSet',
+          metadata: { name: 'web' },
+          spec: {
+            inputsFrom: [
+              {
+                apiVersion: 'fluxcd.controlplane.io/v1',
+                kind: 'ResourceSetInputProvider',
+                selector: {
+                  matchLabels: {
+                    'app.kubernetes.io/managed-by': 'mco-flux',
+                    'orchestra.multicluster.x-k8s.io/placement': 'operator',
+                    'orchestra.multicluster.x-k8s.io/placement-namespace': 'team-a',
+                  },
+                },
+              },
+            ],
+            resources: [],
+          },
+        },
+      });
+      const kustomizations = { ...flux, group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations' };
+      const kustomization = async (name: string, cluster: string, meta: object, ready?: string) => {
+        const created = await env.hub.custom.createNamespacedCustomObject({
+          ...kustomizations,
+          body: {
+            apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+            kind: 'Kustomization',
+            metadata: { name, ...meta },
+            spec: {
+              interval: '10m',
+              path: './deploy',
+              prune: true,
+              sourceRef: { kind: 'GitRepository', name: 'web' },
+              kubeConfig: { secretRef: { name: fluxNames.kubeconfigSecretName('fleet', cluster), key: 'value' } },
+            },
+          },
+        });
+        if (!ready) return;
+        const condition = { type: 'Ready', status: ready, reason: 'ReconciliationSucceeded', message: 'applied' };
+        await env.hub.custom.replaceNamespacedCustomObjectStatus({
+          ...kustomizations,
+          name,
+          body: {
+            ...created,
+            status: { conditions: [{ ...condition, lastTransitionTime: new Date().toISOString() }] },
+          },
+        });
+      };
+      // As flux-operator labels what a ResourceSet generates.
+      const generated = {
+        labels: {
+          'resourceset.fluxcd.controlplane.io/name': 'web',
+          'resourceset.fluxcd.controlplane.io/namespace': 'flux-system',
+        },
+      };
+      await kustomization('web-a', 'a', generated, 'True');
+      await kustomization('web-b', 'b', generated);
+      // Rendered mode: `mco flux` annotates what it writes.
+      await placementListing('team-a', 'rendered', ['c'], new Date().toISOString());
+      await kustomization(
+        'rendered-c',
+        'c',
+        {
+          annotations: {
+            'orchestra.multicluster.x-k8s.io/placement-key': 'team-a/rendered',
+            'orchestra.multicluster.x-k8s.io/cluster-profile': 'fleet/c',
+          },
+        },
+        'False',
+      );
+      const dashboard = await startDashboard({
+        hub: connectionFromKubeConfig(env.hub.admin),
+        host: '127.0.0.1',
+        port: 0,
+        auth: 'none',
+      });
+      dashboards.push(dashboard);
+      const { page, problems } = await open(dashboard.url);
+      expect(await deliveryRows(page, dashboard.url, 'team-a/operator', 2)).toEqual([
+        'fleet/a: Kustomization flux-system/web-a: Ready True (ReconciliationSucceeded)',
+        'fleet/b: Kustomization flux-system/web-b: not reconciled yet',
+      ]);
+      expect(await deliveryRows(page, dashboard.url, 'team-a/rendered', 1)).toEqual([
+        'fleet/c: Kustomization flux-system/rendered-c: Ready False (ReconciliationSucceeded)',
+      ]);
+      expect(problems).toEqual([]);
+    },
+    180_000,
+  );
+
+  it('says when the controller was last seen, and stops saying Live and signal fresh once its Lease is stale', async () => {
+    const leases = env.hub.admin.makeApiClient(CoordinationV1Api);
+    const renewed = (ms: number) => new V1MicroTime(Date.now() - ms);
+    /** Writes the Lease's renewTime as `ms` milliseconds ago. */
+    const renew = async (ms: number) => {
+      const lease = await leases.readNamespacedLease({ namespace: 'kube-system', name: 'liveness-controller' });
+      await leases.replaceNamespacedLease({
+        namespace: 'kube-system',
+        name: 'liveness-controller',
+        body: { ...lease, spec: { ...lease.spec, renewTime: renewed(ms) } },
+      });
+    };
+    await leases.createNamespacedLease({
+      namespace: 'kube-system',
+      body: {
+        metadata: { name: 'liveness-controller' },
+        spec: { holderIdentity: 'mco/controller-0', leaseDurationSeconds: 15, renewTime: renewed(5_000) },
+      },
+    });
+    // The controller's last evaluation left a fresh signal for fleet/a.
+    const placement = await env.fleet.createPlacement('team-a', 'liveness', autoscaling);
+    await env.hub.custom.replaceNamespacedCustomObjectStatus({
+      ...PLACEMENTS_API,
+      namespace: 'team-a',
+      name: 'liveness',
+      body: {
+        ...placement,
+        status: {
+          clusters: [
+            {
+              namespace: 'fleet',
+              name: 'a',
+              state: 'ACTIVE',
+              lastTransitionTime: new Date().toISOString(),
+              atCapacityCeiling: false,
+            },
+          ],
+        },
+      },
+    });
+    const dashboard = await startDashboard({
+      hub: connectionFromKubeConfig(env.hub.admin),
+      host: '127.0.0.1',
+      port: 0,
+      auth: 'none',
+      controllerLease: 'kube-system/liveness-controller',
+    });
+    dashboards.push(dashboard);
+    const { page, problems } = await open(dashboard.url);
+    await page.goto(`${dashboard.url}#/placement/team-a/liveness`);
+    const status = page.locator('header .status');
+    await status.filter({ hasText: 'controller seen' }).waitFor();
+    expect(await status.innerText()).toContain('Live');
+    await page.locator('table.placed td.signal', { hasText: 'signal fresh' }).waitFor();
+
+    // The controller stops renewing: its Lease was last renewed 10 minutes ago.
+    await renew(600_000);
+    await status.filter({ hasText: 'Controller not seen since' }).waitFor();
+    const text = await status.innerText();
+    expect(text).not.toMatch(/\bLive\b/);
+    expect(text).toContain('kube-system/liveness-controller is older than 60 s');
+    await page.locator('table.placed td.signal', { hasText: 'the controller was last seen at' }).waitFor();
+    expect(await page.locator('table.placed td.signal').innerText()).not.toContain('signal fresh');
+
+    // It renews again: Live.
+    await renew(0);
+    await status.filter({ hasText: 'controller seen' }).waitFor();
+    await page.locator('table.placed td.signal', { hasText: 'signal fresh' }).waitFor();
+    expect(problems).toEqual([]);
+  }, 120_000);
+
+  it('keeps state lanes readable over hours: a 15-minute window by default, and no stretch narrower than its label at any window', async () => {
+    // Listed since 3 hours ago, then many quick changes now.
+    await placementListing('team-a', 'history', ['a', 'b'], new Date(Date.now() - 3 * 3600_000).toISOString());
+    const dashboard = await startDashboard({
+      hub: connectionFromKubeConfig(env.hub.admin),
+      host: '127.0.0.1',
+      port: 0,
+      auth: 'none',
+    });
+    dashboards.push(dashboard);
+    const { page, problems } = await open(dashboard.url);
+    await page.goto(`${dashboard.url}#/placement/team-a/history`);
+    await page.locator('.lane').first().waitFor();
+    const states = ['SCALING_IN', 'ACTIVE', 'UNHEALTHY', 'ACTIVE', 'EVICTING', 'ACTIVE'];
+    for (const [i, state] of states.entries()) {
+      const current = (await env.hub.custom.getNamespacedCustomObject({
+        ...PLACEMENTS_API,
+        namespace: 'team-a',
+        name: 'history',
+      })) as { status: { clusters: { state: string; lastTransitionTime: string }[] } };
+      const clusters = current.status.clusters.map((c) => ({
+        ...c,
+        state,
+        lastTransitionTime: new Date().toISOString(),
+      }));
+      await env.hub.custom.replaceNamespacedCustomObjectStatus({
+        ...PLACEMENTS_API,
+        namespace: 'team-a',
+        name: 'history',
+        body: { ...current, status: { clusters } },
+      });
+      await page.waitForFunction(
+        (n) => document.querySelector('.lane .lane-bar')?.querySelectorAll('li.seg').length === n,
+        i + 2,
+      );
+    }
+    const widths = () =>
+      page.$$eval('.lane-bar li.seg', (segments) => segments.map((s) => s.getBoundingClientRect().width));
+    const MIN_PX = 60;
+    for (const window of ['15', '60', '360', '1440']) {
+      await page.getByLabel('Window').selectOption(window);
+      const shown = await widths();
+      expect(shown.length, `window ${window} min`).toBe(2 * (states.length + 1));
+      expect(Math.min(...shown), `window ${window} min: ${shown.join(', ')}`).toBeGreaterThanOrEqual(MIN_PX);
+    }
+    // The default window starts 15 minutes back: the 3-hour stretch is cut there, not stretched across the lane.
+    await page.getByLabel('Window').selectOption('15');
+    expect(await page.locator('section[aria-labelledby="lanes-h"] .note').innerText()).toMatch(/last 15 minutes/);
+    expect(problems).toEqual([]);
+  }, 120_000);
 });

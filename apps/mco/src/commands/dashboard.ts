@@ -4,6 +4,7 @@ import { parseArgs } from 'node:util';
 import { createLogger } from '@mco/runtime';
 import { AUTH_MODES, DEFAULT_GROUP_HEADERS, DEFAULT_USERNAME_HEADERS, type AuthMode } from '../dashboard/auth.js';
 import { startDashboard } from '../dashboard/index.js';
+import { DEFAULT_CONTROLLER_LEASE } from '../dashboard/model.js';
 import {
   KUBECONFIG_HELP,
   loadHub,
@@ -59,6 +60,9 @@ Options:
       --insecure-cookies     token: do not mark the session cookie Secure, for plain http
                              on a loopback address only (browsers drop Secure cookies there
                              except on localhost)
+      --controller-lease <namespace/name>
+                             the controller's Lease (--leader-election-namespace and -id), read to show
+                             when it was last seen (default ${DEFAULT_CONTROLLER_LEASE})
       --kubeconfig <path>    ${KUBECONFIG_HELP}
       --context <name>       hub context (default: the current context)
       --log-level <level>    debug, info, warn or error (default info)
@@ -85,6 +89,7 @@ export const dashboardCommand: Command = {
         'requestheader-group-headers': { type: 'string' },
         'allowed-hosts': { type: 'string' },
         'insecure-cookies': { type: 'boolean' },
+        'controller-lease': { type: 'string' },
         kubeconfig: { type: 'string' },
         context: { type: 'string' },
         'log-level': { type: 'string' },
@@ -146,6 +151,10 @@ export const dashboardCommand: Command = {
         throw new UsageError(`--allowed-hosts: "${name}" is not a host name or IP address`);
       }
     }
+    const lease = values['controller-lease'];
+    if (lease !== undefined && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-.a-z0-9]*[a-z0-9])?$/.test(lease)) {
+      throw new UsageError(`--controller-lease ${lease}: expected <namespace>/<name>`);
+    }
     const hub = loadHub(values.kubeconfig, values.context);
     const logger = createLogger({ level, write: io.stderr });
     const dashboard = await startDashboard({
@@ -157,6 +166,7 @@ export const dashboardCommand: Command = {
       ...(tls ? { tls } : {}),
       ...(proxy ? { proxy } : {}),
       allowedHosts,
+      ...(lease ? { controllerLease: lease } : {}),
       logger,
     });
     io.stderr(`mco dashboard: serving ${dashboard.url} (auth ${auth}); stop with Ctrl-C\n`);

@@ -23,15 +23,21 @@ import {
   type Identity,
   type ProxyTrust,
 } from './auth.js';
-import { FleetModel, keptDeliveryObject, keptEvent, type FleetModelOptions } from './model.js';
+import { FleetModel, keptDeliveryObject, keptEvent, keptGenerator, type FleetModelOptions } from './model.js';
 import { createDashboardServer } from './server.js';
 
 const EVENTS: Resource = { group: '', version: 'v1', plural: 'events' };
+const LEASES: Resource = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases' };
 /** Delivery objects shown per placed cluster, when their API is served on the hub. */
 const DELIVERY: readonly Resource[] = [
   { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' },
   { group: 'kustomize.toolkit.fluxcd.io', version: 'v1', plural: 'kustomizations' },
   { group: 'helm.toolkit.fluxcd.io', version: 'v2', plural: 'helmreleases' },
+];
+/** What generates delivery objects for a placement: Argo CD ApplicationSets, Flux Operator ResourceSets. */
+const GENERATORS: readonly Resource[] = [
+  { group: 'argoproj.io', version: 'v1alpha1', plural: 'applicationsets' },
+  { group: 'fluxcd.controlplane.io', version: 'v1', plural: 'resourcesets' },
 ];
 
 export interface DashboardOptions {
@@ -47,6 +53,8 @@ export interface DashboardOptions {
   readonly proxy?: ProxyTrust;
   /** None mode: Host names served besides `localhost`, loopback addresses and the listen address. */
   readonly allowedHosts?: readonly string[];
+  /** The controller's Lease, `namespace/name` (default DEFAULT_CONTROLLER_LEASE), read for its liveness. */
+  readonly controllerLease?: string;
   /** The bounds of what the dashboard keeps (defaults: DEFAULT_EVENT_BOUNDS, DEFAULT_DELIVERY_BOUNDS). */
   readonly bounds?: Omit<FleetModelOptions, 'now' | 'laneLength'>;
   readonly logger?: Logger;
@@ -65,7 +73,10 @@ export interface Dashboard {
 export async function startDashboard(options: DashboardOptions): Promise<Dashboard> {
   const logger = options.logger ?? silentLogger;
   const client = new KubeClient(options.hub);
-  const model = new FleetModel(options.bounds);
+  const model = new FleetModel({
+    ...options.bounds,
+    ...(options.controllerLease ? { controllerLease: options.controllerLease } : {}),
+  });
   const informers: Pick<Informer<KubeObject>, 'hasSynced' | 'start' | 'stop'>[] = [];
   const watch = <T extends KubeObject>(informer: Informer<T>, handler: (event: InformerEvent, o: T) => void) => {
     informer.addHandler((event, object) => handler(event, object));
@@ -87,6 +98,13 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   );
   for (const resource of DELIVERY) {
     if (await served(client, resource)) watch(kept(resource, keptDeliveryObject), (e, o) => model.deliveryObject(e, o));
+  }
+  watch(
+    kept(LEASES, (o) => o, { namespace: model.controllerLease.slice(0, model.controllerLease.indexOf('/')) }),
+    (e, o) => model.lease(e, o),
+  );
+  for (const resource of GENERATORS) {
+    if (await served(client, resource)) watch(kept(resource, keptGenerator), (e, o) => model.generator(e, o));
   }
 
   const review = async (identity: Identity, namespace: string, resource: { group: string; resource: string }) => {
@@ -114,10 +132,14 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
     logger,
   });
   for (const informer of informers) informer.start();
+  // The controller turns stale with time alone: look every few seconds.
+  const ticker = setInterval(() => model.tick(), 5_000);
+  ticker.unref();
   let address: AddressInfo;
   try {
     address = await server.listen(options.host, options.port);
   } catch (error) {
+    clearInterval(ticker);
     await Promise.all(informers.map((i) => i.stop()));
     client.close();
     throw error;
@@ -126,6 +148,7 @@ export async function startDashboard(options: DashboardOptions): Promise<Dashboa
   return {
     url: `${options.tls ? 'https' : 'http'}://${host}:${address.port}/`,
     async close() {
+      clearInterval(ticker);
       await server.close();
       await Promise.all(informers.map((i) => i.stop()));
       client.close();

@@ -9,10 +9,12 @@ import {
   type Placement,
   type PlacementCluster,
 } from '@mco/core';
+import { kubeconfigSecretName, placementLabelValue } from '@mco/flux';
 import type { InformerEvent, KubeObject } from '@mco/kube-runtime';
 import { explanationRows } from '../explain-rows.js';
 import type {
   ClusterView,
+  ControllerView,
   DeliveryView,
   EventView,
   LaneSegment,
@@ -27,6 +29,15 @@ import type {
 // them equal): importing @mco/flux would load the whole adapter with it.
 export const PLACEMENT_ANNOTATION = 'orchestra.multicluster.x-k8s.io/placement-key';
 export const CLUSTER_PROFILE_ANNOTATION = 'orchestra.multicluster.x-k8s.io/cluster-profile';
+// @mco/flux's input provider labels naming a placement (selected by a ResourceSet).
+export const PLACEMENT_LABEL = 'orchestra.multicluster.x-k8s.io/placement';
+export const PLACEMENT_NAMESPACE_LABEL = 'orchestra.multicluster.x-k8s.io/placement-namespace';
+// What flux-operator labels a ResourceSet's objects with.
+export const RESOURCESET_NAME_LABEL = 'resourceset.fluxcd.controlplane.io/name';
+export const RESOURCESET_NAMESPACE_LABEL = 'resourceset.fluxcd.controlplane.io/namespace';
+// The mco generator plugin's input parameters (docs/argocd.md).
+const PLUGIN_PLACEMENT_NAME = 'multiClusterOrchestraPlacementName';
+const PLUGIN_PLACEMENT_NAMESPACE = 'multiClusterOrchestraPlacementNamespace';
 const CORDONED = 'mco.x-k8s.io/cordoned';
 const DRAINED = 'mco.x-k8s.io/drained';
 
@@ -68,9 +79,25 @@ export interface KeptEvent extends KubeObject {
   shown?: { readonly placement: string; readonly event: EventView; readonly bytes: number };
 }
 
-/** An Argo CD or Flux object as the dashboard keeps it ({@link keptDeliveryObject}); `shown` as in {@link KeptEvent}. */
+/**
+ * An Argo CD or Flux object as the dashboard keeps it ({@link keptDeliveryObject}); `shown` as in {@link KeptEvent}.
+ * It names its placement itself (`placement`, rendered mode) or through the ApplicationSet or ResourceSet that
+ * generated it (`owner`, a {@link KeptGenerator} key); `kubeconfigSecret`: a Flux object's cluster, by mco's Secret.
+ */
 export interface KeptDeliveryObject extends KubeObject {
-  shown?: { readonly placement: string; readonly delivery: DeliveryView; readonly bytes: number };
+  shown?: {
+    readonly placement?: string;
+    readonly owner?: string;
+    readonly kubeconfigSecret?: string;
+    readonly delivery: DeliveryView;
+    readonly bytes: number;
+  };
+}
+
+/** An ApplicationSet or ResourceSet as the dashboard keeps it ({@link keptGenerator}): the placement it delivers. */
+export interface KeptGenerator extends KubeObject {
+  /** `name` as the generator gives it: a ResourceSet's label value may be the name's slug. */
+  placement?: { readonly namespace: string; readonly name: string };
 }
 
 /** The longest Event message kept, in characters; a longer one is cut. */
@@ -85,8 +112,14 @@ export interface FleetModelOptions {
   /** Delivery objects kept, likewise. */
   readonly maxDeliveryObjects?: number;
   readonly maxDeliveryBytes?: number;
+  /** The controller's Lease, `namespace/name` (default {@link DEFAULT_CONTROLLER_LEASE}). */
+  readonly controllerLease?: string;
   readonly now?: () => number;
 }
+
+export const DEFAULT_CONTROLLER_LEASE = 'kube-system/mco-controller';
+/** A controller not seen for this long (four default Lease durations) is stale. */
+export const CONTROLLER_STALE_AFTER_MS = 60_000;
 
 export const DEFAULT_EVENT_BOUNDS = { maxEvents: 10_000, maxEventBytes: 8 * 1024 * 1024 } as const;
 export const DEFAULT_DELIVERY_BOUNDS = { maxDeliveryObjects: 10_000, maxDeliveryBytes: 8 * 1024 * 1024 } as const;
@@ -103,6 +136,11 @@ export class FleetModel {
   private readonly placements = new Map<string, Placement>();
   private readonly events: BoundedMap<KeptEvent>;
   private readonly delivery: BoundedMap<KeptDeliveryObject>;
+  private readonly generators = new Map<string, NonNullable<KeptGenerator['placement']>>();
+  readonly controllerLease: string;
+  /** The renewTime of each of the controller's Leases, by name. */
+  private readonly leases = new Map<string, number>();
+  private wasStale = false;
   private readonly lanes = new Map<string, Map<string, LaneEntry[]>>();
   private readonly laneLength: number;
   private readonly now: () => number;
@@ -119,7 +157,40 @@ export class FleetModel {
       options.maxDeliveryObjects ?? DEFAULT_DELIVERY_BOUNDS.maxDeliveryObjects,
       options.maxDeliveryBytes ?? DEFAULT_DELIVERY_BOUNDS.maxDeliveryBytes,
     );
+    this.controllerLease = options.controllerLease ?? DEFAULT_CONTROLLER_LEASE;
     this.startedAt = this.now();
+  }
+
+  /** A Lease in the controller's Lease namespace: its shards' (`<name>`, `<name>-<i>`) and members' Leases count. */
+  lease(event: InformerEvent, object: KubeObject): void {
+    const name = String(object.metadata?.name);
+    const base = this.controllerLease.slice(this.controllerLease.indexOf('/') + 1);
+    if (name !== base && !/^\d+$|^members$/.test(name.startsWith(`${base}-`) ? name.slice(base.length + 1) : ''))
+      return;
+    const renewed = Date.parse(String((object.spec as { renewTime?: string } | undefined)?.renewTime));
+    if (event === 'delete' || !Number.isFinite(renewed)) this.leases.delete(name);
+    else this.leases.set(name, renewed);
+    this.wasStale = this.controller().stale;
+    this.changed();
+  }
+
+  /** Re-sends the view when the controller turned stale with time alone (call it now and then). */
+  tick(): void {
+    const stale = this.controller().stale;
+    if (stale !== this.wasStale) {
+      this.wasStale = stale;
+      this.changed();
+    }
+  }
+
+  private controller(): ControllerView {
+    const lastSeen = this.leases.size > 0 ? Math.max(...this.leases.values()) : undefined;
+    return {
+      lease: this.controllerLease,
+      ...(lastSeen !== undefined ? { lastSeen } : {}),
+      stale: lastSeen !== undefined && this.now() - lastSeen > CONTROLLER_STALE_AFTER_MS,
+      staleAfter: CONTROLLER_STALE_AFTER_MS,
+    };
   }
 
   onChange(listener: () => void): () => void {
@@ -154,6 +225,15 @@ export class FleetModel {
   deliveryObject(event: InformerEvent, object: KeptDeliveryObject): void {
     const key = `${object.kind}/${keyOf(object)}`;
     if (this.delivery.update(key, event === 'delete' ? undefined : object)) this.changed();
+  }
+
+  /** An ApplicationSet or ResourceSet, as {@link keptGenerator} made it. */
+  generator(event: InformerEvent, object: KeptGenerator): void {
+    const key = `${object.kind}/${keyOf(object)}`;
+    if (event === 'delete' || !object.placement) {
+      if (!this.generators.delete(key)) return;
+    } else this.generators.set(key, object.placement);
+    this.changed();
   }
 
   private put<T>(map: Map<string, T>, event: InformerEvent, object: T): void {
@@ -209,7 +289,12 @@ export class FleetModel {
     const profiles = [...this.profiles.values()]
       .filter((p) => visible.clusterProfiles(p.metadata.namespace))
       .sort(byKey);
-    const summaries = placements.map(summary);
+    const controller = this.controller();
+    // A stale controller evaluates nothing: no signal it wrote is fresh any more.
+    const staleWhy = controller.stale
+      ? `the controller was last seen at ${new Date(controller.lastSeen!).toISOString()}`
+      : undefined;
+    const summaries = placements.map((p) => summary(p, staleWhy));
     const users = new Map<string, ClusterView['placements'][number][]>();
     for (const p of summaries) {
       for (const c of p.clusters) {
@@ -221,15 +306,21 @@ export class FleetModel {
     const selectedPlacement = selected ? placements.find((p) => keyOf(p as KubeObject) === selected) : undefined;
     return {
       now: this.now(),
+      controller,
       user,
       synced,
       clusters: profiles.map((p) => clusterView(p, users.get(keyOf(p as KubeObject)) ?? [])),
       placements: summaries,
-      ...(selectedPlacement ? { placement: this.detail(selectedPlacement, profiles, visible) } : {}),
+      ...(selectedPlacement ? { placement: this.detail(selectedPlacement, profiles, visible, staleWhy) } : {}),
     };
   }
 
-  private detail(placement: Placement, profiles: ClusterProfile[], visible: Visibility): PlacementDetail {
+  private detail(
+    placement: Placement,
+    profiles: ClusterProfile[],
+    visible: Visibility,
+    staleWhy: string | undefined,
+  ): PlacementDetail {
     const key = keyOf(placement as KubeObject);
     const now = this.now();
     const explanation = explain({
@@ -254,12 +345,27 @@ export class FleetModel {
           .sort((a, b) => b.at.localeCompare(a.at))
           .slice(0, 50)
       : [];
+    const name = placement.metadata.name;
+    const namespace = placement.metadata.namespace ?? '';
+    const delivers = (owner: string | undefined) => {
+      const p = owner === undefined ? undefined : this.generators.get(owner);
+      return p?.namespace === namespace && (p.name === name || p.name === placementLabelValue(name));
+    };
+    const secrets = new Map(
+      (placement.status?.clusters ?? []).map((c) => [
+        kubeconfigSecretName(c.namespace ?? '', c.name),
+        clusterKey(c.namespace, c.name),
+      ]),
+    );
     const delivery: DeliveryView[] = [...this.delivery.values()]
-      .filter((o) => o.shown!.placement === key)
-      .map((o) => o.shown!.delivery)
+      .filter((o) => o.shown!.placement === key || delivers(o.shown!.owner))
+      .map(({ shown }) => {
+        const cluster = shown!.kubeconfigSecret && secrets.get(shown!.kubeconfigSecret);
+        return cluster ? { ...shown!.delivery, cluster } : shown!.delivery;
+      })
       .sort((a, b) => a.cluster.localeCompare(b.cluster));
     return {
-      ...summary(placement),
+      ...summary(placement, staleWhy),
       conditions: (placement.status?.conditions ?? []).map((c) => ({
         type: c.type,
         status: c.status,
@@ -361,27 +467,94 @@ export function keptEvent(object: KubeObject): KeptEvent {
   return kept;
 }
 
+interface DeliverySpec {
+  destination?: { name?: string; server?: string };
+  kubeConfig?: { secretRef?: { name?: string } };
+}
+
 /**
  * The delivery informers' transform: an object that names its placement and
- * cluster reduced to its row on the page; any other to its metadata.
+ * cluster (rendered mode's annotations), or that an ApplicationSet or a
+ * ResourceSet generated, reduced to its row on the page; any other to its metadata.
  */
 export function keptDeliveryObject(object: KubeObject): KeptDeliveryObject {
   const kept: KeptDeliveryObject = stub(object);
-  const annotations = object.metadata?.annotations ?? {};
+  const { annotations = {}, labels = {}, namespace = '' } = object.metadata ?? {};
+  const spec = (object.spec ?? {}) as DeliverySpec;
   const placement = cut(annotations[PLACEMENT_ANNOTATION] ?? '', 320);
-  const cluster = annotations[CLUSTER_PROFILE_ANNOTATION];
-  if (!placement || !cluster) return kept;
+  const owners = (object.metadata?.ownerReferences ?? []) as { kind?: string; name?: string }[];
+  const appSet = owners.find((r) => r.kind === 'ApplicationSet')?.name;
+  const resourceSet = labels[RESOURCESET_NAME_LABEL];
+  const owner = placement
+    ? undefined
+    : appSet
+      ? `ApplicationSet/${clusterKey(namespace, appSet)}`
+      : resourceSet
+        ? `ResourceSet/${clusterKey(labels[RESOURCESET_NAMESPACE_LABEL] ?? namespace, resourceSet)}`
+        : undefined;
+  const kubeconfigSecret = spec.kubeConfig?.secretRef?.name;
+  // Argo CD's cluster name is `<profile namespace>.<profile name>`; a namespace holds no dot.
+  const destination = spec.destination?.name?.replace('.', '/') ?? spec.destination?.server;
+  const cluster = annotations[CLUSTER_PROFILE_ANNOTATION] ?? (owner && (destination ?? kubeconfigSecret));
+  if ((!placement && !owner) || !cluster) return kept;
   const delivery: DeliveryView = {
     cluster: cut(cluster, 320),
     kind: cut(String(object.kind), 64),
     name: cut(keyOf(object), 320),
     status: cut(deliveryStatus(object), 256),
   };
+  const shown: Omit<NonNullable<KeptDeliveryObject['shown']>, 'bytes'> = {
+    ...(placement ? { placement } : { owner: cut(owner!, 400) }),
+    ...(owner && kubeconfigSecret ? { kubeconfigSecret: cut(kubeconfigSecret, 253) } : {}),
+    delivery,
+  };
   const bytes =
     2 *
-    (placement.length + delivery.cluster.length + delivery.kind.length + delivery.name.length + delivery.status.length);
-  kept.shown = { placement, delivery, bytes };
+    [placement, shown.owner, shown.kubeconfigSecret, ...Object.values(delivery)].reduce(
+      (n, text) => n + (text?.length ?? 0),
+      0,
+    );
+  kept.shown = { ...shown, bytes };
   return kept;
+}
+
+/**
+ * The ApplicationSet and ResourceSet informers' transform: the placement one
+ * delivers, read from an mco generator plugin's parameters (docs/argocd.md) or
+ * a ResourceSet's input provider selector (docs/flux.md), kept with its metadata.
+ */
+export function keptGenerator(object: KubeObject): KeptGenerator {
+  const kept: KeptGenerator = stub(object);
+  const placement = object.kind === 'ResourceSet' ? resourceSetPlacement(object) : pluginPlacement(object.spec);
+  if (typeof placement?.name === 'string' && typeof placement.namespace === 'string' && placement.name) {
+    kept.placement = { namespace: cut(placement.namespace, 253), name: cut(placement.name, 253) };
+  }
+  return kept;
+}
+
+/** The placement of the first mco plugin generator found, nested (matrix, merge) or not. */
+function pluginPlacement(node: unknown): { name?: unknown; namespace?: unknown } | undefined {
+  if (typeof node !== 'object' || node === null) return undefined;
+  const parameters = (node as { plugin?: { input?: { parameters?: Record<string, unknown> } } }).plugin?.input
+    ?.parameters;
+  if (parameters?.[PLUGIN_PLACEMENT_NAME] !== undefined) {
+    return { name: parameters[PLUGIN_PLACEMENT_NAME], namespace: parameters[PLUGIN_PLACEMENT_NAMESPACE] };
+  }
+  for (const child of Object.values(node)) {
+    const found = pluginPlacement(child);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+function resourceSetPlacement(object: KubeObject): { name?: unknown; namespace?: unknown } | undefined {
+  const inputs = (object.spec as { inputsFrom?: { selector?: { matchLabels?: Record<string, string> } }[] })
+    ?.inputsFrom;
+  for (const input of inputs ?? []) {
+    const labels = input.selector?.matchLabels ?? {};
+    if (labels[PLACEMENT_LABEL]) return { name: labels[PLACEMENT_LABEL], namespace: labels[PLACEMENT_NAMESPACE_LABEL] };
+  }
+  return undefined;
 }
 
 function keyOf(object: KubeObject): string {
@@ -406,10 +579,15 @@ function conditionText(p: Placement, type: string): string | undefined {
   return c ? `${c.status}${c.reason ? ` (${c.reason})` : ''}` : undefined;
 }
 
-function summary(p: Placement): PlacementSummary {
+/** `staleWhy`: why no signal is fresh (the controller is not seen), if so. */
+function summary(p: Placement, staleWhy: string | undefined): PlacementSummary {
   const valid = conditionText(p, 'Valid');
   const satisfied = conditionText(p, 'Satisfied');
-  const signalOf = signalReader(p);
+  const read = signalReader(p);
+  const signalOf = (c: PlacementCluster) => {
+    const { signal } = read(c);
+    return signal && staleWhy ? { signal: { status: 'stale' as const, why: staleWhy } } : signal ? { signal } : {};
+  };
   return {
     key: keyOf(p as KubeObject),
     namespace: p.metadata.namespace ?? '',

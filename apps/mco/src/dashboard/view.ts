@@ -101,8 +101,20 @@ export interface PlacementDetail extends PlacementSummary {
   readonly delivery: readonly DeliveryView[];
 }
 
+/** When the controller was last seen: the newest renewTime of its Leases (docs/dashboard.md, "Controller liveness"). */
+export interface ControllerView {
+  /** `namespace/name` of the controller's Lease (shards add `-<i>`, `-members`). */
+  readonly lease: string;
+  /** Milliseconds since the epoch; absent when no such Lease was seen. */
+  readonly lastSeen?: number;
+  /** Whether `lastSeen` is older than `staleAfter` milliseconds: the page then says the controller is not seen. */
+  readonly stale: boolean;
+  readonly staleAfter: number;
+}
+
 export interface View {
   readonly now: number;
+  readonly controller: ControllerView;
   readonly user: string;
   readonly clusters: readonly ClusterView[];
   readonly placements: readonly PlacementSummary[];

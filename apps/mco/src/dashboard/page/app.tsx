@@ -4,7 +4,15 @@
 // scripts/build-dashboard-page.ts; nothing is fetched from elsewhere.
 import { render } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { ClusterView, LaneSegment, PlacementDetail, PlacementSummary, SignalView, View } from '../view.js';
+import type {
+  ClusterView,
+  ControllerView,
+  LaneSegment,
+  PlacementDetail,
+  PlacementSummary,
+  SignalView,
+  View,
+} from '../view.js';
 
 type Route = { page: 'fleet' } | { page: 'cluster'; key: string } | { page: 'placement'; key: string };
 
@@ -84,7 +92,11 @@ function App() {
         <p class="status" role="status">
           {session.state === 'in' ? (
             <>
-              <span class={live ? 'live' : 'offline'}>{live ? 'Live' : 'Reconnecting'}</span>
+              {live && view ? (
+                <Controller controller={view.controller} />
+              ) : (
+                <span class={live ? 'live' : 'offline'}>{live ? 'Live' : 'Reconnecting'}</span>
+              )}
               {view ? ` · updated ${new Date(view.now).toLocaleTimeString()}` : ''} · signed in as{' '}
               <strong>{session.user}</strong>
               {session.auth === 'token' ? (
@@ -102,6 +114,27 @@ function App() {
         {session.state === 'in' && !view ? <p>Connecting to the hub…</p> : null}
         {session.state === 'in' && view ? <Page route={route} view={view} /> : null}
       </main>
+    </>
+  );
+}
+
+/** "Live" only while the controller renews its Lease; when it is stale, since when it was last seen. */
+function Controller({ controller: c }: { controller: ControllerView }) {
+  if (c.stale) {
+    return (
+      <span class="offline controller">
+        Controller not seen since {clock(c.lastSeen!)} (its Lease {c.lease} is older than {c.staleAfter / 1000} s)
+      </span>
+    );
+  }
+  return (
+    <>
+      <span class="live">Live</span>
+      <span class="controller">
+        {c.lastSeen === undefined
+          ? ` · no controller Lease ${c.lease} seen`
+          : ` · controller seen ${clock(c.lastSeen)}`}
+      </span>
     </>
   );
 }
@@ -517,46 +550,72 @@ function PlacementPage({ placement: p, now }: { placement: PlacementDetail; now:
 
 const clock = (ms: number) => new Date(ms).toLocaleTimeString();
 
-/** Per cluster, its states over time as a bar of segments; each segment is also a list item for screen readers. */
+/** The time windows the lanes can show, in minutes; the first is the default. */
+const WINDOWS = [15, 60, 360, 1440] as const;
+
+/**
+ * Per cluster, its states over the chosen time window as a bar of segments,
+ * each as wide as its share of the window but never narrower than its label
+ * (the bar scrolls when they do not fit); each segment is also a list item for
+ * screen readers.
+ */
 function Lanes({ placement: p, now }: { placement: PlacementDetail; now: number }) {
-  const span = Math.max(1, now - p.lanesSince);
-  const left = (t: number) => `${(((Math.max(t, p.lanesSince) - p.lanesSince) / span) * 100).toFixed(2)}%`;
-  const width = (s: LaneSegment) =>
-    `${(((Math.min(s.to ?? now, now) - Math.max(s.from, p.lanesSince)) / span) * 100).toFixed(2)}%`;
+  const [minutes, setMinutes] = useState<number>(WINDOWS[0]);
+  const since = Math.max(p.lanesSince, now - minutes * 60_000);
+  const seconds = (from: number, to: number) => Math.max(0, (Math.min(to, now) - Math.max(from, since)) / 1000);
+  const inWindow = (s: LaneSegment) => (s.to ?? now) > since;
+  const earlier = p.lanes.reduce((n, lane) => n + lane.segments.filter((s) => !inWindow(s)).length, 0);
   return (
     <section aria-labelledby="lanes-h">
       <h2 id="lanes-h">States over time</h2>
       <p class="note">
-        From {clock(p.lanesSince)} to {clock(now)}: remembered since the dashboard started, the first stretch from the
-        status' lastTransitionTime.
+        <label for="lanes-window">Window </label>
+        <select
+          id="lanes-window"
+          value={minutes}
+          onChange={(e) => setMinutes(Number((e.target as HTMLSelectElement).value))}
+        >
+          {WINDOWS.map((m) => (
+            <option key={m} value={m}>
+              last {m < 60 ? `${m} minutes` : `${m / 60} h`}
+            </option>
+          ))}
+        </select>{' '}
+        from {clock(since)} to {clock(now)}: remembered since the dashboard started, the first stretch from the status'
+        lastTransitionTime{earlier > 0 ? `; ${earlier} earlier stretches are outside the window` : ''}.
       </p>
-      {p.lanes.map((lane) => (
-        <div class="lane" key={lane.cluster}>
-          <div class="lane-name">
-            <a href={href('cluster', lane.cluster)}>{lane.cluster}</a>
+      {p.lanes.map((lane) => {
+        const shown = lane.segments.filter(inWindow);
+        const gap = shown[0] ? seconds(since, shown[0].from) : 0;
+        return (
+          <div class="lane" key={lane.cluster}>
+            <div class="lane-name">
+              <a href={href('cluster', lane.cluster)}>{lane.cluster}</a>
+            </div>
+            <ol class="lane-bar" aria-label={`states of ${lane.cluster}`}>
+              {gap > 0 ? <li class="gap" aria-hidden="true" style={{ flexGrow: gap }} /> : null}
+              {shown.map((s) => (
+                <li
+                  key={s.from}
+                  class={`seg s-${s.state.toLowerCase()}`}
+                  style={{ flexGrow: seconds(s.from, s.to ?? now) }}
+                  title={`${s.state} from ${clock(s.from)}${s.to ? ` to ${clock(s.to)}` : ''}`}
+                >
+                  <span class="seg-label">
+                    {s.state === '-' ? 'not listed' : s.state}
+                    {s.desiredMaxReplicas !== undefined ? ` → ${s.desiredMaxReplicas}` : ''}
+                  </span>
+                  <span class="visually-hidden">
+                    {' '}
+                    from {clock(s.from)}
+                    {s.to ? ` to ${clock(s.to)}` : ' until now'}
+                  </span>
+                </li>
+              ))}
+            </ol>
           </div>
-          <ol class="lane-bar" aria-label={`states of ${lane.cluster}`}>
-            {lane.segments.map((s) => (
-              <li
-                key={s.from}
-                class={`seg s-${s.state.toLowerCase()}`}
-                style={{ left: left(s.from), width: width(s) }}
-                title={`${s.state} from ${clock(s.from)}${s.to ? ` to ${clock(s.to)}` : ''}`}
-              >
-                <span class="seg-label">
-                  {s.state === '-' ? 'not listed' : s.state}
-                  {s.desiredMaxReplicas !== undefined ? ` → ${s.desiredMaxReplicas}` : ''}
-                </span>
-                <span class="visually-hidden">
-                  {' '}
-                  from {clock(s.from)}
-                  {s.to ? ` to ${clock(s.to)}` : ' until now'}
-                </span>
-              </li>
-            ))}
-          </ol>
-        </div>
-      ))}
+        );
+      })}
     </section>
   );
 }
