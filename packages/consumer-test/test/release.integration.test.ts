@@ -474,6 +474,14 @@ describeWithControlPlane('a release, used outside the repository from its artefa
       .makeApiClient(CoreV1Api)
       .createNamespace({ body: { metadata: { name: namespace } } })
       .catch(() => undefined);
+    // The global-install test declared fleet/eu-1 under another manager; a provider never takes over a
+    // profile another manager owns, so start from an inventory without it, as a new user's hub is.
+    await cp.hub.adminKubeConfig().makeApiClient(CustomObjectsApi).deleteCollectionNamespacedCustomObject({
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      namespace,
+      plural: 'clusterprofiles',
+    });
     const port = await freePort();
     const provider = serve(
       mcoBin,
@@ -492,7 +500,7 @@ describeWithControlPlane('a release, used outside the repository from its artefa
     const api = cp.hub.adminKubeConfig().makeApiClient(CustomObjectsApi);
     const wanted = (entry.config.clusters as { name: string }[]).map((c) => c.name).sort();
     const names = await eventually(
-      `the provider's ClusterProfiles (log: ${provider.log().slice(-2000)})`,
+      `the provider's ClusterProfiles`,
       async () =>
         (
           (await api.listNamespacedCustomObject({
@@ -510,7 +518,9 @@ describeWithControlPlane('a release, used outside the repository from its artefa
       (found) => found.length === wanted.length,
       120_000,
       200,
-    );
+    ).catch((error: unknown) => {
+      throw new Error(`${String(error)}\nprovider log:\n${provider.log().slice(-4000)}`);
+    });
     expect(names).toEqual(wanted);
     expect(await provider.stop(), provider.log()).toBe(0);
   }, 600_000);
