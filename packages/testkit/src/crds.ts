@@ -69,7 +69,7 @@ export function thirdPartyCrd(name: ThirdPartyCrd, env: NodeJS.ProcessEnv = proc
 /**
  * Upstream's copies of the CRDs above: `$MCO_SHARED_CRDS`, else `../shared/crds`
  * beside the repository, else the copies vendored in `packages/testkit/crds/upstream`
- * (SOURCES.md there names each one's project, commit and licence). Only the
+ * (crds/upstream/SOURCES.md names each one's project, commit and licence). Only the
  * cross-checks read it (packages/testkit/test/third-party-crds.test.ts).
  */
 export function sharedCrdsDir(env: NodeJS.ProcessEnv = process.env): string {

@@ -31,6 +31,8 @@ function resolves(file: string, target: string): boolean {
   const dir = dirname(join(REPO, file));
   const packageRoot = file.match(/^((?:packages|apps)\/[^/]+)\//)?.[1];
   const bases = [dir, REPO, join(REPO, 'docs'), ...(packageRoot ? [join(REPO, packageRoot)] : [])];
+  // A package's CHANGELOG.md is written by the release (changesets), never kept in the repository.
+  if (target.endsWith('CHANGELOG.md')) return true;
   return bases.some((base) => existsSync(resolve(base, target)));
 }
 
