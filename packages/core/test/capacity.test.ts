@@ -7,7 +7,15 @@ import {
   aSteadySignal,
   anUnreachableSignal,
 } from '@mco/core/testing';
-import { CONDITION_SATISFIED, decide, explain, type CapacityAnswer, type DecideInput, type Signal } from '@mco/core';
+import {
+  CONDITION_SATISFIED,
+  decide,
+  explain,
+  parseDecideInput,
+  type CapacityAnswer,
+  type DecideInput,
+  type Signal,
+} from '@mco/core';
 import { at, condition, listed, moves, run, T0, type Case } from './helpers.js';
 
 // §10.11: a scale-out candidate whose fresh capacity answer says it cannot add
@@ -145,5 +153,27 @@ describe('§10.11 capacity answers: pass over scale-out candidates without capac
     };
     const capacity = fleet.map((p) => answer(`fleet/${p.metadata.name}`, 0));
     expect(decideWith(steady, capacity)).toEqual(run(steady));
+  });
+});
+
+describe('capacity answers in a decision input document (mco decide -f, mco explain -f)', () => {
+  const document = (capacity: unknown) => ({
+    now: at(NOW),
+    placement: { metadata: { name: 'web', namespace: 'default' }, spec: stockout().spec, status: stockout().status },
+    clusterProfiles: fleet,
+    signals: stockout().signals,
+    capacity,
+  });
+
+  it('are parsed and used as decide’s own input', () => {
+    const input = parseDecideInput(document([answer('fleet/b', 0)]));
+    expect(moves(decide(input))).toEqual(['P1 fleet/c -->ACTIVE']);
+    expect(explain(input).clusters.find((c) => c.cluster === 'fleet/b')!.notes[0]).toMatch(/^not added \(NoCapacity\)/);
+  });
+
+  it('a negative addableReplicas is refused, naming the field', () => {
+    expect(() => parseDecideInput(document([answer('fleet/b', -1)]))).toThrow(
+      /capacity.*0.*addableReplicas|addableReplicas/s,
+    );
   });
 });

@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { TimestampSchema } from './common.js';
+
 /**
  * What a capacity source (docs/writing-a-provider.md) answers for one cluster:
  * how many replicas of the workload's pod shape the cluster can add now. The
@@ -16,3 +19,12 @@ export interface CapacityAnswer {
   /** The capacity source that answered (its name). */
   readonly source: string;
 }
+
+/** A CapacityAnswer in a decision input document (`mco decide -f`, `mco explain -f`). */
+export const CapacityAnswerSchema = z.object({
+  cluster: z.string().min(3).max(512).describe('ClusterProfile `namespace/name`.'),
+  addableReplicas: z.number().int().min(0).optional().describe('Replicas the cluster can add now; absent: unknown.'),
+  observedAt: TimestampSchema,
+  reason: z.string().max(1024),
+  source: z.string().max(253),
+}) satisfies z.ZodType<CapacityAnswer>;
