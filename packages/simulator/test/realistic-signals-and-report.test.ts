@@ -15,7 +15,12 @@ function loadScenario(name: string): Scenario {
 
 describe('longView', () => {
   it('every region-outage scenario also runs over 72 hours, the same events and the calm after them', () => {
-    for (const name of ['region-outage', 'region-outage-shared-region']) {
+    for (const name of [
+      'region-outage',
+      'region-outage-shared-region',
+      'region-outage-min-two',
+      'region-outage-min-two-spread',
+    ]) {
       const scenario = loadScenario(name);
       const long = longView(scenario)!;
       expect(long.duration).toBe(72 * 3600);
