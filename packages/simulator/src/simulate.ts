@@ -441,8 +441,15 @@ function reportsReadyReplicas(scenario: Scenario, cluster: string): boolean {
   return omit === undefined || omit === false || (Array.isArray(omit) && !omit.includes(cluster));
 }
 
-const FAILED_SCALE_UP_ONLY: readonly AutoscalerEventReason[] = ['FailedScaleUp'];
-const FAILED_OR_NOT_TRIGGERED: readonly AutoscalerEventReason[] = ['FailedScaleUp', 'NotTriggerScaleUp'];
+/**
+ * What each reading of the cluster-autoscaler sees. MCO's documented metric is log-based on the
+ * autoscaler's failed scale-ups (`FailedScaleUp` here). mco's Kubernetes source reads the Events on
+ * the workload's pods, and upstream writes only `NotTriggerScaleUp` there (a failed scale-up goes
+ * to its status ConfigMap, then shows on the pods as the backoff): docs/signals.md.
+ */
+export function autoscalerEventsRead(policy: PolicyName): readonly AutoscalerEventReason[] {
+  return policy === 'mco-v0.2' ? ['FailedScaleUp'] : ['NotTriggerScaleUp'];
+}
 
 class Run {
   private readonly clusters: SimCluster[];
@@ -685,11 +692,10 @@ class Run {
       ...(reportsReadyReplicas(this.scenario, c.cluster.spec.name)
         ? { readyReplicas: c.pods.ready }
         : { reportsReadyReplicas: false }),
-      // MCO's documented metric counts FailedScaleUp only; mco's Kubernetes source counts NotTriggerScaleUp too.
       failedScaleUp: c.cluster.pool.failedScaleUpWithin(
         t,
         this.scenario.signals.failedScaleUpWindow,
-        this.policy === 'mco-v0.2' ? FAILED_SCALE_UP_ONLY : FAILED_OR_NOT_TRIGGERED,
+        autoscalerEventsRead(this.policy),
       ),
       ...(healthy !== undefined && usesHealth(this.policy) ? { workloadHealthy: healthy } : {}),
     };
