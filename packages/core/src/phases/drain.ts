@@ -1,5 +1,6 @@
 import {
   nextDrainStepAt,
+  nextStepSize,
   startDraining,
   startDrainingAt,
   stepDraining,
@@ -66,6 +67,7 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         stepPercent: b.drainStepPercent,
         floor,
         receivers: ready,
+        ...(entry.reason === FAIL_BACK ? { lead: nextStepSize(entry.draining, b.drainStepPercent, floor) } : {}),
       });
       entry.draining = step.draining;
       // A standby is kept at its size (rule W1): its size grows when the HPA's
@@ -96,6 +98,54 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         `draining: desiredMaxReplicas ${entry.draining!.desiredMaxReplicas}, next step at ${formatTime(next)}`,
       );
     }
+  }
+  if (useDraining) failBackFloors(run, ready, b.drainStepPercent);
+}
+
+const FAIL_BACK = 'FailBack';
+
+/**
+ * Rule F6, make-before-break fail-back: while a fail-back drain is above its
+ * warm size, the receivers (ACTIVE clusters) must run, ready, what they ran
+ * when it began plus the drop so far and its next step. The missing replicas
+ * go, as `desiredMinReplicas` (a floor delivery applies as the HPA's
+ * minReplicas, as rule O3's), to the receivers in priority order, each up to
+ * its HPA maximum; the drain's next step waits for them (`lead`). So a
+ * voluntary move never lowers the fleet's ready replicas: a burst during the
+ * drain meets at least the replicas it would have met without fail-back.
+ * Clusters with rule O3's floor keep theirs.
+ */
+function failBackFloors(run: Evaluation, ready: ReceiverCheck, stepPercent: number): void {
+  if (ready.kind !== 'checked') return;
+  let deficit = 0;
+  let draining: string | undefined;
+  for (const e of run.live()) {
+    if (e.state !== 'SCALING_IN' || e.reason !== FAIL_BACK || !e.draining) continue;
+    const d = e.draining;
+    const baseline = d.receiversReadyReplicas ?? ready.receivers.ready;
+    const target =
+      baseline +
+      (d.initialDesiredMaxReplicas ?? d.desiredMaxReplicas) -
+      d.desiredMaxReplicas +
+      nextStepSize(d, stepPercent, e.keepWarm?.size ?? 1);
+    if (target - ready.receivers.ready > deficit) {
+      deficit = target - ready.receivers.ready;
+      draining = e.key;
+    }
+  }
+  for (const e of run.byPriority(run.live())) {
+    if (deficit <= 0 || !draining) return;
+    const s = e.signal;
+    if (e.state !== 'ACTIVE' || e.replacesCluster !== undefined || !s.fresh) continue;
+    if (s.readyReplicas === undefined || s.maxReplicas === undefined) continue;
+    const floor = Math.min(s.maxReplicas, s.readyReplicas + deficit);
+    if (floor <= s.readyReplicas) continue;
+    deficit -= floor - s.readyReplicas;
+    e.desiredMinReplicas = Math.max(e.desiredMinReplicas ?? 0, floor);
+    run.note(
+      e.key,
+      `desiredMinReplicas ${e.desiredMinReplicas} while ${draining} fails back: its replicas are ready here before ${draining} hands their load over (fail-back rule F6)`,
+    );
   }
 }
 

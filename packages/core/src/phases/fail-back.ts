@@ -13,6 +13,7 @@ import {
   type RecentPeak,
 } from '../scaling/fail-back.js';
 import type { AutoscaleForCapacity } from '../api/placement.js';
+import { nextStepSize } from '../scaling/draining.js';
 import { formatTime } from '../time.js';
 import type { Evaluation } from './evaluation.js';
 import { warmSize } from './standby.js';
@@ -88,8 +89,15 @@ export function recentPeak(run: Evaluation): RecentPeak | undefined {
  */
 export function beyondPeakBecause(run: Evaluation): string | undefined {
   const peak = keptPeak(run);
-  const now = workloadReplicas(run);
-  if (peak === undefined || now === undefined || now <= peak) return undefined;
+  const total = workloadReplicas(run);
+  if (peak === undefined || total === undefined) return undefined;
+  // Rule F6 asks the receivers for the next step before the drain hands it over: counted twice, not needed twice.
+  let lead = 0;
+  for (const e of run.live())
+    if (e.state === 'SCALING_IN' && e.reason === 'FailBack' && e.draining)
+      lead += nextStepSize(e.draining, run.behavior.drainStepPercent, 1);
+  const now = total - lead;
+  if (now <= peak) return undefined;
   return `the workload needs ${now} replica(s), above its recent peak of ${peak}`;
 }
 
