@@ -49,6 +49,7 @@ function receivers(run: Evaluation): ReceiverCheck {
 export function drain(run: Evaluation, useDraining: boolean): void {
   const b = run.behavior;
   const ready = receivers(run);
+  rebaseFailBackDrains(run);
   for (const entry of run.live()) {
     if (!useDraining || (entry.state !== 'SCALING_IN' && entry.state !== 'EVICTING')) {
       entry.draining = undefined;
@@ -123,13 +124,14 @@ function failBackFloors(run: Evaluation, ready: ReceiverCheck, stepPercent: numb
     if (e.state !== 'SCALING_IN' || e.reason !== FAIL_BACK || !e.draining) continue;
     const d = e.draining;
     const baseline = d.receiversReadyReplicas ?? ready.receivers.ready;
-    const target =
-      baseline +
+    const moving =
       (d.initialDesiredMaxReplicas ?? d.desiredMaxReplicas) -
       d.desiredMaxReplicas +
       nextStepSize(d, stepPercent, e.keepWarm?.size ?? 1);
-    if (target - ready.receivers.ready > deficit) {
-      deficit = target - ready.receivers.ready;
+    // Never more than fail-back moves: what the receivers lose otherwise is not its to make up.
+    const missing = Math.min(moving, baseline + moving - ready.receivers.ready);
+    if (missing > deficit) {
+      deficit = missing;
       draining = e.key;
     }
   }
@@ -146,6 +148,23 @@ function failBackFloors(run: Evaluation, ready: ReceiverCheck, stepPercent: numb
       e.key,
       `desiredMinReplicas ${e.desiredMinReplicas} while ${draining} fails back: its replicas are ready here before ${draining} hands their load over (fail-back rule F6)`,
     );
+  }
+}
+
+/**
+ * A receiver that leaves ACTIVE in this evaluation (a scale-in, an eviction)
+ * takes its ready replicas out of the receivers: a fail-back drain counts its
+ * receivers' growth (rule F6) from a baseline without them.
+ */
+function rebaseFailBackDrains(run: Evaluation): void {
+  let left = 0;
+  for (const e of run.live())
+    if (e.enteredDrain && e.reason !== FAIL_BACK && e.signal.fresh) left += e.signal.readyReplicas ?? 0;
+  if (left === 0) return;
+  for (const e of run.live()) {
+    const base = e.draining?.receiversReadyReplicas;
+    if (e.enteredDrain || e.reason !== FAIL_BACK || base === undefined) continue;
+    e.draining = { ...e.draining!, receiversReadyReplicas: Math.max(0, base - left) };
   }
 }
 
