@@ -34,10 +34,17 @@ const during = (b: PlacementCluster, a: Partial<PlacementCluster> = {}): Case['s
   failBack: { backoffLevel: 0, lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW - 600) },
 });
 
+const caseOf = (status: Case['status'], signals: Case['signals']): Case => ({
+  spec,
+  status,
+  profiles: fleet,
+  signals,
+  now: NOW,
+});
+
 const outcome = (d: ReturnType<typeof run>) => ({
   moves: moves(d),
   floorOfA: clusterOf(d, 'fleet/a')?.desiredMinReplicas,
-  floorOfB: clusterOf(d, 'fleet/b')?.desiredMinReplicas,
   drainOfB: (({ desiredMaxReplicas, pausedReason }: Partial<Draining> = {}) => ({ desiredMaxReplicas, pausedReason }))(
     clusterOf(d, 'fleet/b')?.draining,
   ),
@@ -47,107 +54,65 @@ describe('F6: a fail-back drain hands load over only to replicas that are ready 
   it.each<{ name: string; input: Case; expected: ReturnType<typeof outcome> }>([
     {
       name: 'the fail-back P2 asks a for its first step at once (2 ready + 25% of 8)',
-      input: {
-        spec,
-        status: afterStockout(WINDOW),
-        profiles: fleet,
-        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
-        now: NOW,
-      },
+      input: caseOf(afterStockout(WINDOW), [steady('fleet/a', 2), steady('fleet/b', 8)]),
       expected: {
         moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
         floorOfA: 4,
-        floorOfB: undefined,
         drainOfB: { desiredMaxReplicas: 8, pausedReason: undefined },
       },
     },
     {
       name: 'a due step waits while a has not grown by it, even with its HPA settled (D1 alone would step)',
-      input: {
-        spec,
-        status: during(drainingB(8)),
-        profiles: fleet,
-        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
-        now: NOW,
-      },
+      input: caseOf(during(drainingB(8)), [steady('fleet/a', 2), steady('fleet/b', 8)]),
       expected: {
         moves: [],
         floorOfA: 4,
-        floorOfB: undefined,
         drainOfB: { desiredMaxReplicas: 8, pausedReason: 'ReceiversNotReady' },
       },
     },
     {
       name: 'once a has the step ready it is taken, and a is asked for the next one (2 + 2 + 25% of 6)',
-      input: {
-        spec,
-        status: during(drainingB(8)),
-        profiles: fleet,
-        signals: [steady('fleet/a', 4), steady('fleet/b', 8)],
-        now: NOW,
-      },
+      input: caseOf(during(drainingB(8)), [steady('fleet/a', 4), steady('fleet/b', 8)]),
       expected: {
         moves: [],
         floorOfA: 6,
-        floorOfB: undefined,
         drainOfB: { desiredMaxReplicas: 6, pausedReason: undefined },
       },
     },
     {
       name: 'a scale-in drain (load fell) is not fail-back: settled receivers let it step, and get no floor',
-      input: {
-        spec,
-        status: during(drainingB(8, 'ScaledIn')),
-        profiles: fleet,
-        signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
-        now: NOW,
-      },
+      input: caseOf(during(drainingB(8, 'ScaledIn')), [steady('fleet/a', 2), steady('fleet/b', 8)]),
       expected: {
         moves: [],
         floorOfA: undefined,
-        floorOfB: undefined,
         drainOfB: { desiredMaxReplicas: 6, pausedReason: undefined },
       },
     },
     {
       name: 'a cluster lingering at its warm size moves nothing more: no floor',
-      input: {
-        spec,
-        status: during(drainingB(2, 'Lingering')),
-        profiles: fleet,
-        signals: [
-          steady('fleet/a', 2, { hpa: { ...steady('a', 2).hpa!, minReplicas: 2 } }),
-          steady('fleet/b', 2, { hpa: { ...steady('b', 2).hpa!, minReplicas: 2 } }),
-        ],
-        now: NOW,
-      },
+      input: caseOf(during(drainingB(2, 'Lingering')), [
+        steady('fleet/a', 2, { hpa: { ...steady('a', 2).hpa!, minReplicas: 2 } }),
+        steady('fleet/b', 2, { hpa: { ...steady('b', 2).hpa!, minReplicas: 2 } }),
+      ]),
       expected: {
         moves: [],
         floorOfA: undefined,
-        floorOfB: undefined,
         drainOfB: { desiredMaxReplicas: 2, pausedReason: undefined },
       },
     },
     {
       name: 'F4: a burst on a whose HPA asks for more than its floor reactivates b before it hands more over',
-      input: {
-        spec,
-        status: during(drainingB(8), { desiredMinReplicas: 4 }),
-        profiles: fleet,
-        signals: [
-          steady('fleet/a', 8, {
-            readyReplicas: 4,
-            pendingPods: 4,
-            hpa: { ...steady('a', 8).hpa!, desiredReplicas: 9 },
-          }),
-          steady('fleet/b', 8),
-        ],
-        now: NOW,
-      },
+      input: caseOf(during(drainingB(8), { desiredMinReplicas: 4 }), [
+        steady('fleet/a', 8, {
+          readyReplicas: 4,
+          pendingPods: 4,
+          hpa: { ...steady('a', 8).hpa!, desiredReplicas: 9 },
+        }),
+        steady('fleet/b', 8),
+      ]),
       expected: {
         moves: ['P3 fleet/b SCALING_IN->ACTIVE'],
         floorOfA: undefined,
-        floorOfB: undefined,
         drainOfB: { desiredMaxReplicas: undefined, pausedReason: undefined },
       },
     },
@@ -181,13 +146,7 @@ describe('F6: a fail-back drain hands load over only to replicas that are ready 
   });
 
   it('mco explain says what the floor is for and what the step waits for', () => {
-    const e = explainOf({
-      spec,
-      status: during(drainingB(8)),
-      profiles: fleet,
-      signals: [steady('fleet/a', 2), steady('fleet/b', 8)],
-      now: NOW,
-    });
+    const e = explainOf(caseOf(during(drainingB(8)), [steady('fleet/a', 2), steady('fleet/b', 8)]));
     const notes = (key: string) => e.clusters.find((c) => c.cluster === key)?.notes.join('\n');
     expect(notes('fleet/a')).toMatch(
       'desiredMinReplicas 4 while fleet/b fails back: its replicas are ready here before fleet/b hands their load over (fail-back rule F6)',
