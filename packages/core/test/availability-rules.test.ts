@@ -6,7 +6,6 @@ import {
   anUnreachableSignal,
   aScaleInSignal,
   aSignal,
-  aSteadySignal,
 } from '@mco/core/testing';
 import {
   type Behavior,
@@ -17,15 +16,28 @@ import {
   type PlacementSpec,
   type Signal,
 } from '@mco/core';
-import { at, condition, explainOf, listed, moves, run, states, type Case } from './helpers.js';
+import {
+  afterStockout,
+  at,
+  clusterOf,
+  condition,
+  explainOf,
+  FRESH,
+  listed,
+  moves,
+  NOW,
+  run,
+  states,
+  steady,
+  type Case,
+} from './helpers.js';
 
 // The rules of docs/placement-rules.md: safe fail-back (F1 backoff, F2
 // room, F3 linger), make-before-break draining (D1), fast outage replacement
 // (O1) and warm standby (W1). fleet/a is preferred over fleet/b over fleet/c.
 
 const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
-const NOW = 100_000;
-const fresh = NOW - 10;
+const fresh = FRESH;
 const WINDOW = 600;
 
 interface Options {
@@ -47,12 +59,6 @@ const specOf = (o: Options = {}): PlacementSpec =>
   });
 const withFailBack = (extra: NonNullable<Behavior['failBack']> = {}) => specOf({ failBack: extra });
 
-/** A fresh signal of a cluster whose HPA runs `replicas` (max 10), all ready, no pending pods. */
-const steady = (key: string, replicas: number, extra: Omit<Signal, 'cluster' | 'observedAt'> = {}): Signal => ({
-  ...aSteadySignal(key, at(fresh), replicas),
-  ...extra,
-});
-
 /** What a row checks of a decision: states, transitions, status.failBack and the requeue. */
 /** status.failBack without its recent peaks (rule F2's peak has its own table in fail-back-peak.test.ts). */
 const withoutPeaks = (f: FailBackStatus | undefined): FailBackStatus | undefined => {
@@ -66,21 +72,8 @@ const outcome = (d: Decision) => ({
   failBack: withoutPeaks(d.status.failBack),
   requeue: d.requeueAfterSeconds,
 });
-const clusterOf = (d: Decision, key: string): PlacementCluster | undefined =>
-  d.status.clusters?.find((c) => `${c.namespace}/${c.name}` === key);
 
 describe('F1, F2: fail-back waits for room, and backs off after each cycle', () => {
-  /** a has had room (below its ceiling, room for b's replicas) for `room` seconds; b took load during a stockout. */
-  const afterStockout = (room: number | undefined, failBack: FailBackStatus = {}): Case['status'] => ({
-    clusters: [
-      listed('fleet/a', 'ACTIVE', 0, room !== undefined ? { belowCeilingSince: at(NOW - room) } : {}),
-      listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
-    ],
-    lastAdditionTime: at(3000),
-    ...(room !== undefined || Object.keys(failBack).length > 0
-      ? { failBack: { ...failBack, ...(room !== undefined ? { roomSince: at(NOW - room) } : {}) } }
-      : {}),
-  });
   const moved = (extra: FailBackStatus) => ({ lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW), ...extra });
 
   it.each<{ name: string; input: Case; expected: ReturnType<typeof outcome> }>([

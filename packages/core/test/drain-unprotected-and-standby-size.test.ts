@@ -8,19 +8,15 @@ import {
   type PlacementCluster,
   type Signal,
 } from '@mco/core';
-import { at, condition, explainOf, listed, moves, run, type Case } from './helpers.js';
+import { at, clusterOf, condition, explainOf, FRESH, listed, moves, NOW, run, type Case } from './helpers.js';
 
 // A drain never stalls on a signal source that does not report
 // readyReplicas (rule D1, docs/placement-rules.md §4), and a warm standby runs
 // at least its size (rule W1, §10.6). fleet/a is preferred over fleet/b over fleet/c.
 
 const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
-const NOW = 100_000;
-const fresh = NOW - 10;
+const fresh = FRESH;
 const stale = NOW - 600;
-
-const clusterOf = (d: Decision, key: string): PlacementCluster | undefined =>
-  d.status.clusters?.find((c) => `${c.namespace}/${c.name}` === key);
 
 /** A receiver's fresh signal: its HPA settled at `desired`, `ready` ready (undefined: none in the signal). */
 const receiver = (

@@ -1,16 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec, aSteadySignal } from '@mco/core/testing';
-import { type FailBackStatus, type PlacementSpec, type Signal } from '@mco/core';
+import { type PlacementSpec } from '@mco/core';
 import { nextRecentPeaks, PEAK_PERIODS } from '../src/scaling/fail-back.js';
-import { at, explainOf, listed, moves, run, states, type Case } from './helpers.js';
+import { afterStockout, at, explainOf, listed, moves, NOW, run, states, steady, type Case } from './helpers.js';
 
 // Rule F2's recent peak and rising load, F4 during a fail-back drain, and
 // rule M1 (docs/placement-rules.md §10.3 and §10.10). fleet/a (HPA max 10) is
 // preferred over fleet/b.
 
 const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
-const NOW = 100_000;
-const fresh = NOW - 10;
 const WINDOW = 600;
 const LOOKBACK = 7200;
 
@@ -19,19 +17,6 @@ const spec = (failBack = true): PlacementSpec =>
     useDraining: true,
     behavior: { scaleIn: { cooldownSeconds: 300 }, ...(failBack ? { failBack: { enabled: true } } : {}) },
   });
-const steady = (key: string, replicas: number, extra: Omit<Signal, 'cluster' | 'observedAt'> = {}): Signal => ({
-  ...aSteadySignal(key, at(fresh), replicas),
-  ...extra,
-});
-/** b took load during a stockout; a has had room for the window; `failBack` adds to status.failBack. */
-const afterStockout = (failBack: FailBackStatus = {}): Case['status'] => ({
-  clusters: [
-    listed('fleet/a', 'ACTIVE', 0, { belowCeilingSince: at(NOW - WINDOW) }),
-    listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
-  ],
-  lastAdditionTime: at(3000),
-  failBack: { roomSince: at(NOW - WINDOW), ...failBack },
-});
 const peakOf = (replicas: number, ago: number) => ({ since: at(NOW - ago), replicas });
 
 describe('nextRecentPeaks: the most replicas needed per eighth of the lookback, bounded', () => {
@@ -91,7 +76,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       name: 'room for the replicas moved but not for the recent peak (a holds 10, the workload needed 13): waits',
       input: {
         spec: spec(),
-        status: afterStockout({ recentPeaks: [peakOf(13, 1800)] }),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(13, 1800)] }),
         profiles: fleet,
         signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
         now: NOW,
@@ -103,7 +88,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       name: 'a peak that fits (10 in 10): moves',
       input: {
         spec: spec(),
-        status: afterStockout({ recentPeaks: [peakOf(10, 1800)] }),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(10, 1800)] }),
         profiles: fleet,
         signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
         now: NOW,
@@ -114,7 +99,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       name: 'a peak older than the lookback no longer counts: moves',
       input: {
         spec: spec(),
-        status: afterStockout({ recentPeaks: [peakOf(13, LOOKBACK + 1000)] }),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(13, LOOKBACK + 1000)] }),
         profiles: fleet,
         signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
         now: NOW,
@@ -125,7 +110,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       name: "load rising (a's HPA asks for 5, runs 2): waits, and the room window restarts",
       input: {
         spec: spec(),
-        status: afterStockout(),
+        status: afterStockout(WINDOW),
         profiles: fleet,
         signals: [
           steady('fleet/a', 2, { hpa: { ...aSteadySignal('a', '').hpa!, currentReplicas: 2, desiredReplicas: 5 } }),
@@ -140,7 +125,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       name: 'a source without readyReplicas: the HPA tells the need, and fail-back still moves',
       input: {
         spec: spec(),
-        status: afterStockout({ recentPeaks: [peakOf(9, 1800)] }),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(9, 1800)] }),
         profiles: fleet,
         signals: [
           steady('fleet/a', 2, { readyReplicas: undefined }),
@@ -154,7 +139,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       name: 'a preferred cluster whose source declares it never reports readyReplicas: fail-back does not start, and says why',
       input: {
         spec: spec(),
-        status: afterStockout({ recentPeaks: [peakOf(9, 1800)] }),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(9, 1800)] }),
         profiles: fleet,
         signals: [
           steady('fleet/a', 2, { readyReplicas: undefined, reportsReadyReplicas: false }),
@@ -179,7 +164,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
   it('records the workload replicas of every evaluation in status.failBack.recentPeaks', () => {
     const d = run({
       spec: spec(),
-      status: afterStockout({ recentPeaks: [peakOf(13, 1800)] }),
+      status: afterStockout(WINDOW, { recentPeaks: [peakOf(13, 1800)] }),
       profiles: fleet,
       signals: [steady('fleet/a', 4), steady('fleet/b', 3)],
       now: NOW,

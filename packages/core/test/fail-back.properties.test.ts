@@ -275,23 +275,35 @@ describe('fail-back and the recent peak (rule F2)', () => {
     },
   });
 
+  type PeakStep = (typeof arbPeaks extends fc.Arbitrary<infer A> ? A : never)[number];
+  /** Runs the steps, each evaluation fed the previous status; `check` sees each one. */
+  function runPeaks(
+    steps: readonly PeakStep[],
+    check: (now: number, byKey: Map<string, number>, before: PlacementStatus | undefined, d: Decision) => void,
+  ): void {
+    let status: PlacementStatus | undefined;
+    let now = 0;
+    for (const step of steps) {
+      now += step.advance;
+      const byKey = new Map(KEYS.slice(0, 3).map((k, i) => [k as string, step.replicas[i]!]));
+      const d = decide({
+        now: new Date(T0 + now * 1000),
+        placement: { metadata: { name: 'p', namespace: 'default', generation: 1 }, spec, status },
+        clusterProfiles: PROFILES.slice(0, 3),
+        signals: KEYS.slice(0, 3).flatMap((k, i) => signal(k, step.replicas[i]!, now)),
+      });
+      check(now, byKey, status, d);
+      status = d.status;
+    }
+  }
+
   // Every P2 here is a fail-back or a rule M1 scale-in (no signal reports TooFewReplicas): both move load back.
   it('never moves load (fail-back, or rule M1) to preferred clusters whose HPA maximum would not hold the replicas the workload needed within the lookback', () => {
     let failBacks = 0;
     fc.assert(
       fc.property(arbPeaks, (steps) => {
-        let status: PlacementStatus | undefined;
-        let now = 0;
         const seen: { now: number; total: number | undefined }[] = [];
-        for (const step of steps) {
-          now += step.advance;
-          const byKey = new Map(KEYS.slice(0, 3).map((k, i) => [k as string, step.replicas[i]!]));
-          const d = decide({
-            now: new Date(T0 + now * 1000),
-            placement: { metadata: { name: 'p', namespace: 'default', generation: 1 }, spec, status },
-            clusterProfiles: PROFILES.slice(0, 3),
-            signals: KEYS.slice(0, 3).flatMap((k, i) => signal(k, step.replicas[i]!, now)),
-          });
+        runPeaks(steps, (now, byKey, _before, d) => {
           // What the workload needed in this evaluation: its ACTIVE and SCALING_IN clusters' replicas
           // (unknown when one of them sent no signal).
           const serving = (d.status.clusters ?? []).filter((c) => c.state === 'ACTIVE' || c.state === 'SCALING_IN');
@@ -307,11 +319,34 @@ describe('fail-back and the recent peak (rule F2)', () => {
               if (e.now >= now - LOOKBACK && e.total !== undefined)
                 expect(e.total).toBeLessThanOrEqual(10 * higher.length);
           }
-          status = d.status;
-        }
+        });
       }),
       { numRuns: 300 },
     );
     expect(failBacks).toBeGreaterThan(10); // the generator does reach fail-back and M1
+  });
+
+  it('rule F6: a fail-back drain steps only once the receivers have as many more ready replicas as it has handed over', () => {
+    let steps = 0;
+    fc.assert(
+      fc.property(arbPeaks, (peakSteps) => {
+        runPeaks(peakSteps, (_now, byKey, before, d) => {
+          for (const c of d.status.clusters ?? []) {
+            const was = before?.clusters?.find((p) => p.name === c.name);
+            const dr = c.draining;
+            if (was?.reason !== 'FailBack' || c.state !== 'SCALING_IN' || !dr || !was.draining) continue;
+            if (dr.desiredMaxReplicas >= was.draining.desiredMaxReplicas) continue;
+            steps++;
+            const ready = (d.status.clusters ?? [])
+              .filter((r) => r.state === 'ACTIVE')
+              .reduce((n, r) => n + (byKey.get(`${r.namespace}/${r.name}`) ?? 0), 0);
+            const handed = (dr.initialDesiredMaxReplicas ?? dr.desiredMaxReplicas) - dr.desiredMaxReplicas;
+            expect(ready).toBeGreaterThanOrEqual((dr.receiversReadyReplicas ?? 0) + handed);
+          }
+        });
+      }),
+      { numRuns: 300 },
+    );
+    expect(steps).toBeGreaterThan(10); // the generator does reach fail-back drain steps
   });
 });

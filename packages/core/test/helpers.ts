@@ -7,12 +7,13 @@ import {
   type ClusterState,
   type TransitionId,
   type Decision,
+  type FailBackStatus,
   type PlacementCluster,
   type PlacementSpec,
   type PlacementStatus,
   type Signal,
 } from '@mco/core';
-import { aPlacement } from '@mco/core/testing';
+import { aPlacement, aSteadySignal } from '@mco/core/testing';
 
 export const T0 = Date.UTC(2026, 0, 1);
 /** The RFC 3339 time `seconds` after 2026-01-01T00:00:00Z. */
@@ -50,6 +51,36 @@ export function listed(
   const [namespace, name] = key.split('/') as [string, string];
   return { name, namespace, state, lastTransitionTime: at(since), ...extra };
 }
+
+/** The evaluation time of the fail-back and drain tables (seconds after T0), and a fresh observation. */
+export const NOW = 100_000;
+export const FRESH = NOW - 10;
+
+/** A fresh signal of a cluster whose HPA runs `replicas` (max 10), all ready, no pending pods; `extra` overrides. */
+export const steady = (key: string, replicas: number, extra: Omit<Signal, 'cluster' | 'observedAt'> = {}): Signal => ({
+  ...aSteadySignal(key, at(FRESH), replicas),
+  ...extra,
+});
+
+/** The status entry of cluster `ns/name` in a decision. */
+export const clusterOf = (d: Decision, key: string): PlacementCluster | undefined =>
+  d.status.clusters?.find((c) => `${c.namespace}/${c.name}` === key);
+
+/**
+ * The status after a stockout: fleet/b took load (added at 3000 s) beside the
+ * preferred fleet/a, which has had room (rule F2) for `room` seconds at NOW
+ * (undefined: none); `failBack` adds to status.failBack.
+ */
+export const afterStockout = (room: number | undefined, failBack: FailBackStatus = {}): PlacementStatus => ({
+  clusters: [
+    listed('fleet/a', 'ACTIVE', 0, room !== undefined ? { belowCeilingSince: at(NOW - room) } : {}),
+    listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
+  ],
+  lastAdditionTime: at(3000),
+  ...(room !== undefined || Object.keys(failBack).length > 0
+    ? { failBack: { ...(room !== undefined ? { roomSince: at(NOW - room) } : {}), ...failBack } }
+    : {}),
+});
 
 /** `ns/name state` for every listed cluster, in status order. */
 export const states = (d: Decision): string[] =>

@@ -1,5 +1,6 @@
 import {
   nextDrainStepAt,
+  nextStepSize,
   startDraining,
   startDrainingAt,
   stepDraining,
@@ -48,6 +49,7 @@ function receivers(run: Evaluation): ReceiverCheck {
 export function drain(run: Evaluation, useDraining: boolean): void {
   const b = run.behavior;
   const ready = receivers(run);
+  rebaseFailBackDrains(run);
   for (const entry of run.live()) {
     if (!useDraining || (entry.state !== 'SCALING_IN' && entry.state !== 'EVICTING')) {
       entry.draining = undefined;
@@ -66,6 +68,7 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         stepPercent: b.drainStepPercent,
         floor,
         receivers: ready,
+        ...(entry.reason === FAIL_BACK ? { lead: nextStepSize(entry.draining, b.drainStepPercent, floor) } : {}),
       });
       entry.draining = step.draining;
       // A standby is kept at its size (rule W1): its size grows when the HPA's
@@ -96,6 +99,72 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         `draining: desiredMaxReplicas ${entry.draining!.desiredMaxReplicas}, next step at ${formatTime(next)}`,
       );
     }
+  }
+  if (useDraining) failBackFloors(run, ready, b.drainStepPercent);
+}
+
+const FAIL_BACK = 'FailBack';
+
+/**
+ * Rule F6, make-before-break fail-back: while a fail-back drain is above its
+ * warm size, the receivers (ACTIVE clusters) must run, ready, what they ran
+ * when it began plus the drop so far and its next step. The missing replicas
+ * go, as `desiredMinReplicas` (a floor delivery applies as the HPA's
+ * minReplicas, as rule O3's), to the receivers in priority order, each up to
+ * its HPA maximum; the drain's next step waits for them (`lead`). So a
+ * voluntary move never lowers the fleet's ready replicas: a burst during the
+ * drain meets at least the replicas it would have met without fail-back.
+ * Clusters with rule O3's floor keep theirs.
+ */
+function failBackFloors(run: Evaluation, ready: ReceiverCheck, stepPercent: number): void {
+  if (ready.kind !== 'checked') return;
+  let deficit = 0;
+  let draining: string | undefined;
+  for (const e of run.live()) {
+    if (e.state !== 'SCALING_IN' || e.reason !== FAIL_BACK || !e.draining) continue;
+    const d = e.draining;
+    const baseline = d.receiversReadyReplicas ?? ready.receivers.ready;
+    const moving =
+      (d.initialDesiredMaxReplicas ?? d.desiredMaxReplicas) -
+      d.desiredMaxReplicas +
+      nextStepSize(d, stepPercent, e.keepWarm?.size ?? 1);
+    // Never more than fail-back moves: what the receivers lose otherwise is not its to make up.
+    const missing = Math.min(moving, baseline + moving - ready.receivers.ready);
+    if (missing > deficit) {
+      deficit = missing;
+      draining = e.key;
+    }
+  }
+  for (const e of run.byPriority(run.live())) {
+    if (deficit <= 0 || !draining) return;
+    const s = e.signal;
+    if (e.state !== 'ACTIVE' || e.replacesCluster !== undefined || !s.fresh) continue;
+    if (s.readyReplicas === undefined || s.maxReplicas === undefined) continue;
+    const floor = Math.min(s.maxReplicas, s.readyReplicas + deficit);
+    if (floor <= s.readyReplicas) continue;
+    deficit -= floor - s.readyReplicas;
+    e.desiredMinReplicas = Math.max(e.desiredMinReplicas ?? 0, floor);
+    run.note(
+      e.key,
+      `desiredMinReplicas ${e.desiredMinReplicas} while ${draining} fails back: its replicas are ready here before ${draining} hands their load over (fail-back rule F6)`,
+    );
+  }
+}
+
+/**
+ * A receiver that leaves ACTIVE in this evaluation (a scale-in, an eviction)
+ * takes its ready replicas out of the receivers: a fail-back drain counts its
+ * receivers' growth (rule F6) from a baseline without them.
+ */
+function rebaseFailBackDrains(run: Evaluation): void {
+  let left = 0;
+  for (const e of run.live())
+    if (e.enteredDrain && e.reason !== FAIL_BACK && e.signal.fresh) left += e.signal.readyReplicas ?? 0;
+  if (left === 0) return;
+  for (const e of run.live()) {
+    const base = e.draining?.receiversReadyReplicas;
+    if (e.enteredDrain || e.reason !== FAIL_BACK || base === undefined) continue;
+    e.draining = { ...e.draining!, receiversReadyReplicas: Math.max(0, base - left) };
   }
 }
 

@@ -13,6 +13,7 @@ import {
   type RecentPeak,
 } from '../scaling/fail-back.js';
 import type { AutoscaleForCapacity } from '../api/placement.js';
+import { nextStepSize } from '../scaling/draining.js';
 import { formatTime } from '../time.js';
 import type { Evaluation } from './evaluation.js';
 import { warmSize } from './standby.js';
@@ -82,14 +83,29 @@ export function recentPeak(run: Evaluation): RecentPeak | undefined {
 }
 
 /**
- * Rule F4 during a fail-back drain: why the workload now needs more replicas
- * than the recent peak fail-back made room for (read before this
- * evaluation adds to it), or undefined.
+ * Rule F4 during a fail-back drain: why the workload now needs more than
+ * fail-back made room for, or undefined: more replicas than the recent peak
+ * (rule F2, read before this evaluation adds to it), or a receiver's HPA
+ * asking for more than the floor rule F6 gave it (its own load rising: the
+ * drain hands load over only to pods that are ready for it).
  */
 export function beyondPeakBecause(run: Evaluation): string | undefined {
+  for (const e of run.live()) {
+    const floor = e.state === 'ACTIVE' && e.replacesCluster === undefined ? e.desiredMinReplicas : undefined;
+    const desired = e.signal.fresh ? e.signal.desiredReplicas : undefined;
+    if (floor !== undefined && desired !== undefined && desired > floor)
+      return `${e.key}'s HPA asks for ${desired} replica(s), above the ${floor} fail-back asked of it (rule F6)`;
+  }
   const peak = keptPeak(run);
-  const now = workloadReplicas(run);
-  if (peak === undefined || now === undefined || now <= peak) return undefined;
+  const total = workloadReplicas(run);
+  if (peak === undefined || total === undefined) return undefined;
+  // Rule F6 asks the receivers for the next step before the drain hands it over: counted twice, not needed twice.
+  let lead = 0;
+  for (const e of run.live())
+    if (e.state === 'SCALING_IN' && e.reason === 'FailBack' && e.draining)
+      lead += nextStepSize(e.draining, run.behavior.drainStepPercent, 1);
+  const now = total - lead;
+  if (now <= peak) return undefined;
   return `the workload needs ${now} replica(s), above its recent peak of ${peak}`;
 }
 

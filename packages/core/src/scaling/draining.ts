@@ -77,6 +77,11 @@ export interface DrainStepOptions {
   readonly floor: number;
   /** What rule D1 knows of the receiving clusters now. */
   readonly receivers: ReceiverCheck;
+  /**
+   * Rule F6 (a fail-back drain): the receivers must have grown by the drop so
+   * far and this many more (the next step) before it is taken, settled or not.
+   */
+  readonly lead?: number;
 }
 
 export type DrainPause = 'ReadyReplicasUnknown' | 'ReceiversNotReady';
@@ -116,7 +121,7 @@ export function stepDraining(
   const last = parseTime(draining.lastReplicaCountDecrease) ?? -Infinity;
   if (draining.desiredMaxReplicas <= o.floor || nowMs - last < o.stepIntervalSeconds * SECOND)
     return { draining: base };
-  const paused = drainPause(initial - draining.desiredMaxReplicas, baseline, o.receivers);
+  const paused = drainPause(initial - draining.desiredMaxReplicas, baseline, o.receivers, o.lead ?? 0);
   if (paused) return { draining: { ...base, pausedReason: paused.reason }, paused };
   return {
     draining: {
@@ -133,9 +138,16 @@ export function stepDraining(
 /**
  * Why a due step waits (rule D1), or undefined when the receivers have
  * absorbed the drop so far, or when their source reports no ready replicas to
- * check (the drain then steps on the clock).
+ * check (the drain then steps on the clock). With a `lead` (rule F6, a
+ * fail-back drain) they must have grown by the drop and the lead, settled or
+ * not: a voluntary move never lowers the fleet's ready replicas.
  */
-export function drainPause(drop: number, baseline: number | undefined, check: ReceiverCheck): DrainStep['paused'] {
+export function drainPause(
+  drop: number,
+  baseline: number | undefined,
+  check: ReceiverCheck,
+  lead = 0,
+): DrainStep['paused'] {
   if (check.kind === 'unprotected') return undefined;
   if (check.kind === 'unknown')
     return {
@@ -145,11 +157,24 @@ export function drainPause(drop: number, baseline: number | undefined, check: Re
   const receivers = check.receivers;
   const from = baseline ?? receivers.ready;
   const growth = receivers.ready - from;
+  if (lead > 0) {
+    if (drop + lead <= growth) return undefined;
+    return {
+      reason: 'ReceiversNotReady',
+      message: `fail-back moves load only onto ready pods (rule F6): the receivers' ready replicas grew by ${growth} (${from} → ${receivers.ready}), the drop so far (${drop}) and the next step (${lead}) need ${drop + lead}`,
+    };
+  }
   if (drop <= growth || receivers.short === undefined) return undefined;
   return {
     reason: 'ReceiversNotReady',
     message: `the drop so far (${drop}) exceeds the receivers' ready-replica growth (${growth}: ${from} → ${receivers.ready}), and ${receivers.short}`,
   };
+}
+
+/** The size of the next step of a drain, 0 at its floor. */
+export function nextStepSize(draining: Draining, stepPercent: number, floor: number): number {
+  const left = draining.desiredMaxReplicas - floor;
+  return left <= 0 ? 0 : Math.min(left, drainStepSize(draining.desiredMaxReplicas, stepPercent));
 }
 
 /** When the next drain step is due (ms), or undefined when none is. */

@@ -5,7 +5,7 @@ import { sourceReportsReadyReplicas, type SignalAssessment } from './signals.js'
 
 /*
  * Fail-back to preferred clusters (docs/placement-rules.md §10.3, made safe by
- * docs/placement-rules.md §10.3 rules F1-F5). After a stockout the workload would
+ * docs/placement-rules.md §10.3 rules F1-F6). After a stockout the workload would
  * otherwise stay on the lower-priority cluster until load falls; with
  * `behavior.failBack` the preferred clusters take it back once they have had
  * room for a whole window, and room for the replicas being moved. The move is
