@@ -43,7 +43,13 @@ export interface AutoscalingMember {
   stop(): Promise<void>;
 }
 
-const SYSTEM_CONTROLLERS = ['deployment', 'replicaset', 'horizontalpodautoscaling', 'garbagecollector', 'namespace'];
+const SYSTEM_CONTROLLERS = [
+  'deployment-controller',
+  'replicaset-controller',
+  'horizontal-pod-autoscaler-controller',
+  'garbage-collector-controller',
+  'namespace-controller',
+];
 
 /**
  * Starts the autoscaling stack against a running member apiserver, installs
