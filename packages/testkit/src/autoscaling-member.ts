@@ -49,6 +49,8 @@ const SYSTEM_CONTROLLERS = [
   'horizontal-pod-autoscaler-controller',
   'garbage-collector-controller',
   'namespace-controller',
+  // Lifts the not-ready taint kube-apiserver's TaintNodesByCondition puts on every new node once kwok reports it Ready.
+  'node-lifecycle-controller',
 ];
 
 /**
