@@ -157,8 +157,8 @@ export class DrillStack {
 
       const hub = plane.hub.adminKubeConfig();
       await plane.hub.installCrds([
-        thirdPartyCrd('multicluster.x-k8s.io_clusterprofiles.yaml'),
-        join(REPO, 'apps/mco/chart/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml'),
+        // The chart's CRDs: placements, ClusterProfiles and the PlacementDecisions the controller writes.
+        join(REPO, 'apps/mco/chart/crds'),
         thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
         ...fluxControllerCrds('source-controller'),
       ]);
