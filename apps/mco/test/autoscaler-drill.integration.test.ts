@@ -34,14 +34,16 @@ describeWithControlPlane(
       }
     };
 
-    it('starts on east alone, its real HPA at 2 replicas on one Karpenter node', async () => {
+    it('starts on east alone, its real HPA at 2 replicas on Karpenter nodes', async () => {
       await failing(() => baseline(stack));
       const east = await stack.view('east');
       expect(east.hpa?.status?.desiredReplicas).toBe(2);
       // kube-controller-manager read the load through the aggregated external metrics API.
       expect(east.hpa?.status?.currentMetrics?.[0]?.external?.metric.name).toBe(METRIC);
       expect([...stack.members.east.metrics.reads.keys()].some((p) => p.endsWith(`/${METRIC}`))).toBe(true);
-      expect(east.nodes).toBe(1);
+      // One node, or two when the Deployment's first pod and the HPA's second came in separate batches.
+      expect(east.nodes).toBeGreaterThanOrEqual(1);
+      expect(east.nodes).toBeLessThanOrEqual(2);
     });
 
     it('load past east’s NodePool limits adds west, where Karpenter provisions nodes; load falling removes it and its nodes', async () => {

@@ -69,8 +69,9 @@ const PLACEMENTS = {
 } as const;
 
 /**
- * The workload as its Git repository holds it: each pod requests half of the
- * NodePool's only instance type (1 CPU), so a node runs two; the HPA's
+ * The workload as its Git repository holds it: each pod requests half of what
+ * a node of the NodePool's only instance type offers (1 CPU, 900m
+ * allocatable), so a node runs two; the HPA's
  * bounds come from mco through Flux's postBuild substitution.
  */
 export const MANIFESTS = `apiVersion: apps/v1
@@ -92,7 +93,7 @@ spec:
           image: registry.example/web:1.0
           resources:
             requests:
-              cpu: 500m
+              cpu: 450m
               memory: 256Mi
 ---
 apiVersion: autoscaling/v2
