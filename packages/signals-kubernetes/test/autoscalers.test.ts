@@ -159,47 +159,38 @@ describe('karpenterVerdict', () => {
 describe('karpenterCeiling', () => {
   const LIMITS = 'Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=default)';
   const since = Date.parse('2026-01-01T00:00:00Z');
+  // The Events each row is made of, at a minute of 2026-01-01 (00:MM:SS).
+  const at = (time: string) => `2026-01-01T00:${time}Z`;
+  const limits = (time: string, component = 'karpenter', pod = 'web-1') =>
+    podEvent('FailedScheduling', LIMITS, component, pod, at(time));
+  const nominated = (time: string) =>
+    podEvent('Nominated', 'Pod should schedule on: nodeclaim/default-x', 'karpenter', 'web-1', at(time));
   it.each([
     {
       name: 'a waiting pod whose last Karpenter Event is a ceiling is one',
-      events: [podEvent('FailedScheduling', LIMITS, 'karpenter', 'web-1', '2026-01-01T00:01:00Z')],
+      events: [limits('01:00')],
       want: true,
     },
     {
       name: "kube-scheduler's own FailedScheduling is not Karpenter's",
-      events: [podEvent('FailedScheduling', LIMITS, 'default-scheduler', 'web-1', '2026-01-01T00:01:00Z')],
+      events: [limits('01:00', 'default-scheduler')],
       want: false,
     },
     {
       name: 'a later nomination ends the ceiling',
-      events: [
-        podEvent('FailedScheduling', LIMITS, 'karpenter', 'web-1', '2026-01-01T00:01:00Z'),
-        podEvent(
-          'Nominated',
-          'Pod should schedule on: nodeclaim/default-x',
-          'karpenter',
-          'web-1',
-          '2026-01-01T00:02:00Z',
-        ),
-      ],
+      events: [limits('01:00'), nominated('02:00')],
       want: false,
     },
     {
       name: 'a launch that failed after the nomination is a ceiling again',
       events: [
-        podEvent(
-          'Nominated',
-          'Pod should schedule on: nodeclaim/default-x',
-          'karpenter',
-          'web-1',
-          '2026-01-01T00:02:00Z',
-        ),
+        nominated('02:00'),
         podEvent(
           'InsufficientCapacityError',
           'NodeClaim default-x nominated for this pod failed to launch: insufficient capacity, no offering',
           'karpenter',
           'web-1',
-          '2026-01-01T00:03:00Z',
+          at('03:00'),
         ),
       ],
       want: true,
@@ -211,21 +202,12 @@ describe('karpenterCeiling', () => {
     },
     {
       name: 'a pod that no longer waits (bound, running or deleted) does not count',
-      events: [podEvent('FailedScheduling', LIMITS, 'karpenter', 'web-9', '2026-01-01T00:01:00Z')],
+      events: [limits('01:00', 'karpenter', 'web-9')],
       want: false,
     },
     {
       name: 'a nomination at the same instant wins over a ceiling',
-      events: [
-        podEvent('FailedScheduling', LIMITS, 'karpenter', 'web-1', '2026-01-01T00:01:00Z'),
-        podEvent(
-          'Nominated',
-          'Pod should schedule on: nodeclaim/default-x',
-          'karpenter',
-          'web-1',
-          '2026-01-01T00:01:00Z',
-        ),
-      ],
+      events: [limits('01:00'), nominated('01:00')],
       want: false,
     },
   ])('$name', ({ events, want }) => {

@@ -56,6 +56,8 @@ export interface ClusterHandle {
   readonly caData: string;
   /** User names in the token file. */
   readonly users: readonly string[];
+  /** The apiserver's `--cert-dir`: its self-signed `apiserver.crt` (for 127.0.0.1 and localhost, then its CA) and `apiserver.key`. */
+  readonly certDir: string;
   /** The bearer token of a user from {@link ClusterHandle.users}. */
   token(user: string): string;
   /** A kubeconfig for `admin` (system:masters). */
@@ -243,7 +245,7 @@ async function waitUntil(timeoutMs: number, server: ServerProcess, check: () => 
 class Apiserver implements ClusterHandle {
   readonly users: readonly string[];
   private readonly tokens: Readonly<Record<string, string>>;
-  private readonly certDir: string;
+  readonly certDir: string;
   private readonly tokenFile: string;
   private readonly logFile: string;
   private port = 0;

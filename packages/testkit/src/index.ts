@@ -35,6 +35,14 @@ export {
 } from './objects.js';
 export { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
 export { eventually } from './wait.js';
+export {
+  AUTOSCALING_MEMBER_TOOLS,
+  INSTANCE_TYPE,
+  startAutoscalingMember,
+  type AutoscalingMember,
+  type AutoscalingMemberOptions,
+} from './autoscaling-member.js';
+export { startExternalMetrics, type ExternalMetrics } from './external-metrics.js';
 export { startGitServer, type GitServer } from './git.js';
 export {
   fluxControllerCrds,
