@@ -73,10 +73,22 @@ export interface FluxSyncOptions {
    * How long the kubeconfig Secret of a cluster no placement lists is kept
    * for Flux objects that are being deleted and still use it (their
    * finalizer waits for Flux to delete the workload from a member that does
-   * not answer). After it the Secret is deleted: Flux then removes its
-   * finalizer without pruning that member. Default 1 h; Infinity keeps it.
+   * not answer), counted from the last of their deletionTimestamps, so a
+   * restart of mco does not start it again. After it the Secret is deleted:
+   * Flux then removes its finalizer without pruning that member. Default
+   * 1 h; Infinity keeps it.
    */
   readonly secretHoldTimeoutMs?: number;
+  /**
+   * How long live reads must keep finding no Flux object that uses the
+   * kubeconfig Secret of a cluster no placement lists before it is deleted
+   * (default 10 s with input providers, else 0). flux-operator may still be
+   * finishing a reconcile that read the cluster's input provider before mco
+   * deleted it: the Kustomization it creates then is applied through the
+   * Secret and, once garbage-collected, needs the Secret again to prune the
+   * member.
+   */
+  readonly secretQuietMs?: number;
   /** A live read of one kind in the Flux namespace (default: a paged list from `hub`, no cache). */
   readonly listLive?: (resource: Resource) => Promise<KubeObject[]>;
   /** Concurrent writes of a pass (default 8). */
@@ -113,6 +125,12 @@ export interface FluxSync {
 
 const KEY = 'flux';
 
+/** A Flux object or input provider that uses a kubeconfig Secret; `deletingSince` is its deletionTimestamp (ms). */
+interface SecretUser {
+  readonly deleting: boolean;
+  readonly deletingSince: number;
+}
+
 /**
  * Keeps mco's Flux objects in step with the placements: one level-triggered
  * pass over the whole fleet (cheap: it compares against the caches and
@@ -134,8 +152,10 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   let last: PassResult | undefined;
   let resyncTimer: NodeJS.Timeout | undefined;
   const holdTimeoutMs = options.secretHoldTimeoutMs ?? 60 * 60_000;
-  /** Per kubeconfig Secret of a cluster no placement lists: since when only Flux objects being deleted hold it. */
-  const heldSince = new Map<string, number>();
+  // Only flux-operator makes Flux objects from what mco writes; rendered objects are mco's own and in its overlay.
+  const quietMs = options.secretQuietMs ?? (options.inputProviders ? 10_000 : 0);
+  /** Per kubeconfig Secret of a cluster no placement lists: since when live reads find nothing using it. */
+  const unusedSince = new Map<string, number>();
   const listLive = options.listLive ?? ((resource: Resource) => listObjects(options.hub, resource, options.namespace));
 
   const synced = () =>
@@ -308,8 +328,9 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
    * caches may not hold a Flux object created moments ago (and Flux needs the
    * Secret to delete what it applied), so a Secret the caches show unused is
    * deleted only after a live read of the input providers, Kustomizations and
-   * HelmReleases finds none that uses it, one being deleted included; a Secret
-   * held only by objects being deleted goes after `secretHoldTimeoutMs`.
+   * HelmReleases finds none that uses it, one being deleted included, and
+   * keeps finding none for `secretQuietMs`; a Secret held only by objects
+   * being deleted goes `secretHoldTimeoutMs` after the last of their deletions.
    */
   async function secretsToDelete(
     desired: DesiredState,
@@ -320,9 +341,9 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     const clusterOf = new Map(
       unlisted.map((o) => [o.metadata!.name!, o.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION]]),
     );
-    for (const name of heldSince.keys()) if (!names.has(name)) heldSince.delete(name);
+    for (const name of unusedSince.keys()) if (!names.has(name)) unusedSince.delete(name);
     if (names.size === 0) return { deletable: new Set(), held: 0 };
-    let live: Map<string, { deleting: boolean }[]>;
+    let live: Map<string, SecretUser[]>;
     try {
       live = await liveSecretUsers();
     } catch (error) {
@@ -337,18 +358,22 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     for (const name of names) {
       const users = live.get(name) ?? [];
       if (users.length === 0) {
-        heldSince.delete(name);
         // The caches still show a user the live read did not: it is gone, and its delete event is on the way.
-        if (!cached.has(name)) deletable.add(name);
-        else recheckMs = Math.min(recheckMs ?? Infinity, 5000);
+        if (cached.has(name)) {
+          recheckMs = Math.min(recheckMs ?? Infinity, 5000);
+          continue;
+        }
+        const since = unusedSince.get(name) ?? t;
+        unusedSince.set(name, since);
+        const quietLeft = since + quietMs - t;
+        if (quietLeft <= 0) deletable.add(name);
+        else recheckMs = Math.min(recheckMs ?? Infinity, quietLeft);
         continue;
       }
-      if (!users.every((u) => u.deleting)) {
-        heldSince.delete(name);
-        continue;
-      }
-      const since = heldSince.get(name) ?? t;
-      heldSince.set(name, since);
+      unusedSince.delete(name);
+      if (!users.every((u) => u.deleting)) continue;
+      // The hold runs from the last of their deletions, as the API server recorded it: a restart does not reset it.
+      const since = Math.max(...users.map((u) => u.deletingSince));
       const left = since + holdTimeoutMs - t;
       if (left <= 0) {
         logger.warn(
@@ -367,8 +392,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   }
 
   /** Kubeconfig Secret name → the objects that use it, read from the API server. */
-  async function liveSecretUsers(): Promise<Map<string, { deleting: boolean }[]>> {
-    const users = new Map<string, { deleting: boolean }[]>();
+  async function liveSecretUsers(): Promise<Map<string, SecretUser[]>> {
+    const users = new Map<string, SecretUser[]>();
     for (const kind of [options.inputProviders, options.kustomizations, options.helmReleases]) {
       if (!kind || kind.cache.served?.() === false) continue;
       for (const object of await listLive(kind.resource)) {
@@ -376,7 +401,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         addReference(names, object);
         for (const name of names) {
           const list = users.get(name) ?? [];
-          list.push({ deleting: object.metadata?.deletionTimestamp !== undefined });
+          const deletion = object.metadata?.deletionTimestamp;
+          // An unreadable deletionTimestamp counts as now: the hold starts rather than ends.
+          list.push({
+            deleting: deletion !== undefined,
+            deletingSince: deletion === undefined ? NaN : Date.parse(deletion) || now(),
+          });
           users.set(name, list);
         }
       }
