@@ -89,6 +89,12 @@ export interface FluxSyncOptions {
    * member.
    */
   readonly secretQuietMs?: number;
+  /**
+   * How long an input provider of a cluster no placement lists is kept while
+   * a Flux object using that cluster's Secret is still being applied (default
+   * 2 min; see `secretsBeingApplied`).
+   */
+  readonly applyWaitMs?: number;
   /** A live read of one kind in the Flux namespace (default: a paged list from `hub`, no cache). */
   readonly listLive?: (resource: Resource) => Promise<KubeObject[]>;
   /** Concurrent writes of a pass (default 8). */
@@ -153,6 +159,9 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   let resyncTimer: NodeJS.Timeout | undefined;
   const holdTimeoutMs = options.secretHoldTimeoutMs ?? 60 * 60_000;
   // Only flux-operator makes Flux objects from what mco writes; rendered objects are mco's own and in its overlay.
+  const applyWaitMs = options.applyWaitMs ?? 120_000;
+  /** Per Flux object (uid) its controller is applying: since when, to bound the wait. */
+  const applyingSince = new Map<string, number>();
   const quietMs = options.secretQuietMs ?? (options.inputProviders ? 10_000 : 0);
   /** Per kubeconfig Secret of a cluster no placement lists: since when live reads find nothing using it. */
   const unusedSince = new Map<string, number>();
@@ -226,7 +235,22 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       if (!kind || kind.cache.served?.() === false) return;
       plans.push({ kind, desired: wanted, mayPrune });
     };
-    planFor(options.inputProviders, desired.inputProviders);
+    // An input provider goes only once Flux has finished applying through its cluster's Secret.
+    const applying = secretsBeingApplied();
+    if (options.inputProviders && options.inputProviders.cache.served?.() !== false) {
+      plans.push({
+        kind: options.inputProviders,
+        desired: desired.inputProviders,
+        mayPrune: (o) => {
+          if (!mayPrune(o)) return false;
+          const names = new Set<string>();
+          addReference(names, o);
+          const busy = [...names].find((name) => applying.has(name));
+          if (busy) logger.debug('keeping an input provider while Flux applies through its cluster', { secret: busy });
+          return busy === undefined;
+        },
+      });
+    }
     planFor(
       options.kustomizations,
       desired.rendered.filter((o) => o.kind === 'Kustomization'),
@@ -320,6 +344,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     }
     if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
     if (secretsMayGo.recheckMs !== undefined) queue.addAfter(KEY, secretsMayGo.recheckMs);
+    if (applying.size > 0) queue.addAfter(KEY, 5000);
     return { applied, pruned, kept, credentialFailures, writeFailures, secretsHeld: secretsMayGo.held };
   }
 
@@ -389,6 +414,34 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       } else recheckMs = Math.min(recheckMs ?? Infinity, left, 30_000);
     }
     return { deletable, held: names.size - deletable.size, ...(recheckMs === undefined ? {} : { recheckMs }) };
+  }
+
+  /**
+   * Kubeconfig Secrets through which Flux is applying right now: a
+   * Kustomization or HelmRelease using it that its controller has not
+   * reconciled yet or is reconciling (`Reconciling` True, reason
+   * `Progressing`). Deleted in that window (by flux-operator, once mco
+   * deletes the input provider), kustomize-controller finalizes it from a
+   * cache that lacks the inventory its apply just wrote, so it prunes nothing
+   * and the workload stays on the member. One stuck that way for
+   * `applyWaitMs` no longer counts.
+   */
+  function secretsBeingApplied(): Set<string> {
+    const names = new Set<string>();
+    const t = now();
+    const seen = new Set<string>();
+    for (const kind of [options.kustomizations, options.helmReleases]) {
+      for (const o of kind ? observed(kind, false) : []) {
+        if (o.metadata?.deletionTimestamp || !isApplying(o)) continue;
+        const uid = o.metadata?.uid ?? keyOf(o);
+        seen.add(uid);
+        const since = applyingSince.get(uid) ?? t;
+        applyingSince.set(uid, since);
+        if (t - since < applyWaitMs) addReference(names, o);
+      }
+    }
+    for (const uid of applyingSince.keys()) if (!seen.has(uid)) applyingSince.delete(uid);
+    return names;
   }
 
   /** Kubeconfig Secret name → the objects that use it, read from the API server. */
@@ -524,6 +577,14 @@ function isHubClusterSecret(secret: KubeObject, hubServers: ReadonlySet<string>)
 function isKubeconfigSecretOf(secret: KubeObject, cluster: string): boolean {
   const [namespace = '', name = ''] = cluster.split('/', 2);
   return secret.metadata?.name === kubeconfigSecretName(namespace, name);
+}
+
+/** Whether a Flux object's controller has not reconciled it yet, or is reconciling it now. */
+function isApplying(object: KubeObject): boolean {
+  const conditions = (object as { status?: { conditions?: { type?: string; status?: string; reason?: string }[] } })
+    .status?.conditions;
+  if (!conditions?.length) return true;
+  return conditions.some((c) => c.type === 'Reconciling' && c.status === 'True' && c.reason === 'Progressing');
 }
 
 function keyOf(object: KubeObject): string {

@@ -351,6 +351,55 @@ describe('createFluxSync', () => {
     expect(secrets.writes.at(-1)).toBe(`delete ${kubeconfigSecretName('fleet', 'east')}`);
   });
 
+  // The race behind the seeded loop's leftovers: flux-operator deleted a Kustomization while
+  // kustomize-controller was applying it, and kustomize-controller finalized it from a cache
+  // without the inventory it had just written, pruning nothing.
+  it('keeps the input provider of a removed cluster while Flux is applying through its Secret', async () => {
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders, kustomizations } = fakeSync(placements);
+    await sync.pass();
+    const kustomization = (conditions: object[]) =>
+      kustomizations.kind.writer.apply({
+        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+        kind: 'Kustomization',
+        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1' },
+        spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
+        status: { conditions },
+      } as never);
+    const deletes = () => inputProviders.writes.filter((w) => w.startsWith('delete'));
+    await kustomization([]); // created, not reconciled yet
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    await kustomization([{ type: 'Reconciling', status: 'True', reason: 'Progressing' }]);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    expect(deletes()).toEqual([]);
+    await kustomization([
+      { type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' },
+      { type: 'Reconciling', status: 'False', reason: 'Succeeded' },
+    ]);
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+    expect(deletes()).toEqual([`delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`]);
+  });
+
+  it('keeps it at most applyWaitMs for an object that never finishes applying', async () => {
+    let t = 0;
+    const placements = [placement('web', [listed('east')])];
+    const { sync, kustomizations } = fakeSync(placements, { now: () => t });
+    await sync.pass();
+    await kustomizations.kind.writer.apply({
+      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+      kind: 'Kustomization',
+      metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1' },
+      spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
+    } as never);
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    t = 119_999;
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    t = 120_000;
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+  });
+
   it('logs each apply and delete with component, placement and cluster', async () => {
     const lines: Record<string, unknown>[] = [];
     const logger = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
