@@ -130,6 +130,8 @@ export interface FluxSync {
 }
 
 const KEY = 'flux';
+/** In the set of Secrets being applied: every one (the live read failed). */
+const ALL = '*';
 
 /** A Flux object or input provider that uses a kubeconfig Secret; `deletingSince` is its deletionTimestamp (ms). */
 interface SecretUser {
@@ -236,8 +238,11 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       plans.push({ kind, desired: wanted, mayPrune });
     };
     // An input provider goes only once Flux has finished applying through its cluster's Secret.
-    const applying = secretsBeingApplied();
+    let applying: Set<string> | undefined;
     if (options.inputProviders && options.inputProviders.cache.served?.() !== false) {
+      const wanted = new Set(desired.inputProviders.map((o) => keyOf(o as KubeObject)));
+      const leaving = observed(options.inputProviders, true).some((o) => !wanted.has(keyOf(o)) && mayPrune(o));
+      if (leaving) applying = await secretsBeingApplied();
       plans.push({
         kind: options.inputProviders,
         desired: desired.inputProviders,
@@ -245,7 +250,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
           if (!mayPrune(o)) return false;
           const names = new Set<string>();
           addReference(names, o);
-          const busy = [...names].find((name) => applying.has(name));
+          const busy =
+            applying === undefined ? undefined : [...names].find((name) => applying!.has(name) || applying!.has(ALL));
           if (busy) logger.debug('keeping an input provider while Flux applies through its cluster', { secret: busy });
           return busy === undefined;
         },
@@ -344,7 +350,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     }
     if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
     if (secretsMayGo.recheckMs !== undefined) queue.addAfter(KEY, secretsMayGo.recheckMs);
-    if (applying.size > 0) queue.addAfter(KEY, 5000);
+    if (applying && applying.size > 0) queue.addAfter(KEY, 5000);
     return { applied, pruned, kept, credentialFailures, writeFailures, secretsHeld: secretsMayGo.held };
   }
 
@@ -426,12 +432,25 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
    * and the workload stays on the member. One stuck that way for
    * `applyWaitMs` no longer counts.
    */
-  function secretsBeingApplied(): Set<string> {
+  async function secretsBeingApplied(): Promise<Set<string>> {
     const names = new Set<string>();
     const t = now();
     const seen = new Set<string>();
     for (const kind of [options.kustomizations, options.helmReleases]) {
-      for (const o of kind ? observed(kind, false) : []) {
+      if (!kind) continue;
+      // The cache and a live read: one flux-operator created a moment ago may be in either only.
+      let live: KubeObject[] = [];
+      if (kind.cache.served?.() !== false) {
+        try {
+          live = await listLive(kind.resource);
+        } catch (error) {
+          logger.warn('cannot read which Flux objects are being applied; keeping the input providers', {
+            error: toMcoError(error),
+          });
+          return new Set([ALL]);
+        }
+      }
+      for (const o of [...observed(kind, false), ...live]) {
         if (o.metadata?.deletionTimestamp || !isApplying(o)) continue;
         const uid = o.metadata?.uid ?? keyOf(o);
         seen.add(uid);
@@ -579,12 +598,23 @@ function isKubeconfigSecretOf(secret: KubeObject, cluster: string): boolean {
   return secret.metadata?.name === kubeconfigSecretName(namespace, name);
 }
 
+/** Whether a Flux object's controller is reconciling it now (`Reconciling` True, reason `Progressing`). */
+export function isReconciling(object: KubeObject): boolean {
+  return conditionsOf(object).some(
+    (c) => c.type === 'Reconciling' && c.status === 'True' && c.reason === 'Progressing',
+  );
+}
+
 /** Whether a Flux object's controller has not reconciled it yet, or is reconciling it now. */
 function isApplying(object: KubeObject): boolean {
-  const conditions = (object as { status?: { conditions?: { type?: string; status?: string; reason?: string }[] } })
-    .status?.conditions;
-  if (!conditions?.length) return true;
-  return conditions.some((c) => c.type === 'Reconciling' && c.status === 'True' && c.reason === 'Progressing');
+  return conditionsOf(object).length === 0 || isReconciling(object);
+}
+
+function conditionsOf(object: KubeObject): readonly { type?: string; status?: string; reason?: string }[] {
+  return (
+    (object as { status?: { conditions?: { type?: string; status?: string; reason?: string }[] } }).status
+      ?.conditions ?? []
+  );
 }
 
 function keyOf(object: KubeObject): string {

@@ -381,6 +381,27 @@ describe('createFluxSync', () => {
     expect(deletes()).toEqual([`delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`]);
   });
 
+  it('reads the Flux objects live before deleting an input provider: one the cache has not seen yet keeps it', async () => {
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders, live } = fakeSync(placements);
+    await sync.pass();
+    live.set('kustomizations', [
+      {
+        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1' },
+        spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
+      },
+    ]);
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    live.set('kustomizations', 'unreachable');
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    live.delete('kustomizations');
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+    expect(inputProviders.writes.at(-1)).toBe(
+      `delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`,
+    );
+  });
+
   it('keeps it at most applyWaitMs for an object that never finishes applying', async () => {
     let t = 0;
     const placements = [placement('web', [listed('east')])];
