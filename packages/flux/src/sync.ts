@@ -605,9 +605,15 @@ export function isReconciling(object: KubeObject): boolean {
   );
 }
 
-/** Whether a Flux object's controller has not reconciled it yet, or is reconciling it now. */
+/**
+ * Whether a Flux object's controller is about to apply it (its finalizer is
+ * on, no condition yet) or is reconciling it now. Without its finalizer
+ * nothing was applied, and a delete removes it at once.
+ */
 function isApplying(object: KubeObject): boolean {
-  return conditionsOf(object).length === 0 || isReconciling(object);
+  const finalizers = (object.metadata as { finalizers?: readonly string[] } | undefined)?.finalizers ?? [];
+  const finalized = finalizers.includes('finalizers.fluxcd.io');
+  return (finalized && conditionsOf(object).length === 0) || isReconciling(object);
 }
 
 function conditionsOf(object: KubeObject): readonly { type?: string; status?: string; reason?: string }[] {

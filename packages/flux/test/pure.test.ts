@@ -362,12 +362,12 @@ describe('createFluxSync', () => {
       kustomizations.kind.writer.apply({
         apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
         kind: 'Kustomization',
-        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1' },
+        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1', finalizers: ['finalizers.fluxcd.io'] },
         spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
         status: { conditions },
       } as never);
     const deletes = () => inputProviders.writes.filter((w) => w.startsWith('delete'));
-    await kustomization([]); // created, not reconciled yet
+    await kustomization([]); // its finalizer on, not reconciled yet
     placements[0] = placement('web', []);
     expect(await sync.pass()).toMatchObject({ pruned: 0 });
     await kustomization([{ type: 'Reconciling', status: 'True', reason: 'Progressing' }]);
@@ -387,7 +387,7 @@ describe('createFluxSync', () => {
     await sync.pass();
     live.set('kustomizations', [
       {
-        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1' },
+        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1', finalizers: ['finalizers.fluxcd.io'] },
         spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
       },
     ]);
@@ -410,7 +410,7 @@ describe('createFluxSync', () => {
     await kustomizations.kind.writer.apply({
       apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
       kind: 'Kustomization',
-      metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1' },
+      metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1', finalizers: ['finalizers.fluxcd.io'] },
       spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
     } as never);
     placements[0] = placement('web', []);
