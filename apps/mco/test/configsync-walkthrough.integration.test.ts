@@ -59,6 +59,8 @@ describeWithControlPlane(
         doc: join(REPO, 'docs', 'configsync.md'),
         dir: user,
         substitutions,
+        // Every sample output of the doc is the whole output of its command, not a part of it.
+        exactOutput: true,
         commands: {
           mco: [process.execPath, mco],
           kubectl: requireTool('kubectl'),

@@ -7,7 +7,7 @@ import type { View } from '../src/dashboard/view.js';
 // The controller's integration-test harness: a real kube-apiserver with the chart's CRDs and RBAC.
 import { describeWithHub } from '../../../packages/controller/test/support.js';
 import { useControllerHub } from '../../../packages/controller/test/support-controller.js';
-import { testCA, tlsRead } from './dashboard-tls.js';
+import { httpRead, testCA, tlsRead } from './dashboard-tls.js';
 
 // `mco dashboard` against a real kube-apiserver (real SubjectAccessReviews,
 // real Events), reached over real TLS with client certificates made by openssl.
@@ -144,7 +144,7 @@ describeWithHub('mco dashboard on a real kube-apiserver: the proxy proves itself
         },
       });
     const events = async () => {
-      const { view } = await tlsFreeRead(`${dashboard.url}api/stream?placement=team-a/web`);
+      const { view } = await httpRead(`${dashboard.url}api/stream?placement=team-a/web`);
       return (view as View).placement?.events ?? [];
     };
     await event('big', 'x'.repeat(1024 * 1024), 0);
@@ -156,21 +156,3 @@ describeWithHub('mco dashboard on a real kube-apiserver: the proxy proves itself
       .toEqual(['e8', 'e7', 'e6', 'e5', 'e4']);
   }, 60_000);
 });
-
-/** The first view of a plain-http stream on 127.0.0.1. */
-async function tlsFreeRead(url: string): Promise<{ view?: unknown }> {
-  const abort = new AbortController();
-  const res = await fetch(url, { signal: abort.signal });
-  const reader = res.body!.getReader();
-  let text = '';
-  for (;;) {
-    const { value, done } = await reader.read();
-    if (done) return {};
-    text += new TextDecoder().decode(value);
-    const match = /event: view\ndata: (.*)\n\n/.exec(text);
-    if (match) {
-      abort.abort();
-      return { view: JSON.parse(match[1]!) as unknown };
-    }
-  }
-}

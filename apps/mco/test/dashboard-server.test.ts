@@ -31,7 +31,7 @@ import {
 import { createDashboardServer, MAX_BODY_BYTES } from '../src/dashboard/server.js';
 import { main } from '../src/main.js';
 import type { View } from '../src/dashboard/view.js';
-import { testCA, tlsGet, tlsRead } from './dashboard-tls.js';
+import { httpRead, testCA, tlsGet, tlsRead, viewEvents } from './dashboard-tls.js';
 
 describe('dashboard sessions', () => {
   it('a session id finds its identity until it expires or is deleted; a wrong or oversized id finds nothing', () => {
@@ -129,20 +129,9 @@ describe('the dashboard server', () => {
 
   /** The first `view` event of /api/stream. */
   async function firstView(base: string, headers: Record<string, string> = {}, query = ''): Promise<View> {
-    const abort = new AbortController();
-    const res = await fetch(`${base}/api/stream${query}`, { headers, signal: abort.signal });
-    expect(res.status).toBe(200);
-    const reader = res.body!.getReader();
-    let text = '';
-    for (;;) {
-      const { value } = await reader.read();
-      text += new TextDecoder().decode(value);
-      const match = /event: view\ndata: (.*)\n\n/.exec(text);
-      if (match) {
-        abort.abort();
-        return JSON.parse(match[1]!) as View;
-      }
-    }
+    const { status, view } = await httpRead(`${base}/api/stream${query}`, headers);
+    expect(status).toBe(200);
+    return view as View;
   }
 
   it('serves the page, script and stylesheet with a strict Content-Security-Policy', async () => {
@@ -271,9 +260,7 @@ describe('the dashboard server', () => {
     let text = '';
     for await (const chunk of res) {
       text += String(chunk);
-      for (const match of text.matchAll(/event: view\ndata: (.*)\n\n/g)) {
-        views.push((JSON.parse(match[1]!) as View).placements.map((p) => p.key));
-      }
+      for (const view of viewEvents(text)) views.push((view as View).placements.map((p) => p.key));
       text = text.slice(text.lastIndexOf('\n\n') + 2);
       // Revoked once the first view arrived; the heartbeat asks again.
       if (views.length > 0) allowed = false;

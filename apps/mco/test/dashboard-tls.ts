@@ -101,20 +101,44 @@ export function tlsGet(
   });
 }
 
+/** Every complete `view` event of an /api/stream body, parsed. */
+export function viewEvents(body: string): unknown[] {
+  return [...body.matchAll(/event: view\ndata: (.*)\n\n/g)].map((match) => JSON.parse(match[1]!) as unknown);
+}
+
 /** The status of a GET, and its body; for /api/stream the first `view` event, after which it hangs up. */
 export async function tlsRead(
   url: string,
   options: Parameters<typeof tlsGet>[1],
 ): Promise<{ status: number; body: string; view?: unknown }> {
   const res = await tlsGet(url, options);
+  return firstView(res, res.statusCode!, () => res.destroy());
+}
+
+/** The same over plain http (the dashboard on 127.0.0.1 without TLS). */
+export async function httpRead(
+  url: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: string; view?: unknown }> {
+  const abort = new AbortController();
+  const res = await fetch(url, { headers, signal: abort.signal });
+  // Node's ReadableStream is async-iterable; the DOM typings do not say so.
+  return firstView(res.body! as unknown as AsyncIterable<Uint8Array>, res.status, () => abort.abort());
+}
+
+async function firstView(
+  chunks: AsyncIterable<unknown>,
+  status: number,
+  hangUp: () => void,
+): Promise<{ status: number; body: string; view?: unknown }> {
   let body = '';
-  for await (const chunk of res) {
-    body += String(chunk);
-    const match = /event: view\ndata: (.*)\n\n/.exec(body);
-    if (match) {
-      res.destroy();
-      return { status: res.statusCode!, body, view: JSON.parse(match[1]!) };
-    }
+  let view: unknown;
+  const decoder = new TextDecoder();
+  for await (const chunk of chunks) {
+    body += typeof chunk === 'string' ? chunk : decoder.decode(chunk as Uint8Array, { stream: true });
+    [view] = viewEvents(body);
+    if (view !== undefined) break;
   }
-  return { status: res.statusCode!, body };
+  hangUp();
+  return view === undefined ? { status, body } : { status, body, view };
 }

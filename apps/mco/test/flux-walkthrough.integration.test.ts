@@ -93,6 +93,8 @@ describeWithControlPlane(
         doc: join(REPO, 'docs', 'flux.md'),
         dir: user,
         substitutions,
+        // Every sample output of the doc is the whole output of its command, not a part of it.
+        exactOutput: true,
         commands: {
           mco: [process.execPath, mco],
           kubectl: requireTool('kubectl'),

@@ -28,10 +28,11 @@ import {
   startControlPlane,
   type ControlPlane,
 } from '@mco/testkit';
-import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import {
   APPLICATION_SETS,
   REFRESH_ANNOTATION,
+  RELEASED_AT_ANNOTATION,
   startArgoCdDelivery,
   type ArgoCdDelivery,
   type ArgoCdDeliveryOptions,
@@ -117,6 +118,7 @@ describeWithControlPlane('Argo CD delivery on the real kube-apiserver', { tools:
       new URL('../../core/crds/orchestra.multicluster.x-k8s.io_multikubernetesclusterplacements.yaml', import.meta.url)
         .pathname,
       thirdPartyCrd('argoproj.io_applicationsets.yaml'),
+      thirdPartyCrd('argoproj.io_applications.yaml'),
     ]);
     hub = plane.hub.adminKubeConfig();
     custom = hub.makeApiClient(CustomObjectsApi);
@@ -717,4 +719,143 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       child.kill('SIGKILL');
     }
   }, 240_000);
+  // Argo CD needs a cluster's Secret to delete an Application's resources from it (the
+  // resources-finalizer): the Secret of a released cluster stays while one exists.
+  describe('a released cluster Secret and the Applications that target it', () => {
+    const FINALIZER = 'resources-finalizer.argocd.argoproj.io';
+    const APPLICATIONS = { group: 'argoproj.io', version: 'v1alpha1', plural: 'applications' } as const;
+    let lines: string[] = [];
+    const restart = async (options: Partial<ArgoCdDeliveryOptions['secretSync']> = {}) => {
+      plugin.close();
+      await delivery!.stop();
+      lines = [];
+      delivery = await startArgoCdDelivery({
+        ...deliveryOptions,
+        secretSync: { ...deliveryOptions.secretSync!, ...options },
+        logger: createLogger({ level: 'debug', write: (line) => lines.push(line) }),
+      });
+      plugin = new GoClient(delivery.pluginAddress!.port);
+    };
+    /** A cluster with its Secret and an Application (resources-finalizer) that targets it by name. */
+    const clusterWithApplication = async (name: string) => {
+      await plane.hub.apply([
+        {
+          apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+          kind: 'ClusterProfile',
+          metadata: { name, namespace: 'fleet' },
+          spec: { displayName: name, clusterManager: { name: 'test' } },
+        } as KubernetesObject,
+      ]);
+      const east = (await custom.getNamespacedCustomObject({
+        ...CLUSTER_PROFILES,
+        namespace: 'fleet',
+        name: 'east',
+      })) as { status: unknown };
+      await setStatus(CLUSTER_PROFILES, 'fleet', name, east.status);
+      await eventually(
+        `the Secret of ${name}`,
+        () => secretOf(`fleet.${name}`).then((s) => s ?? null),
+        (s) => s !== null,
+      );
+      await setPlacement({ clusters: [active('east'), active(name)] });
+      // As the applicationset-controller writes it from the hello-world template.
+      await custom.createNamespacedCustomObject({
+        ...APPLICATIONS,
+        namespace: 'argocd',
+        body: {
+          apiVersion: 'argoproj.io/v1alpha1',
+          kind: 'Application',
+          metadata: { name: `fleet.${name}-hw`, namespace: 'argocd', finalizers: [FINALIZER] },
+          spec: {
+            project: 'default',
+            destination: { name: `fleet.${name}`, namespace: 'apps' },
+            source: { repoURL: 'https://example.invalid/x.git', path: '.' },
+          },
+        },
+      });
+    };
+    /** The cluster leaves: its profile is deleted, the placement drops it, the ApplicationSet deletes its Application. */
+    const release = async (name: string) => {
+      await custom.deleteNamespacedCustomObject({ ...CLUSTER_PROFILES, namespace: 'fleet', name });
+      await setPlacement({ clusters: [active('east')] });
+      await custom.deleteNamespacedCustomObject({ ...APPLICATIONS, namespace: 'argocd', name: `fleet.${name}-hw` });
+    };
+    const application = (name: string) =>
+      custom.getNamespacedCustomObject({ ...APPLICATIONS, namespace: 'argocd', name: `fleet.${name}-hw` }).then(
+        (a) => a as KubernetesObject,
+        () => undefined,
+      );
+    /** What Argo CD's application controller does once it has deleted the resources: it drops the finalizer. */
+    const finish = (name: string) =>
+      custom.patchNamespacedCustomObject(
+        { ...APPLICATIONS, namespace: 'argocd', name: `fleet.${name}-hw`, body: { metadata: { finalizers: null } } },
+        requestOptions(hub, 10_000, PatchStrategy.MergePatch),
+      );
+    const held = (name: string) => () =>
+      Promise.resolve(
+        lines.some(
+          (l) =>
+            l.includes(`"cluster":"fleet/${name}"`) &&
+            l.includes('Argo CD Applications still target a released cluster; keeping its Secret'),
+        ),
+      );
+
+    it('keeps the Secret past its grace period while the Application is being deleted (finalizer pending), and deletes it once the Application is gone', async () => {
+      await restart();
+      await clusterWithApplication('north');
+      await release('north');
+      await eventually('the syncer holding north for its Application', held('north'), (h) => h, 30_000);
+      const whileHeld = {
+        secret: (await secretOf('fleet.north')) !== undefined,
+        applicationDeleting: (await application('north'))?.metadata?.deletionTimestamp !== undefined,
+      };
+      await finish('north');
+      // The syncer looks again every 30 s while Applications hold a Secret.
+      await eventually(
+        'the Secret of north deleted once its Application is gone',
+        () => secretOf('fleet.north').then((s) => s ?? null),
+        (s) => s === null,
+        45_000,
+      );
+      expect(whileHeld).toEqual({ secret: true, applicationDeleting: true });
+    });
+
+    it('a member that never comes back: applicationHoldTimeoutMs after the grace period the Secret goes, counted from the released-at annotation, so a restart does not reset it', async () => {
+      const holdMs = 8_000;
+      await restart({ applicationHoldTimeoutMs: holdMs });
+      await clusterWithApplication('gone');
+      await release('gone');
+      const releasedAt = Date.parse(
+        (await eventually(
+          'the released-at annotation of gone',
+          async () => (await secretOf('fleet.gone'))?.metadata?.annotations?.[RELEASED_AT_ANNOTATION],
+          (a) => a !== undefined,
+        ))!,
+      );
+      await eventually('the syncer holding gone for its Application', held('gone'), (h) => h, 30_000);
+      // The Application's finalizer never clears (its member does not answer); mco restarts meanwhile.
+      await restart({ applicationHoldTimeoutMs: holdMs });
+      const restartedAt = Date.now();
+      await eventually(
+        'the Secret of gone deleted after the hold',
+        () => secretOf('fleet.gone').then((s) => s ?? null),
+        (s) => s === null,
+        40_000,
+      );
+      const deletedAt = Date.now();
+      const deadline = releasedAt + 3_000 + holdMs;
+      expect({
+        notBeforeTheDeadline: deletedAt >= deadline - 1_000,
+        notAFreshHoldAfterTheRestart: deletedAt < restartedAt + 3_000 + holdMs,
+        applicationStillDeleting: (await application('gone'))?.metadata?.deletionTimestamp !== undefined,
+        logged: lines.some((l) => l.includes('outlived applicationHoldTimeoutMs')),
+      }).toEqual({
+        notBeforeTheDeadline: true,
+        notAFreshHoldAfterTheRestart: true,
+        applicationStillDeleting: true,
+        logged: true,
+      });
+      await finish('gone');
+    });
+  });
 });

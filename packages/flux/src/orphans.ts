@@ -28,6 +28,7 @@ import {
 import { httpStatusOf, type Logger } from '@mco/runtime';
 import { HELM_RELEASES, INPUT_PROVIDERS, KUSTOMIZATIONS } from './desired.js';
 import { PLACEMENT_LABEL, PLACEMENT_NAMESPACE_LABEL, kubeconfigSecretName, placementLabelValue } from './names.js';
+import { isReconciling } from './sync.js';
 
 /** The labels flux-operator puts on everything a ResourceSet generates. */
 export const RESOURCE_SET_NAME_LABEL = 'resourceset.fluxcd.controlplane.io/name';
@@ -388,6 +389,8 @@ export function startOrphanCheck(options: OrphanCheckOptions): OrphanCheck {
     const current = await readLive(resource, o.namespace, o.name);
     if (!current || current.metadata?.uid !== o.uid || current.metadata.deletionTimestamp) return;
     if (secretOf(current) !== o.secretName) return keep('it changed since the check');
+    // Deleted mid-apply, kustomize-controller may finalize it without the inventory it is writing.
+    if (isReconciling(current)) return keep('Flux is still applying it');
     try {
       await options.hub.delete(objectPath(resource, o.namespace, o.name), {
         preconditions: { uid: o.uid, resourceVersion: current.metadata.resourceVersion },

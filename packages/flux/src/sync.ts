@@ -73,10 +73,28 @@ export interface FluxSyncOptions {
    * How long the kubeconfig Secret of a cluster no placement lists is kept
    * for Flux objects that are being deleted and still use it (their
    * finalizer waits for Flux to delete the workload from a member that does
-   * not answer). After it the Secret is deleted: Flux then removes its
-   * finalizer without pruning that member. Default 1 h; Infinity keeps it.
+   * not answer), counted from the last of their deletionTimestamps, so a
+   * restart of mco does not start it again. After it the Secret is deleted:
+   * Flux then removes its finalizer without pruning that member. Default
+   * 1 h; Infinity keeps it.
    */
   readonly secretHoldTimeoutMs?: number;
+  /**
+   * How long live reads must keep finding no Flux object that uses the
+   * kubeconfig Secret of a cluster no placement lists before it is deleted
+   * (default 10 s with input providers, else 0). flux-operator may still be
+   * finishing a reconcile that read the cluster's input provider before mco
+   * deleted it: the Kustomization it creates then is applied through the
+   * Secret and, once garbage-collected, needs the Secret again to prune the
+   * member.
+   */
+  readonly secretQuietMs?: number;
+  /**
+   * How long an input provider of a cluster no placement lists is kept while
+   * a Flux object using that cluster's Secret is still being applied (default
+   * 2 min; see `secretsBeingApplied`).
+   */
+  readonly applyWaitMs?: number;
   /** A live read of one kind in the Flux namespace (default: a paged list from `hub`, no cache). */
   readonly listLive?: (resource: Resource) => Promise<KubeObject[]>;
   /** Concurrent writes of a pass (default 8). */
@@ -112,6 +130,14 @@ export interface FluxSync {
 }
 
 const KEY = 'flux';
+/** In the set of Secrets being applied: every one (the live read failed). */
+const ALL = '*';
+
+/** A Flux object or input provider that uses a kubeconfig Secret; `deletingSince` is its deletionTimestamp (ms). */
+interface SecretUser {
+  readonly deleting: boolean;
+  readonly deletingSince: number;
+}
 
 /**
  * Keeps mco's Flux objects in step with the placements: one level-triggered
@@ -134,8 +160,13 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   let last: PassResult | undefined;
   let resyncTimer: NodeJS.Timeout | undefined;
   const holdTimeoutMs = options.secretHoldTimeoutMs ?? 60 * 60_000;
-  /** Per kubeconfig Secret of a cluster no placement lists: since when only Flux objects being deleted hold it. */
-  const heldSince = new Map<string, number>();
+  // Only flux-operator makes Flux objects from what mco writes; rendered objects are mco's own and in its overlay.
+  const applyWaitMs = options.applyWaitMs ?? 120_000;
+  /** Per Flux object (uid) its controller is applying: since when, to bound the wait. */
+  const applyingSince = new Map<string, number>();
+  const quietMs = options.secretQuietMs ?? (options.inputProviders ? 10_000 : 0);
+  /** Per kubeconfig Secret of a cluster no placement lists: since when live reads find nothing using it. */
+  const unusedSince = new Map<string, number>();
   const listLive = options.listLive ?? ((resource: Resource) => listObjects(options.hub, resource, options.namespace));
 
   const synced = () =>
@@ -206,7 +237,26 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       if (!kind || kind.cache.served?.() === false) return;
       plans.push({ kind, desired: wanted, mayPrune });
     };
-    planFor(options.inputProviders, desired.inputProviders);
+    // An input provider goes only once Flux has finished applying through its cluster's Secret.
+    let applying: Set<string> | undefined;
+    if (options.inputProviders && options.inputProviders.cache.served?.() !== false) {
+      const wanted = new Set(desired.inputProviders.map((o) => keyOf(o as KubeObject)));
+      const leaving = observed(options.inputProviders, true).some((o) => !wanted.has(keyOf(o)) && mayPrune(o));
+      if (leaving) applying = await secretsBeingApplied();
+      plans.push({
+        kind: options.inputProviders,
+        desired: desired.inputProviders,
+        mayPrune: (o) => {
+          if (!mayPrune(o)) return false;
+          const names = new Set<string>();
+          addReference(names, o);
+          const busy =
+            applying === undefined ? undefined : [...names].find((name) => applying!.has(name) || applying!.has(ALL));
+          if (busy) logger.debug('keeping an input provider while Flux applies through its cluster', { secret: busy });
+          return busy === undefined;
+        },
+      });
+    }
     planFor(
       options.kustomizations,
       desired.rendered.filter((o) => o.kind === 'Kustomization'),
@@ -300,6 +350,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     }
     if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
     if (secretsMayGo.recheckMs !== undefined) queue.addAfter(KEY, secretsMayGo.recheckMs);
+    if (applying && applying.size > 0) queue.addAfter(KEY, 5000);
     return { applied, pruned, kept, credentialFailures, writeFailures, secretsHeld: secretsMayGo.held };
   }
 
@@ -308,8 +359,9 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
    * caches may not hold a Flux object created moments ago (and Flux needs the
    * Secret to delete what it applied), so a Secret the caches show unused is
    * deleted only after a live read of the input providers, Kustomizations and
-   * HelmReleases finds none that uses it, one being deleted included; a Secret
-   * held only by objects being deleted goes after `secretHoldTimeoutMs`.
+   * HelmReleases finds none that uses it, one being deleted included, and
+   * keeps finding none for `secretQuietMs`; a Secret held only by objects
+   * being deleted goes `secretHoldTimeoutMs` after the last of their deletions.
    */
   async function secretsToDelete(
     desired: DesiredState,
@@ -320,9 +372,9 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     const clusterOf = new Map(
       unlisted.map((o) => [o.metadata!.name!, o.metadata?.annotations?.[CLUSTER_PROFILE_ANNOTATION]]),
     );
-    for (const name of heldSince.keys()) if (!names.has(name)) heldSince.delete(name);
+    for (const name of unusedSince.keys()) if (!names.has(name)) unusedSince.delete(name);
     if (names.size === 0) return { deletable: new Set(), held: 0 };
-    let live: Map<string, { deleting: boolean }[]>;
+    let live: Map<string, SecretUser[]>;
     try {
       live = await liveSecretUsers();
     } catch (error) {
@@ -337,18 +389,22 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     for (const name of names) {
       const users = live.get(name) ?? [];
       if (users.length === 0) {
-        heldSince.delete(name);
         // The caches still show a user the live read did not: it is gone, and its delete event is on the way.
-        if (!cached.has(name)) deletable.add(name);
-        else recheckMs = Math.min(recheckMs ?? Infinity, 5000);
+        if (cached.has(name)) {
+          recheckMs = Math.min(recheckMs ?? Infinity, 5000);
+          continue;
+        }
+        const since = unusedSince.get(name) ?? t;
+        unusedSince.set(name, since);
+        const quietLeft = since + quietMs - t;
+        if (quietLeft <= 0) deletable.add(name);
+        else recheckMs = Math.min(recheckMs ?? Infinity, quietLeft);
         continue;
       }
-      if (!users.every((u) => u.deleting)) {
-        heldSince.delete(name);
-        continue;
-      }
-      const since = heldSince.get(name) ?? t;
-      heldSince.set(name, since);
+      unusedSince.delete(name);
+      if (!users.every((u) => u.deleting)) continue;
+      // The hold runs from the last of their deletions, as the API server recorded it: a restart does not reset it.
+      const since = Math.max(...users.map((u) => u.deletingSince));
       const left = since + holdTimeoutMs - t;
       if (left <= 0) {
         logger.warn(
@@ -366,9 +422,50 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     return { deletable, held: names.size - deletable.size, ...(recheckMs === undefined ? {} : { recheckMs }) };
   }
 
+  /**
+   * Kubeconfig Secrets through which Flux is applying right now: a
+   * Kustomization or HelmRelease using it that its controller has not
+   * reconciled yet or is reconciling (`Reconciling` True, reason
+   * `Progressing`). Deleted in that window (by flux-operator, once mco
+   * deletes the input provider), kustomize-controller finalizes it from a
+   * cache that lacks the inventory its apply just wrote, so it prunes nothing
+   * and the workload stays on the member. One stuck that way for
+   * `applyWaitMs` no longer counts.
+   */
+  async function secretsBeingApplied(): Promise<Set<string>> {
+    const names = new Set<string>();
+    const t = now();
+    const seen = new Set<string>();
+    for (const kind of [options.kustomizations, options.helmReleases]) {
+      if (!kind) continue;
+      // The cache and a live read: one flux-operator created a moment ago may be in either only.
+      let live: KubeObject[] = [];
+      if (kind.cache.served?.() !== false) {
+        try {
+          live = await listLive(kind.resource);
+        } catch (error) {
+          logger.warn('cannot read which Flux objects are being applied; keeping the input providers', {
+            error: toMcoError(error),
+          });
+          return new Set([ALL]);
+        }
+      }
+      for (const o of [...observed(kind, false), ...live]) {
+        if (o.metadata?.deletionTimestamp || !isApplying(o)) continue;
+        const uid = o.metadata?.uid ?? keyOf(o);
+        seen.add(uid);
+        const since = applyingSince.get(uid) ?? t;
+        applyingSince.set(uid, since);
+        if (t - since < applyWaitMs) addReference(names, o);
+      }
+    }
+    for (const uid of applyingSince.keys()) if (!seen.has(uid)) applyingSince.delete(uid);
+    return names;
+  }
+
   /** Kubeconfig Secret name → the objects that use it, read from the API server. */
-  async function liveSecretUsers(): Promise<Map<string, { deleting: boolean }[]>> {
-    const users = new Map<string, { deleting: boolean }[]>();
+  async function liveSecretUsers(): Promise<Map<string, SecretUser[]>> {
+    const users = new Map<string, SecretUser[]>();
     for (const kind of [options.inputProviders, options.kustomizations, options.helmReleases]) {
       if (!kind || kind.cache.served?.() === false) continue;
       for (const object of await listLive(kind.resource)) {
@@ -376,7 +473,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         addReference(names, object);
         for (const name of names) {
           const list = users.get(name) ?? [];
-          list.push({ deleting: object.metadata?.deletionTimestamp !== undefined });
+          const deletion = object.metadata?.deletionTimestamp;
+          // An unreadable deletionTimestamp counts as now: the hold starts rather than ends.
+          list.push({
+            deleting: deletion !== undefined,
+            deletingSince: deletion === undefined ? NaN : Date.parse(deletion) || now(),
+          });
           users.set(name, list);
         }
       }
@@ -494,6 +596,31 @@ function isHubClusterSecret(secret: KubeObject, hubServers: ReadonlySet<string>)
 function isKubeconfigSecretOf(secret: KubeObject, cluster: string): boolean {
   const [namespace = '', name = ''] = cluster.split('/', 2);
   return secret.metadata?.name === kubeconfigSecretName(namespace, name);
+}
+
+/** Whether a Flux object's controller is reconciling it now (`Reconciling` True, reason `Progressing`). */
+export function isReconciling(object: KubeObject): boolean {
+  return conditionsOf(object).some(
+    (c) => c.type === 'Reconciling' && c.status === 'True' && c.reason === 'Progressing',
+  );
+}
+
+/**
+ * Whether a Flux object's controller is about to apply it (its finalizer is
+ * on, no condition yet) or is reconciling it now. Without its finalizer
+ * nothing was applied, and a delete removes it at once.
+ */
+function isApplying(object: KubeObject): boolean {
+  const finalizers = (object.metadata as { finalizers?: readonly string[] } | undefined)?.finalizers ?? [];
+  const finalized = finalizers.includes('finalizers.fluxcd.io');
+  return (finalized && conditionsOf(object).length === 0) || isReconciling(object);
+}
+
+function conditionsOf(object: KubeObject): readonly { type?: string; status?: string; reason?: string }[] {
+  return (
+    (object as { status?: { conditions?: { type?: string; status?: string; reason?: string }[] } }).status
+      ?.conditions ?? []
+  );
 }
 
 function keyOf(object: KubeObject): string {

@@ -650,6 +650,28 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         },
       };
       await plane.hub.apply([fromResourceSet as KubernetesObject]);
+      // Reconciled once (no kustomize-controller runs here): mco waits for nothing being applied.
+      await custom.patchNamespacedCustomObjectStatus(
+        {
+          ...KUSTOMIZATIONS,
+          namespace: FLUX_NS,
+          name: 'from-resourceset',
+          body: {
+            status: {
+              conditions: [
+                {
+                  type: 'Ready',
+                  status: 'True',
+                  reason: 'ReconciliationSucceeded',
+                  message: '',
+                  lastTransitionTime: '2026-01-01T00:00:00Z',
+                },
+              ],
+            },
+          },
+        },
+        requestOptions(hub, 10_000, PatchStrategy.MergePatch),
+      );
       await setPlacement('web', { clusters: [cluster('east')] });
       await eventually(
         'west objects gone',

@@ -242,6 +242,7 @@ function fakeSync(
     synced?: boolean;
     now?: () => number;
     secretHoldTimeoutMs?: number;
+    secretQuietMs?: number;
     logger?: Logger;
   } = {},
 ) {
@@ -292,6 +293,7 @@ function fakeSync(
     ...(options.now ? { now: options.now } : {}),
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.secretHoldTimeoutMs !== undefined ? { secretHoldTimeoutMs: options.secretHoldTimeoutMs } : {}),
+    secretQuietMs: options.secretQuietMs ?? 0,
   });
   return { sync, inputProviders, kustomizations, secrets, live };
 }
@@ -349,6 +351,76 @@ describe('createFluxSync', () => {
     expect(secrets.writes.at(-1)).toBe(`delete ${kubeconfigSecretName('fleet', 'east')}`);
   });
 
+  // The race behind the seeded loop's leftovers: flux-operator deleted a Kustomization while
+  // kustomize-controller was applying it, and kustomize-controller finalized it from a cache
+  // without the inventory it had just written, pruning nothing.
+  it('keeps the input provider of a removed cluster while Flux is applying through its Secret', async () => {
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders, kustomizations } = fakeSync(placements);
+    await sync.pass();
+    const kustomization = (conditions: object[]) =>
+      kustomizations.kind.writer.apply({
+        apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+        kind: 'Kustomization',
+        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1', finalizers: ['finalizers.fluxcd.io'] },
+        spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
+        status: { conditions },
+      } as never);
+    const deletes = () => inputProviders.writes.filter((w) => w.startsWith('delete'));
+    await kustomization([]); // its finalizer on, not reconciled yet
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    await kustomization([{ type: 'Reconciling', status: 'True', reason: 'Progressing' }]);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    expect(deletes()).toEqual([]);
+    await kustomization([
+      { type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' },
+      { type: 'Reconciling', status: 'False', reason: 'Succeeded' },
+    ]);
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+    expect(deletes()).toEqual([`delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`]);
+  });
+
+  it('reads the Flux objects live before deleting an input provider: one the cache has not seen yet keeps it', async () => {
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders, live } = fakeSync(placements);
+    await sync.pass();
+    live.set('kustomizations', [
+      {
+        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1', finalizers: ['finalizers.fluxcd.io'] },
+        spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
+      },
+    ]);
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    live.set('kustomizations', 'unreachable');
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    live.delete('kustomizations');
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+    expect(inputProviders.writes.at(-1)).toBe(
+      `delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`,
+    );
+  });
+
+  it('keeps it at most applyWaitMs for an object that never finishes applying', async () => {
+    let t = 0;
+    const placements = [placement('web', [listed('east')])];
+    const { sync, kustomizations } = fakeSync(placements, { now: () => t });
+    await sync.pass();
+    await kustomizations.kind.writer.apply({
+      apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+      kind: 'Kustomization',
+      metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1', finalizers: ['finalizers.fluxcd.io'] },
+      spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
+    } as never);
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    t = 119_999;
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    t = 120_000;
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+  });
+
   it('logs each apply and delete with component, placement and cluster', async () => {
     const lines: Record<string, unknown>[] = [];
     const logger = createLogger({ write: (line) => lines.push(JSON.parse(line) as Record<string, unknown>) });
@@ -367,7 +439,7 @@ describe('createFluxSync', () => {
   // The issue-45 leftover: a Kustomization created moments before is not in the cache yet.
   it('a kubeconfig Secret stays while a live read finds a Flux object using it that the cache has not seen', async () => {
     const placements = [placement('web', [listed('east')])];
-    const { sync, secrets, live } = fakeSync(placements);
+    const { sync, secrets, live } = fakeSync(placements, { now: () => Date.parse(T) });
     await sync.pass();
     placements[0] = placement('web', []);
     await sync.pass(); // the input provider goes
@@ -387,8 +459,8 @@ describe('createFluxSync', () => {
     expect(secrets.writes.at(-1)).toBe(`delete ${secret}`);
   });
 
-  it('a Secret held only by Flux objects being deleted goes after secretHoldTimeoutMs; one in use stays', async () => {
-    let t = 0;
+  it('a Secret held only by Flux objects being deleted goes secretHoldTimeoutMs after their deletionTimestamp; one in use stays', async () => {
+    let t = Date.parse(T);
     const placements = [placement('web', [listed('east'), listed('west')])];
     const { sync, secrets, live } = fakeSync(placements, { now: () => t, secretHoldTimeoutMs: 60_000 });
     await sync.pass();
@@ -400,11 +472,54 @@ describe('createFluxSync', () => {
     });
     live.set('kustomizations', [user('east', { deletionTimestamp: T }), user('west', {})]);
     expect(await sync.pass()).toMatchObject({ pruned: 0, secretsHeld: 2 });
-    t = 59_999;
+    t = Date.parse(T) + 59_999;
     expect(await sync.pass()).toMatchObject({ pruned: 0, secretsHeld: 2 });
-    t = 60_000;
+    t = Date.parse(T) + 60_000;
     expect(await sync.pass()).toMatchObject({ pruned: 1, secretsHeld: 1 });
     expect(secrets.writes.at(-1)).toBe(`delete ${kubeconfigSecretName('fleet', 'east')}`);
+  });
+
+  it('a restart does not reset the hold: a process that first sees the Secret after the timeout deletes it at once', async () => {
+    const t = Date.parse(T) + 60_000;
+    const placements = [placement('web', [listed('east')])];
+    const { sync, live } = fakeSync(placements, { now: () => t, secretHoldTimeoutMs: 60_000 });
+    await sync.pass();
+    placements[0] = placement('web', []);
+    await sync.pass();
+    live.set('kustomizations', [
+      {
+        metadata: { name: 'web-east', namespace: 'flux-system', deletionTimestamp: T },
+        spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east') } } },
+      },
+    ]);
+    expect(await sync.pass()).toMatchObject({ pruned: 1, secretsHeld: 0 });
+  });
+
+  // The race behind the seeded loop's leftovers: flux-operator creates a Kustomization from an
+  // input provider it read before mco deleted it, after mco's live read found none.
+  it('a kubeconfig Secret goes only once live reads have found it unused for secretQuietMs', async () => {
+    let t = 0;
+    const placements = [placement('web', [listed('east')])];
+    const { sync, secrets, live } = fakeSync(placements, { now: () => t, secretQuietMs: 10_000 });
+    await sync.pass();
+    placements[0] = placement('web', []);
+    await sync.pass(); // the input provider goes
+    expect(await sync.pass()).toMatchObject({ pruned: 0, secretsHeld: 1 });
+    t = 5_000;
+    const late = {
+      metadata: { name: 'web-east', namespace: 'flux-system' },
+      spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east') } } },
+    };
+    live.set('kustomizations', [late]);
+    expect(await sync.pass()).toMatchObject({ pruned: 0, secretsHeld: 1 });
+    live.delete('kustomizations');
+    t = 14_999;
+    expect(await sync.pass()).toMatchObject({ pruned: 0, secretsHeld: 1 });
+    t = 24_999;
+    expect(await sync.pass()).toMatchObject({ pruned: 1, secretsHeld: 0 });
+    expect(secrets.writes.filter((w) => w.startsWith('delete'))).toEqual([
+      `delete ${kubeconfigSecretName('fleet', 'east')}`,
+    ]);
   });
 
   it('a failed live read keeps every Secret', async () => {

@@ -58,6 +58,7 @@ export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } fr
 export {
   commandsOf,
   containsFragment,
+  normalizeOutputLine,
   parseDocBlocks,
   substitute,
   Walkthrough,

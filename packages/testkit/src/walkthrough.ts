@@ -171,6 +171,23 @@ export interface WalkthroughOptions {
   readonly expectTimeoutMs?: number;
   /** Where `fragment-of` paths are resolved (default: the repository root). */
   readonly root?: string;
+  /**
+   * An `expect` block must be the whole output, line for line (whitespace
+   * collapsed, timestamps and ages normalised, see `normalizeOutputLine`),
+   * not only contained in it: a sample that shows one Secret where there are
+   * two fails.
+   */
+  readonly exactOutput?: boolean;
+}
+
+/**
+ * One output line as a sample is compared: whitespace collapsed, RFC 3339
+ * timestamps and kubectl ages (`5s`, `2m3s`, `4h`, `3d`) replaced by placeholders.
+ */
+export function normalizeOutputLine(line: string): string {
+  return collapse(line)
+    .replace(/\b\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})/g, '<time>')
+    .replace(/(^| )(\d+[smhd])+(?= |$)/g, '$1<age>');
 }
 
 interface Result {
@@ -188,7 +205,8 @@ const collapse = (line: string) => line.trim().replace(/\s+/g, ' ');
  * (one terminal each), stopped by stop(); a `file <name>` YAML block is saved
  * as `<name>` in `dir` (the prose before it must name the file); an `expect`
  * block is output of the shell block before it, which is re-run until its
- * output contains every line of the expected one; a `fragment-of <path>`
+ * output contains every line of the expected one (with `exactOutput`: until
+ * it is the expected one, line for line); a `fragment-of <path>`
  * block must be contained in that repository file; a `skip <reason>` block is
  * reported, not run. Any other block fails finish().
  */
@@ -313,19 +331,20 @@ export class Walkthrough {
   /** Re-runs a query block until its output holds every line of the expected block. */
   private async runExpecting(block: DocBlock, expected: DocBlock): Promise<void> {
     const text = substitute(block.text, this.options.substitutions ?? []);
-    const want = substitute(expected.text, this.options.substitutions ?? [])
-      .split('\n')
-      .map(collapse)
-      .filter(Boolean);
+    const lines = (output: string) => output.split('\n').map(normalizeOutputLine).filter(Boolean);
+    const want = lines(substitute(expected.text, this.options.substitutions ?? []));
     const deadline = Date.now() + (this.options.expectTimeoutMs ?? 240_000);
     for (;;) {
       const result = await this.shell(text, this.options.timeoutMs ?? 120_000);
-      const got = new Set(result.stdout.split('\n').map(collapse));
+      const produced = lines(result.stdout);
+      const got = new Set(produced);
       const missing = want.filter((line) => !got.has(line));
-      if (result.code === 0 && missing.length === 0) break;
+      const same = !this.options.exactOutput || JSON.stringify(produced) === JSON.stringify(want);
+      if (result.code === 0 && missing.length === 0 && same) break;
       if (Date.now() > deadline) {
+        const what = missing.length > 0 ? `never showed ${JSON.stringify(missing)}` : 'never was the sample exactly';
         throw new Error(
-          `${this.where(block)}: the output never showed ${JSON.stringify(missing)} (the block at line ${expected.line})\n${this.failure(block, text, result)}`,
+          `${this.where(block)}: the output ${what} (the block at line ${expected.line}); it was:\n${produced.join('\n')}\n${this.failure(block, text, result)}`,
         );
       }
       await new Promise((resolve) => setTimeout(resolve, 500));

@@ -2,7 +2,14 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { commandsOf, containsFragment, parseDocBlocks, substitute, Walkthrough } from '../src/index.js';
+import {
+  commandsOf,
+  containsFragment,
+  normalizeOutputLine,
+  parseDocBlocks,
+  substitute,
+  Walkthrough,
+} from '../src/index.js';
 
 const dirs: string[] = [];
 const walks: Walkthrough[] = [];
@@ -246,6 +253,27 @@ describe('Walkthrough', () => {
       (e: Error) => e.message,
     );
     expect(error?.replace(root, '')).toContain(message);
+  });
+
+  it('with exactOutput, an expected output must be the whole output, ages and timestamps aside', async () => {
+    const sample = (shown: string) =>
+      `${fence}sh\nprintf 'one 5s\\ntwo 2026-01-01T00:00:00Z\\n'\n${fence}\n<!-- walkthrough: expect -->\n${fence}\n${shown}\n${fence}`;
+    const run = (markdown: string) =>
+      walkOf(markdown, { expectTimeoutMs: 1_000, exactOutput: true })
+        .walk.run()
+        .then(
+          () => 'matched',
+          (e: Error) => e.message,
+        );
+    expect({
+      whole: await run(sample('one 3m2s\ntwo 2026-11-29T06:00:00.123Z')),
+      part: /guide\.markdown:1: .*/.exec((await run(sample('one 5s'))).split('\n')[0]!)?.[0],
+      normalized: normalizeOutputLine('  web   True   4h10m  '),
+    }).toEqual({
+      whole: 'matched',
+      part: 'guide.markdown:1: the output never was the sample exactly (the block at line 5); it was:',
+      normalized: 'web True <age>',
+    });
   });
 
   it('refuses a substitution that matches no block', () => {

@@ -187,6 +187,8 @@ export class ArgoStack {
         doc: DOC,
         dir: user,
         substitutions,
+        // Every sample output of the doc is the whole output of its command, not a part of it.
+        exactOutput: true,
         commands: {
           mco: [process.execPath, mco],
           kubectl,
