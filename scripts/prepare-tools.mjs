@@ -96,7 +96,9 @@ const stamp = join(RELEASE_DIR, '.head');
 let releaseFailed = false;
 if (head && !(existsSync(stamp) && readFileSync(stamp, 'utf8') === head)) {
   const releaseStart = Date.now();
-  console.log('prepare: building the release artefacts from HEAD (once per commit; about 3-5 minutes)');
+  console.log(
+    'prepare: building the release artefacts from HEAD (once per commit; 3-13 minutes on 2 cores, the longer under load)',
+  );
   const release = spawnSync(process.execPath, [join(root, 'scripts', 'release.mjs'), '--out', RELEASE_DIR], {
     cwd: root,
     encoding: 'utf8',
