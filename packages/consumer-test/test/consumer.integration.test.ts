@@ -258,6 +258,8 @@ describe.skipIf(skip)('the packed packages, installed outside the repository', (
       );
       await expect(node(project, join(dir, 'node_modules', 'typescript', 'bin', 'tsc'), '-p', '.')).resolves.toBe('');
     },
+    // Every declaration file is checked (skipLibCheck: false): about a minute of CPU, more with both cores busy.
+    300_000,
   );
 
   it('runs a fast-check property with @mco/core/testing', async () => {
