@@ -97,7 +97,7 @@ let releaseFailed = false;
 if (head && !(existsSync(stamp) && readFileSync(stamp, 'utf8') === head)) {
   const releaseStart = Date.now();
   console.log(
-    'prepare: building the release artefacts from HEAD (once per commit; on 2 cores 3 minutes idle, 13 under load, over 25 at load average 45)',
+    'prepare: building the release artefacts from HEAD (once per commit; on 2 cores 3 minutes idle, 13 under load, 35 at load average 40-47)',
   );
   const release = spawnSync(process.execPath, [join(root, 'scripts', 'release.mjs'), '--out', RELEASE_DIR], {
     cwd: root,

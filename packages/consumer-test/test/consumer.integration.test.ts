@@ -164,6 +164,9 @@ const libraries = (packages: readonly Packed[]) =>
 const TS_CONFIGS = {
   node16: { module: 'node16', moduleResolution: 'node16' },
   bundler: { module: 'esnext', moduleResolution: 'bundler' },
+  // TypeScript 5's node10 resolution, which ignores `exports`: main, types and typesVersions. esModuleInterop
+  // as `tsc --init` sets it: client-node's declarations default-import CommonJS modules (TS1259 without it).
+  commonjs: { module: 'commonjs', esModuleInterop: true },
 } as const;
 
 describe.skipIf(skip)('the packed packages, installed outside the repository', () => {
