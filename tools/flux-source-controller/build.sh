@@ -17,7 +17,7 @@
 #      and the executable is renamed into place last, so an interrupted build
 #      is never taken for a finished one.
 #
-# Cold build: about 10 minutes on a quiet 2-core machine (docs/testing.md).
+# Cold build: 15 minutes on 2 cores under load (docs/testing.md).
 set -euo pipefail
 
 log() { printf 'flux-source-controller-build: %s\n' "$*" >&2; }

@@ -19,7 +19,7 @@
 #   MCO_TESTBIN_CACHE    cache root (default $HOME/.cache/mco-testbin)
 #   GO                   go command (default: go on PATH, else /usr/local/go/bin/go)
 #
-# Cold build: about 3.5 minutes on 2 cores (figures in docs/testing.md); later runs are instant.
+# Cold build: 3.5 minutes on a quiet 2-core machine, 16 minutes under load (figures in docs/testing.md); later runs are instant.
 set -euo pipefail
 
 log() { printf 'k8s-testbin: %s\n' "$*" >&2; }
@@ -105,7 +105,7 @@ build() { # name package [extra ldflags]
   local tmp="$out/.$name.tmp.$$" gotmp="$out/.gotmp.$$"
   tmpfiles+=("$tmp" "$gotmp")
   mkdir -p "$gotmp"
-  log "building $name ($pkg) -> $out/$name; a cold build takes ~4 min on 2 cores"
+  log "building $name ($pkg) -> $out/$name; a cold build takes 4-16 min on 2 cores (944 s under load)"
   local start=$SECONDS
   # In the background + `wait` so INT/TERM traps fire at once; GOTMPDIR so an
   # interrupted build leaves no go-build* work dir behind.
