@@ -3,6 +3,7 @@ import { clusterKey, type ObjectMeta } from './api/common.js';
 import type { Decision } from './api/decision.js';
 import type { AutoscaleForCapacity, PlacementSpec, PlacementStatus } from './api/placement.js';
 import type { Signal } from './api/signal.js';
+import type { CapacityAnswer } from './capacity-answer.js';
 import { CONDITION_SATISFIED, CONDITION_VALID, setCondition } from './conditions.js';
 import type { SpecError } from './result.js';
 import { resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
@@ -39,6 +40,12 @@ export interface DecideInput {
   /** The fleet: ClusterProfiles, or an Inventory built once with `createInventory` and shared across placements. */
   readonly clusterProfiles: readonly ClusterProfile[] | Inventory;
   readonly signals?: readonly Signal[];
+  /**
+   * Capacity sources' answers about scale-out candidates: a fresh answer that
+   * a candidate cannot add the replicas it needs passes it over (NoCapacity);
+   * an unknown, stale or failed answer changes nothing.
+   */
+  readonly capacity?: readonly CapacityAnswer[];
   /**
    * Set by the controller's inventory-loss guard (docs/placement-rules.md §10.5):
    * the fleet shrank suddenly, so no cluster is removed because its ClusterProfile
