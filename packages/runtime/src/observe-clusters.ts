@@ -1,12 +1,6 @@
 import type { CapacityAnswer, Signal, WorkloadDetails } from '@mco/core';
 import { McoError, toMcoError, type McoErrorCode } from './errors.js';
-import type {
-  CapacityObservation,
-  CapacityRequest,
-  SignalError,
-  SignalObservation,
-  SignalRequest,
-} from './plugin.js';
+import type { CapacityObservation, CapacityRequest, SignalError, SignalObservation, SignalRequest } from './plugin.js';
 import type { CapacityMetrics, SignalMetrics } from './signal-metrics.js';
 
 /** What a source found on one cluster: a signal (possibly partial), and what went wrong. */
@@ -291,7 +285,11 @@ async function observeOne<R extends Problems>(
   const timer = setTimeout(
     () =>
       timeout.abort(
-        new McoError('Timeout', `no complete answer within ${options.timeoutMs / 1000} s; ${missing} left missing`, true),
+        new McoError(
+          'Timeout',
+          `no complete answer within ${options.timeoutMs / 1000} s; ${missing} left missing`,
+          true,
+        ),
       ),
     options.timeoutMs,
   );

@@ -148,10 +148,5 @@ export type SignalSourceModule<Config = unknown> = PluginModule<
   CapacitySignalSource,
   SignalSourceDeps
 >;
-export type CapacitySourceModule<Config = unknown> = PluginModule<
-  'capacity',
-  Config,
-  CapacitySource,
-  SignalSourceDeps
->;
+export type CapacitySourceModule<Config = unknown> = PluginModule<'capacity', Config, CapacitySource, SignalSourceDeps>;
 export type InventoryProviderModule<Config = unknown> = PluginModule<'inventory', Config, InventoryProvider>;

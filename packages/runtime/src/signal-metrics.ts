@@ -41,7 +41,13 @@ export interface CapacityMetrics {
   readonly errors: Counter<'source' | 'cluster' | 'code'>;
   /** `mco_capacity_answer_duration_seconds{source}`: one cluster's answer, end to end. */
   readonly duration: Histogram<'source'>;
-  record(source: string, cluster: string, result: CapacityResult, seconds: number, codes: readonly McoErrorCode[]): void;
+  record(
+    source: string,
+    cluster: string,
+    result: CapacityResult,
+    seconds: number,
+    codes: readonly McoErrorCode[],
+  ): void;
 }
 
 /** Returns the capacity-source metrics registered in `registry`, registering them on first use. */
