@@ -27,7 +27,7 @@ describe('answerEachCluster', () => {
       { source: 'test', concurrency: 2, timeoutMs: 100, metrics: capacityMetrics(registry), now: () => at },
       async ({ key }) => {
         if (key === 'fleet/slow') await new Promise((r) => setTimeout(r, 5_000));
-        if (key === 'fleet/broken') throw new McoError('Forbidden', 'cannot list nodepools', false);
+        if (key === 'fleet/broken') throw new McoError('Unauthorized', 'cannot list nodepools', false);
         if (key === 'fleet/unknown') return { answer: { reason: 'no limits' }, errors: [] };
         if (key === 'fleet/negative') return { answer: { addableReplicas: -2.5, reason: 'over' }, errors: [] };
         return { answer: { addableReplicas: 3.7, reason: 'room for 3', observedAt: new Date(0) }, errors: [] };
@@ -47,7 +47,7 @@ describe('answerEachCluster', () => {
       ],
       errors: [
         { cluster: 'fleet/slow', code: 'Timeout', message: 'no complete answer within 0.1 s; answer left missing' },
-        { cluster: 'fleet/broken', code: 'Forbidden', message: 'cannot list nodepools' },
+        { cluster: 'fleet/broken', code: 'Unauthorized', message: 'cannot list nodepools' },
       ],
     });
     const counts = (await registry.getSingleMetric('mco_capacity_answers_total')!.get()).values.map((v) => [

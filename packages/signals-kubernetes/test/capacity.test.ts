@@ -91,7 +91,7 @@ describe('karpenterCapacity', () => {
 describe('the cluster-property capacity source', () => {
   const now = new Date('2026-01-01T00:00:00Z');
   const profile = (name: string, value?: string) => {
-    const p = aClusterProfile(name, { namespace: 'fleet' });
+    const p = aClusterProfile(`fleet/${name}`);
     return value === undefined
       ? p
       : {
