@@ -55,7 +55,9 @@ describe('mco demo and mco simulate', () => {
     expect(seeds.stderr).toMatch(/--seeds: expected an integer from 1 to 100, got "0"/);
     const policy = await mco('simulate', scenario, '--policies', 'mco,mco-as-documented');
     expect(policy.code).toBe(2);
-    expect(policy.stderr).toMatch(/--policies: unknown mco-as-documented; known: mco, mco-fail-back, mco-v0\.2/);
+    expect(policy.stderr).toMatch(
+      /--policies: unknown mco-as-documented; known: mco, mco-fail-back, mco-capacity, mco-v0\.2/,
+    );
   });
 
   it('simulate runs a shipped scenario and is deterministic for a seed', async () => {

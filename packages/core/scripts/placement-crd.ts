@@ -185,6 +185,14 @@ const VALIDATIONS: Readonly<Record<string, NonNullable<SchemaNode['x-kubernetes-
       message: 'set exactly one of preference and propertySorter',
     },
   ],
+  // The engine's InvalidSpread, refused at admission too.
+  'spec.scaling.autoscaleForCapacity': [
+    {
+      rule: '!has(self.spread) || !has(self.spread.minGroups) || self.spread.minGroups <= self.minClustersBelowCapacityCeiling',
+      message:
+        'spread.minGroups must be at most minClustersBelowCapacityCeiling: each group needs a cluster counted toward the minimum',
+    },
+  ],
   'spec.clusterSelectorRules[]': [regexRule('clusterSelectorRules')],
   'spec.rules[]': [regexRule('rules')],
 };

@@ -2,8 +2,8 @@ import type { ClusterProfile } from './api/cluster-profile.js';
 import { clusterKey, type ObjectMeta } from './api/common.js';
 import type { Decision } from './api/decision.js';
 import type { AutoscaleForCapacity, PlacementSpec, PlacementStatus } from './api/placement.js';
+import type { CapacityAnswer } from './api/capacity.js';
 import type { Signal } from './api/signal.js';
-import type { CapacityAnswer } from './capacity-answer.js';
 import { CONDITION_SATISFIED, CONDITION_VALID, setCondition } from './conditions.js';
 import type { SpecError } from './result.js';
 import { resolveBehavior, type ResolvedBehavior } from './scaling/behavior.js';
@@ -11,6 +11,7 @@ import { assessSignal, indexSignals, type SignalAssessment } from './scaling/sig
 import { createInventory, type Inventory } from './selection/inventory.js';
 import { selectClusters, type Selection, type SelectionResult } from './selection/select.js';
 import { formatTime, SECOND } from './time.js';
+import { freshCapacity, withNoCapacity } from './phases/capacity.js';
 import { drain } from './phases/drain.js';
 import { Evaluation, type NoteSink } from './phases/evaluation.js';
 import { trackFailBack, failBack, trackBelowCeiling } from './phases/fail-back.js';
@@ -19,6 +20,7 @@ import { scaleIn, trackScaleInCandidates } from './phases/scale-in.js';
 import { placeEveryEligible, satisfaction, scaleOut } from './phases/scale-out.js';
 import { floorReplacements, settleFloors, trackReadyReplicas } from './phases/replica-floor.js';
 import { compilePlacementSpec, crossNamespaceWorkload, inputWarnings } from './phases/selection.js';
+import { applySpread } from './phases/spread.js';
 import { mayKeepWarm, standby } from './phases/standby.js';
 
 export { CONDITION_SATISFIED, CONDITION_VALID } from './conditions.js';
@@ -41,9 +43,10 @@ export interface DecideInput {
   readonly clusterProfiles: readonly ClusterProfile[] | Inventory;
   readonly signals?: readonly Signal[];
   /**
-   * Capacity sources' answers about scale-out candidates: a fresh answer that
-   * a candidate cannot add the replicas it needs passes it over (NoCapacity);
-   * an unknown, stale or failed answer changes nothing.
+   * Capacity sources' answers (docs/placement-rules.md §10.11): a fresh one
+   * (within `behavior.signalStaleAfterSeconds`) saying a scale-out candidate
+   * cannot add the replicas it would need passes it over (NoCapacity);
+   * unknown, stale or missing answers change nothing.
    */
   readonly capacity?: readonly CapacityAnswer[];
   /**
@@ -117,6 +120,8 @@ export function evaluatePlacement(
 
   const run = new Evaluation(nowMs, now, previous, selected, inventory, behavior, assess, notes);
   run.holdProfileLossRemovals = input.holdProfileLossRemovals === true;
+  run.capacity = freshCapacity(input.capacity ?? [], nowMs, behavior.signalStaleAfterSeconds);
+  applySpread(run, autoscale?.spread);
   if (autoscale) autoscaleForCapacity(run, autoscale);
   else {
     health(run, true);
@@ -169,7 +174,7 @@ function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): vo
     failBack(run, config, min, out.headroom);
   standby(run, config, max);
   drain(run, config.useDraining === true);
-  run.satisfied = satisfaction(run, min, max, out);
+  run.satisfied = withNoCapacity(run, satisfaction(run, min, max, out));
 }
 
 /** An invalid spec changes nothing in `status.clusters`: the workload stays where it is. */

@@ -6,7 +6,7 @@ export * from './api/signal.js';
 export * from './api/placement-decision.js';
 export * from './api/decision.js';
 export * from './api/taint.js';
-export type { CapacityAnswer } from './capacity-answer.js';
+export { CapacityAnswerSchema, type CapacityAnswer } from './api/capacity.js';
 export type { Result, SpecError } from './result.js';
 export {
   decide,

@@ -16,6 +16,7 @@ export interface SpecError {
     | 'InvalidToleration'
     | 'InvalidBehavior'
     | 'InvalidWorkloadName'
+    | 'InvalidSpread'
     | 'CrossNamespaceWorkload';
   /** Path of the offending field, e.g. `spec.clusterSelectorRules[1].arguments.regex`. */
   readonly field: string;

@@ -19,6 +19,7 @@ export {
   type Hpa,
   type NodePool,
 } from './scenario.js';
+export { CapacitySourceSchema, SIMULATED_SOURCE, type CapacitySource } from './capacity.js';
 export {
   simulate,
   defaultPolicies,

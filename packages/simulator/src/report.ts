@@ -15,6 +15,7 @@ import { escapeHtml, laneChart, lineChart, type Marker } from './svg.js';
 const POLICY_COLORS = {
   mco: '#1565c0',
   'mco-fail-back': '#00838f',
+  'mco-capacity': '#2e7d32',
   'mco-v0.2': '#ef6c00',
   'pick-n': '#6a1b9a',
   'always-on': '#6d4c41',

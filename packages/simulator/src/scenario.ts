@@ -1,6 +1,7 @@
 import { compileSelection, PlacementSchema, TimestampSchema, type Placement, type Result } from '@mco/core';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { CapacitySourceSchema } from './capacity.js';
 import { DurationSchema } from './duration.js';
 
 /*
@@ -203,6 +204,9 @@ export const ScenarioSchema = z.strictObject({
       'Several workloads, each with its placement and demand, sharing the fleet: the workloads on one cluster share its node pool. Instead of workload, placement and demand.',
     ),
   events: z.array(EventSchema).max(1000).default([]),
+  capacitySource: CapacitySourceSchema.optional().describe(
+    'A capacity source for the policy "mco + capacity source", which runs only when this is set.',
+  ),
 });
 export type ScenarioInput = z.input<typeof ScenarioSchema>;
 type ParsedScenario = z.output<typeof ScenarioSchema>;

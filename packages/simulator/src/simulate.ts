@@ -8,6 +8,7 @@ import {
   decide,
   resolveBehavior,
   selectClusters,
+  type CapacityAnswer,
   type ClusterProfile,
   type ClusterState,
   type Decision,
@@ -29,6 +30,7 @@ import {
 } from './model.js';
 import { decideMcoV02, preferenceOrder, type PolicyDecision } from './mco-v02.js';
 import { decidePickN, pickNSize } from './pick-n.js';
+import { CapacitySourceSchema, SimulatedCapacitySource, type CapacitySource } from './capacity.js';
 import { hashRandom } from './random.js';
 import { DEFAULT_HPA, type ClusterSpec, type Hpa, type PlacedWorkload, type Scenario } from './scenario.js';
 
@@ -37,12 +39,21 @@ import { DEFAULT_HPA, type ClusterSpec, type Hpa, type PlacedWorkload, type Scen
  * fail-back), and the baselines it must beat. Every baseline gets the same
  * world and the same placement: its eligibility and order of preference.
  */
-export const POLICIES = ['mco', 'mco-fail-back', 'mco-v0.2', 'pick-n', 'always-on', 'mco-without-hysteresis'] as const;
+export const POLICIES = [
+  'mco',
+  'mco-fail-back',
+  'mco-capacity',
+  'mco-v0.2',
+  'pick-n',
+  'always-on',
+  'mco-without-hysteresis',
+] as const;
 export type PolicyName = (typeof POLICIES)[number];
 
 export const POLICY_LABELS: Readonly<Record<PolicyName, string>> = {
   mco: 'mco',
   'mco-fail-back': 'mco with fail-back',
+  'mco-capacity': 'mco + capacity source',
   'mco-v0.2': 'MCO v0.2 as documented',
   'pick-n': 'pick-N',
   'always-on': 'all eligible clusters always on',
@@ -50,18 +61,24 @@ export const POLICY_LABELS: Readonly<Record<PolicyName, string>> = {
 };
 
 /** The policies that are mco; the others are baselines, each judged against them. */
-export const MCO_POLICIES: readonly PolicyName[] = ['mco', 'mco-fail-back'];
+export const MCO_POLICIES: readonly PolicyName[] = ['mco', 'mco-fail-back', 'mco-capacity'];
 
 /**
  * The policies a scenario runs by default: mco, the three baselines, and
  * "mco with fail-back" unless it would be the same as "mco" (the placement
- * enables fail-back itself) or means nothing (no autoscaling). "mco without
+ * enables fail-back itself) or means nothing (no autoscaling), and "mco +
+ * capacity source" when the scenario has a `capacitySource`. "mco without
  * hysteresis or health", an ablation of mco, runs only when asked for.
  */
 export function defaultPolicies(scenario: Scenario): readonly PolicyName[] {
   const autoscale = scenario.placement.spec?.scaling?.autoscaleForCapacity;
   const redundant = !autoscale || autoscale.behavior?.failBack?.enabled === true;
-  return POLICIES.filter((p) => p !== 'mco-without-hysteresis' && (p !== 'mco-fail-back' || !redundant));
+  return POLICIES.filter(
+    (p) =>
+      p !== 'mco-without-hysteresis' &&
+      (p !== 'mco-fail-back' || !redundant) &&
+      (p !== 'mco-capacity' || scenario.capacitySource !== undefined),
+  );
 }
 
 /** Where a cluster stands in one tick: its state in the placement, or what delivery is doing. */
@@ -258,7 +275,7 @@ export function simulate(scenario: Scenario, options: SimulateOptions = {}): Sim
 
 /** The placement a policy evaluates: mco-v0.2 and pick-N read it as it is written. */
 function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
-  if (policy === 'mco' || policy === 'mco-v0.2' || policy === 'pick-n') return spec;
+  if (policy === 'mco' || policy === 'mco-capacity' || policy === 'mco-v0.2' || policy === 'pick-n') return spec;
   if (policy === 'always-on') {
     const { scaling: _scaling, ...rest } = spec;
     return rest;
@@ -290,7 +307,7 @@ function policySpec(policy: PolicyName, spec: PlacementSpec): PlacementSpec {
 }
 
 /** Only mco checks health: the baselines get no ControlPlaneHealthy and no workloadHealthy. */
-const usesHealth = (policy: PolicyName) => policy === 'mco' || policy === 'mco-fail-back';
+const usesHealth = (policy: PolicyName) => MCO_POLICIES.includes(policy);
 
 /** The ClusterProfile property that carries a cluster's `gpuHourCost`, for property sorters. */
 export const GPU_HOUR_COST_PROPERTY = 'gpu-hour-cost';
@@ -373,6 +390,9 @@ class Tenant {
   pickN = 0;
   /** This tick's load on each cluster. */
   endpoints: number[] = [];
+  /** mco + capacity source: the source, and its answers this tick. */
+  readonly capacitySource: SimulatedCapacitySource | undefined;
+  capacity: CapacityAnswer[] = [];
   shares: readonly LoadShare[] = [];
 
   constructor(
@@ -381,6 +401,9 @@ class Tenant {
     readonly demand: readonly number[],
     clusters: readonly SimCluster[],
     policy: PolicyName,
+    capacityConfig: CapacitySource,
+    tick: number,
+    seed: number,
   ) {
     this.on = clusters.map(
       (c) =>
@@ -388,6 +411,8 @@ class Tenant {
     );
     this.spec = policySpec(policy, placed.placement.spec ?? {});
     this.useDraining = this.spec.scaling?.autoscaleForCapacity?.useDraining === true;
+    this.capacitySource =
+      policy === 'mco-capacity' ? new SimulatedCapacitySource(capacityConfig, tick, seed, String(index)) : undefined;
     this.status = placed.placement.status;
     this.selection = compileSelection(placed.placement.spec ?? {});
     const meta = placed.placement.metadata;
@@ -416,8 +441,15 @@ function reportsReadyReplicas(scenario: Scenario, cluster: string): boolean {
   return omit === undefined || omit === false || (Array.isArray(omit) && !omit.includes(cluster));
 }
 
-const FAILED_SCALE_UP_ONLY: readonly AutoscalerEventReason[] = ['FailedScaleUp'];
-const FAILED_OR_NOT_TRIGGERED: readonly AutoscalerEventReason[] = ['FailedScaleUp', 'NotTriggerScaleUp'];
+/**
+ * What each reading of the cluster-autoscaler sees. MCO's documented metric is log-based on the
+ * autoscaler's failed scale-ups (`FailedScaleUp` here). mco's Kubernetes source reads the Events on
+ * the workload's pods, and upstream writes only `NotTriggerScaleUp` there (a failed scale-up goes
+ * to its status ConfigMap, then shows on the pods as the backoff): docs/signals.md.
+ */
+export function autoscalerEventsRead(policy: PolicyName): readonly AutoscalerEventReason[] {
+  return policy === 'mco-v0.2' ? ['FailedScaleUp'] : ['NotTriggerScaleUp'];
+}
 
 class Run {
   private readonly clusters: SimCluster[];
@@ -434,7 +466,10 @@ class Run {
     private readonly onEvaluation: SimulateOptions['onEvaluation'],
   ) {
     this.clusters = scenario.fleet.clusters.map((c) => new SimCluster(c, scenario.fleet.namespace));
-    this.tenants = scenario.placements.map((p, i) => new Tenant(i, p, demand[i]!, this.clusters, policy));
+    const capacity = scenario.capacitySource ?? CapacitySourceSchema.parse({});
+    this.tenants = scenario.placements.map(
+      (p, i) => new Tenant(i, p, demand[i]!, this.clusters, policy, capacity, scenario.tick, seed),
+    );
     this.actions = expandEvents(scenario);
   }
 
@@ -568,6 +603,7 @@ class Run {
 
     for (const tenant of this.tenants) {
       for (const c of tenant.on) this.poll(tenant, c, t, k);
+      if (tenant.capacitySource) tenant.capacity = this.answerCapacity(tenant, k);
       const signals = tenant.on.flatMap((c) => (c.signal ? [c.signal] : []));
       this.decideAt(tenant, t, signals);
       this.sample(tenant, k, t);
@@ -593,6 +629,28 @@ class Run {
     }
     if (hashRandom(this.seed, 'dropout', tenant.drawKey(c), k) < c.cluster.conditions.dropout) return; // keeps the last signal
     c.signal = this.observe(tenant, c, t, k);
+  }
+
+  /**
+   * The capacity source's answers (capacity.ts) from each cluster's truth: the
+   * replicas it could add now, bounded by the nodes that can be had (only the
+   * running ones while stocked out) less every workload's scheduled pods, and
+   * by the room under the workload's HPA maximum there.
+   */
+  private answerCapacity(tenant: Tenant, k: number): CapacityAnswer[] {
+    const truths = tenant.on.map((c, i) => {
+      const pool = c.cluster.spec.nodePool;
+      const nodes = c.cluster.conditions.stockedOut ? c.cluster.pool.nodes : pool.maxNodes;
+      const scheduled = this.tenants.reduce((a, x) => a + x.on[i]!.pods.scheduled, 0);
+      const hpaRoom = c.hpaSpec.maxReplicas - (c.deployed ? c.pods.total : 0);
+      return {
+        cluster: c.key,
+        reachable: c.cluster.conditions.reachable,
+        addable: Math.max(0, Math.min(nodes * pool.podsPerNode - scheduled, hpaRoom)),
+        hpaMax: c.hpaSpec.maxReplicas,
+      };
+    });
+    return tenant.capacitySource!.answer(k, truths, (t) => this.timestamp(t));
   }
 
   /** A FailedScaleUp after a quiet signal window goes into the timeline: it explains the scale-out that follows. */
@@ -634,11 +692,10 @@ class Run {
       ...(reportsReadyReplicas(this.scenario, c.cluster.spec.name)
         ? { readyReplicas: c.pods.ready }
         : { reportsReadyReplicas: false }),
-      // MCO's documented metric counts FailedScaleUp only; mco's Kubernetes source counts NotTriggerScaleUp too.
       failedScaleUp: c.cluster.pool.failedScaleUpWithin(
         t,
         this.scenario.signals.failedScaleUpWindow,
-        this.policy === 'mco-v0.2' ? FAILED_SCALE_UP_ONLY : FAILED_OR_NOT_TRIGGERED,
+        autoscalerEventsRead(this.policy),
       ),
       ...(healthy !== undefined && usesHealth(this.policy) ? { workloadHealthy: healthy } : {}),
     };
@@ -688,6 +745,7 @@ class Run {
       },
       clusterProfiles: this.profiles(),
       signals,
+      ...(tenant.capacitySource ? { capacity: tenant.capacity } : {}),
     };
     const decision = this.evaluate(tenant, input, t);
     tenant.status = decision.status;

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { longView, NodePoolModel, parseScenarioText, simulate, type Scenario } from '../src/index.js';
+import { autoscalerEventsRead } from '../src/simulate.js';
 import { lineChart } from '../src/svg.js';
 
 // Issue 41's simulator details: the long view, a source without readyReplicas,
@@ -15,7 +16,12 @@ function loadScenario(name: string): Scenario {
 
 describe('longView', () => {
   it('every region-outage scenario also runs over 72 hours, the same events and the calm after them', () => {
-    for (const name of ['region-outage', 'region-outage-shared-region']) {
+    for (const name of [
+      'region-outage',
+      'region-outage-shared-region',
+      'region-outage-min-two',
+      'region-outage-min-two-spread',
+    ]) {
       const scenario = loadScenario(name);
       const long = longView(scenario)!;
       expect(long.duration).toBe(72 * 3600);
@@ -77,6 +83,19 @@ describe('MCO v0.2 reads FailedScaleUp only, as MCO documents its metric', () =>
     expect(pool.events.map((e) => e.reason)).toEqual(['NotTriggerScaleUp']);
     expect(pool.failedScaleUpWithin(30, 600)).toBe(true);
     expect(pool.failedScaleUpWithin(30, 600, ['FailedScaleUp'])).toBe(false);
+  });
+
+  it("mco's Kubernetes source sees a stockout only as the backoff on its pods: upstream writes no FailedScaleUp Event", () => {
+    const pool = new NodePoolModel(loadScenario('gpu-stockout').fleet.clusters[0]!.nodePool, 1);
+    pool.autoscale(0, 1, 1); // one node requested
+    pool.advance(60, true); // the stockout fails it: FailedScaleUp (the autoscaler's status, MCO's log metric)
+    const mco = autoscalerEventsRead('mco');
+    expect(pool.failedScaleUpWithin(90, 600, autoscalerEventsRead('mco-v0.2'))).toBe(true);
+    expect(pool.failedScaleUpWithin(90, 600, mco)).toBe(false); // no pod was told yet
+    pool.autoscale(90, 1, 1); // the pod still waits: NotTriggerScaleUp, in backoff after failed scale-up
+    expect(pool.events.at(-1)?.message).toContain('in backoff after failed scale-up');
+    expect(pool.failedScaleUpWithin(120, 600, mco)).toBe(true);
+    expect(autoscalerEventsRead('mco-fail-back')).toEqual(mco);
   });
 });
 

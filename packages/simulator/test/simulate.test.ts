@@ -145,7 +145,7 @@ describe('the engine sees what a real fleet would show', () => {
 });
 
 describe('shipped scenarios', () => {
-  it('are the fifteen documented ones', () => {
+  it('are the nineteen documented ones', () => {
     expect(readdirSync(SCENARIOS).sort()).toEqual([
       'alternating-stockouts.yaml',
       'burst-during-drain.yaml',
@@ -156,8 +156,12 @@ describe('shipped scenarios', () => {
       'flapping-ceiling-dropout.yaml',
       'gpu-stockout.yaml',
       'lose-eligibility.yaml',
+      'multi-region-stockout-deep.yaml',
+      'multi-region-stockout.yaml',
       'no-ready-replicas.yaml',
       'noisy-signals.yaml',
+      'region-outage-min-two-spread.yaml',
+      'region-outage-min-two.yaml',
       'region-outage-shared-region.yaml',
       'region-outage.yaml',
       'shared-gpu-quota.yaml',

@@ -118,7 +118,8 @@ Options:
       --seeds <n>      how many seeds to run: the first seed and the next n-1 (default 5)
       --seed <n>       the first seed (default: the scenario's seed); same seed, same result
       --policies <list>  comma-separated, mco first (default: mco, mco-fail-back when it differs,
-                       mco-v0.2, pick-n, always-on; also: mco-without-hysteresis)
+                       mco-capacity when the scenario has a capacitySource, mco-v0.2, pick-n,
+                       always-on; also: mco-without-hysteresis)
   -q, --quiet          do not print the timeline
   -h, --help           show this help
 

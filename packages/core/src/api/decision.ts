@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { DecideInput } from '../decide.js';
+import { CapacityAnswerSchema } from './capacity.js';
 import { ClusterProfileSchema } from './cluster-profile.js';
 import { ObjectMetaSchema, TimestampSchema } from './common.js';
 import { PLACEMENT_API_VERSION, PLACEMENT_KIND, PlacementStatusSchema } from './placement.js';
@@ -22,6 +23,7 @@ export const DecisionInputSchema = z.object({
   }),
   clusterProfiles: z.array(ClusterProfileSchema).default([]),
   signals: z.array(SignalSchema).default([]),
+  capacity: z.array(CapacityAnswerSchema).max(10_000).optional(),
 });
 export type DecisionInputDocument = z.infer<typeof DecisionInputSchema>;
 

@@ -303,6 +303,34 @@ export const WorkloadDetailsSchema = z.object({
 });
 export type WorkloadDetails = z.infer<typeof WorkloadDetailsSchema>;
 
+/** The label a spread groups clusters by when `spread.topologyKey` is absent (rule O2). */
+export const DEFAULT_SPREAD_TOPOLOGY_KEY = 'topology.kubernetes.io/region';
+
+export const SpreadSchema = z
+  .object({
+    topologyKey: z
+      .string()
+      .min(1)
+      .max(317)
+      .optional()
+      .describe(
+        `The ClusterProfile label whose values are the groups (default ${DEFAULT_SPREAD_TOPOLOGY_KEY}; for it, a cluster without the label is grouped by its property region).`,
+      ),
+    minGroups: z
+      .number()
+      .int()
+      .min(1)
+      .max(64)
+      .optional()
+      .describe(
+        'Distinct groups the clusters counted toward minClustersBelowCapacityCeiling should span: scale-out passes over candidates of a group already counted until they do, and scale-in keeps them (default 1; at most minClustersBelowCapacityCeiling).',
+      ),
+  })
+  .describe(
+    'mco extension (rule O2, docs/placement-rules.md §10.7): the groups replacements and warm standbys are taken outside of, and across which the minimum is spread.',
+  );
+export type Spread = z.infer<typeof SpreadSchema>;
+
 export const AutoscaleForCapacitySchema = z.object({
   minClustersBelowCapacityCeiling: z
     .number()
@@ -340,6 +368,7 @@ export const AutoscaleForCapacitySchema = z.object({
     .max(253)
     .optional()
     .describe('mco extension: name of the capacity-signal source to use (default: the controller-wide one).'),
+  spread: SpreadSchema.optional(),
 });
 export type AutoscaleForCapacity = z.infer<typeof AutoscaleForCapacitySchema>;
 

@@ -1,15 +1,23 @@
 import { clusterKey, type Condition } from '../api/common.js';
 import type { Transition, TransitionId } from '../api/decision.js';
-import type { ClusterState, Draining, FailBackStatus, PlacementCluster, PlacementStatus } from '../api/placement.js';
+import {
+  DEFAULT_SPREAD_TOPOLOGY_KEY,
+  type ClusterState,
+  type Draining,
+  type FailBackStatus,
+  type PlacementCluster,
+  type PlacementStatus,
+} from '../api/placement.js';
 import { CONDITION_SATISFIED } from '../conditions.js';
 import type { ResolvedBehavior } from '../scaling/behavior.js';
 import type { SignalAssessment } from '../scaling/signals.js';
 import type { Inventory, InventoryCluster } from '../selection/inventory.js';
 import type { SelectionResult } from '../selection/select.js';
+import type { FreshCapacity } from './capacity.js';
 import { formatTime, parseTime, SECOND } from '../time.js';
 
 /** The well-known label, and the ClusterProfile property, that name a cluster's region (docs/placement-rules.md §10.7). */
-export const REGION_LABEL = 'topology.kubernetes.io/region';
+export const REGION_LABEL = DEFAULT_SPREAD_TOPOLOGY_KEY;
 export const REGION_PROPERTY = 'region';
 
 /**
@@ -72,6 +80,14 @@ export class Evaluation {
   failBackStatus: FailBackStatus | undefined;
   /** Drains stepping on the clock alone (rule D1 has nothing to check), for the Satisfied message. */
   readonly unprotectedDrains: string[] = [];
+  /** The label that groups clusters for rule O2 and `spread` (spread.ts). */
+  topologyKey = REGION_LABEL;
+  /** `spread.minGroups`: the distinct groups the headroom clusters should span. */
+  spreadMinGroups = 1;
+  /** Fresh capacity answers that know a number, by cluster (capacity.ts). */
+  capacity: ReadonlyMap<string, FreshCapacity> = new Map();
+  /** Scale-out candidates passed over for NoCapacity, and why, for the Satisfied message. */
+  readonly noCapacity = new Map<string, string>();
 
   constructor(
     readonly nowMs: number,
@@ -195,12 +211,13 @@ export class Evaluation {
   }
 
   /**
-   * A cluster's region (rule O2, docs/placement-rules.md §10.7): the ClusterProfile label
-   * `topology.kubernetes.io/region`, else its property `region`; undefined when it has neither.
+   * A cluster's region (rule O2, docs/placement-rules.md §10.7): its ClusterProfile label
+   * `topologyKey`; for `topology.kubernetes.io/region`, else its property `region`; undefined when it has neither.
    */
   regionOf(key: string): string | undefined {
     const c = this.inventory.byKey.get(key);
-    return c?.labels[REGION_LABEL] ?? c?.properties.get(REGION_PROPERTY)?.value;
+    const label = c?.labels[this.topologyKey];
+    return this.topologyKey === REGION_LABEL ? (label ?? c?.properties.get(REGION_PROPERTY)?.value) : label;
   }
 
   /** The regions of the listed clusters that match `which` (each cluster without a region is left out). */

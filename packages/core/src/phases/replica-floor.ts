@@ -67,16 +67,24 @@ export function settleFloors(run: Evaluation): void {
 }
 
 /**
+ * The lost clusters with last ready replicas that no replacement covers yet, in
+ * priority order: the n-th cluster added in an evaluation gets the n-th one's floor.
+ */
+export function uncoveredLost(run: Evaluation): Entry[] {
+  const covered = new Set(run.live().flatMap((e) => (e.replacesCluster !== undefined ? [e.replacesCluster] : [])));
+  return run
+    .byPriority(run.live())
+    .filter((e) => !covered.has(e.key) && (e.lastReadyReplicas ?? 0) > 0 && lostBecause(e) !== undefined);
+}
+
+/**
  * Gives each cluster added in this evaluation (`added`, in order) the floor of
  * the next lost cluster that no replacement covers yet, in priority order: its
  * last ready replicas. A lost cluster without them gives no floor.
  */
 export function floorReplacements(run: Evaluation, added: readonly Entry[]): void {
   if (added.length === 0) return;
-  const covered = new Set(run.live().flatMap((e) => (e.replacesCluster !== undefined ? [e.replacesCluster] : [])));
-  const lost = run
-    .byPriority(run.live())
-    .filter((e) => !covered.has(e.key) && (e.lastReadyReplicas ?? 0) > 0 && lostBecause(e) !== undefined);
+  const lost = uncoveredLost(run);
   added.forEach((entry, i) => {
     const from = lost[i];
     if (!from) return;

@@ -3,6 +3,8 @@ import type { SignalAssessment } from '../scaling/signals.js';
 import { parseTime, SECOND } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 import { failBackView, recentPeak } from './fail-back.js';
+import { isHeadroom } from './scale-out.js';
+import { keptForSpreadBecause } from './spread.js';
 
 /** Rule M1: the lowest-priority ACTIVE cluster runs at its HPA minimum and asks for no more. */
 function atMinimum(s: SignalAssessment): boolean {
@@ -93,6 +95,11 @@ export function scaleIn(run: Evaluation, min: number, headroom: number): boolean
     return false;
   }
   const candidate = run.byPriority(waiting).at(-1)!;
+  const spread = keptForSpreadBecause(run, candidate, isHeadroom);
+  if (spread) {
+    run.note(candidate.key, `wants scale-in, but ${spread}`);
+    return false;
+  }
   const without = headroom - (candidate.signal.atCapacityCeiling ? 0 : 1);
   if (without < min) {
     run.note(candidate.key, `wants scale-in, but headroom without it would be ${without} < min ${min}`);

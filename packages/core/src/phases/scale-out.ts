@@ -6,6 +6,7 @@ import { burstBecause } from '../scaling/fail-back.js';
 import { beyondPeakBecause } from './fail-back.js';
 import { ceilingInSightBecause } from '../scaling/signals.js';
 import { parseTime, SECOND } from '../time.js';
+import { nextAddition } from './capacity.js';
 import { NO_NOTES, type Entry, type Evaluation } from './evaluation.js';
 
 /** Without autoscaleForCapacity: every eligible, healthy cluster is ACTIVE. */
@@ -134,9 +135,12 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
       }
       // Rule O2 (docs/placement-rules.md §10.7): a region where a listed cluster stopped answering is suspect; its other clusters are tried last.
       const suspect = run.regionsOf((e) => e.signal.unreachable);
-      for (const cluster of run.outside(run.selected.eligible, suspect)) {
-        if (headroom >= min || (max > 0 && run.live().length >= max)) break;
-        if (!isAddable(run, cluster)) continue;
+      const candidates = run.outside(run.selected.eligible, suspect);
+      while (headroom < min && !(max > 0 && run.live().length >= max)) {
+        // Capacity answers and spread.minGroups may pass candidates over (capacity.ts, docs §10.11).
+        const next = nextAddition(run, candidates, (c) => isAddable(run, c), isHeadroom);
+        if (!next) break;
+        const { cluster } = next;
         const region = run.regionOf(cluster.key);
         const why =
           region !== undefined && suspect.has(region)
@@ -144,7 +148,10 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
             : suspect.size > 0
               ? ' outside the regions of unreachable clusters'
               : '';
-        run.add(cluster, `headroom ${headroom} < min ${min}: added the highest-priority eligible cluster${why}`);
+        run.add(
+          cluster,
+          `headroom ${headroom} < min ${min}: added the highest-priority eligible cluster${why}${next.because}`,
+        );
         headroom++;
         scaledOut = true;
       }

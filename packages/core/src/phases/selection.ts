@@ -3,6 +3,7 @@ import { TAINTS_ANNOTATION } from '../api/taint.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
 import { checkFailBack } from '../scaling/fail-back.js';
 import type { Inventory } from '../selection/inventory.js';
+import { checkSpread } from './spread.js';
 import { compileSelection, type Selection, type SelectionResult } from '../selection/select.js';
 
 /*
@@ -43,6 +44,8 @@ function compileSpecUncached(raw: unknown): CompiledSpec {
   if (!workload.ok) return workload;
   const behavior = checkFailBack(parsed.data);
   if (!behavior.ok) return behavior;
+  const spread = checkSpread(parsed.data);
+  if (!spread.ok) return spread;
   const selection = compileSelection(parsed.data);
   return selection.ok ? ok({ spec: parsed.data, selection: selection.value }) : selection;
 }

@@ -295,6 +295,14 @@ describeWithControlPlane('MultiKubernetesClusterPlacement CRD on a real kube-api
       google: 'rejected',
     },
     {
+      name: 'spread.minGroups is above minClustersBelowCapacityCeiling',
+      spec: { scaling: { autoscaleForCapacity: { minClustersBelowCapacityCeiling: 2, spread: { minGroups: 3 } } } },
+      message:
+        'spec.scaling.autoscaleForCapacity: Invalid value: spread.minGroups must be at most ' +
+        'minClustersBelowCapacityCeiling: each group needs a cluster counted toward the minimum',
+      google: 'accepted (field unknown there, pruned)',
+    },
+    {
       name: 'a status cluster has an unknown state',
       spec: {},
       status: { clusters: [{ name: 'us-east1', state: 'RUNNING', lastTransitionTime: '2026-01-01T00:00:00Z' }] },
