@@ -1,5 +1,5 @@
 import { createRequire } from 'node:module';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { PluginKind, PluginModule } from '@mco/runtime';
 import { formatPath, UsageError } from './cli.js';
@@ -9,7 +9,16 @@ import { formatPath, UsageError } from './cli.js';
 // controller does not load the inventory providers (and their Kubernetes
 // client, @kubernetes/client-node).
 
-const KIND_LABELS: Record<PluginKind, string> = { signals: 'signal-source', inventory: 'inventory' };
+const KIND_LABELS: Record<PluginKind, string> = {
+  signals: 'signal-source',
+  inventory: 'inventory',
+  capacity: 'capacity-source',
+};
+const KIND_NOUNS: Record<PluginKind, string> = {
+  signals: 'signal source',
+  inventory: 'inventory provider',
+  capacity: 'capacity source',
+};
 
 /** One entry of a plugins file: an instance name, the plugin it uses, and that plugin's configuration. */
 export interface PluginEntry {
@@ -56,6 +65,48 @@ export function createPlugins<K extends PluginKind, I, D>(
   }
   if (errors.length > 0) throw new UsageError(errors.join('; '));
   return new Map(valid.map(({ entry, module, config }) => [entry.name, module.create(config, deps(entry))]));
+}
+
+/** A plugins-file entry that names a built-in plugin or (module) a package or file to import. */
+export interface ModuleEntry {
+  readonly name: string;
+  readonly plugin?: string | undefined;
+  readonly module?: string | undefined;
+  readonly config?: unknown;
+}
+
+/**
+ * The modules and entries for `createPlugins`: the built-in `modules`, plus
+ * every module an entry imports (`importPluginModule`, relative to `file`'s
+ * folder). A module named like another plugin of its kind is a UsageError
+ * naming the entry (`where(index)`).
+ */
+export async function withImportedModules<K extends PluginKind, I, D>(
+  kind: K,
+  modules: readonly PluginModule<K, unknown, I, D>[],
+  entries: readonly ModuleEntry[],
+  file: string,
+  where: (index: number) => string,
+): Promise<{ modules: PluginModule<K, unknown, I, D>[]; entries: PluginEntry[] }> {
+  const all = [...modules];
+  const resolved: PluginEntry[] = [];
+  for (const [index, entry] of entries.entries()) {
+    if (entry.module === undefined) {
+      resolved.push({ name: entry.name, plugin: entry.plugin!, config: entry.config });
+      continue;
+    }
+    const at = `${where(index)}.module`;
+    const module = await importPluginModule(kind, entry.module, dirname(resolve(file)), at);
+    const same = all.find((m) => m.name === module.name);
+    if (same && same !== module) {
+      throw new UsageError(
+        `${at}: "${entry.module}" is named "${module.name}", the name of another ${KIND_NOUNS[kind]}; rename one (its name export)`,
+      );
+    }
+    if (!same) all.push(module as PluginModule<K, unknown, I, D>);
+    resolved.push({ name: entry.name, plugin: module.name, config: entry.config });
+  }
+  return { modules: all, entries: resolved };
 }
 
 const PLUGIN_NAME = /^[a-z0-9]+(-[a-z0-9]+)*$/;

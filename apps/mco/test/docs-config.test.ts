@@ -8,6 +8,7 @@ import type { InventoryProviderModule } from '@mco/runtime';
 import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import * as template from '../../../templates/provider-template/src/index.js';
+import { capacitySources } from '../src/capacity-sources.js';
 import { inventoryProviders } from '../src/inventory-providers.js';
 
 const DOCS = new URL('../../../docs/', import.meta.url).pathname;
@@ -66,6 +67,12 @@ function bareConfig(value: unknown): ProviderEntry[] {
 const providers = snippets.flatMap((s) =>
   [...providerEntries(s.value), ...bareConfig(s.value)].map((entry) => ({ where: s.where, entry })),
 );
+/** Built-in capacity sources named in a signal sources file's `capacitySources:`. */
+const capacityEntries = snippets.flatMap((s) => {
+  const list = (s.value as { capacitySources?: unknown } | null)?.capacitySources;
+  if (!Array.isArray(list)) return [];
+  return (list as ProviderEntry[]).filter((e) => e.plugin !== undefined).map((entry) => ({ where: s.where, entry }));
+});
 const placements = snippets.filter((s) => (s.value as { kind?: unknown } | null)?.kind === PLACEMENT_KIND);
 
 describe('configuration snippets in docs/', () => {
@@ -79,6 +86,16 @@ describe('configuration snippets in docs/', () => {
     (_label, { entry }) => {
       const module = moduleOf(entry);
       expect(module, `no provider "${entry.plugin}"`).toBeDefined();
+      const result = module!.configSchema.safeParse(entry.config ?? {});
+      expect(result.error?.issues ?? []).toEqual([]);
+    },
+  );
+
+  it.each(capacityEntries.map((p) => [`${p.where} ${p.entry.name}`, p] as const))(
+    'capacity source %s: its config validates against its configSchema',
+    (_label, { entry }) => {
+      const module = capacitySources.find((m) => m.name === entry.plugin);
+      expect(module, `no capacity source "${entry.plugin}"`).toBeDefined();
       const result = module!.configSchema.safeParse(entry.config ?? {});
       expect(result.error?.issues ?? []).toEqual([]);
     },

@@ -1,5 +1,12 @@
 import { randomBytes } from 'node:crypto';
-import { httpStatusOf, silentLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
+import {
+  httpStatusOf,
+  silentLogger,
+  type CapacitySignalSource,
+  type CapacitySource,
+  type KubeConnection,
+  type Logger,
+} from '@mco/runtime';
 import type { Registry } from 'prom-client';
 import {
   CLUSTER_PROFILES,
@@ -74,6 +81,12 @@ export interface ControllerOptions {
   readonly defaultSignalSource?: string | undefined;
   /** Per source, the placement namespaces that may use it (its `placementNamespaces`); absent: every namespace. */
   readonly signalSourceNamespaces?: ReadonlyMap<string, readonly string[]>;
+  /** Capacity sources, asked about autoscaling placements' next scale-out candidates (docs/signals.md#capacity-sources). */
+  readonly capacitySources?: ReadonlyMap<string, CapacitySource>;
+  /** Per capacity source, the placement namespaces that may use it; absent: every namespace. */
+  readonly capacitySourceNamespaces?: ReadonlyMap<string, readonly string[]>;
+  /** How many scale-out candidates each capacity source is asked about (default 3). */
+  readonly capacityCandidates?: number;
   /** A trusted single-tenant hub: placements may name workloads outside their namespace (default false). */
   readonly allowCrossNamespaceWorkloads?: boolean;
   readonly signalPollIntervalMs?: number;
@@ -351,6 +364,9 @@ export function createController(options: ControllerOptions): Controller {
     signalSources: options.signalSources,
     defaultSignalSource: options.defaultSignalSource,
     ...(options.signalSourceNamespaces ? { signalSourceNamespaces: options.signalSourceNamespaces } : {}),
+    ...(options.capacitySources ? { capacitySources: options.capacitySources } : {}),
+    ...(options.capacitySourceNamespaces ? { capacitySourceNamespaces: options.capacitySourceNamespaces } : {}),
+    ...(options.capacityCandidates ? { capacityCandidates: options.capacityCandidates } : {}),
     ...(options.allowCrossNamespaceWorkloads ? { allowCrossNamespaceWorkloads: true } : {}),
     signalPollIntervalMs: options.signalPollIntervalMs,
     signalTimeoutMs: options.signalTimeoutMs,

@@ -15,6 +15,8 @@ export interface ControllerMetrics {
   readonly decisionWrites: Counter<'operation' | 'result'>;
   readonly events: Counter<'type' | 'result'>;
   readonly signalErrors: Counter<'source'>;
+  /** Failed `answer` calls and clusters answered with an error, per capacity source. */
+  readonly capacityErrors: Counter<'source'>;
 }
 
 export interface MetricsSources {
@@ -171,6 +173,12 @@ export function createMetrics(
     signalErrors: new Counter({
       name: 'mco_controller_signal_source_errors_total',
       help: 'Failed observe() calls of capacity-signal sources.',
+      labelNames: ['source'],
+      registers,
+    }),
+    capacityErrors: new Counter({
+      name: 'mco_controller_capacity_source_errors_total',
+      help: 'Failed answer() calls of capacity sources, and clusters they answered with an error.',
       labelNames: ['source'],
       registers,
     }),

@@ -409,7 +409,25 @@ export function controllerFlagsHelp(): string {
     .join('\n');
 }
 
-/** The file named by --signal-sources: named instances of signal-source plugins. */
+/** The file named by --signal-sources: named instances of signal-source and capacity-source plugins. */
+/**
+ * Namespaces whose placements may use a source; `['*']`: every namespace.
+ * Required: a source left without it must not quietly serve every team of a
+ * shared hub.
+ */
+const PlacementNamespacesSchema = z
+  .array(z.string().min(1).max(63), {
+    error: (issue) =>
+      issue.input === undefined
+        ? "required: the namespaces whose placements may use this source, or ['*'] for every namespace"
+        : undefined,
+  })
+  .min(1, "list at least one namespace, or ['*'] for every namespace")
+  .max(1000)
+  .refine((namespaces) => !namespaces.includes('*') || namespaces.length === 1, {
+    message: "'*' (every namespace) stands alone: list namespaces, or ['*']",
+  });
+
 export const SignalSourcesFileSchema = z.object({
   /** The source for autoscaling placements that name none (`spec.scaling.autoscaleForCapacity.signalSource`). */
   defaultSource: z.string().min(1).optional(),
@@ -420,26 +438,36 @@ export const SignalSourcesFileSchema = z.object({
         /** The plugin's module name, e.g. "kubernetes" or "prometheus". */
         plugin: z.string().min(1),
         config: z.unknown().optional(),
-        /**
-         * Namespaces whose placements may use this source; `['*']`: every
-         * namespace. Required: a source left without it must not quietly
-         * serve every team of a shared hub.
-         */
-        placementNamespaces: z
-          .array(z.string().min(1).max(63), {
-            error: (issue) =>
-              issue.input === undefined
-                ? "required: the namespaces whose placements may use this source, or ['*'] for every namespace"
-                : undefined,
-          })
-          .min(1, "list at least one namespace, or ['*'] for every namespace")
-          .max(1000)
-          .refine((namespaces) => !namespaces.includes('*') || namespaces.length === 1, {
-            message: "'*' (every namespace) stands alone: list namespaces, or ['*']",
-          }),
+        placementNamespaces: PlacementNamespacesSchema,
       }),
     )
     .max(64)
     .default([]),
+  /**
+   * Capacity sources (docs/signals.md#capacity-sources): every one that serves
+   * an autoscaling placement's namespace is asked about its next scale-out
+   * candidates.
+   */
+  capacitySources: z
+    .array(
+      z
+        .object({
+          name: z.string().min(1).max(253),
+          /** A built-in capacity source: "karpenter", "prometheus" or "cluster-property". */
+          plugin: z.string().min(1).optional(),
+          /** A capacity-source package, or a path to its module file (relative to this file). */
+          module: z.string().min(1).optional(),
+          config: z.unknown().optional(),
+          placementNamespaces: PlacementNamespacesSchema,
+        })
+        .refine((entry) => (entry.plugin === undefined) !== (entry.module === undefined), {
+          message: 'set exactly one of plugin (a built-in capacity source) and module (a package or file)',
+          path: ['plugin'],
+        }),
+    )
+    .max(16)
+    .default([]),
+  /** How many scale-out candidates, in the engine's order, each capacity source is asked about. */
+  capacityCandidates: z.number().int().min(1).max(64).default(3),
 });
 export type SignalSourcesFile = z.infer<typeof SignalSourcesFileSchema>;

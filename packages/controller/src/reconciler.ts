@@ -13,10 +13,13 @@ import {
   PLACEMENT_API_VERSION,
   PLACEMENT_KEY_LABEL,
   PLACEMENT_KIND,
+  selectClusters,
   setCondition,
   SignalSchema,
   TAINTS_ANNOTATION,
+  type CapacityAnswer,
   type ClusterProfile,
+  type CompiledSpec,
   type Condition,
   type Inventory,
   type PlacementSpec,
@@ -30,7 +33,9 @@ import {
   RepeatLimiter,
   silentLogger,
   toMcoError,
+  type CapacityRequest,
   type CapacitySignalSource,
+  type CapacitySource,
   type Logger,
   type SignalError,
 } from '@mco/runtime';
@@ -79,6 +84,16 @@ export interface ReconcilerOptions {
   /** A trusted single-tenant hub: placements may name workloads in other namespaces. */
   readonly allowCrossNamespaceWorkloads?: boolean;
   readonly signalTimeoutMs?: number;
+  /**
+   * Capacity sources: every one serving an autoscaling placement's namespace
+   * is asked about its next scale-out candidates, within the signal timeout,
+   * and its answers go to the engine (`DecideInput.capacity`).
+   */
+  readonly capacitySources?: ReadonlyMap<string, CapacitySource>;
+  /** Per capacity source, the placement namespaces that may use it; absent from the map: every namespace. */
+  readonly capacitySourceNamespaces?: ReadonlyMap<string, readonly string[]>;
+  /** How many scale-out candidates, in the engine's order, capacity sources are asked about (default 3). */
+  readonly capacityCandidates?: number;
   /** Holds removals caused by missing ClusterProfiles after a sudden loss of many (docs/placement-rules.md §10.5). */
   readonly inventoryLossGuard?: InventoryLossGuard;
   /** Where the operator's confirmation is read: the ConfigMap INVENTORY_LOSS_CONFIRMATION (this informer holds it). */
@@ -147,7 +162,7 @@ export class Reconciler {
   private readonly ownWrites = new Map<string, string>();
   /** PlacementDecision key -> resourceVersion of our last write, or null for our delete. */
   private readonly ownDecisionWrites = new Map<string, string | null>();
-  /** Placement key -> when its signal-error warning was last logged. */
+  /** Placement key (capacity: `capacity:` + key) -> when its signal-error warning was last logged. */
   private readonly signalWarnings: RepeatLimiter;
   /** The resourceVersion of the confirmation last refused: each write is reported once. */
   private refusedConfirmation: string | undefined;
@@ -350,6 +365,13 @@ export class Reconciler {
     let pollMs: number | undefined;
     let missingSource: { reason: string; message: string } | undefined;
     // An invalid spec needs no signals: the engine reports it and changes no cluster.
+    // Capacity answers are asked for alongside the signals, within the same deadline.
+    const capacity =
+      compiled.ok && autoscale
+        ? this.askCapacity(placement, previous, compiled.value, inventory, now, abort)
+        : Promise.resolve(undefined);
+    // Awaited below; until then (or when observing throws) its rejection is not unhandled.
+    capacity.catch(() => undefined);
     if (compiled.ok && autoscale) {
       const name = autoscale.signalSource ?? this.options.defaultSignalSource;
       const usable = (n: string) => this.servesNamespace(n, metadata.namespace);
@@ -381,11 +403,13 @@ export class Reconciler {
                 };
       }
     }
+    const answers = await capacity;
     const decision = decide({
       now,
       placement: { metadata, spec: placement.spec, status: previous },
       clusterProfiles: inventory,
       signals,
+      ...(answers ? { capacity: answers } : {}),
       holdProfileLossRemovals: this.holdsProfileLossRemovals(now),
       requireWorkloadInPlacementNamespace: isolated,
     });
@@ -405,8 +429,87 @@ export class Reconciler {
 
   /** Whether a placement in `namespace` may use the signal source `name` (its `placementNamespaces`). */
   private servesNamespace(name: string, namespace: string | undefined): boolean {
-    const allowed = this.options.signalSourceNamespaces?.get(name);
-    return allowed === undefined || (namespace !== undefined && allowed.includes(namespace));
+    return serves(this.options.signalSourceNamespaces, name, namespace);
+  }
+
+  /**
+   * Asks every capacity source serving the placement's namespace about its next
+   * scale-out candidates (eligible, not listed, in the engine's order), with
+   * the listed clusters where its workload runs. A source that fails or misses
+   * the deadline costs only its own answers: the engine then keeps today's order.
+   */
+  private async askCapacity(
+    placement: KubeObject,
+    previous: PlacementStatus,
+    compiled: Extract<CompiledSpec, { ok: true }>['value'],
+    inventory: Inventory,
+    now: Date,
+    abort: AbortSignal | undefined,
+  ): Promise<readonly CapacityAnswer[] | undefined> {
+    const namespace = placement.metadata?.namespace;
+    const sources = [...(this.options.capacitySources ?? [])].filter(([name]) =>
+      serves(this.options.capacitySourceNamespaces, name, namespace),
+    );
+    if (sources.length === 0) return undefined;
+    const listed = new Set((previous.clusters ?? []).map((c) => clusterKey(c.namespace, c.name)));
+    const wanted = this.options.capacityCandidates ?? 3;
+    const clusters: CapacityRequest['clusters'][number][] = [];
+    for (const c of selectClusters(compiled.selection, inventory, listed, now.getTime()).eligible) {
+      if (clusters.length >= wanted) break;
+      if (!listed.has(c.key)) clusters.push({ key: c.key, profile: c.profile });
+    }
+    if (clusters.length === 0) return undefined;
+    const placed = [...listed].flatMap((key) => {
+      const c = inventory.byKey.get(key);
+      return c ? [{ key, profile: c.profile }] : [];
+    });
+    const request: CapacityRequest = {
+      placement: { namespace: String(namespace), name: String(placement.metadata?.name), spec: compiled.spec },
+      clusters,
+      placed,
+    };
+    const placementKey = `${namespace}/${placement.metadata?.name}`;
+    const asked = new Set(clusters.map((c) => c.key));
+    const timeoutMs = this.options.signalTimeoutMs ?? 10_000;
+    const timeout = AbortSignal.timeout(timeoutMs);
+    const signal = abort ? AbortSignal.any([abort, timeout]) : timeout;
+    const answered = await Promise.all(
+      sources.map(async ([name, source]) => {
+        let observation: Awaited<ReturnType<CapacitySource['answer']>>;
+        try {
+          observation = await answerByDeadline(source.answer(request, signal), timeout, DEADLINE_GRACE_MS);
+        } catch (error) {
+          if (abort?.aborted) throw error;
+          this.options.metrics?.capacityErrors.inc({ source: name });
+          this.logger.warn('the capacity source gave no answer; the engine keeps its order', {
+            placement: placementKey,
+            source: name,
+            error: toMcoError(error).message,
+          });
+          return [];
+        }
+        const errors = sortSignalErrors(observation.errors);
+        if (errors.length > 0) {
+          this.options.metrics?.capacityErrors.inc({ source: name }, errors.length);
+          const held = this.signalWarnings.admit(`capacity:${placementKey}`);
+          if (held !== undefined) {
+            this.logger.warn('the capacity source could not answer for some clusters', {
+              placement: placementKey,
+              source: name,
+              errors: errors.slice(0, 5),
+              ...(held > 0 ? { repeatedSinceLastLog: held } : {}),
+            });
+          }
+        } else this.signalWarnings.forget(`capacity:${placementKey}`);
+        // The instance name, as configured, tells the operator which source answered.
+        return observation.answers.flatMap((a) => {
+          if (validAnswer(a, asked)) return [{ ...a, source: name }];
+          this.logger.warn('dropping an invalid capacity answer', { source: name, cluster: String(a.cluster) });
+          return [];
+        });
+      }),
+    );
+    return answered.flat();
   }
 
   /** Asks the source about the listed clusters; invalid signals are dropped (a missing signal is safe). */
@@ -808,6 +911,27 @@ function withSignalCondition(
 }
 
 export { McoError };
+
+/** Whether a source in `map` serves `namespace`: a source absent from the map serves every namespace. */
+function serves(
+  map: ReadonlyMap<string, readonly string[]> | undefined,
+  name: string,
+  namespace: string | undefined,
+): boolean {
+  const allowed = map?.get(name);
+  return allowed === undefined || (namespace !== undefined && allowed.includes(namespace));
+}
+
+/** An answer about a cluster that was asked about, with a whole non-negative count (or none) and a time. */
+function validAnswer(a: CapacityAnswer, asked: ReadonlySet<string>): boolean {
+  const n = a.addableReplicas;
+  return (
+    asked.has(a.cluster) &&
+    (n === undefined || (Number.isSafeInteger(n) && n >= 0)) &&
+    typeof a.reason === 'string' &&
+    Number.isFinite(Date.parse(a.observedAt))
+  );
+}
 
 /** How long past the signal deadline a source may take to hand back what it has. */
 const DEADLINE_GRACE_MS = 1000;

@@ -1,7 +1,7 @@
-import type { Signal, WorkloadDetails } from '@mco/core';
+import type { CapacityAnswer, Signal, WorkloadDetails } from '@mco/core';
 import { McoError, toMcoError, type McoErrorCode } from './errors.js';
-import type { SignalError, SignalObservation, SignalRequest } from './plugin.js';
-import type { SignalMetrics } from './signal-metrics.js';
+import type { CapacityObservation, CapacityRequest, SignalError, SignalObservation, SignalRequest } from './plugin.js';
+import type { CapacityMetrics, SignalMetrics } from './signal-metrics.js';
 
 /** What a source found on one cluster: a signal (possibly partial), and what went wrong. */
 export interface ClusterObservation {
@@ -73,52 +73,27 @@ export async function observeEachCluster(
   options: ObserveEachClusterOptions,
   observe: (cluster: RequestedCluster, signal: AbortSignal) => Promise<ClusterObservation>,
 ): Promise<SignalObservation> {
-  const results: ClusterObservation[] = new Array(request.clusters.length);
-  const begun = performance.now();
-  const late = options.outOfTime;
-  // Request order, except that clusters which ran out of time lately go last (a stable sort).
-  const order = request.clusters
-    .map((_, i) => i)
-    .sort((a, b) => Number(late?.has(request.clusters[a]!.key)) - Number(late?.has(request.clusters[b]!.key)));
-  let next = 0;
-  const worker = async () => {
-    while (next < order.length && !options.abort?.aborted) {
-      const index = order[next++]!;
-      const cluster = request.clusters[index]!;
-      const started = performance.now();
-      const result = await observeOne(cluster, options, observe);
-      if (options.abort?.aborted) {
-        if (!isDeadline(options.abort)) throw options.abort.reason;
-        late?.add(cluster.key); // cut off by the deadline: it counts as not observed in time
-        return;
-      }
-      if (!result.signal && result.errors.some((e) => e.code === 'Timeout')) late?.add(cluster.key);
-      else late?.delete(cluster.key);
-      results[index] = result;
-      const outcome = !result.signal ? 'failed' : result.errors.length ? 'partial' : 'ok';
+  const results = await eachCluster(request.clusters, options, observe, (result) => result.signal !== undefined, {
+    record: (cluster, result, seconds) =>
       options.metrics.record(
         options.source,
         cluster.key,
-        outcome,
-        (performance.now() - started) / 1000,
+        !result.signal ? 'failed' : result.errors.length ? 'partial' : 'ok',
+        seconds,
         result.errors.map((e) => e.code),
-      );
-    }
-  };
-  const workers = Math.max(1, Math.min(options.concurrency, order.length));
-  await Promise.all(Array.from({ length: workers }, worker));
-  if (options.abort?.aborted && !isDeadline(options.abort)) throw options.abort.reason;
+      ),
+    cutOff: NOT_OBSERVED_IN_TIME,
+    missing: 'signal',
+  });
   const signals: Signal[] = [];
   const errors: SignalError[] = [];
   const counts = options.transportErrors;
   const observedAt = (options.now ?? (() => new Date()))().toISOString();
   request.clusters.forEach((cluster, i) => {
-    const result = results[i] ?? NOT_OBSERVED_IN_TIME;
-    if (!results[i])
-      options.metrics.record(options.source, cluster.key, 'failed', (performance.now() - begun) / 1000, ['Timeout']);
+    const result = results[i]!;
     if (result.signal) signals.push({ ...result.signal, cluster: cluster.key });
     // The overall deadline cutting a cluster off says nothing about that cluster: its count stays.
-    if (counts && results[i]) {
+    if (counts && result !== NOT_OBSERVED_IN_TIME) {
       const failure = transportFailure(result);
       if (failure) {
         const consecutivePolls = (counts.get(cluster.key) ?? 0) + 1;
@@ -133,6 +108,144 @@ export async function observeEachCluster(
     for (const e of result.errors) errors.push({ cluster: cluster.key, code: e.code, message: e.message });
   });
   return { signals, errors };
+}
+
+type Problems = { readonly errors: readonly { readonly code: McoErrorCode; readonly message: string }[] };
+
+/** What `eachCluster` needs besides the clusters: budgets, order, abort. */
+type EachClusterOptions = Pick<ObserveEachClusterOptions, 'concurrency' | 'timeoutMs' | 'outOfTime' | 'abort'>;
+
+/**
+ * The loop of `observeEachCluster` and `answerEachCluster`: runs `observe` for
+ * every cluster with bounded concurrency and a per-cluster timeout (a throw
+ * becomes that cluster's error), calls `record` for each result as it comes,
+ * and returns the results in request order, `cutOff` for clusters the overall
+ * deadline left unasked (recorded as failed Timeouts). `answered` tells a
+ * result that read something from one that read nothing.
+ */
+async function eachCluster<R extends Problems>(
+  clusters: readonly RequestedCluster[],
+  options: EachClusterOptions,
+  observe: (cluster: RequestedCluster, signal: AbortSignal) => Promise<R>,
+  answered: (result: R) => boolean,
+  output: {
+    record(cluster: RequestedCluster, result: R, seconds: number): void;
+    cutOff: R;
+    /** What a timeout leaves missing, for its message. */
+    missing: 'signal' | 'answer';
+  },
+): Promise<R[]> {
+  const results: (R | undefined)[] = new Array(clusters.length);
+  const begun = performance.now();
+  const late = options.outOfTime;
+  // Request order, except that clusters which ran out of time lately go last (a stable sort).
+  const order = clusters
+    .map((_, i) => i)
+    .sort((a, b) => Number(late?.has(clusters[a]!.key)) - Number(late?.has(clusters[b]!.key)));
+  let next = 0;
+  const worker = async () => {
+    while (next < order.length && !options.abort?.aborted) {
+      const index = order[next++]!;
+      const cluster = clusters[index]!;
+      const started = performance.now();
+      const result = await observeOne(cluster, options, observe, output.missing);
+      if (options.abort?.aborted) {
+        if (!isDeadline(options.abort)) throw options.abort.reason;
+        late?.add(cluster.key); // cut off by the deadline: it counts as not observed in time
+        return;
+      }
+      if (!answered(result) && result.errors.some((e) => e.code === 'Timeout')) late?.add(cluster.key);
+      else late?.delete(cluster.key);
+      results[index] = result;
+      output.record(cluster, result, (performance.now() - started) / 1000);
+    }
+  };
+  const workers = Math.max(1, Math.min(options.concurrency, order.length));
+  await Promise.all(Array.from({ length: workers }, worker));
+  if (options.abort?.aborted && !isDeadline(options.abort)) throw options.abort.reason;
+  return clusters.map((cluster, i) => {
+    const result = results[i];
+    if (result) return result;
+    output.record(cluster, output.cutOff, (performance.now() - begun) / 1000);
+    return output.cutOff;
+  });
+}
+
+/** One cluster's capacity: an answer (its `addableReplicas` undefined when unknown), or none and why. */
+export interface ClusterCapacity {
+  readonly answer?: {
+    readonly addableReplicas?: number;
+    readonly reason: string;
+    /** When the answer was true; default: when this cluster's answer began. */
+    readonly observedAt?: Date;
+  };
+  readonly errors: readonly { readonly code: McoErrorCode; readonly message: string }[];
+}
+
+export interface AnswerEachClusterOptions extends EachClusterOptions {
+  /** The source's name, for metrics and each answer's `source`. */
+  readonly source: string;
+  readonly metrics: CapacityMetrics;
+  /** The clock of `observedAt` (default: the system clock). */
+  readonly now?: () => Date;
+}
+
+const NOT_ANSWERED_IN_TIME: ClusterCapacity = {
+  errors: [{ code: 'Timeout', message: 'not answered before the overall capacity deadline; answer left missing' }],
+};
+
+/**
+ * `observeEachCluster` for capacity sources: runs `answer` for every
+ * requested cluster with bounded concurrency and a per-cluster timeout, so a
+ * slow member leaves only its own answer missing; counts each result in the
+ * capacity metrics; stamps every answer with its cluster, source and time.
+ * At the overall deadline resolves with what it has; rejects only on another abort.
+ */
+export async function answerEachCluster(
+  request: CapacityRequest,
+  options: AnswerEachClusterOptions,
+  answer: (cluster: RequestedCluster, signal: AbortSignal) => Promise<ClusterCapacity>,
+): Promise<CapacityObservation> {
+  const now = options.now ?? (() => new Date());
+  const startedAt = new Map<string, Date>();
+  const results = await eachCluster(
+    request.clusters,
+    options,
+    (cluster, signal) => {
+      startedAt.set(cluster.key, now());
+      return answer(cluster, signal);
+    },
+    (result) => result.answer !== undefined,
+    {
+      record: (cluster, result, seconds) =>
+        options.metrics.record(
+          options.source,
+          cluster.key,
+          !result.answer ? 'failed' : result.answer.addableReplicas === undefined ? 'unknown' : 'known',
+          seconds,
+          result.errors.map((e) => e.code),
+        ),
+      cutOff: NOT_ANSWERED_IN_TIME,
+      missing: 'answer',
+    },
+  );
+  const answers: CapacityAnswer[] = [];
+  const errors: SignalError[] = [];
+  request.clusters.forEach((cluster, i) => {
+    const { answer: found, errors: problems } = results[i]!;
+    if (found) {
+      const addable = found.addableReplicas;
+      answers.push({
+        cluster: cluster.key,
+        ...(addable !== undefined ? { addableReplicas: Math.max(0, Math.floor(addable)) } : {}),
+        observedAt: (found.observedAt ?? startedAt.get(cluster.key) ?? now()).toISOString(),
+        reason: found.reason,
+        source: options.source,
+      });
+    }
+    for (const e of problems) errors.push({ cluster: cluster.key, code: e.code, message: e.message });
+  });
+  return { answers, errors };
 }
 
 /**
@@ -162,29 +275,35 @@ export async function observeWorkloadOnEachCluster(
   );
 }
 
-async function observeOne(
+async function observeOne<R extends Problems>(
   cluster: RequestedCluster,
-  options: ObserveEachClusterOptions,
-  observe: (cluster: RequestedCluster, signal: AbortSignal) => Promise<ClusterObservation>,
-): Promise<ClusterObservation> {
+  options: EachClusterOptions,
+  observe: (cluster: RequestedCluster, signal: AbortSignal) => Promise<R>,
+  missing: 'signal' | 'answer',
+): Promise<R> {
   const timeout = new AbortController();
   const timer = setTimeout(
     () =>
       timeout.abort(
-        new McoError('Timeout', `no complete answer within ${options.timeoutMs / 1000} s; signal left missing`, true),
+        new McoError(
+          'Timeout',
+          `no complete answer within ${options.timeoutMs / 1000} s; ${missing} left missing`,
+          true,
+        ),
       ),
     options.timeoutMs,
   );
   const signal = options.abort ? AbortSignal.any([options.abort, timeout.signal]) : timeout.signal;
   try {
     // The race makes the budget hold even for work that ignores `signal`.
-    return await new Promise<ClusterObservation>((resolve, reject) => {
+    return await new Promise<R>((resolve, reject) => {
       signal.addEventListener('abort', () => reject(signal.reason), { once: true });
       observe(cluster, signal).then(resolve, reject);
     });
   } catch (error) {
     const e = timeout.signal.aborted ? (timeout.signal.reason as McoError) : toMcoError(error);
-    return { errors: [{ code: e.code, message: e.message }] };
+    // Every R leaves its other fields optional: errors alone is a result with nothing read.
+    return { errors: [{ code: e.code, message: e.message }] } as Problems as R;
   } finally {
     clearTimeout(timer);
   }

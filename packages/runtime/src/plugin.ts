@@ -1,6 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { Signal } from '@mco/core';
-import type { ClusterProfile, PlacementSpec } from '@mco/core';
+import type { CapacityAnswer, ClusterProfile, PlacementSpec, Signal } from '@mco/core';
 import type { Registry } from 'prom-client';
 import type { z } from 'zod';
 import type { McoErrorCode } from './errors.js';
@@ -22,15 +21,15 @@ export interface PluginDeps extends BasePluginDeps {
 }
 
 /**
- * What a capacity-signal source is given: the hub as a `KubeConnection`, so
- * that the controller, which runs the sources, never loads a Kubernetes client
- * library (docs/performance.md).
+ * What a capacity-signal source or a capacity source is given: the hub as a
+ * `KubeConnection`, so that the controller, which runs the sources, never loads
+ * a Kubernetes client library (docs/performance.md).
  */
 export interface SignalSourceDeps extends BasePluginDeps {
   readonly hub: KubeConnection;
 }
 
-export type PluginKind = 'inventory' | 'signals';
+export type PluginKind = 'inventory' | 'signals' | 'capacity';
 
 /**
  * What a provider package exports (docs/writing-a-provider.md): a name, a zod
@@ -96,6 +95,44 @@ export interface CapacitySignalSource {
 }
 
 /**
+ * What a capacity source is asked about: one autoscaling placement, its
+ * scale-out candidates and the clusters it is placed on.
+ */
+export interface CapacityRequest {
+  readonly placement: SignalRequest['placement'];
+  /** The scale-out candidates, in the engine's order, with their ClusterProfiles: answer for these. */
+  readonly clusters: SignalRequest['clusters'];
+  /**
+   * The clusters the placement is listed on: where its workload (the
+   * Deployment of `workloadDetails`) already runs, so a source that needs the
+   * pod shape reads the pod template there (`podShapeOf`).
+   */
+  readonly placed: SignalRequest['clusters'];
+}
+
+/** The answer of one `answer` call. */
+export interface CapacityObservation {
+  /** At most one answer per requested cluster; a cluster whose answer failed has none. */
+  readonly answers: readonly CapacityAnswer[];
+  /** One entry per cluster that could not be answered for, in request order. */
+  readonly errors: readonly SignalError[];
+}
+
+/**
+ * Answers, for each scale-out candidate of a placement, how many replicas of
+ * its workload the cluster can add now (`addableReplicas`), or that it does
+ * not know (undefined), with the time of the answer and a reason. Sources
+ * answer; they never decide: the engine only passes over a candidate whose
+ * fresh answer says it cannot add the replicas it needs. A cluster the source
+ * cannot answer for gets no answer and an error; deadlines and `abort` work as
+ * for `CapacitySignalSource.observe` (`answerEachCluster` does both).
+ */
+export interface CapacitySource {
+  answer(request: CapacityRequest, abort?: AbortSignal): Promise<CapacityObservation>;
+  close?(): Promise<void>;
+}
+
+/**
  * Keeps the hub's ClusterProfiles in step with a source of truth. Owns only
  * profiles whose `spec.clusterManager.name` is its own; never prunes from a
  * partial listing.
@@ -111,4 +148,5 @@ export type SignalSourceModule<Config = unknown> = PluginModule<
   CapacitySignalSource,
   SignalSourceDeps
 >;
+export type CapacitySourceModule<Config = unknown> = PluginModule<'capacity', Config, CapacitySource, SignalSourceDeps>;
 export type InventoryProviderModule<Config = unknown> = PluginModule<'inventory', Config, InventoryProvider>;

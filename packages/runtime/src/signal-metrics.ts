@@ -20,35 +20,70 @@ export interface SignalMetrics {
  * use: several sources share one registry, and prom-client refuses a name twice.
  */
 export function signalMetrics(registry: Registry): SignalMetrics {
-  const observations = getOrCreate(
-    registry,
-    'mco_signal_observations_total',
-    () =>
-      new Counter({
-        name: 'mco_signal_observations_total',
-        help: 'Observations of one cluster by a capacity-signal source, by result (ok, partial, failed).',
-        labelNames: ['source', 'cluster', 'result'] as const,
-        registers: [registry],
-      }),
-  );
-  const errors = getOrCreate(
-    registry,
-    'mco_signal_errors_total',
-    () =>
-      new Counter({
-        name: 'mco_signal_errors_total',
-        help: 'Errors that left a capacity signal missing or incomplete, by error code.',
-        labelNames: ['source', 'cluster', 'code'] as const,
-        registers: [registry],
-      }),
-  );
+  return sourceMetrics<SignalResult>(registry, {
+    observations: [
+      'mco_signal_observations_total',
+      'Observations of one cluster by a capacity-signal source, by result (ok, partial, failed).',
+    ],
+    errors: ['mco_signal_errors_total', 'Errors that left a capacity signal missing or incomplete, by error code.'],
+    duration: ['mco_signal_observation_duration_seconds', 'Time to observe one cluster, credentials included.'],
+  });
+}
+
+/** How one cluster's capacity answer ended: a number of replicas, unknown, or no answer. */
+export type CapacityResult = 'known' | 'unknown' | 'failed';
+
+/** The metrics every capacity source records (`answerEachCluster` records them). */
+export interface CapacityMetrics {
+  /** `mco_capacity_answers_total{source, cluster, result}`. */
+  readonly observations: Counter<'source' | 'cluster' | 'result'>;
+  /** `mco_capacity_errors_total{source, cluster, code}`: one per error reported. */
+  readonly errors: Counter<'source' | 'cluster' | 'code'>;
+  /** `mco_capacity_answer_duration_seconds{source}`: one cluster's answer, end to end. */
+  readonly duration: Histogram<'source'>;
+  record(
+    source: string,
+    cluster: string,
+    result: CapacityResult,
+    seconds: number,
+    codes: readonly McoErrorCode[],
+  ): void;
+}
+
+/** Returns the capacity-source metrics registered in `registry`, registering them on first use. */
+export function capacityMetrics(registry: Registry): CapacityMetrics {
+  return sourceMetrics<CapacityResult>(registry, {
+    observations: [
+      'mco_capacity_answers_total',
+      'Answers about one cluster by a capacity source, by result (known, unknown, failed).',
+    ],
+    errors: ['mco_capacity_errors_total', 'Errors that left a capacity answer missing, by error code.'],
+    duration: ['mco_capacity_answer_duration_seconds', 'Time to answer for one cluster, credentials included.'],
+  });
+}
+
+type Named = readonly [name: string, help: string];
+
+function sourceMetrics<Result extends string>(
+  registry: Registry,
+  names: { observations: Named; errors: Named; duration: Named },
+) {
+  const counter = ([name, help]: Named, label: 'result' | 'code') =>
+    getOrCreate(
+      registry,
+      name,
+      () => new Counter({ name, help, labelNames: ['source', 'cluster', label] as const, registers: [registry] }),
+    );
+  const observations = counter(names.observations, 'result') as Counter<'source' | 'cluster' | 'result'>;
+  const errors = counter(names.errors, 'code') as Counter<'source' | 'cluster' | 'code'>;
+  const [name, help] = names.duration;
   const duration = getOrCreate(
     registry,
-    'mco_signal_observation_duration_seconds',
+    name,
     () =>
       new Histogram({
-        name: 'mco_signal_observation_duration_seconds',
-        help: 'Time to observe one cluster, credentials included.',
+        name,
+        help,
         labelNames: ['source'] as const,
         buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
         registers: [registry],
@@ -58,7 +93,7 @@ export function signalMetrics(registry: Registry): SignalMetrics {
     observations,
     errors,
     duration,
-    record(source, cluster, result, seconds, codes) {
+    record(source: string, cluster: string, result: Result, seconds: number, codes: readonly McoErrorCode[]) {
       observations.inc({ source, cluster, result });
       for (const code of codes) errors.inc({ source, cluster, code });
       duration.observe({ source }, seconds);

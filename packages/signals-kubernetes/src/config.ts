@@ -26,29 +26,36 @@ function isDnsLabel(s: string): boolean {
   return [...s].every(isDnsChar);
 }
 
+/** How the sources reach member clusters: the fields the `kubernetes` and `karpenter` sources share. */
+const MEMBER_ACCESS = {
+  providersFile: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Path of the Cluster Inventory API consumer provider file (JSON or YAML).'),
+  providers: ProviderFileSchema.shape.providers.optional().describe('The providers inline, instead of providersFile.'),
+  kubeconfigSecrets: ProviderFileSchema.shape.kubeconfigSecrets.describe(
+    "Servers, proxies and TLS settings a ClusterProfile's kubeconfig Secret may use (default: the provider file's).",
+  ),
+  qps: z.number().positive().max(1000).default(5).describe("Requests per second to each member cluster's API."),
+  burst: z.number().int().min(1).max(1000).default(10).describe('Burst of requests to each member cluster.'),
+  timeoutSeconds: z
+    .number()
+    .positive()
+    .max(300)
+    .default(5)
+    .describe("Budget of one cluster's observation; past it that cluster's signal is missing."),
+  concurrency: z.number().int().min(1).max(256).default(8).describe('Member clusters observed at the same time.'),
+};
+
+const oneProviderSource = (c: { providersFile?: string | undefined; providers?: unknown }) =>
+  !(c.providersFile && c.providers);
+const ONE_PROVIDER_SOURCE = { message: 'set providersFile or providers, not both', path: ['providers'] };
+
 /** Configuration of the `kubernetes` signal source (docs/signals.md). */
 export const KubernetesSignalsConfigSchema = z
   .object({
-    providersFile: z
-      .string()
-      .min(1)
-      .optional()
-      .describe('Path of the Cluster Inventory API consumer provider file (JSON or YAML).'),
-    providers: ProviderFileSchema.shape.providers
-      .optional()
-      .describe('The providers inline, instead of providersFile.'),
-    kubeconfigSecrets: ProviderFileSchema.shape.kubeconfigSecrets.describe(
-      "Servers, proxies and TLS settings a ClusterProfile's kubeconfig Secret may use (default: the provider file's).",
-    ),
-    qps: z.number().positive().max(1000).default(5).describe("Requests per second to each member cluster's API."),
-    burst: z.number().int().min(1).max(1000).default(10).describe('Burst of requests to each member cluster.'),
-    timeoutSeconds: z
-      .number()
-      .positive()
-      .max(300)
-      .default(5)
-      .describe("Budget of one cluster's observation; past it that cluster's signal is missing."),
-    concurrency: z.number().int().min(1).max(256).default(8).describe('Member clusters observed at the same time.'),
+    ...MEMBER_ACCESS,
     eventWindowSeconds: z
       .number()
       .int()
@@ -101,8 +108,23 @@ export const KubernetesSignalsConfigSchema = z
       .default(2000)
       .describe('Events listed per reason at most; beyond, failedScaleUp is left unknown.'),
   })
-  .refine((c) => !(c.providersFile && c.providers), {
-    message: 'set providersFile or providers, not both',
-    path: ['providers'],
-  });
+  .refine(oneProviderSource, ONE_PROVIDER_SOURCE);
 export type KubernetesSignalsConfig = z.infer<typeof KubernetesSignalsConfigSchema>;
+
+/** Configuration of the `karpenter` capacity source (docs/signals.md#capacity-sources). */
+export const KarpenterCapacityConfigSchema = z
+  .object({
+    ...MEMBER_ACCESS,
+    timeoutSeconds: MEMBER_ACCESS.timeoutSeconds.describe(
+      "Budget of one cluster's answer (the pod template's read included); past it that answer is missing.",
+    ),
+  })
+  .strict()
+  .refine(oneProviderSource, ONE_PROVIDER_SOURCE);
+export type KarpenterCapacityConfig = z.infer<typeof KarpenterCapacityConfigSchema>;
+
+/** The member-access part of either configuration. */
+export type MemberAccessConfig = Pick<
+  KubernetesSignalsConfig,
+  'providersFile' | 'providers' | 'kubeconfigSecrets' | 'qps' | 'burst'
+>;

@@ -6,8 +6,29 @@ export {
   karpenterVerdict,
   type AutoscalerSetting,
 } from './autoscalers.js';
-export { KubernetesSignalsConfigSchema, type KubernetesSignalsConfig } from './config.js';
-export { kubernetesSignalsModule } from './module.js';
+export {
+  KarpenterCapacityConfigSchema,
+  KubernetesSignalsConfigSchema,
+  type KarpenterCapacityConfig,
+  type KubernetesSignalsConfig,
+} from './config.js';
+export { clusterPropertyCapacityModule, karpenterCapacityModule, kubernetesSignalsModule } from './module.js';
+export {
+  KARPENTER_SOURCE_NAME,
+  createKarpenterCapacitySource,
+  karpenterCapacity,
+  nodePoolRoom,
+  refusal,
+  type KarpenterCapacitySourceOptions,
+  type NodePool,
+} from './capacity-karpenter.js';
+export {
+  ClusterPropertyCapacityConfigSchema,
+  PROPERTY_SOURCE_NAME,
+  createClusterPropertyCapacitySource,
+  type ClusterPropertyCapacityConfig,
+  type ClusterPropertyCapacitySourceOptions,
+} from './capacity-property.js';
 export {
   SOURCE_NAME,
   createKubernetesSignalSource,

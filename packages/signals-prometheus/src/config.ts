@@ -1,4 +1,5 @@
 import { ExecConfigSchema } from '@mco/cluster-access';
+import { parseQuantity } from '@mco/core';
 import { z } from 'zod';
 
 /** The GCE/GKE metadata server's token endpoint (workload identity or the node's service account). */
@@ -63,21 +64,24 @@ function unknownVariables(template: string, known: (name: string) => boolean): s
   return [...template.matchAll(VARIABLE)].map((m) => m[1]!).filter((v) => !known(v));
 }
 
+/** A refinement that reports the `${...}` variables of a query outside `known`. */
+const onlyVariables = (known: readonly string[]) => (q: string | null | undefined, ctx: z.RefinementCtx) => {
+  const bad = q ? unknownVariables(q, (v) => known.includes(v)) : [];
+  if (bad.length) {
+    ctx.addIssue({
+      code: 'custom',
+      message: `unknown variable ${bad.map((b) => `\${${b}}`).join(', ')}; known: ${known.map((v) => `\${${v}}`).join(', ')}`,
+    });
+  }
+};
+
 const query = (name: QueryName) =>
   z
     .string()
     .max(16_384)
     .nullable()
     .optional()
-    .superRefine((q, ctx) => {
-      const bad = q ? unknownVariables(q, (v) => (QUERY_VARIABLES as readonly string[]).includes(v)) : [];
-      if (bad.length) {
-        ctx.addIssue({
-          code: 'custom',
-          message: `unknown variable ${bad.map((b) => `\${${b}}`).join(', ')}; known: ${QUERY_VARIABLES.map((v) => `\${${v}}`).join(', ')}`,
-        });
-      }
-    })
+    .superRefine(onlyVariables(QUERY_VARIABLES))
     .describe(`PromQL for ${name}; null turns it off.`);
 
 const CLUSTER_VALUE = /^(name|namespace|(label|annotation|property):.+)$/;
@@ -100,55 +104,79 @@ export const AuthSchema = z
   .refine((a) => Object.values(a).filter((v) => v !== undefined).length <= 1, 'set at most one kind of auth');
 export type PrometheusAuth = z.infer<typeof AuthSchema>;
 
+/** Where and how a Prometheus source queries: the fields the signal and the capacity sources share. */
+const CONNECTION = {
+  url: z.url().optional().describe('Base URL of one Prometheus-compatible API for every cluster.'),
+  metricsEndpointAnnotation: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      `Read each cluster's query API URL from this ClusterProfile annotation (GKE: ${GKE_METRICS_ENDPOINT_ANNOTATION}).`,
+    ),
+  allowedEndpointPrefixes: z
+    .array(
+      z.url().refine((u) => u.endsWith('/'), 'must end with "/" (else https://host matches https://host.evil.example)'),
+    )
+    .min(1)
+    .max(64)
+    .default([GOOGLE_MONITORING_PREFIX])
+    .describe(
+      'With metricsEndpointAnnotation: the URL prefixes an annotation may point at. Whoever can write a ClusterProfile sets the annotation, and the auth header goes there.',
+    ),
+  allowHttpEndpoints: z
+    .boolean()
+    .default(false)
+    .describe('Let allowedEndpointPrefixes hold http:// prefixes (the auth header then crosses the network in clear).'),
+  auth: AuthSchema.optional(),
+  headers: z
+    .record(z.string().regex(/^[A-Za-z0-9-]+$/), z.string())
+    .optional()
+    .describe('Extra request headers, e.g. X-Scope-OrgID for a multi-tenant backend.'),
+  clusterLabels: z
+    .record(
+      z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name'),
+      z.string().superRefine((v, ctx) => {
+        const bad = unknownVariables(v, (x) => CLUSTER_VALUE.test(x));
+        if (bad.length) {
+          ctx.addIssue({
+            code: 'custom',
+            message: `unknown variable ${bad.map((b) => `\${${b}}`).join(', ')}; known: \${name}, \${namespace}, \${label:KEY}, \${annotation:KEY}, \${property:NAME}`,
+          });
+        }
+      }),
+    )
+    .default({ cluster: '${name}' })
+    .describe('Label matchers that select one cluster, as label name -> value template; {} for none.'),
+  timeoutSeconds: z.number().positive().max(300).default(5).describe("Budget of one cluster's queries."),
+  maxResponseBytes: z
+    .number()
+    .int()
+    .min(1024)
+    .max(64 * 1024 * 1024)
+    .default(1024 * 1024),
+  concurrency: z.number().int().min(1).max(256).default(8).describe('Clusters observed at the same time.'),
+};
+
+type Connection = {
+  allowHttpEndpoints: boolean;
+  allowedEndpointPrefixes: string[];
+  url?: string | undefined;
+  metricsEndpointAnnotation?: string | undefined;
+};
+const httpPrefixesAllowed = (c: Connection) =>
+  c.allowHttpEndpoints || c.allowedEndpointPrefixes.every((p) => p.startsWith('https://'));
+const HTTP_PREFIXES = {
+  message: 'an http:// prefix needs allowHttpEndpoints: true',
+  path: ['allowedEndpointPrefixes'],
+};
+const oneEndpoint = (c: Connection) => !!c.url !== !!c.metricsEndpointAnnotation;
+const ONE_ENDPOINT = { message: 'set exactly one of url and metricsEndpointAnnotation', path: ['url'] };
+
 /** Configuration of the `prometheus` signal source (docs/signals.md). */
 export const PrometheusSignalsConfigSchema = z
   .object({
-    url: z.url().optional().describe('Base URL of one Prometheus-compatible API for every cluster.'),
-    metricsEndpointAnnotation: z
-      .string()
-      .min(1)
-      .optional()
-      .describe(
-        `Read each cluster's query API URL from this ClusterProfile annotation (GKE: ${GKE_METRICS_ENDPOINT_ANNOTATION}).`,
-      ),
-    allowedEndpointPrefixes: z
-      .array(
-        z
-          .url()
-          .refine((u) => u.endsWith('/'), 'must end with "/" (else https://host matches https://host.evil.example)'),
-      )
-      .min(1)
-      .max(64)
-      .default([GOOGLE_MONITORING_PREFIX])
-      .describe(
-        'With metricsEndpointAnnotation: the URL prefixes an annotation may point at. Whoever can write a ClusterProfile sets the annotation, and the auth header goes there.',
-      ),
-    allowHttpEndpoints: z
-      .boolean()
-      .default(false)
-      .describe(
-        'Let allowedEndpointPrefixes hold http:// prefixes (the auth header then crosses the network in clear).',
-      ),
-    auth: AuthSchema.optional(),
-    headers: z
-      .record(z.string().regex(/^[A-Za-z0-9-]+$/), z.string())
-      .optional()
-      .describe('Extra request headers, e.g. X-Scope-OrgID for a multi-tenant backend.'),
-    clusterLabels: z
-      .record(
-        z.string().regex(/^[a-zA-Z_][a-zA-Z0-9_]*$/, 'a Prometheus label name'),
-        z.string().superRefine((v, ctx) => {
-          const bad = unknownVariables(v, (x) => CLUSTER_VALUE.test(x));
-          if (bad.length) {
-            ctx.addIssue({
-              code: 'custom',
-              message: `unknown variable ${bad.map((b) => `\${${b}}`).join(', ')}; known: \${name}, \${namespace}, \${label:KEY}, \${annotation:KEY}, \${property:NAME}`,
-            });
-          }
-        }),
-      )
-      .default({ cluster: '${name}' })
-      .describe('Label matchers that select one cluster, as label name -> value template; {} for none.'),
+    ...CONNECTION,
     queries: z
       .object(Object.fromEntries(QUERY_NAMES.map((n) => [n, query(n)])) as Record<QueryName, ReturnType<typeof query>>)
       .strict()
@@ -168,21 +196,32 @@ export const PrometheusSignalsConfigSchema = z
       .max(86_400)
       .default(300)
       .describe('${healthWindow}: unhealthy only when not Available during all of it.'),
-    timeoutSeconds: z.number().positive().max(300).default(5).describe("Budget of one cluster's queries."),
-    maxResponseBytes: z
-      .number()
-      .int()
-      .min(1024)
-      .max(64 * 1024 * 1024)
-      .default(1024 * 1024),
-    concurrency: z.number().int().min(1).max(256).default(8).describe('Clusters observed at the same time.'),
   })
-  .refine((c) => c.allowHttpEndpoints || c.allowedEndpointPrefixes.every((p) => p.startsWith('https://')), {
-    message: 'an http:// prefix needs allowHttpEndpoints: true',
-    path: ['allowedEndpointPrefixes'],
-  })
-  .refine((c) => !!c.url !== !!c.metricsEndpointAnnotation, {
-    message: 'set exactly one of url and metricsEndpointAnnotation',
-    path: ['url'],
-  });
+  .refine(httpPrefixesAllowed, HTTP_PREFIXES)
+  .refine(oneEndpoint, ONE_ENDPOINT);
 export type PrometheusSignalsConfig = z.infer<typeof PrometheusSignalsConfigSchema>;
+
+/** Variables a capacity query may use; `${cluster}` as in the signal queries. */
+export const CAPACITY_QUERY_VARIABLES = ['cluster', 'namespace', 'deployment', 'hpa'] as const;
+
+/** Configuration of the `prometheus` capacity source (docs/signals.md#capacity-sources). */
+export const PrometheusCapacityConfigSchema = z
+  .strictObject({
+    ...CONNECTION,
+    query: z
+      .string()
+      .min(1)
+      .max(16_384)
+      .superRefine(onlyVariables(CAPACITY_QUERY_VARIABLES))
+      .describe(
+        'PromQL returning one number per cluster: the replicas it can add now, or (with perReplica) a spare resource.',
+      ),
+    perReplica: z
+      .string()
+      .refine((q) => (parseQuantity(q)?.numerator ?? 0n) > 0n, 'must be a positive Kubernetes quantity, e.g. 500m')
+      .optional()
+      .describe('The query answers a spare amount of a resource, and one replica takes this much of it.'),
+  })
+  .refine(httpPrefixesAllowed, HTTP_PREFIXES)
+  .refine(oneEndpoint, ONE_ENDPOINT);
+export type PrometheusCapacityConfig = z.infer<typeof PrometheusCapacityConfigSchema>;

@@ -1,5 +1,8 @@
 export {
   AuthSchema,
+  CAPACITY_QUERY_VARIABLES,
+  PrometheusCapacityConfigSchema,
+  type PrometheusCapacityConfig,
   DEFAULT_QUERIES,
   GCE_METADATA_TOKEN_URL,
   GKE_METRICS_ENDPOINT_ANNOTATION,
@@ -12,11 +15,13 @@ export {
 } from './config.js';
 export { createAuth, type Auth, type AuthOptions } from './auth.js';
 export { queryEndpoint, queryInstant, type InstantQueryOptions, type QueryValue } from './prometheus-client.js';
-export { prometheusSignalsModule } from './module.js';
+export { prometheusCapacityModule, prometheusSignalsModule } from './module.js';
+export { createPrometheusCapacitySource, type PrometheusCapacitySourceOptions } from './capacity.js';
 export {
   SOURCE_NAME,
   clusterMatchers,
   createPrometheusSignalSource,
+  endpointFor,
   escapeLabelValue,
   render,
   scalingLimitedReason,

@@ -107,7 +107,7 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
           ...(abort ? { abort } : {}),
         },
         async ({ key, profile }, details, signal): Promise<ClusterObservation> => {
-          const endpoint = endpointFor(profile, key);
+          const endpoint = endpointFor(config, profile, key);
           const variables = {
             cluster: clusterMatchers(profile, config.clusterLabels),
             namespace: escapeLabelValue(details.namespace ?? request.placement.namespace),
@@ -155,30 +155,38 @@ export function createPrometheusSignalSource(options: PrometheusSignalSourceOpti
       return result;
     },
   };
+}
 
-  function endpointFor(profile: ClusterProfile, key: string): string {
-    if (config.url) return queryEndpoint(config.url);
-    const annotation = config.metricsEndpointAnnotation!;
-    const url = profile.metadata.annotations?.[annotation];
-    if (!url) throw new McoError('Invalid', `ClusterProfile ${key} has no annotation ${annotation}`, false);
-    // The annotation is the profile writer's to set, and the auth header (a metadata-server
-    // OAuth token, say) goes where it points: only to the configured prefixes.
-    let parsed: URL;
-    try {
-      parsed = new URL(url);
-    } catch {
-      throw new McoError('Invalid', `ClusterProfile ${key}: annotation ${annotation} is not a URL`, false);
-    }
-    const normalised = parsed.href;
-    if (parsed.username || parsed.password || !config.allowedEndpointPrefixes.some((p) => normalised.startsWith(p))) {
-      throw new McoError(
-        'Invalid',
-        `ClusterProfile ${key}: annotation ${annotation} is not under an allowed endpoint prefix (allowedEndpointPrefixes)`,
-        false,
-      );
-    }
-    return queryEndpoint(normalised);
+/**
+ * The query endpoint for one cluster: the configured URL, or the one its
+ * ClusterProfile annotation names when that is under an allowed prefix.
+ */
+export function endpointFor(
+  config: Pick<PrometheusSignalsConfig, 'url' | 'metricsEndpointAnnotation' | 'allowedEndpointPrefixes'>,
+  profile: ClusterProfile,
+  key: string,
+): string {
+  if (config.url) return queryEndpoint(config.url);
+  const annotation = config.metricsEndpointAnnotation!;
+  const url = profile.metadata.annotations?.[annotation];
+  if (!url) throw new McoError('Invalid', `ClusterProfile ${key} has no annotation ${annotation}`, false);
+  // The annotation is the profile writer's to set, and the auth header (a metadata-server
+  // OAuth token, say) goes where it points: only to the configured prefixes.
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new McoError('Invalid', `ClusterProfile ${key}: annotation ${annotation} is not a URL`, false);
   }
+  const normalised = parsed.href;
+  if (parsed.username || parsed.password || !config.allowedEndpointPrefixes.some((p) => normalised.startsWith(p))) {
+    throw new McoError(
+      'Invalid',
+      `ClusterProfile ${key}: annotation ${annotation} is not under an allowed endpoint prefix (allowedEndpointPrefixes)`,
+      false,
+    );
+  }
+  return queryEndpoint(normalised);
 }
 
 type QueryResult = { name: QueryName; value: QueryValue; error?: { code: McoErrorCode; message: string } };

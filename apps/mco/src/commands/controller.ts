@@ -9,10 +9,17 @@ import {
   SignalSourcesFileSchema,
   startHealthServer,
 } from '@mco/controller';
-import { createLogger, type CapacitySignalSource, type KubeConnection, type Logger } from '@mco/runtime';
+import {
+  createLogger,
+  type CapacitySignalSource,
+  type CapacitySource,
+  type KubeConnection,
+  type Logger,
+} from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { loadHub, parseOrThrow, readDocument, UsageError, type Command, parseFlags } from '../cli.js';
-import { createPlugins } from '../plugins.js';
+import { capacitySources as capacitySourceModules } from '../capacity-sources.js';
+import { createPlugins, withImportedModules } from '../plugins.js';
 import { signalSources as signalSourceModules } from '../signal-sources.js';
 import {
   checkHubAccess,
@@ -44,6 +51,13 @@ Signal sources (--signal-sources <file>, YAML):
       plugin: prometheus         # one of: ${signalSourceModules.map((m) => m.name).join(', ') || 'none'}
       config: {...}              # the plugin's own configuration
       placementNamespaces: [team-a]  # required: whose placements may use it; ['*']: all
+  capacitySources:               # asked about the next scale-out candidates
+    - name: nodepools
+      plugin: karpenter          # one of: ${capacitySourceModules.map((m) => m.name).join(', ')}
+                                 # or module: a package or ./path/to/index.js
+      config: {...}
+      placementNamespaces: ['*']
+  capacityCandidates: 3          # candidates asked about per placement
 
 Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
   async run(argv, io) {
@@ -80,6 +94,9 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
       signalSources: sources.byName,
       defaultSignalSource: sources.defaultSource,
       signalSourceNamespaces: sources.namespaces,
+      capacitySources: sources.capacity.byName,
+      capacitySourceNamespaces: sources.capacity.namespaces,
+      capacityCandidates: sources.capacity.candidates,
       allowCrossNamespaceWorkloads: config.allowCrossNamespaceWorkloads,
       clusterProfileNamespaces: config.clusterProfileNamespaces,
       signalPollIntervalMs: config.signalPollIntervalMs,
@@ -112,6 +129,7 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
         : 'off',
       signalSources: [...sources.byName.keys()],
       defaultSignalSource: sources.defaultSource ?? null,
+      capacitySources: [...sources.capacity.byName.keys()],
     });
     controller.start();
 
@@ -122,7 +140,9 @@ Exit codes: 0 stopped by a signal, 1 failed, 2 bad usage or configuration.`,
     stopping = true;
     logger.info('stopping', { signal });
     await controller.stop();
-    await Promise.all([...sources.byName.values()].map((s) => s.close?.().catch(() => undefined)));
+    await Promise.all(
+      [...sources.byName.values(), ...sources.capacity.byName.values()].map((s) => s.close?.().catch(() => undefined)),
+    );
     await server.close();
     return 0;
   },
@@ -161,7 +181,7 @@ export function controllerConfigFromArgs(
   return parsed.value;
 }
 
-/** Creates the named signal sources of the --signal-sources file with the registered plugins. */
+/** Creates the named signal and capacity sources of the --signal-sources file with the registered plugins. */
 export async function createSignalSources(
   file: string | undefined,
   hub: KubeConnection,
@@ -171,23 +191,63 @@ export async function createSignalSources(
   byName: Map<string, CapacitySignalSource>;
   defaultSource: string | undefined;
   namespaces: Map<string, readonly string[]>;
+  capacity: { byName: Map<string, CapacitySource>; namespaces: Map<string, readonly string[]>; candidates: number };
 }> {
-  if (!file) return { byName: new Map(), defaultSource: undefined, namespaces: new Map() };
+  if (!file) {
+    return {
+      byName: new Map(),
+      defaultSource: undefined,
+      namespaces: new Map(),
+      capacity: { byName: new Map(), namespaces: new Map(), candidates: 0 },
+    };
+  }
   const document = parseOrThrow(SignalSourcesFileSchema, await readDocument(file), `signal sources file ${file}`);
+  const deps = (kind: string) => (entry: { name: string }) => ({
+    logger: logger.child({ [kind]: entry.name }),
+    hub,
+    metrics,
+    now: () => new Date(),
+  });
   const byName: Map<string, CapacitySignalSource> = createPlugins(
     signalSourceModules,
     document.sources,
     (index) => `${file}: sources[${index}]`,
-    (entry) => ({ logger: logger.child({ signalSource: entry.name }), hub, metrics, now: () => new Date() }),
+    deps('signalSource'),
   );
   if (document.defaultSource !== undefined && !byName.has(document.defaultSource)) {
     throw new UsageError(`${file}: defaultSource "${document.defaultSource}" is not among the sources`);
   }
-  // A source absent from the map serves every namespace: that is what ['*'] says.
-  const namespaces = new Map(
-    document.sources.flatMap((s) =>
-      s.placementNamespaces[0] === '*' ? [] : [[s.name, s.placementNamespaces] as const],
-    ),
+  const capacityAt = (index: number) => `${file}: capacitySources[${index}]`;
+  const capacity = await withImportedModules(
+    'capacity',
+    capacitySourceModules,
+    document.capacitySources,
+    file,
+    capacityAt,
   );
-  return { byName, defaultSource: document.defaultSource, namespaces };
+  const capacityByName: Map<string, CapacitySource> = createPlugins(
+    capacity.modules,
+    capacity.entries,
+    capacityAt,
+    deps('capacitySource'),
+  );
+  return {
+    byName,
+    defaultSource: document.defaultSource,
+    namespaces: namespacesOf(document.sources),
+    capacity: {
+      byName: capacityByName,
+      namespaces: namespacesOf(document.capacitySources),
+      candidates: document.capacityCandidates,
+    },
+  };
+}
+
+/** Who may use each source; a source absent from the map serves every namespace: that is what ['*'] says. */
+function namespacesOf(
+  sources: readonly { name: string; placementNamespaces: readonly string[] }[],
+): Map<string, readonly string[]> {
+  return new Map(
+    sources.flatMap((s) => (s.placementNamespaces[0] === '*' ? [] : [[s.name, s.placementNamespaces] as const])),
+  );
 }

@@ -1,7 +1,6 @@
-import { dirname, resolve } from 'node:path';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { startHealthServer } from '@mco/controller';
-import { createLogger, type InventoryProvider, type InventoryProviderModule, type Logger } from '@mco/runtime';
+import { createLogger, type InventoryProvider, type Logger } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
 import {
@@ -17,7 +16,7 @@ import {
 import { loadKubeConfig } from '../client-node-hub.js';
 import { assertUniqueOwnership } from '../ownership.js';
 import { inventoryProviders } from '../inventory-providers.js';
-import { createPlugins, importPluginModule, type PluginEntry } from '../plugins.js';
+import { createPlugins, withImportedModules } from '../plugins.js';
 
 export const InventoryFileSchema = z.strictObject({
   providers: z
@@ -53,24 +52,13 @@ export async function loadInventoryProviders(
 ): Promise<Map<string, InventoryProvider>> {
   const { kubeConfig, logger, registry } = deps;
   const document = parseOrThrow(InventoryFileSchema, await readDocument(file), `inventory providers file ${file}`);
-  const modules = [...inventoryProviders];
-  const entries: PluginEntry[] = [];
-  for (const [index, entry] of document.providers.entries()) {
-    if (entry.plugin !== undefined) {
-      entries.push({ name: entry.name, plugin: entry.plugin, config: entry.config });
-      continue;
-    }
-    const at = `${file}: providers[${index}].module`;
-    const module = await importPluginModule('inventory', entry.module!, dirname(resolve(file)), at);
-    const same = modules.find((m) => m.name === module.name);
-    if (same && same !== module) {
-      throw new UsageError(
-        `${at}: "${entry.module}" is named "${module.name}", the name of another inventory provider; rename one (its name export)`,
-      );
-    }
-    if (!same) modules.push(module as InventoryProviderModule<unknown>);
-    entries.push({ name: entry.name, plugin: module.name, config: entry.config });
-  }
+  const { modules, entries } = await withImportedModules(
+    'inventory',
+    inventoryProviders,
+    document.providers,
+    file,
+    (index) => `${file}: providers[${index}]`,
+  );
   const providers = createPlugins(
     modules,
     entries,
