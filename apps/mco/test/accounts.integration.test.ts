@@ -21,6 +21,7 @@ import {
   type ControlPlane,
 } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { ALL_ON } from './chart-values.js';
 
 vi.setConfig({ testTimeout: 180_000 });
 
@@ -30,28 +31,6 @@ const MKCP_CRD = fileURLToPath(
 );
 const LOCK_NAMESPACE = 'kube-system';
 const VERBS = ['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection'];
-const ALL_ON: Record<string, string> = {
-  'argocd.plugin.enabled': 'true',
-  'argocd.plugin.existingSecret': 'mco-plugin-token',
-  'argocd.refreshApplicationSets.enabled': 'true',
-  'argocd.clusterSecretSync.enabled': 'true',
-  'argocd.clusterSecretSync.providers[0].name': 'google',
-  'argocd.clusterSecretSync.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
-  'argocd.clusterSecretSync.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
-  'argocd.clusterSecretSync.providers[0].allowedServers[0]': 'https://connectgateway.googleapis.com/v1/projects/1/',
-  'flux.enabled': 'true',
-  'flux.inputProviders': 'true',
-  'flux.providers[0].name': 'google',
-  'flux.providers[0].execConfig.apiVersion': 'client.authentication.k8s.io/v1',
-  'flux.providers[0].execConfig.command': 'gke-gcloud-auth-plugin',
-  'flux.providers[0].allowedServers[0]': 'https://connectgateway.googleapis.com/v1/projects/1/',
-  'configsync.enabled': 'true',
-  'dashboard.enabled': 'true',
-  'inventory.enabled': 'true',
-  'inventory.providers[0].name': 'lab',
-  'inventory.providers[0].plugin': 'manual',
-  'inventory.providers[0].config.file': '/etc/mco-inventory/clusters.yaml',
-};
 const KINDS = [
   'ServiceAccount',
   'ClusterRole',

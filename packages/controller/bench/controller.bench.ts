@@ -7,9 +7,19 @@
 // tsup and run by plain node, as in production) so that its RSS and event
 // loop are its own; this process makes the fleet and observes the statuses
 // through a watch of its own. BENCH_NODE_OPTIONS passes V8 flags to it.
+//
+// The API server runs with API Priority and Fairness and the chart's FlowSchema
+// and PriorityLevelConfiguration, as a hub with the chart does. Its write
+// ceiling (the floor's denominator) is measured with no controller running,
+// after the cold start and again after the label changes: as many loops as the
+// controller's workers x replicas, as the controller's account, PUT the statuses
+// a label change writes (those of region-and-tier placements), in windows of
+// BENCH_CEILING_SECONDS until the last three agree within 10%. The last line
+// is the run's row: floor, p50/p99, p99 / floor, start-up / its floor, restart,
+// peak RSS per replica, cores.
 import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import {
@@ -27,16 +37,21 @@ import {
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { summarize } from '@mco/testkit';
 import type { DecisionTrace, ReconcileTrace } from '../src/index.js';
-import { Fleet, startHub } from '../test/support.js';
+import { Fleet, renderChart, startHub } from '../test/support.js';
 import { controlPlaneCpu } from './control-plane-cpu.js';
 import { REPLICAS, startReplicas } from './replicas.js';
 
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 1000);
 const PLACEMENT_COUNT = Number(process.env.BENCH_PLACEMENTS ?? 1000);
 const LABEL_CHANGES = Number(process.env.BENCH_LABEL_CHANGES ?? 20);
-/** The controller's workers (the chart's default); the write-ceiling loop uses as many. */
+/** The controller's workers (the chart's default); the write-ceiling loops are as many, times the replicas. */
 const WORKERS = Number(process.env.BENCH_WORKERS ?? 4);
-const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 10);
+const CEILING_SECONDS = Number(process.env.BENCH_CEILING_SECONDS ?? 5);
+/** A ceiling's windows: until the last three agree within CEILING_AGREEMENT, at most CEILING_WINDOWS. */
+const CEILING_AGREEMENT = 0.1;
+const CEILING_WINDOWS = 12;
+/** Region-and-tier placements the ceiling writes (their statuses are restored after). */
+const CEILING_PLACEMENTS = 200;
 const NAMESPACES = 10;
 const REGIONS = 10;
 const TIERS = 3;
@@ -178,18 +193,17 @@ const isDecided = (p: KubeObject | undefined) =>
   (p.status as { observedGeneration?: number } | undefined)?.observedGeneration === p.metadata?.generation;
 
 /**
- * The API server's own write ceiling on this machine: `concurrency` loops
- * (as many as the controller's workers) that do nothing but the controller's
- * status write (PUT to /status with the resourceVersion, the same objects),
- * each changing one condition message so that every write reaches etcd.
+ * One window of the API server's write ceiling: `concurrency` loops that do
+ * nothing but the controller's status write (PUT to /status with the
+ * resourceVersion, the same objects), each changing one condition message so
+ * that every write reaches etcd. `latest` holds each object as last written.
  */
 async function writeCeiling(
   client: KubeClient,
-  placements: readonly KubeObject[],
+  latest: Map<string, KubeObject>,
   concurrency: number,
   seconds: number,
 ): Promise<{ writes: number; errors: number; perSecond: number; latency: number[] }> {
-  const latest = new Map(placements.map((p) => [objectKey(p), p]));
   const keys = [...latest.keys()];
   const latency: number[] = [];
   let writes = 0;
@@ -204,10 +218,12 @@ async function writeCeiling(
         const placement = latest.get(key)!;
         const status = placement.status as { conditions?: { message?: string }[] };
         const conditions = (status.conditions ?? []).map((c, i) => (i === 0 ? { ...c, message: `probe ${next}` } : c));
-        const path = `${objectPath(PLACEMENTS, placement.metadata!.namespace!, placement.metadata!.name!)}/status`;
         const sent = performance.now();
         try {
-          latest.set(key, await client.replace(path, { ...placement, status: { ...status, conditions } }));
+          latest.set(
+            key,
+            await client.replace(statusPath(placement), { ...placement, status: { ...status, conditions } }),
+          );
           latency.push(performance.now() - sent);
           writes++;
         } catch {
@@ -219,12 +235,55 @@ async function writeCeiling(
   return { writes, errors, perSecond: writes / ((performance.now() - started) / 1000), latency };
 }
 
+const statusPath = (p: KubeObject) => `${objectPath(PLACEMENTS, p.metadata!.namespace!, p.metadata!.name!)}/status`;
+
+interface Ceiling {
+  perSecond: number;
+  windows: number[];
+  steady: boolean;
+}
+
+/**
+ * The ceiling for the statuses of `placements`, in windows until the last three
+ * agree within CEILING_AGREEMENT; then their statuses are put back as they were
+ * (so that a controller started after finds nothing to change).
+ */
+async function steadyCeiling(client: KubeClient, placements: readonly KubeObject[], concurrency: number) {
+  const latest = new Map(placements.map((p) => [objectKey(p), p]));
+  const windows: number[] = [];
+  const latency: number[] = [];
+  let errors = 0;
+  let steady = false;
+  while (!steady && windows.length < CEILING_WINDOWS) {
+    const window = await writeCeiling(client, latest, concurrency, CEILING_SECONDS);
+    windows.push(window.perSecond);
+    latency.push(...window.latency);
+    errors += window.errors;
+    const last = windows.slice(-3);
+    steady = last.length === 3 && Math.max(...last) <= Math.min(...last) * (1 + CEILING_AGREEMENT);
+  }
+  for (const original of placements) {
+    const current = latest.get(objectKey(original))!;
+    await client.replace(statusPath(current), { ...current, status: original.status });
+  }
+  const last = windows.slice(-3);
+  const ceiling: Ceiling = { perSecond: last.reduce((a, b) => a + b, 0) / last.length, windows, steady };
+  const at = summarize('ceiling write latency', latency);
+  console.log(
+    `  ${windows.map((w) => w.toFixed(0)).join(', ')} writes/s in ${CEILING_SECONDS} s windows: ${ceiling.perSecond.toFixed(0)}/s${steady ? '' : ` (NOT STEADY: the last three differ by more than ${CEILING_AGREEMENT * 100}%)`} (${errors} errors; latency p50 ${ms(at.p50)}, p99 ${ms(at.p99)}); load average ${load()}`,
+  );
+  return ceiling;
+}
+
 async function main() {
   console.log(
     `controller benchmark: ${PROFILES} ClusterProfiles x ${PLACEMENT_COUNT} placements, ${WORKERS} workers${REPLICAS > 1 ? `, ${REPLICAS} replicas (memory figures: the largest replica)` : ''}; load average ${load()}`,
   );
   const setupStart = performance.now();
-  const hub = await startHub();
+  const hub = await startHub({ extraApiserverFlags: ['--enable-priority-and-fairness=true'] });
+  await hub.plane.hub.apply(
+    renderChart().filter((o) => o.kind === 'FlowSchema' || o.kind === 'PriorityLevelConfiguration'),
+  );
   const fleet = new Fleet(hub);
   // mco's client (one keep-alive agent) makes the fleet: client-node opens a TLS connection per request.
   const admin = kubeClientFromKubeConfig(hub.admin);
@@ -269,7 +328,7 @@ async function main() {
     // 1. Cold start to every placement decided (status and PlacementDecisions written).
     const started = performance.now();
     const planeAtStart = planeCpu();
-    const first = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
+    let first = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
     let stats = await first.call<Stats>('stats');
     while (!stats.synced) stats = await first.call<Stats>('stats');
     const syncedMs = performance.now() - started;
@@ -297,7 +356,38 @@ async function main() {
       `  ${coldRate.toFixed(0)} writes/s after the sync; CPU: controller ${s1(stats.cpuMs)}, kube-apiserver ${s1(planeAtDecided.apiserver - planeAtStart.apiserver)}, etcd ${s1(planeAtDecided.etcd - planeAtStart.etcd)} (wall ${s1(allWrittenMs)})`,
     );
 
-    // 2. Event-to-status latency: one ClusterProfile changes tier; each
+    const coldPeakRss = stats.peakRss;
+    await first.call('stop');
+    first.child.kill();
+
+    // 2. The API server's write ceiling, with no controller running: the statuses a label change writes.
+    const client = new KubeClient(loadKubeConfig({ path: kubeconfig }));
+    const concurrency = WORKERS * REPLICAS;
+    const moving = Array.from({ length: PLACEMENT_COUNT }, (_, i) => i)
+      .filter((i) => i % 5 <= 1)
+      .slice(0, CEILING_PLACEMENTS)
+      .map((i) => watcher.get(placementKey(i))!);
+    console.log(
+      `API server write ceiling before the label changes (${concurrency} concurrent status PUTs as the controller's account, ${moving.length} region-and-tier statuses of ${(JSON.stringify(moving[0]?.status).length / 1024).toFixed(1)} KB):`,
+    );
+    const ceilingBefore = await steadyCeiling(client, moving, concurrency);
+
+    // 3. Restart with nothing changed (the ceiling put every status back as it was).
+    const restartAt = performance.now();
+    first = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
+    stats = await first.call<Stats>('stats');
+    while (!stats.synced || stats.reconciles < PLACEMENT_COUNT || stats.queue > 0 || stats.deferred > 0) {
+      await sleep(100);
+      stats = await first.call<Stats>('stats');
+    }
+    const restartMs = performance.now() - restartAt;
+    await sleep(1000);
+    stats = await first.call<Stats>('stats');
+    console.log(
+      `restart with nothing changed: all reconciled after ${ms(restartMs)}; writes ${stats.statusWrites} status, ${stats.decisionWrites} PlacementDecision, ${stats.events} Events; ${stats.reconciles} reconciles (${stats.conflicts} conflicts); peak RSS ${mib(stats.peakRss)}`,
+    );
+
+    // 4. Event-to-status latency: one ClusterProfile changes tier; each
     //    placement selecting its region and old or new tier must follow.
     const latencies: number[] = [];
     let onPlacement: ((key: string) => void) | undefined;
@@ -305,6 +395,8 @@ async function main() {
     // How many placements each change must move (the profile's region decides: not every region has
     // region-and-tier placements), so that the latency percentiles can be read against it.
     const touched: number[] = [];
+    /** Per change that moved placements: how many, and when its last status came (ms after the change). */
+    const lastOf: { moved: number; ms: number }[] = [];
     const labelStart = performance.now();
     const before = { stats, plane: planeCpu() };
     await first.call('trace');
@@ -342,6 +434,7 @@ async function main() {
       for (const placement of expected.keys()) followed(placement);
       if (expected.size === 0) allFollowed();
       await done;
+      if (expected.size > 0) lastOf.push({ moved: expected.size, ms: performance.now() - sent });
       onPlacement = undefined;
       await sleep(200);
     }
@@ -398,7 +491,7 @@ async function main() {
       );
     }
 
-    // 3. Full resync with nothing to change.
+    // 5. Full resync with nothing to change.
     const resync = await first.call<{
       ms: number;
       placements: number;
@@ -417,39 +510,40 @@ async function main() {
     );
     if (memory.liveHeap !== undefined)
       console.log(`  after a full GC: heap used ${mib(memory.liveHeap)} (the live set), RSS ${mib(memory.rss)}`);
+    const peakRss = Math.max(coldPeakRss, stats.peakRss);
     await first.call('stop');
     first.child.kill();
 
-    // 4. Restart with nothing changed.
-    const restartAt = performance.now();
-    const second = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
-    stats = await second.call<Stats>('stats');
-    while (!stats.synced || stats.reconciles < PLACEMENT_COUNT || stats.queue > 0 || stats.deferred > 0) {
-      await sleep(100);
-      stats = await second.call<Stats>('stats');
-    }
-    await sleep(1000);
-    stats = await second.call<Stats>('stats');
-    console.log(
-      `restart with nothing changed: all reconciled after ${ms(performance.now() - restartAt)}; writes ${stats.statusWrites} status, ${stats.decisionWrites} PlacementDecision, ${stats.events} Events; ${stats.reconciles} reconciles (${stats.conflicts} conflicts); peak RSS ${mib(stats.peakRss)}`,
+    // 6. The ceiling again, after the label changes; the run's ceiling is the mean of the two.
+    console.log('API server write ceiling after the label changes:');
+    const ceilingAfter = await steadyCeiling(
+      client,
+      moving.map((p) => watcher.get(objectKey(p))!),
+      concurrency,
     );
-    await second.call('stop');
-    second.child.kill();
-
-    // 5. The API server's write ceiling, with no controller running.
-    const client = new KubeClient(loadKubeConfig({ path: kubeconfig }));
-    try {
-      const ceiling = await writeCeiling(client, watcher.list(), WORKERS, CEILING_SECONDS);
-      const at = summarize('ceiling write latency', ceiling.latency);
-      console.log(
-        `API server write ceiling (${WORKERS} concurrent status PUTs, ${CEILING_SECONDS} s): ${ceiling.perSecond.toFixed(0)} writes/s (${ceiling.errors} errors; latency p50 ${ms(at.p50)}, p99 ${ms(at.p99)})`,
-      );
-      console.log(
-        `  mco's write rate as a share of it: cold start ${((coldRate / ceiling.perSecond) * 100).toFixed(0)}%, label changes ${((labelWrites / (labelMs / 1000) / ceiling.perSecond) * 100).toFixed(0)}%`,
-      );
-    } finally {
-      client.close();
-    }
+    client.close();
+    const ceiling = (ceilingBefore.perSecond + ceilingAfter.perSecond) / 2;
+    const moved = Math.max(...lastOf.map((c) => c.moved));
+    const floorMs = (moved / ceiling) * 1000;
+    const startupFloorMs = (PLACEMENT_COUNT / ceiling) * 1000;
+    // A change whose last status came sooner than its own floor was written faster than the ceiling: the ceiling is wrong.
+    const faster = lastOf.filter((c) => c.ms < (c.moved / ceiling) * 1000).length;
+    const flags = [
+      ...(ceilingBefore.steady && ceilingAfter.steady ? [] : ['ceiling not steady']),
+      ...(Math.abs(ceilingBefore.perSecond - ceilingAfter.perSecond) > CEILING_AGREEMENT * ceiling
+        ? [`ceiling moved ${ceilingBefore.perSecond.toFixed(0)} -> ${ceilingAfter.perSecond.toFixed(0)}/s`]
+        : []),
+      ...(faster > 0 ? [`${faster} of ${lastOf.length} changes written faster than the ceiling: NOT COUNTED`] : []),
+    ];
+    console.log(
+      `  ceiling ${ceiling.toFixed(0)} writes/s (before ${ceilingBefore.perSecond.toFixed(0)}, after ${ceilingAfter.perSecond.toFixed(0)}); mco's write rate as a share of it: cold start ${((coldRate / ceiling) * 100).toFixed(0)}%, label changes ${((labelWrites / (labelMs / 1000) / ceiling) * 100).toFixed(0)}%`,
+    );
+    console.log(
+      '| fleet | replicas x workers | ceiling (before / after) | floor | p50 / p99 | p99 / floor | start-up / (placements / ceiling) | restart | peak RSS per replica | cores (load average) | flags |',
+    );
+    console.log(
+      `| ${PROFILES} x ${PLACEMENT_COUNT} | ${REPLICAS} x ${WORKERS} | ${ceiling.toFixed(0)}/s (${ceilingBefore.perSecond.toFixed(0)} / ${ceilingAfter.perSecond.toFixed(0)}) | ${s1(floorMs)} (${moved} / ${ceiling.toFixed(0)}) | ${s1(change.p50)} / ${s1(change.p99)} | ${(change.p99 / floorMs).toFixed(2)} | ${s1(decidedMs)} / ${s1(startupFloorMs)} = ${(decidedMs / startupFloorMs).toFixed(2)} | ${s1(restartMs)} | ${mib(peakRss)} | ${availableParallelism()} (${load()}) | ${flags.join('; ') || 'none'} |`,
+    );
     console.log(`load average at the end: ${load()}`);
   } finally {
     await watcher.stop();
