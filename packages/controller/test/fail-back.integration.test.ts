@@ -14,6 +14,7 @@ interface ListedCluster {
   reason?: string;
   message?: string;
   belowCeilingSince?: string;
+  desiredMinReplicas?: number;
   draining?: { desiredMaxReplicas?: number; lastReplicaCountDecrease?: string };
 }
 
@@ -105,12 +106,27 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
     expect(lastDecrease - Date.parse(since)).toBeGreaterThanOrEqual(WINDOW * 1000);
     expect(failedBack[0]).toMatchObject({ state: 'ACTIVE', belowCeilingSince: since });
 
-    // Draining steps b down, one step of max(1, ceil(25%)) per 1 s interval: 8 -> 6 -> 4 -> 3.
+    // Draining steps b down, one step of max(1, ceil(25%)) per 1 s interval: 8 -> 6 -> 4 -> 3,
+    // each once a has the replicas ready (rule F6): a's delivery applies the floor the
+    // status asks of it, and its HPA and pods follow.
+    let aReady = room.readyReplicas;
+    const followFloor = (listed: ListedCluster[]) => {
+      const floor = listed[0]?.desiredMinReplicas;
+      if (floor === undefined || floor <= aReady) return;
+      aReady = floor;
+      source.set(a, {
+        ...room,
+        hpa: { currentReplicas: floor, desiredReplicas: floor, maxReplicas: 10 },
+        readyReplicas: floor,
+      });
+    };
     const seen = [8];
     await waitFor(
       'three drain steps',
       async () => {
-        const desired = (await clusters())[1]?.draining?.desiredMaxReplicas;
+        const listed = await clusters();
+        followFloor(listed);
+        const desired = listed[1]?.draining?.desiredMaxReplicas;
         if (desired !== undefined && desired !== seen.at(-1)) seen.push(desired);
         return desired !== undefined && desired <= 3;
       },
@@ -124,7 +140,11 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
 
     // The drainer brought b down to one replica: after lingering it is removed (R1); the workload is back on a.
     source.set(b, { hpa: { currentReplicas: 1, maxReplicas: 1 }, workloadHealthy: true });
-    await statesAre(`${a}:ACTIVE`);
+    await waitFor(`${a}:ACTIVE alone`, async () => {
+      const listed = await clusters();
+      followFloor(listed);
+      return listed.length === 1 && listed[0]?.state === 'ACTIVE';
+    });
     const reasons = await waitFor('the P2 and R1 Events', async () => {
       const events = (await env.fleet.events('fb')).map((e) => `${e.reason}`).filter((r) => /^(P2|R1)/.test(r));
       return events.length >= 2 && events.sort();
