@@ -131,7 +131,9 @@ describeWithControlPlane(
     };
     /**
      * The NodePool's status.resources once Karpenter counts `nodes` nodes and
-     * as many pods there (v1.15.0's kwok provider counts each NodeClaim's requests).
+     * as many pods there. Karpenter sums its nodes' status.capacity, which the
+     * kwok provider sets to the NodeClaim's requests (kwok/cloudprovider/cloudprovider.go;
+     * a cloud's kubelet reports the instance's): hence pods of a whole node's 900m.
      */
     const provisioned = (nodes: string) =>
       eventually(
