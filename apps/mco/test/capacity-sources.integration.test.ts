@@ -9,6 +9,7 @@ import { expect, it, vi } from 'vitest';
 import type * as Core from '@mco/core';
 import type { DecideInput } from '@mco/core';
 import { createSignalSources } from '../src/commands/controller.js';
+import { main } from '../src/main.js';
 // The controller's own integration-test harness: a real kube-apiserver with the chart's CRDs and RBAC.
 import { describeWithHub, FakeSignalSource, waitFor } from '../../../packages/controller/test/support.js';
 import { testController, useControllerHub } from '../../../packages/controller/test/support-controller.js';
@@ -161,5 +162,82 @@ describeWithHub('capacity sources configured in the signal sources file, on a re
     expect(new Set(answers.map((v) => `${v.labels.cluster} ${v.labels.result}`))).toEqual(
       new Set(['fleet-cap/c1 unknown', 'fleet-cap/c2 known', 'fleet-cap/c3 known', 'fleet-cap/c4 unknown']),
     );
+  }, 60_000);
+
+  it('live mco explain asks the capacity sources of the --signal-sources file as the controller does: a candidate whose property says 0 is passed over (NoCapacity)', async () => {
+    const { fleet, hub } = env;
+    await fleet.namespace('explain-cap');
+    await fleet.namespace('fleet-x');
+    for (const name of ['a', 'b']) await fleet.createProfile('fleet-x', name, { cap: 'x' });
+    // A provider says a is full; b says nothing (unknown: today's order).
+    const profile = (await hub.custom.getNamespacedCustomObject({
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'clusterprofiles',
+      namespace: 'fleet-x',
+      name: 'a',
+    })) as { status?: object };
+    const lastObservedTime = new Date(Math.floor(Date.now() / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+    await hub.custom.replaceNamespacedCustomObjectStatus({
+      group: 'multicluster.x-k8s.io',
+      version: 'v1alpha1',
+      plural: 'clusterprofiles',
+      namespace: 'fleet-x',
+      name: 'a',
+      body: {
+        ...profile,
+        status: { ...profile.status, properties: [{ name: PROPERTY, value: '0', lastObservedTime }] },
+      },
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'mco-explain-capacity-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    writeFileSync(kubeconfig, hub.admin.exportConfig());
+    const file = join(dir, 'sources.yaml');
+    writeFileSync(
+      file,
+      [
+        'defaultSource: members',
+        'sources:',
+        '  - {name: members, plugin: kubernetes, placementNamespaces: [explain-cap]}',
+        'capacitySources:',
+        `  - {name: inventory, plugin: cluster-property, config: {property: ${PROPERTY}}, placementNamespaces: [explain-cap]}`,
+      ].join('\n'),
+    );
+    await fleet.createPlacement('explain-cap', 'web', {
+      affinity: {
+        clusterAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            clusterSelectorTerms: [
+              { matchExpressions: [{ labelSelector: { key: 'cap', operator: 'In', values: ['x'] } }] },
+            ],
+          },
+        },
+      },
+      scaling: {
+        autoscaleForCapacity: {
+          minClustersBelowCapacityCeiling: 1,
+          workloadDetails: { deploymentName: 'web', hpaName: 'web' },
+        },
+      },
+    });
+    const explain = async (...flags: string[]) => {
+      let stdout = '';
+      let stderr = '';
+      const argv = ['explain', 'web', '-n', 'explain-cap', '--kubeconfig', kubeconfig, ...flags];
+      const code = await main(argv, { stdout: (t) => void (stdout += t), stderr: (t) => void (stderr += t) });
+      return { code, stdout, stderr };
+    };
+    const table = await explain('--signal-sources', file);
+    const passedOver = `capacity source inventory answered 0 addable replica(s) < 1 needed: property ${PROPERTY} is 0`;
+    const rows = table.stdout.split('\n').filter((l) => l.startsWith('fleet-x/'));
+    expect({ code: table.code, stderr: table.stderr, rows: rows.map((r) => r.replace(/ +/g, ' ')) }).toEqual({
+      code: 0,
+      stderr: '',
+      rows: [
+        `fleet-x/a yes 1 0 missing - -> - not added (NoCapacity): ${passedOver}; not added: headroom 1 >= min 1, no cluster needed`,
+        'fleet-x/b yes 2 0 missing - -> ACTIVE P1: headroom 0 < min 1: added the highest-priority eligible cluster (passed over for NoCapacity: fleet-x/a)',
+      ],
+    });
+    expect(table.stdout).toContain(`passed over for NoCapacity: fleet-x/a (${passedOver})`);
   }, 60_000);
 });

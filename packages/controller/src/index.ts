@@ -22,6 +22,7 @@ export {
   type ReconcileResult,
   type ReconcilerOptions,
 } from './reconciler.js';
+export { askCapacity, type CapacityQuestion, type CapacityReport } from './capacity.js';
 export { EventRecorder, type EventType } from './events.js';
 export {
   CONFIG_MAPS,

@@ -13,7 +13,6 @@ import {
   PLACEMENT_API_VERSION,
   PLACEMENT_KEY_LABEL,
   PLACEMENT_KIND,
-  selectClusters,
   setCondition,
   SignalSchema,
   TAINTS_ANNOTATION,
@@ -33,7 +32,6 @@ import {
   RepeatLimiter,
   silentLogger,
   toMcoError,
-  type CapacityRequest,
   type CapacitySignalSource,
   type CapacitySource,
   type Logger,
@@ -50,6 +48,7 @@ import {
 import type { EventRecorder, EventType } from './events.js';
 import type { HubClient } from './kube.js';
 import type { ControllerMetrics } from './metrics.js';
+import { answerByDeadline, askCapacity, DEADLINE_GRACE_MS, serves } from './capacity.js';
 import {
   CONFIRMED_AT_KEY,
   INVENTORY_LOSS_CONFIRMATION,
@@ -432,13 +431,8 @@ export class Reconciler {
     return serves(this.options.signalSourceNamespaces, name, namespace);
   }
 
-  /**
-   * Asks every capacity source serving the placement's namespace about its next
-   * scale-out candidates (eligible, not listed, in the engine's order), with
-   * the listed clusters where its workload runs. A source that fails or misses
-   * the deadline costs only its own answers: the engine then keeps today's order.
-   */
-  private async askCapacity(
+  /** Asks the capacity sources (askCapacity), logging and counting what they could not answer. */
+  private askCapacity(
     placement: KubeObject,
     previous: PlacementStatus,
     compiled: Extract<CompiledSpec, { ok: true }>['value'],
@@ -446,70 +440,50 @@ export class Reconciler {
     now: Date,
     abort: AbortSignal | undefined,
   ): Promise<readonly CapacityAnswer[] | undefined> {
-    const namespace = placement.metadata?.namespace;
-    const sources = [...(this.options.capacitySources ?? [])].filter(([name]) =>
-      serves(this.options.capacitySourceNamespaces, name, namespace),
-    );
-    if (sources.length === 0) return undefined;
-    const listed = new Set((previous.clusters ?? []).map((c) => clusterKey(c.namespace, c.name)));
-    const wanted = this.options.capacityCandidates ?? 3;
-    const clusters: CapacityRequest['clusters'][number][] = [];
-    for (const c of selectClusters(compiled.selection, inventory, listed, now.getTime()).eligible) {
-      if (clusters.length >= wanted) break;
-      if (!listed.has(c.key)) clusters.push({ key: c.key, profile: c.profile });
-    }
-    if (clusters.length === 0) return undefined;
-    const placed = [...listed].flatMap((key) => {
-      const c = inventory.byKey.get(key);
-      return c ? [{ key, profile: c.profile }] : [];
-    });
-    const request: CapacityRequest = {
-      placement: { namespace: String(namespace), name: String(placement.metadata?.name), spec: compiled.spec },
-      clusters,
-      placed,
-    };
-    const placementKey = `${namespace}/${placement.metadata?.name}`;
-    const asked = new Set(clusters.map((c) => c.key));
-    const timeoutMs = this.options.signalTimeoutMs ?? 10_000;
-    const timeout = AbortSignal.timeout(timeoutMs);
-    const signal = abort ? AbortSignal.any([abort, timeout]) : timeout;
-    const answered = await Promise.all(
-      sources.map(async ([name, source]) => {
-        let observation: Awaited<ReturnType<CapacitySource['answer']>>;
-        try {
-          observation = await answerByDeadline(source.answer(request, signal), timeout, DEADLINE_GRACE_MS);
-        } catch (error) {
-          if (abort?.aborted) throw error;
-          this.options.metrics?.capacityErrors.inc({ source: name });
+    const namespace = String(placement.metadata?.namespace);
+    const name = String(placement.metadata?.name);
+    const placementKey = `${namespace}/${name}`;
+    return askCapacity({
+      sources: this.options.capacitySources ?? new Map(),
+      ...(this.options.capacitySourceNamespaces ? { sourceNamespaces: this.options.capacitySourceNamespaces } : {}),
+      ...(this.options.capacityCandidates ? { candidates: this.options.capacityCandidates } : {}),
+      placement: { namespace, name },
+      status: previous,
+      compiled,
+      inventory,
+      now,
+      timeoutMs: this.options.signalTimeoutMs ?? 10_000,
+      ...(abort ? { abort } : {}),
+      report: {
+        failed: (source, error) => {
+          this.options.metrics?.capacityErrors.inc({ source });
           this.logger.warn('the capacity source gave no answer; the engine keeps its order', {
             placement: placementKey,
-            source: name,
+            source,
             error: toMcoError(error).message,
           });
-          return [];
-        }
-        const errors = sortSignalErrors(observation.errors);
-        if (errors.length > 0) {
-          this.options.metrics?.capacityErrors.inc({ source: name }, errors.length);
+        },
+        errors: (source, errors) => {
+          const sorted = sortSignalErrors(errors);
+          if (sorted.length === 0) {
+            this.signalWarnings.forget(`capacity:${placementKey}`);
+            return;
+          }
+          this.options.metrics?.capacityErrors.inc({ source }, sorted.length);
           const held = this.signalWarnings.admit(`capacity:${placementKey}`);
           if (held !== undefined) {
             this.logger.warn('the capacity source could not answer for some clusters', {
               placement: placementKey,
-              source: name,
-              errors: errors.slice(0, 5),
+              source,
+              errors: sorted.slice(0, 5),
               ...(held > 0 ? { repeatedSinceLastLog: held } : {}),
             });
           }
-        } else this.signalWarnings.forget(`capacity:${placementKey}`);
-        // The instance name, as configured, tells the operator which source answered.
-        return observation.answers.flatMap((a) => {
-          if (validAnswer(a, asked)) return [{ ...a, source: name }];
-          this.logger.warn('dropping an invalid capacity answer', { source: name, cluster: String(a.cluster) });
-          return [];
-        });
-      }),
-    );
-    return answered.flat();
+        },
+        invalid: (source, answer) =>
+          this.logger.warn('dropping an invalid capacity answer', { source, cluster: String(answer.cluster) }),
+      },
+    });
   }
 
   /** Asks the source about the listed clusters; invalid signals are dropped (a missing signal is safe). */
@@ -911,44 +885,3 @@ function withSignalCondition(
 }
 
 export { McoError };
-
-/** Whether a source in `map` serves `namespace`: a source absent from the map serves every namespace. */
-function serves(
-  map: ReadonlyMap<string, readonly string[]> | undefined,
-  name: string,
-  namespace: string | undefined,
-): boolean {
-  const allowed = map?.get(name);
-  return allowed === undefined || (namespace !== undefined && allowed.includes(namespace));
-}
-
-/** An answer about a cluster that was asked about, with a whole non-negative count (or none) and a time. */
-function validAnswer(a: CapacityAnswer, asked: ReadonlySet<string>): boolean {
-  const n = a.addableReplicas;
-  return (
-    asked.has(a.cluster) &&
-    (n === undefined || (Number.isSafeInteger(n) && n >= 0)) &&
-    typeof a.reason === 'string' &&
-    Number.isFinite(Date.parse(a.observedAt))
-  );
-}
-
-/** How long past the signal deadline a source may take to hand back what it has. */
-const DEADLINE_GRACE_MS = 1000;
-
-/** `answer`, or a rejection when it has not settled `graceMs` after `deadline` fired. */
-function answerByDeadline<T>(answer: Promise<T>, deadline: AbortSignal, graceMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  let arm: (() => void) | undefined;
-  const late = new Promise<never>((_resolve, reject) => {
-    arm = () => {
-      timer = setTimeout(() => reject(new Error('no answer after the deadline')), graceMs);
-    };
-    if (deadline.aborted) arm();
-    else deadline.addEventListener('abort', arm, { once: true });
-  });
-  return Promise.race([answer, late]).finally(() => {
-    if (arm) deadline.removeEventListener('abort', arm);
-    clearTimeout(timer);
-  });
-}

@@ -2,17 +2,24 @@ import { Registry } from 'prom-client';
 import {
   clusterKey,
   compilePlacementSpec,
+  createInventory,
   crossNamespaceWorkload,
   DecisionInputSchema,
   explain,
   SignalSchema,
+  type CapacityAnswer,
   type ClusterProfile,
   type DecideInput,
   type Explanation,
   type PlacementStatus,
   type Signal,
 } from '@mco/core';
-import { REASON_NO_SIGNAL_SOURCE, REASON_SIGNAL_SOURCE_NOT_ALLOWED, withoutSignalSource } from '@mco/controller';
+import {
+  askCapacity,
+  REASON_NO_SIGNAL_SOURCE,
+  REASON_SIGNAL_SOURCE_NOT_ALLOWED,
+  withoutSignalSource,
+} from '@mco/controller';
 import { CLUSTER_PROFILES, KubeClient, objectPath, PLACEMENTS, resourcePath } from '@mco/kube-runtime';
 import { createLogger, type KubeConnection } from '@mco/runtime';
 import {
@@ -44,7 +51,8 @@ engine's own evaluation: its verdict is exactly what "mco decide" decides.
 -f reads an "mco decide" input file. NAME reads the placement and the
 ClusterProfiles live from the hub, and the signals of its listed clusters from
 the capacity-signal source the controller would ask (--signal-sources, the
-controller's file); nothing is written. Like the controller, it applies tenant
+controller's file), and the file's capacity sources about the next scale-out
+candidates as the controller asks them; nothing is written. Like the controller, it applies tenant
 isolation: a workload outside the placement's namespace makes the spec invalid
 (CrossNamespaceWorkload) unless --allow-cross-namespace-workloads is given (give
 it when the controller runs with it), and a source whose placementNamespaces
@@ -175,27 +183,38 @@ async function readLive(
     client.close();
   }
   const now = new Date();
-  const { signals, missingSource } = await observeSignals(hub, placement, profiles, signalSourcesFile, isolated, io);
+  const { signals, capacity, missingSource } = await observeSignals(
+    hub,
+    placement,
+    profiles,
+    now,
+    signalSourcesFile,
+    isolated,
+    io,
+  );
   return {
     input: {
       now,
       placement,
       clusterProfiles: profiles,
       signals,
+      ...(capacity ? { capacity } : {}),
       ...(isolated ? { requireWorkloadInPlacementNamespace: true } : {}),
     },
     missingSource,
   };
 }
 
+/** The signals of the listed clusters and, as the controller asks them alongside, the capacity answers. */
 async function observeSignals(
   hub: KubeConnection,
   placement: { metadata: { name: string; namespace: string }; spec?: unknown; status?: PlacementStatus },
   profiles: readonly ClusterProfile[],
+  now: Date,
   file: string | undefined,
   isolated: boolean,
   io: Io,
-): Promise<{ signals: Signal[]; missingSource?: MissingSource }> {
+): Promise<{ signals: Signal[]; capacity?: readonly CapacityAnswer[] | undefined; missingSource?: MissingSource }> {
   const compiled = compilePlacementSpec(placement.spec);
   const autoscale = compiled.ok ? compiled.value.spec.scaling?.autoscaleForCapacity : undefined;
   if (!compiled.ok || !autoscale) return { signals: [] };
@@ -209,6 +228,30 @@ async function observeSignals(
   }
   const logger = createLogger({ level: 'warn', write: io.stderr });
   const sources = await createSignalSources(file, hub, new Registry(), logger);
+  const { namespace, name: placementName } = placement.metadata;
+  const asking = askCapacity({
+    sources: sources.capacity.byName,
+    sourceNamespaces: sources.capacity.namespaces,
+    candidates: sources.capacity.candidates,
+    placement: { namespace, name: placementName },
+    status: placement.status ?? {},
+    compiled: compiled.value,
+    inventory: createInventory(profiles),
+    now,
+    timeoutMs: 10_000,
+    report: {
+      failed: (source, error) =>
+        io.stderr(`mco explain: capacity source "${source}" gave no answer: ${(error as Error).message}\n`),
+      errors: (source, errors) => {
+        for (const e of errors)
+          io.stderr(`mco explain: no capacity answer from "${source}" for ${e.cluster}: ${e.message}\n`);
+      },
+      invalid: (source, a) =>
+        io.stderr(`mco explain: dropped an invalid capacity answer from "${source}" for ${a.cluster}\n`),
+    },
+  });
+  // Awaited below; until then (or when the signal source throws) its rejection is not unhandled.
+  asking.catch(() => undefined);
   try {
     const name = autoscale.signalSource ?? sources.defaultSource;
     const source = name === undefined ? undefined : sources.byName.get(name);
@@ -219,7 +262,11 @@ async function observeSignals(
       const serves = `does not serve namespace "${placement.metadata.namespace}" (its placementNamespaces)`;
       io.stderr(`mco explain: signal source "${name}" ${serves}: every signal reads as missing\n`);
       const message = `capacity-signal source "${name}" ${serves}`;
-      return { signals: [], missingSource: { reason: REASON_SIGNAL_SOURCE_NOT_ALLOWED, message } };
+      return {
+        signals: [],
+        capacity: await asking,
+        missingSource: { reason: REASON_SIGNAL_SOURCE_NOT_ALLOWED, message },
+      };
     }
     const byKey = new Map(profiles.map((p) => [clusterKey(p.metadata.namespace, p.metadata.name), p]));
     const clusters = (placement.status?.clusters ?? []).flatMap((c) => {
@@ -244,9 +291,12 @@ async function observeSignals(
         const parsed = SignalSchema.safeParse(s);
         return parsed.success ? [parsed.data] : [];
       }),
+      capacity: await asking,
     };
   } finally {
-    await Promise.all([...sources.byName.values()].map((s) => s.close?.().catch(() => undefined)));
+    await Promise.all(
+      [...sources.byName.values(), ...sources.capacity.byName.values()].map((s) => s.close?.().catch(() => undefined)),
+    );
   }
 }
 
