@@ -42,6 +42,7 @@ const running = new Set();
 for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   process.on(signal, () => {
     stopping ??= signal;
+    if (running.size === 0) process.exit(128 + constants.signals[signal]);
     for (const pid of running) signalSession(pid, signal);
   });
 }
