@@ -4,9 +4,12 @@
 // through turbo, every test on Node.js 24 and the unit tests again on the oldest
 // supported Node.js (tools/node), and prints one closing line ("N passed,
 // N failed, N skipped") summed over all packages' vitest reports.
-import { spawnSync } from 'node:child_process';
+// Killing it kills what it started: see run() below.
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { constants } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 const root = new URL('..', import.meta.url).pathname;
 const workspaces = ['packages', 'apps'].flatMap((dir) =>
@@ -16,15 +19,95 @@ for (const ws of workspaces) {
   for (const report of ['vitest.json', 'vitest-min.json']) rmSync(join(ws, 'reports', report), { force: true });
 }
 
+// Each child runs in a session of its own, which every process it starts
+// (turbo puts each task in a process group of its own) stays in unless it
+// leaves it: the testkit's servers do, and the testkit stops them when their
+// test process dies. SIGINT, SIGTERM and SIGHUP to this process go to the
+// whole session; once it has ended, this process exits with 128 + the signal's
+// number. SIGKILL cannot be caught: a detached watchdog shell kills the
+// session within about a second of this process dying.
+const WATCHDOG = `
+parent="$1"; child="$2"
+while kill -0 "$parent" 2>/dev/null && kill -0 "$child" 2>/dev/null; do sleep 1; done
+kill -0 "$parent" 2>/dev/null && exit 0
+kill -s KILL -- "-$child" 2>/dev/null
+for stat in /proc/[0-9]*/stat; do
+  fields=$(cat "$stat" 2>/dev/null) || continue
+  set -- \${fields##*) }
+  [ "$4" = "$child" ] && pid=\${stat#/proc/} && kill -s KILL "\${pid%/stat}" 2>/dev/null
+done
+`;
+let stopping;
+const running = new Set();
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(signal, () => {
+    stopping ??= signal;
+    if (running.size === 0) process.exit(128 + constants.signals[signal]);
+    for (const pid of running) signalSession(pid, signal);
+  });
+}
+
+/** Runs a command with inherited output; resolves to its exit status (1 if it died by a signal or did not start). */
+async function run(command, commandArgs, options) {
+  const child = spawn(command, commandArgs, { ...options, stdio: 'inherit', detached: true });
+  const watchdog = spawn('sh', ['-c', WATCHDOG, 'mco-test-watchdog', String(process.pid), String(child.pid)], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  watchdog.unref();
+  running.add(child.pid);
+  const status = await new Promise((resolve) => {
+    child.once('error', () => resolve(1));
+    child.once('exit', (code) => resolve(code ?? 1));
+  });
+  running.delete(child.pid);
+  if (stopping) {
+    await ended(child.pid);
+    process.exit(128 + constants.signals[stopping]);
+  }
+  return status;
+}
+
+/** The processes of session `sid` (Linux's /proc; elsewhere none are found, and only the child's group is signalled). */
+function sessionOf(sid) {
+  if (!existsSync('/proc')) return [];
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((pid) => {
+      try {
+        const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').pop().split(' ');
+        return Number(fields[3]) === sid;
+      } catch {
+        return false; // gone meanwhile
+      }
+    })
+    .map(Number);
+}
+
+function signalSession(sid, signal) {
+  for (const pid of [-sid, ...sessionOf(sid)]) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // gone already
+    }
+  }
+}
+
+/** Waits until session `sid` has no process left; SIGKILLs what is still there after 10 s. */
+async function ended(sid) {
+  for (const deadline = Date.now() + 10_000; sessionOf(sid).length > 0;) {
+    if (Date.now() > deadline) signalSession(sid, 'SIGKILL');
+    await sleep(100);
+  }
+}
+
 const seconds = (since) => ((Date.now() - since) / 1000).toFixed(0);
 const prepareStart = Date.now();
-const prepared = spawnSync(process.execPath, [join(root, 'scripts', 'prepare-tools.mjs')], {
-  cwd: root,
-  stdio: 'inherit',
-});
-if (prepared.status !== 0) {
+const prepared = await run(process.execPath, [join(root, 'scripts', 'prepare-tools.mjs')], { cwd: root });
+if (prepared !== 0) {
   console.log('\nprepare failed: no test was started\n0 passed, 1 failed, 0 skipped');
-  process.exit(prepared.status ?? 1);
+  process.exit(prepared);
 }
 const testStart = Date.now();
 
@@ -54,9 +137,8 @@ for (const pass of passes) {
   const version = spawnSync('node', ['--version'], { env, encoding: 'utf8' }).stdout.trim();
   console.log(`\ntests on Node.js ${version}: ${pass.covers}\n`);
   const started = Date.now();
-  const result = spawnSync('npx', args, { cwd: root, stdio: 'inherit', env });
+  const status = await run('npx', args, { cwd: root, env });
   const totals = countReports(pass.report);
-  const status = result.status ?? 1;
   if (status !== 0 && totals.failed === 0) totals.failed = 1; // a crash outside any test still fails
   if (status !== 0) code = status;
   summaries.push({
