@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { builtMco } from './built.js';
 
 // `mco controller` must never load @kubernetes/client-node: importing it costs
-// about 65 MiB of RSS (docs/performance.md, issue 17). The built bundle is run
+// about 65 MiB of RSS (docs/performance.md). The built bundle is run
 // with a module resolve hook that records every module it loads; the
 // `clusters` command, which still uses client-node, shows that the hook sees it.
 const BIN = builtMco();
@@ -54,7 +54,7 @@ describe('the modules each mco command loads', () => {
     }).toEqual({ controller: false, clusters: true, controllerLoadsSomething: true });
   });
 
-  // The adapters get the hub connection the command loaded (issue 32): no client-node either.
+  // The adapters get the hub connection the command loaded: no client-node either.
   it('`mco argocd-plugin`, `argocd-sync`, `flux` and `configsync` load no @kubernetes/client-node', () => {
     const adapters = ['argocd-plugin', 'argocd-sync', 'flux', 'configsync'];
     expect(
