@@ -1,10 +1,14 @@
-import type { ClusterProfile } from '@mco/core';
-import { aClusterProfile } from '@mco/core/testing';
 import type { CapacityRequest } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrometheusCapacityConfigSchema, createAuth, createPrometheusCapacitySource } from '../src/index.js';
-import { openMetrics, prometheusSkipReason, startPrometheus, type PrometheusServer } from './prometheus-server.js';
+import {
+  openMetrics,
+  prometheusSkipReason,
+  startPrometheus,
+  webRequest,
+  type PrometheusServer,
+} from './prometheus-server.js';
 
 const T = Date.parse('2026-01-01T00:00:00Z') / 1000;
 const held = (v: number) => Array.from({ length: 11 }, (_, i) => [T - 600 + i * 60, v] as const);
@@ -44,22 +48,7 @@ describe.skipIf(!!skip)('the prometheus capacity source against a real Prometheu
     await prometheus?.stop();
   });
 
-  const request = (...names: string[]): CapacityRequest => ({
-    placement: {
-      namespace: 'apps',
-      name: 'web',
-      spec: {
-        scaling: {
-          autoscaleForCapacity: {
-            minClustersBelowCapacityCeiling: 1,
-            workloadDetails: { namespace: 'shop', deploymentName: 'web', hpaName: 'web' },
-          },
-        },
-      },
-    },
-    clusters: names.map((n) => ({ key: `fleet/${n}`, profile: aClusterProfile(`fleet/${n}`) as ClusterProfile })),
-    placed: [],
-  });
+  const request = (...names: string[]): CapacityRequest => ({ ...webRequest(names), placed: [] });
   const source = (config: Record<string, unknown>, registry = new Registry()) =>
     createPrometheusCapacitySource({
       config: PrometheusCapacityConfigSchema.parse({ url: prometheus.url, ...config }),

@@ -3,6 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ClusterProfile } from '@mco/core';
+import { aClusterProfile } from '@mco/core/testing';
+import type { SignalRequest } from '@mco/runtime';
 
 /** Why the real-Prometheus tests cannot run here, or undefined. Under CI=true they always run. */
 export function prometheusSkipReason(env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -117,4 +120,23 @@ export function openMetrics(
   }
   lines.push('# EOF');
   return `${lines.join('\n')}\n`;
+}
+
+/** A request about placement apps/web (workload shop/web) on the clusters fleet/<name>. */
+export function webRequest(names: readonly string[]): SignalRequest {
+  return {
+    placement: {
+      namespace: 'apps',
+      name: 'web',
+      spec: {
+        scaling: {
+          autoscaleForCapacity: {
+            minClustersBelowCapacityCeiling: 1,
+            workloadDetails: { namespace: 'shop', deploymentName: 'web', hpaName: 'web' },
+          },
+        },
+      },
+    },
+    clusters: names.map((n) => ({ key: `fleet/${n}`, profile: aClusterProfile(`fleet/${n}`) as ClusterProfile })),
+  };
 }

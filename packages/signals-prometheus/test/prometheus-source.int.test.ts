@@ -4,7 +4,13 @@ import type { SignalRequest } from '@mco/runtime';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrometheusSignalsConfigSchema, createAuth, createPrometheusSignalSource } from '../src/index.js';
-import { openMetrics, prometheusSkipReason, startPrometheus, type PrometheusServer } from './prometheus-server.js';
+import {
+  openMetrics,
+  prometheusSkipReason,
+  startPrometheus,
+  webRequest,
+  type PrometheusServer,
+} from './prometheus-server.js';
 
 const T = Date.parse('2026-01-01T00:00:00Z') / 1000;
 /** A value held from T-10m to T, one sample a minute (inside Prometheus' 5-minute lookback). */
@@ -183,21 +189,7 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
     await prometheus?.stop();
   });
 
-  const request = (...names: string[]): SignalRequest => ({
-    placement: {
-      namespace: 'apps',
-      name: 'web',
-      spec: {
-        scaling: {
-          autoscaleForCapacity: {
-            minClustersBelowCapacityCeiling: 1,
-            workloadDetails: { namespace: 'shop', deploymentName: 'web', hpaName: 'web' },
-          },
-        },
-      },
-    },
-    clusters: names.map((n) => ({ key: `fleet/${n}`, profile: aClusterProfile(`fleet/${n}`) as ClusterProfile })),
-  });
+  const request = (...names: string[]): SignalRequest => webRequest(names);
   const source = (config: Record<string, unknown> = {}, registry = new Registry()) =>
     createPrometheusSignalSource({
       config: PrometheusSignalsConfigSchema.parse({ url: prometheus.url, ...config }),
