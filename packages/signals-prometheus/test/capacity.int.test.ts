@@ -5,13 +5,12 @@ import { PrometheusCapacityConfigSchema, createAuth, createPrometheusCapacitySou
 import {
   openMetrics,
   prometheusSkipReason,
+  held,
   startPrometheus,
+  T,
   webRequest,
   type PrometheusServer,
 } from './prometheus-server.js';
-
-const T = Date.parse('2026-01-01T00:00:00Z') / 1000;
-const held = (v: number) => Array.from({ length: 11 }, (_, i) => [T - 600 + i * 60, v] as const);
 
 // What a fleet exports about its own capacity: spare replicas per workload, and spare cpu cores per cluster.
 const SERIES = openMetrics([

@@ -7,6 +7,11 @@ import type { ClusterProfile } from '@mco/core';
 import { aClusterProfile } from '@mco/core/testing';
 import type { SignalRequest } from '@mco/runtime';
 
+/** The evaluation time of the real-Prometheus tests (seconds): their samples end here. */
+export const T = Date.parse('2026-01-01T00:00:00Z') / 1000;
+/** A value held from T-10m to T, one sample a minute (inside Prometheus' 5-minute lookback). */
+export const held = (v: number) => Array.from({ length: 11 }, (_, i) => [T - 600 + i * 60, v] as const);
+
 /** Why the real-Prometheus tests cannot run here, or undefined. Under CI=true they always run. */
 export function prometheusSkipReason(env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (env.CI === 'true' || env.CI === '1') return undefined;

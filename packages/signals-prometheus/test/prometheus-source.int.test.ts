@@ -7,14 +7,12 @@ import { PrometheusSignalsConfigSchema, createAuth, createPrometheusSignalSource
 import {
   openMetrics,
   prometheusSkipReason,
+  held,
   startPrometheus,
+  T,
   webRequest,
   type PrometheusServer,
 } from './prometheus-server.js';
-
-const T = Date.parse('2026-01-01T00:00:00Z') / 1000;
-/** A value held from T-10m to T, one sample a minute (inside Prometheus' 5-minute lookback). */
-const held = (v: number) => Array.from({ length: 11 }, (_, i) => [T - 600 + i * 60, v] as const);
 
 const hpaLabels = (cluster: string) => ({ cluster, namespace: 'shop', horizontalpodautoscaler: 'web' });
 const pod = (cluster: string, name: string) => ({ cluster, namespace: 'shop', pod: name });
