@@ -50,6 +50,18 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   const dashboards: Dashboard[] = [];
   const contexts: BrowserContext[] = [];
   const source = new FakeSignalSource();
+  /** A dashboard on the test hub without authentication (`--auth none`), stopped after the test. */
+  const startOpenDashboard = async (options: Partial<Parameters<typeof startDashboard>[0]> = {}) => {
+    const dashboard = await startDashboard({
+      hub: connectionFromKubeConfig(env.hub.admin),
+      host: '127.0.0.1',
+      port: 0,
+      auth: 'none',
+      ...options,
+    });
+    dashboards.push(dashboard);
+    return dashboard;
+  };
   /** A controller for the current test, reading capacity signals from `source`. */
   const startController = () =>
     env.start(
@@ -157,19 +169,13 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   };
 
   it('shows the fleet live: a ClusterProfile label change appears within the latency target, cordon and drain show as the cluster cordoned and draining, the placement lanes EVICTING with its desiredMaxReplicas', async () => {
-    const { fleet, hub } = env;
+    const { fleet } = env;
     for (const c of ['a', 'b', 'c']) source.set(`fleet/${c}`, { hpa: { currentReplicas: 4, maxReplicas: 10 } });
     startController();
     await fleet.createPlacement('team-a', 'web', autoscaling);
     await fleet.createPlacement('team-b', 'api', {});
 
-    const dashboard = await startDashboard({
-      hub: connectionFromKubeConfig(hub.admin),
-      host: '127.0.0.1',
-      port: 0,
-      auth: 'none',
-    });
-    dashboards.push(dashboard);
+    const dashboard = await startOpenDashboard();
     const { page, problems } = await open(dashboard.url);
     const loadStarted = Date.now();
     await page.goto(dashboard.url);
@@ -413,13 +419,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   }, 120_000);
 
   it('with --auth none, a page on an attacker name that resolves to 127.0.0.1 (DNS rebinding) cannot read /api/stream or /api/*', async () => {
-    const dashboard = await startDashboard({
-      hub: connectionFromKubeConfig(env.hub.admin),
-      host: '127.0.0.1',
-      port: 0,
-      auth: 'none',
-    });
-    dashboards.push(dashboard);
+    const dashboard = await startOpenDashboard();
     const port = new URL(dashboard.url).port;
     const context = await browser.newContext();
     contexts.push(context);
@@ -564,13 +564,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
         },
       });
     }
-    const dashboard = await startDashboard({
-      hub: connectionFromKubeConfig(env.hub.admin),
-      host: '127.0.0.1',
-      port: 0,
-      auth: 'none',
-    });
-    dashboards.push(dashboard);
+    const dashboard = await startOpenDashboard();
     const { page, problems } = await open(dashboard.url);
     expect(await deliveryRows(page, dashboard.url, 'team-a/appset', 2)).toEqual([
       'fleet/a: Application argocd/web-fleet.a: Synced, Healthy',
@@ -664,13 +658,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
         },
         'False',
       );
-      const dashboard = await startDashboard({
-        hub: connectionFromKubeConfig(env.hub.admin),
-        host: '127.0.0.1',
-        port: 0,
-        auth: 'none',
-      });
-      dashboards.push(dashboard);
+      const dashboard = await startOpenDashboard();
       const { page, problems } = await open(dashboard.url);
       expect(await deliveryRows(page, dashboard.url, 'team-a/operator', 2)).toEqual([
         'fleet/a: Kustomization flux-system/web-a: Ready True (ReconciliationSucceeded)',
@@ -724,14 +712,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
         },
       },
     });
-    const dashboard = await startDashboard({
-      hub: connectionFromKubeConfig(env.hub.admin),
-      host: '127.0.0.1',
-      port: 0,
-      auth: 'none',
-      controllerLease: 'kube-system/liveness-controller',
-    });
-    dashboards.push(dashboard);
+    const dashboard = await startOpenDashboard({ controllerLease: 'kube-system/liveness-controller' });
     const { page, problems } = await open(dashboard.url);
     await page.goto(`${dashboard.url}#/placement/team-a/liveness`);
     const status = page.locator('header .status');
@@ -758,13 +739,7 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   it('keeps state lanes readable over hours: a 15-minute window by default, and no stretch narrower than its label at any window', async () => {
     // Listed since 3 hours ago, then many quick changes now.
     await placementListing('team-a', 'history', ['a', 'b'], new Date(Date.now() - 3 * 3600_000).toISOString());
-    const dashboard = await startDashboard({
-      hub: connectionFromKubeConfig(env.hub.admin),
-      host: '127.0.0.1',
-      port: 0,
-      auth: 'none',
-    });
-    dashboards.push(dashboard);
+    const dashboard = await startOpenDashboard();
     const { page, problems } = await open(dashboard.url);
     await page.goto(`${dashboard.url}#/placement/team-a/history`);
     await page.locator('.lane').first().waitFor();
