@@ -1,4 +1,5 @@
 import {
+  CapacityAnswerSchema,
   clusterKey,
   selectClusters,
   type CapacityAnswer,
@@ -74,7 +75,8 @@ export async function askCapacity(q: CapacityQuestion): Promise<readonly Capacit
       q.report?.errors(source, observation.errors);
       // The instance name, as configured, tells the operator which source answered.
       return observation.answers.flatMap((a) => {
-        if (validAnswer(a, asked)) return [{ ...a, source }];
+        const tagged = { ...a, source };
+        if (asked.has(a.cluster) && CapacityAnswerSchema.safeParse(tagged).success) return [tagged];
         q.report?.invalid(source, a);
         return [];
       });
@@ -91,17 +93,6 @@ export function serves(
 ): boolean {
   const allowed = map?.get(name);
   return allowed === undefined || (namespace !== undefined && allowed.includes(namespace));
-}
-
-/** An answer about a cluster that was asked about, with a whole non-negative count (or none) and a time. */
-function validAnswer(a: CapacityAnswer, asked: ReadonlySet<string>): boolean {
-  const n = a.addableReplicas;
-  return (
-    asked.has(a.cluster) &&
-    (n === undefined || (Number.isSafeInteger(n) && n >= 0)) &&
-    typeof a.reason === 'string' &&
-    Number.isFinite(Date.parse(a.observedAt))
-  );
 }
 
 /** How long past the signal deadline a source may take to hand back what it has. */
