@@ -367,28 +367,38 @@ export class DrillStack {
 }
 
 /** Polls every probe until each has held once; resolves with when each first held (performance.now()). */
+/**
+ * Polls every probe until each has been true once. A probe's time is the start
+ * of the round that first saw it true: probes run side by side and answer late
+ * under load, so a response's arrival says little. Two steps seen in adjacent
+ * rounds can therefore be out of order by at most one round plus the interval,
+ * the `resolutionMs` returned.
+ */
 export async function firstTimes<K extends string>(
   probes: Readonly<Record<K, () => Promise<boolean>>>,
   timeoutMs: number,
   intervalMs = 200,
-): Promise<Record<K, number>> {
+): Promise<{ times: Record<K, number>; resolutionMs: number }> {
   const times: Partial<Record<K, number>> = {};
   const keys = Object.keys(probes) as K[];
   const deadline = Date.now() + timeoutMs;
+  let resolutionMs = 0;
   while (keys.some((k) => times[k] === undefined)) {
     if (Date.now() > deadline) {
       throw new Error(`timed out waiting for ${keys.filter((k) => times[k] === undefined).join(', ')}`);
     }
+    const round = performance.now();
     await Promise.all(
       keys
         .filter((k) => times[k] === undefined)
         .map(async (k) => {
-          if (await probes[k]().catch(() => false)) times[k] = performance.now();
+          if (await probes[k]().catch(() => false)) times[k] = round;
         }),
     );
+    resolutionMs = Math.max(resolutionMs, performance.now() - round + intervalMs);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
-  return times as Record<K, number>;
+  return { times: times as Record<K, number>, resolutionMs };
 }
 
 const unschedulable = (pod: V1Pod) =>
@@ -434,6 +444,8 @@ export interface DrillRun {
   readonly scaleOut: Record<(typeof SCALE_OUT_STEPS)[number], number>;
   /** Milliseconds from the load falling, per step. */
   readonly scaleIn: Record<(typeof SCALE_IN_STEPS)[number], number>;
+  /** How far apart two steps seen in adjacent polls can be out of order (see firstTimes). */
+  readonly resolutionMs: number;
 }
 
 /**
@@ -445,11 +457,9 @@ export async function runDrill(stack: DrillStack, timeoutMs = 300_000): Promise<
   const east = () => stack.view('east');
   const west = () => stack.view('west');
   stack.setLoad('east', 6);
-  const { unschedulable: t0 } = await firstTimes(
-    { unschedulable: async () => (await east()).pods.some(unschedulable) },
-    timeoutMs,
-    100,
-  );
+  const {
+    times: { unschedulable: t0 },
+  } = await firstTimes({ unschedulable: async () => (await east()).pods.some(unschedulable) }, timeoutMs, 100);
   const out = await firstTimes(
     {
       [SCALE_OUT_STEPS[0]]: async () => (await stack.listed('east'))?.atCapacityCeiling === true,
@@ -480,5 +490,9 @@ export async function runDrill(stack: DrillStack, timeoutMs = 300_000): Promise<
   );
   const since = <K extends string>(from: number, times: Record<K, number>) =>
     Object.fromEntries(Object.entries<number>(times).map(([k, t]) => [k, t - from])) as Record<K, number>;
-  return { scaleOut: since(t0, out), scaleIn: since(t1, back) };
+  return {
+    scaleOut: since(t0, out.times),
+    scaleIn: since(t1, back.times),
+    resolutionMs: Math.max(out.resolutionMs, back.resolutionMs),
+  };
 }
