@@ -77,6 +77,21 @@ describe('citations of documents', () => {
     expect(broken).toEqual([]);
   });
 
+  // Users cannot look up the project's internal issue numbers: what users read
+  // (docs, READMEs, examples, changesets, which become CHANGELOG entries) and
+  // test file names name things by what they are.
+  it('no internal issue number in what users read, nor in a test file name', () => {
+    const read = /^(docs\/|examples\/|templates\/|\.changeset\/)|(^|\/)README\.md$/;
+    const numbered = repositoryFiles().flatMap((file) => {
+      if (/\.test\.ts$/.test(file) && /(^|[-_.])(issue-?)?\d{2,3}\.test\.ts$/.test(file)) return [`${file}: name`];
+      if (!read.test(file) || !file.endsWith('.md')) return [];
+      return readFileSync(join(REPO, file), 'utf8')
+        .split('\n')
+        .flatMap((line, i) => (/\bissues? #?\d+\b/i.test(line) ? [`${file}:${i + 1}: ${line.slice(0, 120)}`] : []));
+    });
+    expect(numbered).toEqual([]);
+  });
+
   it.each([
     [
       'a Markdown link with an anchor',
