@@ -464,34 +464,31 @@ describe('createFluxSync', () => {
       { conditions: succeeded, observedGeneration: 1, lastAppliedRevision: revision, lastAttemptedRevision: revision },
       1,
     ],
-  ])(
-    'deletes a rendered Kustomization of a removed cluster whose copy shows %s: %#',
-    async (_, meta, status, pruned) => {
-      let t = 0;
-      const placements = [placement('web', [listed('east')])];
-      const template: FluxTemplate = {
-        placement: { namespace: 'apps', name: 'web' },
-        kustomization: { metadata: { name: 'web' }, spec: { path: './deploy' } },
-      } as FluxTemplate;
-      const { sync, kustomizations } = fakeSync(placements, { now: () => t, templates: [template] });
-      await sync.pass();
-      const key = `flux-system/web-${clusterSlug('fleet', 'east')}`;
-      const written = kustomizations.kind.cache.get(key)!;
-      // What kustomize-controller made of it.
-      await kustomizations.kind.writer.apply({
-        ...written,
-        metadata: { ...written.metadata, uid: 'k1', generation: 1, ...meta },
-        status,
-      } as never);
-      const deletes = () => kustomizations.writes.filter((w) => w.startsWith('delete'));
-      placements[0] = placement('web', []);
-      expect(await sync.pass()).toMatchObject({ pruned });
-      // One that never records its apply goes after applyWaitMs.
-      t = 120_000;
-      await sync.pass();
-      expect(deletes()).toEqual([`delete web-${clusterSlug('fleet', 'east')}`]);
-    },
-  );
+  ])('deletes a rendered Kustomization of a removed cluster whose copy shows %s', async (_, meta, status, pruned) => {
+    let t = 0;
+    const placements = [placement('web', [listed('east')])];
+    const template: FluxTemplate = {
+      placement: { namespace: 'apps', name: 'web' },
+      kustomization: { metadata: { name: 'web' }, spec: { path: './deploy' } },
+    } as FluxTemplate;
+    const { sync, kustomizations } = fakeSync(placements, { now: () => t, templates: [template] });
+    await sync.pass();
+    const key = `flux-system/web-${clusterSlug('fleet', 'east')}`;
+    const written = kustomizations.kind.cache.get(key)!;
+    // What kustomize-controller made of it.
+    await kustomizations.kind.writer.apply({
+      ...written,
+      metadata: { ...written.metadata, uid: 'k1', generation: 1, ...meta },
+      status,
+    } as never);
+    const deletes = () => kustomizations.writes.filter((w) => w.startsWith('delete'));
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned });
+    // One that never records its apply goes after applyWaitMs.
+    t = 120_000;
+    await sync.pass();
+    expect(deletes()).toEqual([`delete web-${clusterSlug('fleet', 'east')}`]);
+  });
 
   it('logs each apply and delete with component, placement and cluster', async () => {
     const lines: Record<string, unknown>[] = [];
