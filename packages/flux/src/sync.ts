@@ -134,6 +134,8 @@ export interface FluxSync {
 const KEY = 'flux';
 /** The finalizer Flux's controllers put on the objects they apply. */
 const FLUX_FINALIZER = 'finalizers.fluxcd.io';
+/** A Kustomization's Ready reasons after an apply that went through: its inventory is written after its conditions. */
+const APPLIED_THEN_FAILED = new Set(['HealthCheckFailed', 'PruneFailed']);
 /** In the set of Secrets being applied: every one (the live read failed). */
 const ALL = '*';
 
@@ -643,10 +645,12 @@ function logFields(o: KubeObject): Record<string, string> {
  * its inventory in a second write, and one under way when the object is
  * deleted writes that inventory after the deletion, so the finalizer can read
  * a copy without it and prune nothing. Safe copies: no Flux finalizer (nothing
- * applied, and the delete removes the object at once), or not being
- * reconciled with the current generation observed and, for a Kustomization,
- * the last attempted revision applied: the inventory of what any reconcile of
- * this spec applies is already written.
+ * applied, and the delete removes the object at once); not being reconciled
+ * and, after a success, the current generation observed and, for a
+ * Kustomization, the last attempted revision applied (the inventory of what
+ * any reconcile of this spec applies is written); after a failure, for a
+ * Kustomization, one that records no inventory (it failed before or while
+ * applying) or an inventory written.
  */
 function isApplyRecorded(object: KubeObject, kustomization: boolean): boolean {
   const finalizers = (object.metadata as { finalizers?: readonly string[] } | undefined)?.finalizers ?? [];
@@ -655,9 +659,18 @@ function isApplyRecorded(object: KubeObject, kustomization: boolean): boolean {
   const status =
     (
       object as {
-        status?: { observedGeneration?: number; lastAppliedRevision?: string; lastAttemptedRevision?: string };
+        status?: {
+          observedGeneration?: number;
+          lastAppliedRevision?: string;
+          lastAttemptedRevision?: string;
+          inventory?: unknown;
+        };
       }
     ).status ?? {};
+  const ready = conditionsOf(object).find((c) => c.type === 'Ready');
+  if (ready?.status === 'False') {
+    return !kustomization || !APPLIED_THEN_FAILED.has(ready.reason ?? '') || status.inventory != null;
+  }
   if (status.observedGeneration === undefined || status.observedGeneration !== object.metadata?.generation) {
     return false;
   }

@@ -393,6 +393,13 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
               () => true,
               () => false,
             );
+        /** The run's Kustomization as watched, and kustomize-controller's last lines about it. */
+        const story = () => {
+          const log = (controllers[1]?.tail(400) ?? '')
+            .split('\n')
+            .filter((line) => line.includes(kustomizationName) && !line.includes('domain-qualified finalizer'));
+          return `the Kustomization as watched:\n${history.join('\n')}\nkustomize-controller log:\n${log.slice(-10).join('\n')}`;
+        };
         const started = Date.now();
         const perDelay: string[] = [];
         try {
@@ -412,7 +419,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
                 `${what}: the Kustomization and the kubeconfig Secret of member two gone`,
                 async () => [await exists(kustomizationName), await secretExists()],
                 ([k, secret]) => !k && !secret,
-              );
+              ).catch((error: Error) => {
+                throw new Error(`${error.message}\n${story()}`);
+              });
               if (applied) appliedRuns++;
               const left = {
                 what,
@@ -421,13 +430,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
               };
               if (left.deployment || left.hpa) {
                 leftovers.push(left);
-                const log = (controllers[1]?.tail(400) ?? '')
-                  .split('\n')
-                  .filter((line) => line.includes(kustomizationName) && !line.includes('domain-qualified finalizer'));
-                console.log(
-                  `${what}: left on member two; the Kustomization as watched:\n${history.join('\n')}\n` +
-                    `kustomize-controller log:\n${log.slice(-10).join('\n')}`,
-                );
+                console.log(`${what}: left on member two; ${story()}`);
                 // Removed by hand, so the next run starts from an empty member and counts only its own leftovers.
                 const apps = plane.members.two!.adminKubeConfig();
                 await apps

@@ -430,6 +430,7 @@ describe('createFluxSync', () => {
   const finalizers = ['finalizers.fluxcd.io'];
   const succeeded = [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }];
   const revision = 'main@sha1:1';
+  const retrying = [{ type: 'Reconciling', status: 'True', reason: 'ProgressingWithRetry' }];
   it.each([
     ['no Flux finalizer (nothing applied; the delete removes it at once)', {}, {}, 1],
     ['its finalizer on, not reconciled yet', { finalizers }, {}, 0],
@@ -457,6 +458,27 @@ describe('createFluxSync', () => {
       { finalizers, generation: 2 },
       { conditions: succeeded, observedGeneration: 1, lastAppliedRevision: revision, lastAttemptedRevision: revision },
       0,
+    ],
+    [
+      'a failed reconcile that applied nothing',
+      { finalizers },
+      { conditions: [...retrying, { type: 'Ready', status: 'False', reason: 'ReconciliationFailed' }] },
+      1,
+    ],
+    [
+      'health checks failed after its first apply, its inventory not written yet',
+      { finalizers },
+      { conditions: [...retrying, { type: 'Ready', status: 'False', reason: 'HealthCheckFailed' }] },
+      0,
+    ],
+    [
+      'health checks failed after its first apply, its inventory written',
+      { finalizers },
+      {
+        conditions: [...retrying, { type: 'Ready', status: 'False', reason: 'HealthCheckFailed' }],
+        inventory: { entries: [] },
+      },
+      1,
     ],
     [
       'its apply recorded',
