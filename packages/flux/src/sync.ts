@@ -91,8 +91,10 @@ export interface FluxSyncOptions {
   readonly secretQuietMs?: number;
   /**
    * How long an input provider of a cluster no placement lists is kept while
-   * a Flux object using that cluster's Secret is still being applied (default
-   * 2 min; see `secretsBeingApplied`).
+   * a Flux object using that cluster's Secret is still being applied (see
+   * `secretsBeingApplied`), and a rendered object no longer desired is kept
+   * until its controller has recorded its apply (see `isApplyRecorded`);
+   * default 2 min. After it the object goes, and a warning is logged.
    */
   readonly applyWaitMs?: number;
   /** A live read of one kind in the Flux namespace (default: a paged list from `hub`, no cache). */
@@ -130,6 +132,10 @@ export interface FluxSync {
 }
 
 const KEY = 'flux';
+/** The finalizer Flux's controllers put on the objects they apply. */
+const FLUX_FINALIZER = 'finalizers.fluxcd.io';
+/** A Kustomization's Ready reasons after an apply that went through: its inventory is written after its conditions. */
+const APPLIED_THEN_FAILED = new Set(['HealthCheckFailed', 'PruneFailed']);
 /** In the set of Secrets being applied: every one (the live read failed). */
 const ALL = '*';
 
@@ -164,6 +170,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   const applyWaitMs = options.applyWaitMs ?? 120_000;
   /** Per Flux object (uid) its controller is applying: since when, to bound the wait. */
   const applyingSince = new Map<string, number>();
+  /** Per rendered object (uid) kept from deletion until its controller has recorded its apply: since when. */
+  const unrecordedSince = new Map<string, number>();
   const quietMs = options.secretQuietMs ?? (options.inputProviders ? 10_000 : 0);
   /** Per kubeconfig Secret of a cluster no placement lists: since when live reads find nothing using it. */
   const unusedSince = new Map<string, number>();
@@ -233,9 +241,33 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
 
     const mayPrune = (o: KubeObject) => isRemovalObserved(o, placementsByKey, desired.trusted);
     const plans: { kind: OwnedKind; desired: readonly DesiredObject[]; mayPrune: (o: KubeObject) => boolean }[] = [];
-    const planFor = (kind: OwnedKind | undefined, wanted: readonly DesiredObject[]) => {
+    // A rendered object goes only once its controller has recorded its apply, so its finalizer prunes what it applied.
+    const t = now();
+    const unrecorded = new Set<string>();
+    let applyRecheckMs: number | undefined;
+    const mayDeleteRendered = (o: KubeObject, kustomization: boolean) => {
+      if (!mayPrune(o)) return false;
+      if (isApplyRecorded(o, kustomization)) return true;
+      const uid = o.metadata?.uid ?? keyOf(o);
+      const since = unrecordedSince.get(uid) ?? t;
+      unrecordedSince.set(uid, since);
+      unrecorded.add(uid);
+      const left = since + applyWaitMs - t;
+      const fields = { object: keyOf(o), ...logFields(o) };
+      if (left <= 0) {
+        logger.warn(
+          'deleting a Flux object whose controller has not recorded its apply within applyWaitMs; it may not prune all it applied',
+          { ...fields, applyWaitMs },
+        );
+        return true;
+      }
+      applyRecheckMs = Math.min(applyRecheckMs ?? Infinity, left);
+      logger.debug('keeping a Flux object until its controller has recorded its apply', fields);
+      return false;
+    };
+    const planFor = (kind: OwnedKind | undefined, wanted: readonly DesiredObject[], kustomization: boolean) => {
       if (!kind || kind.cache.served?.() === false) return;
-      plans.push({ kind, desired: wanted, mayPrune });
+      plans.push({ kind, desired: wanted, mayPrune: (o) => mayDeleteRendered(o, kustomization) });
     };
     // An input provider goes only once Flux has finished applying through its cluster's Secret.
     let applying: Set<string> | undefined;
@@ -260,10 +292,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     planFor(
       options.kustomizations,
       desired.rendered.filter((o) => o.kind === 'Kustomization'),
+      true,
     );
     planFor(
       options.helmReleases,
       desired.rendered.filter((o) => o.kind === 'HelmRelease'),
+      false,
     );
 
     // Kubeconfig Secrets: one per listed cluster whose credential can be had.
@@ -331,11 +365,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         concurrency: options.concurrency ?? 8,
         onWritten: (key, written) => overlay.set(key, kind.cache.get(key)?.metadata?.resourceVersion, written),
         logger,
-        logFields: (o) => {
-          const annotations = o.metadata?.annotations ?? {};
-          const [placement, cluster] = [annotations[PLACEMENT_ANNOTATION], annotations[CLUSTER_PROFILE_ANNOTATION]];
-          return { ...(placement ? { placement } : {}), ...(cluster ? { cluster } : {}) };
-        },
+        logFields,
       });
       applied += report.applied.length;
       pruned += report.deleted.length;
@@ -348,6 +378,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         });
       }
     }
+    for (const uid of unrecordedSince.keys()) if (!unrecorded.has(uid)) unrecordedSince.delete(uid);
+    if (applyRecheckMs !== undefined) queue.addAfter(KEY, applyRecheckMs);
     if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
     if (secretsMayGo.recheckMs !== undefined) queue.addAfter(KEY, secretsMayGo.recheckMs);
     if (applying && applying.size > 0) queue.addAfter(KEY, 5000);
@@ -598,6 +630,56 @@ function isKubeconfigSecretOf(secret: KubeObject, cluster: string): boolean {
   return secret.metadata?.name === kubeconfigSecretName(namespace, name);
 }
 
+/** The placement and cluster an object of mco's is for, as log fields. */
+function logFields(o: KubeObject): Record<string, string> {
+  const annotations = o.metadata?.annotations ?? {};
+  const [placement, cluster] = [annotations[PLACEMENT_ANNOTATION], annotations[CLUSTER_PROFILE_ANNOTATION]];
+  return { ...(placement ? { placement } : {}), ...(cluster ? { cluster } : {}) };
+}
+
+/**
+ * Whether deleting this copy of a rendered Flux object (the delete names its
+ * resourceVersion) lets its controller's finalizer prune everything it
+ * applied. kustomize-controller finalizes from its cache, pruning what the
+ * copy's `status.inventory` lists; a reconcile writes its conditions first and
+ * its inventory in a second write, and one under way when the object is
+ * deleted writes that inventory after the deletion, so the finalizer can read
+ * a copy without it and prune nothing. Safe copies: no Flux finalizer (nothing
+ * applied, and the delete removes the object at once); not being reconciled
+ * and, after a success, the current generation observed and, for a
+ * Kustomization, the last attempted revision applied (the inventory of what
+ * any reconcile of this spec applies is written); after a failure, for a
+ * Kustomization, one that records no inventory (it failed before or while
+ * applying) or an inventory written.
+ */
+function isApplyRecorded(object: KubeObject, kustomization: boolean): boolean {
+  const finalizers = (object.metadata as { finalizers?: readonly string[] } | undefined)?.finalizers ?? [];
+  if (!finalizers.includes(FLUX_FINALIZER)) return true;
+  if (isReconciling(object)) return false;
+  const status =
+    (
+      object as {
+        status?: {
+          observedGeneration?: number;
+          lastAppliedRevision?: string;
+          lastAttemptedRevision?: string;
+          inventory?: unknown;
+        };
+      }
+    ).status ?? {};
+  const ready = conditionsOf(object).find((c) => c.type === 'Ready');
+  if (ready?.status === 'False') {
+    return !kustomization || !APPLIED_THEN_FAILED.has(ready.reason ?? '') || status.inventory != null;
+  }
+  if (status.observedGeneration === undefined || status.observedGeneration !== object.metadata?.generation) {
+    return false;
+  }
+  return (
+    !kustomization ||
+    (status.lastAppliedRevision !== undefined && status.lastAppliedRevision === status.lastAttemptedRevision)
+  );
+}
+
 /** Whether a Flux object's controller is reconciling it now (`Reconciling` True, reason `Progressing`). */
 export function isReconciling(object: KubeObject): boolean {
   return conditionsOf(object).some(
@@ -612,7 +694,7 @@ export function isReconciling(object: KubeObject): boolean {
  */
 function isApplying(object: KubeObject): boolean {
   const finalizers = (object.metadata as { finalizers?: readonly string[] } | undefined)?.finalizers ?? [];
-  const finalized = finalizers.includes('finalizers.fluxcd.io');
+  const finalized = finalizers.includes(FLUX_FINALIZER);
   return (finalized && conditionsOf(object).length === 0) || isReconciling(object);
 }
 

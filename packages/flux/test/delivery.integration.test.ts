@@ -543,17 +543,20 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
             },
           ],
         });
+      // The test before removed east from other: its input provider may not be deleted yet, and
+      // taken for this test's it could go right after, with no new one written for a profile that
+      // names the hub. So this test starts without it and waits for the one its placement makes.
+      const otherEast = async () =>
+        (await list(INPUT_PROVIDERS)).find((o) => o.metadata?.name === provider('other', 'east'))?.metadata?.uid ??
+        null;
+      await eventually('the input provider of other/east from the test before gone', otherEast, (u) => u === null);
       await setPlacement('other', { clusters: [cluster('east')] });
       await eventually(
         'the kubeconfig Secret of east',
         () => secret(name),
         (s) => s !== null,
       );
-      await eventually(
-        'the input provider of other/east, which uses it',
-        async () => names(await list(INPUT_PROVIDERS)),
-        (providers) => providers.includes(provider('other', 'east')),
-      );
+      const uid = await eventually('the input provider of other/east, which uses it', otherEast, (u) => u !== null);
       // The hub's URL with its IPv4 address written as an IPv4-mapped IPv6 one.
       const hubPort = new URL(plane.hub.server).port;
       await setStatus(CLUSTER_PROFILES, 'fleet', 'east', {
@@ -564,7 +567,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         () => secret(name),
         (s) => s === null,
       );
-      const used = (await list(INPUT_PROVIDERS)).some((o) => o.metadata?.name === provider('other', 'east'));
+      // The same input provider, never deleted in between (other still lists east): it used the Secret throughout.
+      const used = (await otherEast()) === uid;
       await restore();
       await eventually(
         'the kubeconfig Secret of east written again',

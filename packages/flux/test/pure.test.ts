@@ -14,6 +14,7 @@ import {
   kubeconfigSecretName,
   placementLabelValue,
   substituteVariables,
+  type FluxTemplate,
   type ObjectCache,
   type OwnedKind,
 } from '../src/index.js';
@@ -244,6 +245,8 @@ function fakeSync(
     secretHoldTimeoutMs?: number;
     secretQuietMs?: number;
     logger?: Logger;
+    /** Rendering mode: these templates and no input providers. */
+    templates?: FluxTemplate[];
   } = {},
 ) {
   const placementCache: ObjectCache<Placement> = {
@@ -273,7 +276,7 @@ function fakeSync(
     }),
     placements: placementCache,
     clusterProfiles: profiles,
-    inputProviders: inputProviders.kind,
+    ...(options.templates ? {} : { inputProviders: inputProviders.kind }),
     kustomizations: kustomizations.kind,
     secrets: secrets.kind,
     resolveAccess: async (p) => ({
@@ -283,7 +286,7 @@ function fakeSync(
     }),
     namespace: 'flux-system',
     manager: 'mco-flux',
-    templates: [],
+    templates: options.templates ?? [],
     listLive: async (resource) => {
       const kind = [inputProviders, kustomizations].find((k) => k.kind.resource.plural === resource.plural)!;
       const extra = live.get(resource.plural) ?? [];
@@ -419,6 +422,94 @@ describe('createFluxSync', () => {
     expect(await sync.pass()).toMatchObject({ pruned: 0 });
     t = 120_000;
     expect(await sync.pass()).toMatchObject({ pruned: 1 });
+  });
+
+  // Issue 45, rendering mode: mco deleted a Kustomization while kustomize-controller was applying
+  // it; the apply wrote its inventory after the deletion, and the finalizer, reading a copy from
+  // before, pruned nothing. What the copy mco deletes must show first:
+  const finalizers = ['finalizers.fluxcd.io'];
+  const succeeded = [{ type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' }];
+  const revision = 'main@sha1:1';
+  const retrying = [{ type: 'Reconciling', status: 'True', reason: 'ProgressingWithRetry' }];
+  it.each([
+    ['no Flux finalizer (nothing applied; the delete removes it at once)', {}, {}, 1],
+    ['its finalizer on, not reconciled yet', { finalizers }, {}, 0],
+    [
+      'being reconciled',
+      { finalizers },
+      { conditions: [{ type: 'Reconciling', status: 'True', reason: 'Progressing' }] },
+      0,
+    ],
+    // The conditions are written first, the inventory, observedGeneration and revisions after.
+    ['Ready written, the rest of its status not yet', { finalizers }, { conditions: succeeded }, 0],
+    [
+      'a new revision being applied',
+      { finalizers },
+      {
+        conditions: succeeded,
+        observedGeneration: 1,
+        lastAppliedRevision: revision,
+        lastAttemptedRevision: 'main@sha1:2',
+      },
+      0,
+    ],
+    [
+      'an older generation observed',
+      { finalizers, generation: 2 },
+      { conditions: succeeded, observedGeneration: 1, lastAppliedRevision: revision, lastAttemptedRevision: revision },
+      0,
+    ],
+    [
+      'a failed reconcile that applied nothing',
+      { finalizers },
+      { conditions: [...retrying, { type: 'Ready', status: 'False', reason: 'ReconciliationFailed' }] },
+      1,
+    ],
+    [
+      'health checks failed after its first apply, its inventory not written yet',
+      { finalizers },
+      { conditions: [...retrying, { type: 'Ready', status: 'False', reason: 'HealthCheckFailed' }] },
+      0,
+    ],
+    [
+      'health checks failed after its first apply, its inventory written',
+      { finalizers },
+      {
+        conditions: [...retrying, { type: 'Ready', status: 'False', reason: 'HealthCheckFailed' }],
+        inventory: { entries: [] },
+      },
+      1,
+    ],
+    [
+      'its apply recorded',
+      { finalizers },
+      { conditions: succeeded, observedGeneration: 1, lastAppliedRevision: revision, lastAttemptedRevision: revision },
+      1,
+    ],
+  ])('deletes a rendered Kustomization of a removed cluster whose copy shows %s', async (_, meta, status, pruned) => {
+    let t = 0;
+    const placements = [placement('web', [listed('east')])];
+    const template: FluxTemplate = {
+      placement: { namespace: 'apps', name: 'web' },
+      kustomization: { metadata: { name: 'web' }, spec: { path: './deploy' } },
+    } as FluxTemplate;
+    const { sync, kustomizations } = fakeSync(placements, { now: () => t, templates: [template] });
+    await sync.pass();
+    const key = `flux-system/web-${clusterSlug('fleet', 'east')}`;
+    const written = kustomizations.kind.cache.get(key)!;
+    // What kustomize-controller made of it.
+    await kustomizations.kind.writer.apply({
+      ...written,
+      metadata: { ...written.metadata, uid: 'k1', generation: 1, ...meta },
+      status,
+    } as never);
+    const deletes = () => kustomizations.writes.filter((w) => w.startsWith('delete'));
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned });
+    // One that never records its apply goes after applyWaitMs.
+    t = 120_000;
+    await sync.pass();
+    expect(deletes()).toEqual([`delete web-${clusterSlug('fleet', 'east')}`]);
   });
 
   it('logs each apply and delete with component, placement and cluster', async () => {
