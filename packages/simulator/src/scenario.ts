@@ -76,6 +76,12 @@ const WorkloadSchema = z.strictObject({
   podStartup: DurationSchema.default(120).describe('From a pod being scheduled to Ready.'),
   deployDelay: DurationSchema.default(60).describe('From a cluster being listed to its Deployment existing.'),
   removeDelay: DurationSchema.default(60).describe('From a cluster leaving the list to its Deployment being deleted.'),
+  ignoresDesiredMinReplicas: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: the delivery ignores status.clusters[].desiredMinReplicas (rules O3, W1 and F6's floors), and the HPA keeps the workload's own minReplicas.",
+    ),
   hpa: HpaPatchSchema.extend({ maxReplicas: HpaFields.maxReplicas }),
 });
 

@@ -760,7 +760,8 @@ class Run {
       c.state = entry?.state;
       // A cluster that left the list keeps its drained HPA until delivery deletes it.
       if (entry || !c.deployed) c.drainMax = tenant.useDraining ? entry?.draining?.desiredMaxReplicas : undefined;
-      if (entry || !c.deployed) c.floor = entry?.desiredMinReplicas;
+      if (entry || !c.deployed)
+        c.floor = tenant.workload.ignoresDesiredMinReplicas ? undefined : entry?.desiredMinReplicas;
       if (entry) {
         c.removeAt = undefined;
         if (!c.deployed) c.deployAt ??= t + tenant.workload.deployDelay;

@@ -492,6 +492,31 @@ describe('fail-back (docs/placement-rules.md §10.3)', () => {
     expect(failBack.summary.pendingPodMinutes).toBeGreaterThan(mco.summary.pendingPodMinutes);
   });
 
+  it("with a delivery that ignores desiredMinReplicas, rule F6's bound ends the fail-back: us-east4 is ACTIVE again within 660 s", () => {
+    const scenario = loadScenario('gpu-stockout');
+    const ignoring: Scenario = { ...scenario, workload: { ...scenario.workload!, ignoresDesiredMinReplicas: true } };
+    const evaluations: Evaluation[] = [];
+    const failBack = run(
+      simulate(ignoring, { policies: ['mco-fail-back'], onEvaluation: (e) => evaluations.push(e) }),
+      'mco-fail-back',
+    );
+    // The floor F6 asks of us-central1 never reaches its HPA.
+    const floored = evaluations.filter((e) =>
+      e.decision.status.clusters?.some((c) => c.name === 'us-central1' && c.desiredMinReplicas !== undefined),
+    );
+    expect(floored.length).toBeGreaterThan(0);
+    expect(evaluations.every((e) => (signalOf(e, 'fleet/us-central1')?.hpa?.minReplicas ?? 2) === 2)).toBe(true);
+    const [p2, p3] = transitions(failBack).slice(2);
+    expect([p2!.id, p2!.cluster, p3!.id, p3!.cluster]).toEqual(['P2', 'fleet/us-east4', 'P3', 'fleet/us-east4']);
+    // The drain's first step is due 60 s after the P2 and waits at most failBack.stabilizationWindowSeconds (600 s) more.
+    expect(p3!.t - p2!.t).toBeLessThanOrEqual(660 + 30);
+    expect(p3!.reason).toMatch(/^fail-back abandoned: the receivers did not become ready within 660s/);
+    // The abandonment is a cycle; us-east4 never stays SCALING_IN, paused, to the end of the run.
+    expect(failBack.summary.failBack!.cycles).toBeGreaterThanOrEqual(1);
+    const last = evaluations.at(-1)!.decision.status.clusters!.find((c) => c.name === 'us-east4');
+    expect(last?.draining?.pausedReason).toBeUndefined();
+  });
+
   it('runs "mco with fail-back" by default only when the placement autoscales and does not enable fail-back itself', () => {
     const failBack = withBehavior('gpu-stockout', { failBack: { enabled: true } });
     expect(defaultPolicies(failBack)).toEqual(['mco', 'mco-v0.2', 'pick-n', 'always-on']);
