@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec } from '@mco/core/testing';
 import { type Draining, type PlacementCluster, type PlacementSpec } from '@mco/core';
@@ -238,5 +239,20 @@ describe('F6 bound: a fail-back whose receivers never become ready is abandoned,
     }
     expect(history).toEqual([`${GIVE_UP}s P3 fleet/b SCALING_IN->ACTIVE`]);
     expect(clusterOf({ status, transitions: [], requeueAfterSeconds: null }, 'fleet/b')?.state).toBe('ACTIVE');
+  });
+});
+
+describe('F6 bound, over random waits and receivers', () => {
+  it('a fail-back drain is abandoned exactly when its step has waited past the bound unready; ready receivers are never abandoned', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3000 }), fc.integer({ min: 0, max: 10 }), (stepAgo, readyOnA) => {
+        const d = run(
+          caseOf(during(drainingB(8, 'FailBack', stepAgo)), [steady('fleet/a', readyOnA), steady('fleet/b', 8)]),
+        );
+        // The first step needs a's 2 ready replicas to grow by 2 (25% of 8).
+        const unready = readyOnA < 4;
+        expect(moves(d)).toEqual(unready && stepAgo >= 60 + WINDOW ? ['P3 fleet/b SCALING_IN->ACTIVE'] : []);
+      }),
+    );
   });
 });
