@@ -12,16 +12,16 @@ import { createInventory, type Inventory } from './selection/inventory.js';
 import { selectClusters, type Selection, type SelectionResult } from './selection/select.js';
 import { formatTime, SECOND } from './time.js';
 import { freshCapacity, withNoCapacity } from './phases/capacity.js';
-import { drain } from './phases/drain.js';
+import { abandonStalledFailBack, drain } from './phases/drain.js';
 import { Evaluation, type NoteSink } from './phases/evaluation.js';
 import { trackFailBack, failBack, trackBelowCeiling } from './phases/fail-back.js';
 import { health } from './phases/health.js';
 import { scaleIn, trackScaleInCandidates } from './phases/scale-in.js';
-import { placeEveryEligible, satisfaction, scaleOut } from './phases/scale-out.js';
+import { isHeadroom, placeEveryEligible, satisfaction, scaleOut } from './phases/scale-out.js';
 import { floorReplacements, settleFloors, trackReadyReplicas } from './phases/replica-floor.js';
 import { compilePlacementSpec, crossNamespaceWorkload, inputWarnings } from './phases/selection.js';
 import { applySpread } from './phases/spread.js';
-import { mayKeepWarm, standby } from './phases/standby.js';
+import { mayKeepWarm, standby, warmSize } from './phases/standby.js';
 
 export { CONDITION_SATISFIED, CONDITION_VALID } from './conditions.js';
 export { compilePlacementSpec, crossNamespaceWorkload, type CompiledSpec } from './phases/selection.js';
@@ -157,7 +157,10 @@ export function evaluatePlacement(
   };
 }
 
-/** Section 4: health, scale-out (with rule O3's replica floor), then scale-in or fail-back, then standby and drain. */
+/**
+ * Section 4: health, scale-out (with rule O3's replica floor, and rule F6's
+ * bound on a stalled fail-back), then scale-in or fail-back, then standby and drain.
+ */
 function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): void {
   const min = config.minClustersBelowCapacityCeiling;
   const max = config.maxClusters ?? 0;
@@ -167,8 +170,10 @@ function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): vo
   trackReadyReplicas(run);
   settleFloors(run);
   const listed = run.entries.length;
-  const out = scaleOut(run, min, max);
+  let out = scaleOut(run, min, max);
   floorReplacements(run, run.entries.slice(listed));
+  if (run.behavior.failBackEnabled && abandonStalledFailBack(run, (e) => warmSize(run, config, e)))
+    out = { ...out, headroom: run.live().filter(isHeadroom).length, scaledOut: true };
   trackFailBack(run);
   if (!out.scaledOut && !scaleIn(run, min, out.headroom) && run.behavior.failBackEnabled)
     failBack(run, config, min, out.headroom);

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec } from '@mco/core/testing';
 import { type Draining, type PlacementCluster, type PlacementSpec } from '@mco/core';
@@ -16,14 +17,14 @@ const spec: PlacementSpec = anAutoscalingSpec(1, {
   behavior: { scaleIn: { cooldownSeconds: 300 }, failBack: { enabled: true } },
 });
 
-/** b, drained by fail-back (or `reason`) from 8 with a's 2 ready replicas as the baseline, last stepped 120 s ago at `desired`. */
-const drainingB = (desired: number, reason = 'FailBack'): PlacementCluster =>
-  listed('fleet/b', 'SCALING_IN', NOW - 600, {
+/** b, drained by fail-back (or `reason`) from 8 with a's 2 ready replicas as the baseline, last stepped `stepAgo` s ago at `desired`. */
+const drainingB = (desired: number, reason = 'FailBack', stepAgo = 120): PlacementCluster =>
+  listed('fleet/b', 'SCALING_IN', NOW - 600 - stepAgo, {
     reason,
     draining: {
       desiredMaxReplicas: desired,
       initialDesiredMaxReplicas: 8,
-      lastReplicaCountDecrease: at(NOW - 120),
+      lastReplicaCountDecrease: at(NOW - stepAgo),
       currentReplicaCount: desired,
       receiversReadyReplicas: 2,
     },
@@ -153,6 +154,105 @@ describe('F6: a fail-back drain hands load over only to replicas that are ready 
     );
     expect(notes('fleet/b')).toMatch(
       "fail-back moves load only onto ready pods (rule F6): the receivers' ready replicas grew by 0 (2 → 2), the drop so far (0) and the next step (2) need 2",
+    );
+  });
+});
+
+// Rule F6's bound: a due step waits for its receivers at most
+// failBack.stabilizationWindowSeconds (600 s) after it fell due (the last step
+// + drain.stepIntervalSeconds, 60 s): 660 s after the last step the fail-back
+// is abandoned. Before it, a delivery that ignores desiredMinReplicas (or a
+// preferred cluster that cannot start pods) kept b SCALING_IN, paused, forever.
+describe('F6 bound: a fail-back whose receivers never become ready is abandoned, never stalled', () => {
+  const GIVE_UP = 60 + WINDOW;
+
+  it.each<{ name: string; stepAgo: number; readyOnA: number; expected: ReturnType<typeof outcome> }>([
+    {
+      name: 'one second before the bound the step still waits (ReceiversNotReady)',
+      stepAgo: GIVE_UP - 1,
+      readyOnA: 3,
+      expected: { moves: [], floorOfA: 4, drainOfB: { desiredMaxReplicas: 8, pausedReason: 'ReceiversNotReady' } },
+    },
+    {
+      name: 'at the bound, with a grown by less than the step, b returns to ACTIVE with all its pods (P3)',
+      stepAgo: GIVE_UP,
+      readyOnA: 3,
+      expected: {
+        moves: ['P3 fleet/b SCALING_IN->ACTIVE'],
+        floorOfA: undefined,
+        drainOfB: { desiredMaxReplicas: undefined, pausedReason: undefined },
+      },
+    },
+    {
+      name: 'past the bound, receivers that have the step ready let it be taken: slow is not stalled',
+      stepAgo: GIVE_UP + 300,
+      readyOnA: 4,
+      expected: { moves: [], floorOfA: 6, drainOfB: { desiredMaxReplicas: 6, pausedReason: undefined } },
+    },
+  ])('$name', ({ stepAgo, readyOnA, expected }) => {
+    const input = caseOf(during(drainingB(8, 'FailBack', stepAgo)), [
+      steady('fleet/a', readyOnA),
+      steady('fleet/b', 8),
+    ]);
+    expect(outcome(run(input))).toEqual(expected);
+  });
+
+  it('the abandonment is a cycle (rule F1: the next window is 4× longer) and says why, in status and explain', () => {
+    const input = caseOf(during(drainingB(8, 'FailBack', GIVE_UP)), [steady('fleet/a', 2), steady('fleet/b', 8)]);
+    const d = run(input);
+    const b = clusterOf(d, 'fleet/b');
+    const why =
+      "fail-back abandoned: the receivers did not become ready within 660s of the drain's last step (behavior.drain.stepIntervalSeconds + failBack.stabilizationWindowSeconds; rule F6): fail-back moves load only onto ready pods (rule F6): the receivers' ready replicas grew by 0 (2 → 2), the drop so far (0) and the next step (2) need 2";
+    expect([b?.state, b?.reason, b?.message]).toEqual(['ACTIVE', 'Reactivated', why]);
+    expect(d.status.failBack).toMatchObject({ backoffLevel: 1, lastCycleTime: at(NOW) });
+    expect(d.status.failBack?.lastFailBackCluster).toBeUndefined();
+    expect(d.transitions.map((t) => t.reason)).toEqual([why]);
+    // The next fail-back waits for the backed-off window (4 × 600 s), not the same 600 s.
+    const next = run({ ...input, status: d.status, now: NOW + WINDOW + 60 });
+    expect(moves(next)).toEqual([]);
+  });
+
+  it('while paused, mco explain says when the fail-back will be abandoned, and the engine requeues for it', () => {
+    const input = caseOf(during(drainingB(8, 'FailBack', 120)), [steady('fleet/a', 2), steady('fleet/b', 8)]);
+    const notes = explainOf(input)
+      .clusters.find((c) => c.cluster === 'fleet/b')
+      ?.notes.join('\n');
+    expect(notes).toMatch(
+      `fail-back is abandoned at ${at(NOW - 120 + GIVE_UP)} if the receivers are not ready by then (rule F6)`,
+    );
+    expect(run(input).requeueAfterSeconds).toBeLessThanOrEqual(60);
+  });
+
+  it('a delivery that ignores desiredMinReplicas: evaluated every 60 s, the fail-back ends within the bound', () => {
+    let status: Case['status'] = afterStockout(WINDOW);
+    let now = NOW;
+    const signals = () => [steady('fleet/a', 2), steady('fleet/b', 8)].map((s) => ({ ...s, observedAt: at(now - 10) }));
+    const started = run({ spec, status, profiles: fleet, signals: signals(), now });
+    expect(moves(started)).toEqual(['P2 fleet/b ACTIVE->SCALING_IN']);
+    status = started.status;
+    const history: string[] = [];
+    while (now < NOW + 2 * GIVE_UP) {
+      now += 60;
+      const d = run({ spec, status, profiles: fleet, signals: signals(), now });
+      history.push(...moves(d).map((m) => `${now - NOW}s ${m}`));
+      status = d.status;
+    }
+    expect(history).toEqual([`${GIVE_UP}s P3 fleet/b SCALING_IN->ACTIVE`]);
+    expect(clusterOf({ status, transitions: [], requeueAfterSeconds: null }, 'fleet/b')?.state).toBe('ACTIVE');
+  });
+});
+
+describe('F6 bound, over random waits and receivers', () => {
+  it('a fail-back drain is abandoned exactly when its step has waited past the bound unready; ready receivers are never abandoned', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 3000 }), fc.integer({ min: 0, max: 10 }), (stepAgo, readyOnA) => {
+        const d = run(
+          caseOf(during(drainingB(8, 'FailBack', stepAgo)), [steady('fleet/a', readyOnA), steady('fleet/b', 8)]),
+        );
+        // The first step needs a's 2 ready replicas to grow by 2 (25% of 8).
+        const unready = readyOnA < 4;
+        expect(moves(d)).toEqual(unready && stepAgo >= 60 + WINDOW ? ['P3 fleet/b SCALING_IN->ACTIVE'] : []);
+      }),
     );
   });
 });

@@ -120,7 +120,8 @@ export function formatHeader(result: SimulationResult, seeds: string): string {
   const placement = scenario.placement.metadata;
   return (
     `Simulating ${scenario.name} (${seeds}): ${formatDuration(scenario.duration)} at ${formatDuration(scenario.tick)} ticks, ` +
-    `${result.clusters.length} clusters, placement ${placement.namespace ?? 'default'}/${placement.name}\n`
+    `${result.clusters.length} clusters, placement ${placement.namespace ?? 'default'}/${placement.name}` +
+    `${scenario.warmUp ? `; the first ${formatDuration(scenario.warmUp)} (warmUp) are not measured` : ''}\n`
   );
 }
 

@@ -339,7 +339,8 @@ export function renderReport(result: SimulationResult, options: { readonly multi
       : `${formatSeeds(multi.seeds)} (table and verdict); charts for seed ${result.seed}`;
   const meta =
     `${seedNote} · ${formatDuration(scenario.duration)} simulated at ${formatDuration(scenario.tick)} ticks from ${escapeHtml(scenario.start)}` +
-    ` · ${result.clusters.length} clusters · placement ${escapeHtml(`${placement.namespace ?? 'default'}/${placement.name}`)}`;
+    ` · ${result.clusters.length} clusters · placement ${escapeHtml(`${placement.namespace ?? 'default'}/${placement.name}`)}` +
+    (scenario.warmUp ? ` · the first ${formatDuration(scenario.warmUp)} (warmUp) are not measured` : '');
   return `<!doctype html>
 <html lang="en">
 <head>

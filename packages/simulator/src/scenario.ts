@@ -76,6 +76,12 @@ const WorkloadSchema = z.strictObject({
   podStartup: DurationSchema.default(120).describe('From a pod being scheduled to Ready.'),
   deployDelay: DurationSchema.default(60).describe('From a cluster being listed to its Deployment existing.'),
   removeDelay: DurationSchema.default(60).describe('From a cluster leaving the list to its Deployment being deleted.'),
+  ignoresDesiredMinReplicas: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: the delivery ignores status.clusters[].desiredMinReplicas (rules O3, W1 and F6's floors), and the HPA keeps the workload's own minReplicas.",
+    ),
   hpa: HpaPatchSchema.extend({ maxReplicas: HpaFields.maxReplicas }),
 });
 
@@ -168,6 +174,9 @@ export const ScenarioSchema = z.strictObject({
     'Also run the scenario over this longer duration: the same events, and the calm after them goes on (a flat demand stays flat, a cycle keeps cycling), so that what an event costs is seen next to a long run.',
   ),
   tick: DurationSchema.default(30),
+  warmUp: DurationSchema.optional().describe(
+    'Simulated for every policy but left out of every summary figure: each policy starts from its own first decision, made before any signal (mco places its minimum, pick-N its N clusters), and a run that opens with load the first decision cannot know of measures where each starts, not how it behaves. Default: none.',
+  ),
   workload: WorkloadSchema.optional(),
   fleet: z.strictObject({
     namespace: name.default('fleet').describe('Namespace of the ClusterProfiles.'),
@@ -281,6 +290,7 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
   if (s.duration < s.tick) issue('duration', 'must be at least one tick');
   if (s.tick >= 1 && s.duration / s.tick > MAX_TICKS)
     issue('duration', `more than ${MAX_TICKS} ticks; use a longer tick`);
+  if (s.warmUp !== undefined && s.warmUp >= s.duration) issue('warmUp', 'must be shorter than duration');
   if (s.longView !== undefined && s.longView <= s.duration) issue('longView', 'must be longer than duration');
   if (s.longView !== undefined && s.tick >= 1 && s.longView / s.tick > MAX_TICKS)
     issue('longView', `more than ${MAX_TICKS} ticks; use a longer tick`);

@@ -760,7 +760,8 @@ class Run {
       c.state = entry?.state;
       // A cluster that left the list keeps its drained HPA until delivery deletes it.
       if (entry || !c.deployed) c.drainMax = tenant.useDraining ? entry?.draining?.desiredMaxReplicas : undefined;
-      if (entry || !c.deployed) c.floor = entry?.desiredMinReplicas;
+      if (entry || !c.deployed)
+        c.floor = tenant.workload.ignoresDesiredMinReplicas ? undefined : entry?.desiredMinReplicas;
       if (entry) {
         c.removeAt = undefined;
         if (!c.deployed) c.deployAt ??= t + tenant.workload.deployDelay;
@@ -903,7 +904,9 @@ class Run {
     let costTicks = 0;
     let nonPreferredTicks = 0;
     const prices = this.clusters.map((c) => c.spec.gpuHourCost);
+    const warmUp = this.scenario.warmUp ?? 0;
     for (const s of tenant.samples) {
+      if (s.t < warmUp) continue;
       // One rule for cluster-hours, node-hours and cost: a deployed cluster counts whether or not it is
       // reachable (its nodes run, and are billed, through an outage). None of an unreachable cluster's
       // pods serve: every one of them counts as unserved demand, as pending pods do.

@@ -250,6 +250,25 @@ describe('shipped scenarios', () => {
     ]);
   });
 
+  it('warmUp: every policy is measured after the same first minutes, which are still simulated and shown', () => {
+    const scenario = loadScenario('noisy-signals');
+    expect(scenario.warmUp).toBe(900);
+    const result = simulate(scenario, { seed: 14 });
+    const { warmUp: _, ...whole } = scenario;
+    const unmeasured = simulate(whole, { seed: 14 });
+    for (const policy of ['mco', 'pick-n'] as const) {
+      const r = run(result, policy);
+      const lost = (from: number) =>
+        r.samples.filter((s) => s.t >= from).reduce((a, s) => [a[0]! + s.demand - s.served, a[1]! + s.demand], [0, 0]);
+      const [after, demand] = lost(900);
+      expect(r.samples[0]!.t).toBe(0);
+      expect(r.summary.unservedPercent).toBeCloseTo((100 * after!) / demand!, 9);
+      expect(run(unmeasured, policy).samples).toEqual(r.samples);
+    }
+    // Seed 14 opens with a burst one cluster cannot hold: mco, which started on one, loses in the first minutes.
+    expect(run(unmeasured, 'mco').summary.unservedPercent).toBeGreaterThan(run(result, 'mco').summary.unservedPercent);
+  });
+
   it('region-outage: mco replaces the unreachable cluster; without health checking MCO v0.2 never does', () => {
     const result = simulate(loadScenario('region-outage'));
     const mco = run(result, 'mco');
@@ -490,6 +509,31 @@ describe('fail-back (docs/placement-rules.md §10.3)', () => {
     expect(failBack.summary.nonPreferredClusterHours).toBeLessThan(mco.summary.nonPreferredClusterHours * 0.6);
     // The honest price of draining at the peak with the default 25% a minute: replicas wait for new nodes.
     expect(failBack.summary.pendingPodMinutes).toBeGreaterThan(mco.summary.pendingPodMinutes);
+  });
+
+  it("with a delivery that ignores desiredMinReplicas, rule F6's bound ends the fail-back: us-east4 is ACTIVE again within 660 s", () => {
+    const scenario = loadScenario('gpu-stockout');
+    const ignoring: Scenario = { ...scenario, workload: { ...scenario.workload!, ignoresDesiredMinReplicas: true } };
+    const evaluations: Evaluation[] = [];
+    const failBack = run(
+      simulate(ignoring, { policies: ['mco-fail-back'], onEvaluation: (e) => evaluations.push(e) }),
+      'mco-fail-back',
+    );
+    // The floor F6 asks of us-central1 never reaches its HPA.
+    const floored = evaluations.filter((e) =>
+      e.decision.status.clusters?.some((c) => c.name === 'us-central1' && c.desiredMinReplicas !== undefined),
+    );
+    expect(floored.length).toBeGreaterThan(0);
+    expect(evaluations.every((e) => (signalOf(e, 'fleet/us-central1')?.hpa?.minReplicas ?? 2) === 2)).toBe(true);
+    const [p2, p3] = transitions(failBack).slice(2);
+    expect([p2!.id, p2!.cluster, p3!.id, p3!.cluster]).toEqual(['P2', 'fleet/us-east4', 'P3', 'fleet/us-east4']);
+    // The drain's first step is due 60 s after the P2 and waits at most failBack.stabilizationWindowSeconds (600 s) more.
+    expect(p3!.t - p2!.t).toBeLessThanOrEqual(660 + 30);
+    expect(p3!.reason).toMatch(/^fail-back abandoned: the receivers did not become ready within 660s/);
+    // The abandonment is a cycle; us-east4 never stays SCALING_IN, paused, to the end of the run.
+    expect(failBack.summary.failBack!.cycles).toBeGreaterThanOrEqual(1);
+    const last = evaluations.at(-1)!.decision.status.clusters!.find((c) => c.name === 'us-east4');
+    expect(last?.draining?.pausedReason).toBeUndefined();
   });
 
   it('runs "mco with fail-back" by default only when the placement autoscales and does not enable fail-back itself', () => {

@@ -1,4 +1,6 @@
+import type { Draining } from '../api/placement.js';
 import {
+  drainPause,
   nextDrainStepAt,
   nextStepSize,
   startDraining,
@@ -8,7 +10,7 @@ import {
   type ReceiverCheck,
 } from '../scaling/draining.js';
 import { sourceReportsReadyReplicas } from '../scaling/signals.js';
-import { formatTime } from '../time.js';
+import { formatTime, parseTime, SECOND } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 
 /**
@@ -81,6 +83,14 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         // New signals usually come first; this bounds the wait for them.
         run.timer(run.nowMs, b.drainStepIntervalSeconds);
         run.note(entry.key, `drain paused (${step.paused.reason}): ${step.paused.message}`);
+        const giveUp = entry.reason === FAIL_BACK ? failBackGiveUpAt(run, entry.draining) : undefined;
+        if (giveUp !== undefined) {
+          run.timers.push(giveUp);
+          run.note(
+            entry.key,
+            `fail-back is abandoned at ${formatTime(giveUp)} if the receivers are not ready by then (rule F6)`,
+          );
+        }
       }
     }
     // Only a drain that can still step is unprotected: a cluster kept warm at its size steps no further.
@@ -104,6 +114,61 @@ export function drain(run: Evaluation, useDraining: boolean): void {
 }
 
 const FAIL_BACK = 'FailBack';
+
+/**
+ * Rule F6's bound: when a fail-back drain's step, due since the last
+ * decrease plus one step interval, gives up waiting for its receivers —
+ * `failBack.stabilizationWindowSeconds` later, the time fail-back gave the
+ * room to prove itself.
+ */
+function failBackGiveUpAt(run: Evaluation, draining: Draining): number | undefined {
+  const last = parseTime(draining.lastReplicaCountDecrease);
+  const b = run.behavior;
+  return last === undefined ? undefined : last + (b.drainStepIntervalSeconds + b.failBackStabilizationSeconds) * SECOND;
+}
+
+/**
+ * Rule F6, bounded: a fail-back drain whose receivers have not made its due
+ * step ready (a delivery that ignores `desiredMinReplicas`, a preferred
+ * cluster that silently cannot start pods) by `failBackGiveUpAt` never waits
+ * on: the fail-back is abandoned and the cluster returns to ACTIVE (P3, reason
+ * `Reactivated`: a cycle, backed off by rule F1) with every pod it still runs.
+ * No load moves onto pods that are not ready. Runs after scale-out, before
+ * rule F1 counts the cycle. Returns whether it abandoned one.
+ */
+export function abandonStalledFailBack(run: Evaluation, warmSizeOf: (entry: Entry) => number): boolean {
+  const b = run.behavior;
+  let check: ReceiverCheck | undefined;
+  let abandoned = false;
+  for (const entry of run.byPriority(run.live())) {
+    const d = entry.draining;
+    if (entry.state !== 'SCALING_IN' || entry.reason !== FAIL_BACK || !d) continue;
+    const giveUp = failBackGiveUpAt(run, d);
+    if (giveUp === undefined || run.nowMs < giveUp) continue;
+    const lead = nextStepSize(d, b.drainStepPercent, warmSizeOf(entry));
+    if (lead <= 0) continue;
+    check ??= receivers(run);
+    const drop = (d.initialDesiredMaxReplicas ?? d.desiredMaxReplicas) - d.desiredMaxReplicas;
+    const paused = drainPause(drop, d.receiversReadyReplicas, check, lead);
+    if (
+      !paused ||
+      !run.selected.isStillEligible(entry.key) ||
+      run.unhealthyBecause(entry.key, entry.signal) ||
+      entry.signal.unreachable
+    )
+      continue;
+    run.move(
+      entry,
+      'P3',
+      'ACTIVE',
+      'Reactivated',
+      `fail-back abandoned: the receivers did not become ready within ${b.drainStepIntervalSeconds + b.failBackStabilizationSeconds}s of the drain's last step (behavior.drain.stepIntervalSeconds + failBack.stabilizationWindowSeconds; rule F6): ${paused.message}`,
+    );
+    entry.reactivated = true;
+    abandoned = true;
+  }
+  return abandoned;
+}
 
 /**
  * Rule F6, make-before-break fail-back: while a fail-back drain is above its
