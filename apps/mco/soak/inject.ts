@@ -4,7 +4,8 @@
 import { AppsV1Api } from '@kubernetes/client-node';
 import type { UntimedEvent } from './history.js';
 import { slotOf, type Fault } from './schedule.js';
-import { PLACEMENTS, WORKLOAD_NS, type SoakStack } from './stack.js';
+import { PLACEMENT_LABEL } from './observe.js';
+import { WORKLOAD_NS, type SoakStack } from './stack.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -53,11 +54,14 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
       await sleep(fault.durationMs);
       await member.start();
       if (o.broken === 'delete-on-doubt') {
-        await member
-          .adminKubeConfig()
-          .makeApiClient(AppsV1Api)
-          .deleteNamespacedDeployment({ namespace: WORKLOAD_NS, name: `${PLACEMENTS[0]}-web` })
-          .catch(() => undefined);
+        // The broken adapter: the member answered nothing for a while, so it deletes what it delivered there.
+        const apps = member.adminKubeConfig().makeApiClient(AppsV1Api);
+        const delivered = await apps.listNamespacedDeployment({
+          namespace: WORKLOAD_NS,
+          labelSelector: PLACEMENT_LABEL,
+        });
+        const victim = delivered.items[0]?.metadata?.name;
+        if (victim) await apps.deleteNamespacedDeployment({ namespace: WORKLOAD_NS, name: victim });
       }
       return;
     }
