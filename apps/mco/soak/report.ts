@@ -79,6 +79,8 @@ export interface ReportInput {
   readonly history: readonly SoakEvent[];
   readonly verdict: Verdict;
   readonly setup: string;
+  /** Starts of each process that failed and were retried, as the kubelet retries a crashing container. */
+  readonly crashes: Readonly<Record<string, number>>;
   readonly broken?: string;
 }
 
@@ -130,6 +132,11 @@ export function textReport(r: ReportInput): string {
     const growth = p.growth === undefined ? 'n/a (restarted in the window)' : `${(p.growth * 100).toFixed(1)}%`;
     lines.push(`  ${p.process.padEnd(22)} ${p.firstKb} ${p.lastKb} ${p.maxKb} ${growth}`);
   }
+  lines.push(
+    `failed starts retried (crash loops): ${Object.entries(r.crashes)
+      .map(([p, n]) => `${p} ${n}`)
+      .join(', ')}`,
+  );
   const gaps = new Map<string, number>();
   for (const e of history) if (e.type === 'gap') gaps.set(e.source, (gaps.get(e.source) ?? 0) + 1);
   lines.push(

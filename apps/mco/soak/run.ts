@@ -163,6 +163,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       history,
       verdict,
       setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster)`,
+      crashes: Object.fromEntries(stack.processes.map((p) => [p.name, p.crashes])),
       ...(o.broken ? { broken: o.broken } : {}),
     });
     return { report, verdict, history };

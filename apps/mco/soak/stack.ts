@@ -85,15 +85,32 @@ function workload(placement: string): string {
 /** A process the injector may kill (-9) or stop (SIGTERM) and start again. */
 export class Managed {
   private current: ServerProcess | undefined;
+  /** Starts that failed and were retried (a crash loop). */
+  crashes = 0;
 
   constructor(
     readonly name: string,
     private readonly spawn: () => Promise<ServerProcess>,
   ) {}
 
-  async start(): Promise<void> {
+  /**
+   * Starts it and waits until healthy; a start that fails (say, the hub is
+   * down and the process exits) is retried with a back-off, as the kubelet
+   * restarts a crashing container. `restarts` counts those failed starts.
+   */
+  async start(timeoutMs = 300_000): Promise<void> {
     if (this.current && !this.current.hasExited()) return;
-    this.current = await this.spawn();
+    const deadline = Date.now() + timeoutMs;
+    for (let backoff = 1_000; ; backoff = Math.min(backoff * 2, 10_000)) {
+      try {
+        this.current = await this.spawn();
+        return;
+      } catch (error) {
+        this.crashes++;
+        if (Date.now() + backoff > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+      }
+    }
   }
 
   /** SIGKILL (`kill`) or SIGTERM with 25 s grace; resolves once it has exited. */
