@@ -30,6 +30,8 @@ if (values.broken !== undefined && values.broken !== 'delete-on-doubt') {
   console.error(`mco soak: --broken must be delete-on-doubt, got "${values.broken}"`);
   process.exit(2);
 }
+// Exit hooks stop every server the testkit started (a signal's default action would skip them).
+for (const signal of ['SIGINT', 'SIGTERM'] as const) process.on(signal, () => process.exit(130));
 console.log(`mco soak: seed ${seed}, ${minutes} min`);
 const result = await runSoak({
   minutes,

@@ -73,6 +73,7 @@ const describe = (e: SoakEvent): string => {
 export interface ReportInput {
   readonly seed: number;
   readonly minutes: number;
+  readonly meanGapMs: number;
   readonly startedAt: string;
   readonly endT: number;
   readonly bounds: Bounds;
@@ -94,7 +95,7 @@ export function textReport(r: ReportInput): string {
   >[];
   lines.push(`mco soak: seed ${r.seed}, ${r.minutes} min, started ${r.startedAt}, ran ${seconds(r.endT)}`);
   lines.push(
-    `reproduce: npm run soak -- --minutes ${r.minutes} --seed ${r.seed}${r.broken ? ` --broken ${r.broken}` : ''}`,
+    `reproduce: npm run soak -- --minutes ${r.minutes} --seed ${r.seed} --mean-gap ${r.meanGapMs / 1000}${r.broken ? ` --broken ${r.broken}` : ''}`,
   );
   lines.push(r.setup);
   lines.push(

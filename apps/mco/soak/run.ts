@@ -52,6 +52,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const bounds = o.bounds ?? DEFAULT_BOUNDS;
   const log = o.log ?? (() => undefined);
   const durationMs = o.minutes * 60_000;
+  const meanGapMs = o.meanGapMs ?? 15_000;
   const startedAt = new Date().toISOString();
   const stack = await SoakStack.start();
   const history: SoakEvent[] = [];
@@ -106,7 +107,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const faults = faultSchedule({
       seed: o.seed,
       durationMs,
-      meanGapMs: o.meanGapMs ?? 15_000,
+      meanGapMs,
       controllers: CONTROLLERS,
       members: MEMBERS,
       placements: PLACEMENTS,
@@ -157,6 +158,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const report = textReport({
       seed: o.seed,
       minutes: o.minutes,
+      meanGapMs,
       startedAt,
       endT,
       bounds,
