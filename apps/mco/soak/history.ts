@@ -132,10 +132,22 @@ function statusAt(history: readonly SoakEvent[], placement: string, t: number) {
   return last;
 }
 
+/** The members the placement's rules listed at `t` (the last intent written before it). */
+function intentAt(history: readonly SoakEvent[], placement: string, t: number): readonly string[] | undefined {
+  let last: readonly string[] | undefined;
+  for (const e of history) {
+    if (e.t > t) break;
+    if (e.type === 'intent' && e.placement === placement) last = e.members;
+  }
+  return last;
+}
+
 /**
  * (a) A workload object or delivery object of placement P on member M is
  * deleted only after P's status removed M (by `lastClusterRemovalTime`, 1 s
- * resolution) for a reason that is not doubt, and did not list M again since.
+ * resolution) and did not list M again since; and if M's last state before
+ * the removal was doubt (UNHEALTHY, a missing ClusterProfile ...), only if
+ * P's rules no longer listed M by then.
  */
 export function checkDeletions(history: readonly SoakEvent[]): Violation[] {
   const violations: Violation[] = [];
@@ -168,7 +180,9 @@ export function checkDeletions(history: readonly SoakEvent[]): Violation[] {
       continue;
     }
     const before = lastListed.clusters.find((c) => c.member === e.member)!;
-    if (before.state === 'UNHEALTHY' || (before.reason !== undefined && DOUBT_REASONS.has(before.reason))) {
+    // Doubt decides only while the placement still wants the cluster: once its rules drop it, leaving is intent.
+    const wanted = intentAt(history, e.placement, removal.t)?.includes(e.member) ?? true;
+    if (wanted && (before.state === 'UNHEALTHY' || (before.reason !== undefined && DOUBT_REASONS.has(before.reason)))) {
       violations.push({
         invariant: 'a',
         t: e.t,

@@ -65,6 +65,12 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
       }
       return;
     }
+    case 'member-slow': {
+      const proxy = stack.proxies[fault.target]!;
+      proxy.setMode(fault.latencyMs ? { kind: 'delay', ms: fault.latencyMs } : { kind: 'refuse' });
+      await sleep(fault.durationMs);
+      return proxy.setMode({ kind: 'pass' });
+    }
     case 'profiles-deleted': {
       const members = fault.target.split(',');
       await stack.deleteProfiles(members);

@@ -104,7 +104,12 @@ export function textReport(r: ReportInput): string {
   lines.push('', `VIOLATIONS: ${verdict.violations.length}`);
   for (const v of verdict.violations) {
     lines.push(`  (${v.invariant}) at ${seconds(v.t)}: ${v.message}`);
-    const around = history.filter((e) => e.type !== 'rss' && Math.abs(e.t - v.t) <= 20_000).slice(-25);
+    // The 30 events nearest to it (watch gaps and RSS samples left out), in time order.
+    const around = history
+      .filter((e) => e.type !== 'rss' && e.type !== 'gap' && Math.abs(e.t - v.t) <= 60_000)
+      .sort((a, b) => Math.abs(a.t - v.t) - Math.abs(b.t - v.t))
+      .slice(0, 30)
+      .sort((a, b) => a.t - b.t);
     for (const e of around) lines.push(`      ${seconds(e.t).padStart(9)}  ${describe(e)}`);
   }
   lines.push(

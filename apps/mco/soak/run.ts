@@ -85,8 +85,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const intent = new Map<string, readonly string[]>();
     for (const p of PLACEMENTS) {
       intent.set(p, INITIAL[p]!);
-      await stack.writePlacement(p, placementSpec(INITIAL[p]!));
       emit({ type: 'intent', placement: p, members: INITIAL[p]! });
+      await stack.writePlacement(p, placementSpec(INITIAL[p]!));
     }
     await until(
       () => converged(history),
@@ -140,8 +140,9 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         const next = chosen.length ? chosen : [MEMBERS[Math.floor(random() * MEMBERS.length)]!];
         await locks.get(p);
         intent.set(p, next);
-        await stack.writePlacement(p, placementSpec(next));
+        // Recorded before the write: the controller may act on it before the write returns.
         emit({ type: 'intent', placement: p, members: next });
+        await stack.writePlacement(p, placementSpec(next));
       }
     })();
     await Promise.all([injected, load]);

@@ -11,6 +11,7 @@ export const FAULT_KINDS = [
   'hub-restart', // the hub's kube-apiserver stopped (SIGTERM) and started
   'etcd-restart', // etcd killed (-9) and started on the same data
   'member-down', // a member's kube-apiserver stopped for 10-120 s
+  'member-slow', // a member reached through a proxy adding 0.5-5 s latency, or refusing connections, for 10-60 s
   'profiles-deleted', // 40% of the ClusterProfiles deleted, restored later
   'placement-invalid', // a placement edited to an invalid spec, then back
   'engine-kill', // Flux's kustomize-controller killed (-9), started again
@@ -25,6 +26,8 @@ export interface Fault {
   readonly target: string;
   /** How long the fault lasts before it is undone (a process's downtime, a member's outage ...). */
   readonly durationMs: number;
+  /** `member-slow`: the latency added, or 0 when the proxy refuses connections (one time in four). */
+  readonly latencyMs?: number;
 }
 
 export interface ScheduleOptions {
@@ -51,7 +54,7 @@ const pick = <T>(random: Random, items: readonly T[]): T => items[Math.floor(ran
 
 function targetsOf(kind: FaultKind, o: ScheduleOptions): readonly string[] {
   if (kind === 'controller-kill' || kind === 'controller-restart') return o.controllers;
-  if (kind === 'member-down') return o.members;
+  if (kind === 'member-down' || kind === 'member-slow') return o.members;
   if (kind === 'placement-invalid') return o.placements;
   if (kind === 'profiles-deleted') return subsets(o.members, Math.ceil(o.members.length * 0.4)).map((s) => s.join(','));
   return [''];
@@ -65,6 +68,7 @@ function durationOf(kind: FaultKind, random: Random): number {
     case 'profiles-deleted':
       return between(random, 10_000, 90_000);
     case 'placement-invalid':
+    case 'member-slow':
       return between(random, 10_000, 60_000);
     case 'etcd-restart':
       return between(random, 500, 5_000);
@@ -100,11 +104,12 @@ export function faultSchedule(o: ScheduleOptions): Fault[] {
       const kind = pick(random, kinds);
       const target = pick(random, targetsOf(kind, o));
       const durationMs = durationOf(kind, random);
+      const latency = kind === 'member-slow' ? (random() < 0.25 ? 0 : between(random, 500, 5_000)) : undefined;
       const slot = slotOf({ kind, target });
       if ((busyUntil.get(slot) ?? -1) >= at) continue;
       // Restart time and slack: the next fault of the slot waits for this one to be undone.
       busyUntil.set(slot, at + durationMs + 20_000);
-      faults.push({ atMs: at, kind, target, durationMs });
+      faults.push({ atMs: at, kind, target, durationMs, ...(latency === undefined ? {} : { latencyMs: latency }) });
       break;
     }
   }

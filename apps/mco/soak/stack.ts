@@ -20,14 +20,16 @@ import {
   stopServer,
   tailOf,
   thirdPartyCrd,
+  type ClusterHandle,
   type ControlPlane,
   type GitServer,
   type ServerProcess,
 } from '@mco/testkit';
 import { stringify } from 'yaml';
 import { builtMco } from '../test/built.js';
-import { clusterProfiles, credentialPlugin, PROVIDER } from '../test/walkthrough-fixtures.js';
+import { clusterProfiles, CREDENTIAL_PLUGIN, PROVIDER } from '../test/walkthrough-fixtures.js';
 import { PLACEMENT_LABEL } from './observe.js';
+import { FaultyProxy } from './proxy.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -155,6 +157,8 @@ export class SoakStack {
     readonly plane: ControlPlane,
     readonly dir: string,
     private readonly git: GitServer,
+    /** What mco and Flux reach each member through (its ClusterProfile's server): the `member-slow` fault. */
+    readonly proxies: Readonly<Record<string, FaultyProxy>>,
   ) {}
 
   static async start(): Promise<SoakStack> {
@@ -162,10 +166,12 @@ export class SoakStack {
     const plane = await startControlPlane({ clusters: [...MEMBERS] });
     const dir = mkdtempSync(join(tmpdir(), 'mco-soak-'));
     let git: GitServer | undefined;
+    const proxies: Record<string, FaultyProxy> = {};
     try {
+      for (const m of MEMBERS) proxies[m] = await FaultyProxy.start(plane.members[m]!.server);
       git = await startGitServer();
       git.commit('soak', Object.fromEntries(PLACEMENTS.map((p) => [`${p}/workload.yaml`, workload(p)])));
-      const stack = new SoakStack(plane, dir, git);
+      const stack = new SoakStack(plane, dir, git, proxies);
       await plane.hub.installCrds([
         join(REPO, 'apps/mco/chart/crds'),
         thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
@@ -199,10 +205,10 @@ export class SoakStack {
               name: PROVIDER,
               execConfig: {
                 apiVersion: 'client.authentication.k8s.io/v1',
-                command: credentialPlugin(dir, plane, 'admin'),
+                command: credentialPlugin(dir, plane, proxies),
                 provideClusterInfo: true,
               },
-              allowedServers: MEMBERS.map((m) => plane.members[m]!.server),
+              allowedServers: MEMBERS.map((m) => proxies[m]!.url),
             },
           ],
         }),
@@ -275,6 +281,7 @@ export class SoakStack {
       for (const p of stack.processes) await p.start();
       return stack;
     } catch (error) {
+      for (const p of Object.values(proxies)) await p.stop();
       await git?.stop().catch(() => undefined);
       await plane.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -331,7 +338,11 @@ export class SoakStack {
       clusterProfiles(
         this.plane,
         FLEET,
-        members.map((m) => ({ name: m, member: this.plane.members[m]! })),
+        // The member as its proxy: the same CA, the proxy's address.
+        members.map((m) => ({
+          name: m,
+          member: Object.create(this.plane.members[m]!, { server: { value: this.proxies[m]!.url } }) as ClusterHandle,
+        })),
       ),
     );
   }
@@ -363,10 +374,34 @@ export class SoakStack {
   async stop(): Promise<void> {
     for (const p of [...this.processes].reverse()) await p.stop(true).catch(() => undefined);
     await this.git.stop().catch(() => undefined);
+    for (const p of Object.values(this.proxies)) await p.stop();
     await this.plane.stop();
     if (this.etcd) await stopServer(this.etcd, 0);
     rmSync(this.dir, { recursive: true, force: true });
   }
+}
+
+/**
+ * The credential plugin of the providers file: for the member (proxy) server
+ * mco passes in KUBERNETES_EXEC_INFO, the member's admin token.
+ */
+function credentialPlugin(dir: string, plane: ControlPlane, proxies: Readonly<Record<string, FaultyProxy>>): string {
+  const file = join(dir, CREDENTIAL_PLUGIN);
+  const cases = MEMBERS.map(
+    (m) => `  *'"server":"${proxies[m]!.url}"'*) token='${plane.members[m]!.token('admin')}' ;;`,
+  );
+  writeFileSync(
+    file,
+    `#!/bin/sh
+case "$KUBERNETES_EXEC_INFO" in
+${cases.join('\n')}
+  *) echo "no member named in KUBERNETES_EXEC_INFO" >&2; exit 1 ;;
+esac
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token"
+`,
+    { mode: 0o755 },
+  );
+  return file;
 }
 
 /** The pid of the control plane's etcd (its data dir is under the plane's dir). */

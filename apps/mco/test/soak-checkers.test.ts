@@ -144,6 +144,20 @@ describe('invariant (a): no deletion on doubt', () => {
     ]);
   });
 
+  it('accepts a deletion after a removal of a cluster in doubt once the rules no longer list it', () => {
+    const history = [
+      ...BASE,
+      status(1_000, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'EVICTING', 'ClusterProfileMissing'],
+      ]),
+      intent(1_500, ['east']),
+      status(2_000, 'p1', [['east', 'ACTIVE', 'Added']], 2_000),
+      object(2_500, 'west', false),
+    ];
+    expect(checkDeletions(history)).toEqual([]);
+  });
+
   it('flags a deletion that came before the removal the status reports later', () => {
     const history = [...BASE, object(2_000, 'west', false), status(4_000, 'p1', [['east', 'ACTIVE', 'Added']], 3_500)];
     expect(checkDeletions(history).map((v) => v.message)).toEqual([
