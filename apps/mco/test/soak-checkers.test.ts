@@ -7,6 +7,7 @@ import {
   checkDeletions,
   checkLeftovers,
   checkMinActive,
+  checkRss,
   convergence,
   DEFAULT_BOUNDS,
   type SoakEvent,
@@ -240,5 +241,22 @@ describe('invariant (c): convergence after a fault', () => {
     expect(violations.map((v) => v.message)).toEqual([
       'no convergence within 120 s after member-down west (fault 0) ended',
     ]);
+  });
+});
+
+describe('invariant (e): RSS growth', () => {
+  const rss = (t: number, kb: number, pid = 1): SoakEvent => ({ t, type: 'rss', process: 'controller-0', pid, kb });
+  const HOUR = 60 * 60_000;
+
+  it('flags growth over 10% in the last 30 minutes of an hour, not in a shorter run, not across a restart', () => {
+    const growing = [rss(0, 100), rss(HOUR / 2, 100), rss(HOUR, 115)];
+    expect(checkRss(growing, HOUR, DEFAULT_BOUNDS).violations.map((v) => v.message)).toEqual([
+      'controller-0 RSS grew 15.0% over the last 30 min',
+    ]);
+    expect(checkRss(growing, HOUR - 1, DEFAULT_BOUNDS).violations).toEqual([]);
+    const restarted = [rss(0, 100), rss(HOUR / 2, 100), rss(HOUR / 2 + 1, 80, 2), rss(HOUR, 115, 2)];
+    const { figures, violations } = checkRss(restarted, HOUR, DEFAULT_BOUNDS);
+    expect(violations).toEqual([]);
+    expect(figures).toEqual([{ process: 'controller-0', samples: 4, firstKb: 100, lastKb: 115, maxKb: 115 }]);
   });
 });
