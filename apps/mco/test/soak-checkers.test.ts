@@ -239,8 +239,25 @@ describe('invariant (c): convergence after a fault', () => {
     const { convergences, violations } = convergence(history, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS);
     expect(convergences[0]!.ms).toBeUndefined();
     expect(violations.map((v) => v.message)).toEqual([
-      'no convergence within 120 s after member-down west (fault 0) ended',
+      'no convergence within 120 s after member-down west (fault 0) and the faults overlapping it ended',
     ]);
+  });
+
+  it('runs the bound from the end of the faults overlapping the one that ended', () => {
+    const history = [
+      ...BASE,
+      intent(500, ['east']),
+      fault(1_000, 0, 'start'),
+      fault(1_500, 1, 'start', 'engine-kill', ''),
+      fault(2_000, 0, 'end'),
+      fault(100_000, 1, 'end', 'engine-kill', ''),
+      status(150_000, 'p1', [['east', 'ACTIVE', 'Added']], 150_000),
+      { t: 150_000, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+      object(150_000, 'west', false),
+    ];
+    const { convergences, violations } = convergence(history, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS);
+    expect(convergences.map((c) => c.ms)).toEqual([148_000, 50_000]);
+    expect(violations).toEqual([]);
   });
 });
 
