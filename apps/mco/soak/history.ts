@@ -1,0 +1,487 @@
+// What the soak observed, as a time-ordered history (Jepsen-style), and the
+// invariant checkers that judge it. Everything here is pure: the checkers run
+// on the live run's history at the end and on recorded histories in tests.
+import type { FaultKind } from './schedule.js';
+
+/** A placement's cluster as its status lists it (members are named by their ClusterProfile name). */
+export interface ListedCluster {
+  readonly member: string;
+  readonly state: string;
+  readonly reason?: string;
+}
+
+/** Every event has `t`, milliseconds since the soak's start, when the harness saw it. */
+export type SoakEvent =
+  | {
+      readonly t: number;
+      readonly type: 'status';
+      readonly placement: string;
+      readonly clusters: readonly ListedCluster[];
+      /** `status.lastClusterRemovalTime`, ms since the start: when the controller removed a cluster. */
+      readonly removedAt?: number;
+    }
+  /** The clusters the load wants a placement on (its cluster-list rule, written by the harness). */
+  | { readonly t: number; readonly type: 'intent'; readonly placement: string; readonly members: readonly string[] }
+  | { readonly t: number; readonly type: 'profile'; readonly member: string; readonly present: boolean }
+  /** A delivered workload object on a member; `gap`: its deletion was found by a re-list after a watch gap. */
+  | {
+      readonly t: number;
+      readonly type: 'object';
+      readonly member: string;
+      readonly placement: string;
+      readonly kind: string;
+      readonly name: string;
+      readonly present: boolean;
+      readonly gap?: boolean;
+    }
+  /** The delivery engine's per-cluster object on the hub (here a Flux Kustomization). */
+  | {
+      readonly t: number;
+      readonly type: 'delivery';
+      readonly member: string;
+      readonly placement: string;
+      readonly name: string;
+      readonly present: boolean;
+      readonly gap?: boolean;
+    }
+  | {
+      readonly t: number;
+      readonly type: 'fault';
+      readonly id: number;
+      readonly kind: FaultKind;
+      readonly target: string;
+      readonly phase: 'start' | 'end';
+      readonly error?: string;
+    }
+  | { readonly t: number; readonly type: 'gap'; readonly source: string; readonly error: string }
+  | { readonly t: number; readonly type: 'rss'; readonly process: string; readonly pid: number; readonly kb: number };
+
+/** An event before the harness stamps its time. */
+type Untimed<E> = E extends unknown ? Omit<E, 't'> : never;
+export type UntimedEvent = Untimed<SoakEvent>;
+
+/** The bounds, fixed before a run (docs/reliability.md). */
+export interface Bounds {
+  /** (b) a placement may have fewer ACTIVE clusters than its minimum for this long, plus the downtime of faults that stop decisions. */
+  readonly minActiveMs: number;
+  /** (c) status, decisions and delivery converge within this long after a fault ends. */
+  readonly convergeMs: number;
+  /** (d) a cluster that left a placement holds none of its workload objects this long after it left (plus its member's downtime). */
+  readonly leftoverMs: number;
+  /** (e) largest RSS growth of a process over the measured window. */
+  readonly rssGrowth: number;
+}
+
+export const DEFAULT_BOUNDS: Bounds = { minActiveMs: 30_000, convergeMs: 120_000, leftoverMs: 120_000, rssGrowth: 0.1 };
+
+/** Reasons that mean doubt: a cluster removed for one of these lost its workload on doubt. */
+export const DOUBT_REASONS: ReadonlySet<string> = new Set([
+  'ClusterProfileMissing',
+  'ControlPlaneUnhealthy',
+  'WorkloadUnhealthy',
+  'InventoryShrunk',
+]);
+
+export interface Violation {
+  readonly invariant: 'a' | 'b' | 'c' | 'd' | 'e';
+  readonly t: number;
+  readonly message: string;
+}
+
+/** Faults that stop status from changing while they last (nothing can decide or write). */
+const STALLING: ReadonlySet<FaultKind> = new Set([
+  'controller-kill',
+  'controller-restart',
+  'hub-restart',
+  'etcd-restart',
+]);
+
+interface Window {
+  readonly start: number;
+  readonly end: number;
+  readonly kind: FaultKind;
+  readonly target: string;
+}
+
+/** Each fault's [start, end] (end: the run's end when it never ended). */
+export function faultWindows(history: readonly SoakEvent[], endT: number): Window[] {
+  const open = new Map<number, { start: number; kind: FaultKind; target: string }>();
+  const windows: Window[] = [];
+  for (const e of history) {
+    if (e.type !== 'fault') continue;
+    if (e.phase === 'start') open.set(e.id, { start: e.t, kind: e.kind, target: e.target });
+    else {
+      const o = open.get(e.id);
+      if (o) windows.push({ ...o, end: e.t });
+      open.delete(e.id);
+    }
+  }
+  for (const o of open.values()) windows.push({ ...o, end: endT });
+  return windows.sort((a, b) => a.start - b.start);
+}
+
+const overlap = (a0: number, a1: number, b0: number, b1: number) => Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
+
+/** The last `status` event of `placement` at or before `t`. */
+function statusAt(history: readonly SoakEvent[], placement: string, t: number) {
+  let last: Extract<SoakEvent, { type: 'status' }> | undefined;
+  for (const e of history) {
+    if (e.t > t) break;
+    if (e.type === 'status' && e.placement === placement) last = e;
+  }
+  return last;
+}
+
+/** The members the placement's rules listed at `t` (the last intent written before it). */
+function intentAt(history: readonly SoakEvent[], placement: string, t: number): readonly string[] | undefined {
+  let last: readonly string[] | undefined;
+  for (const e of history) {
+    if (e.t > t) break;
+    if (e.type === 'intent' && e.placement === placement) last = e.members;
+  }
+  return last;
+}
+
+/**
+ * (a) A workload object or delivery object of placement P on member M is
+ * deleted only after P's status removed M (by `lastClusterRemovalTime`, 1 s
+ * resolution) and did not list M again since; and if M's last state before
+ * the removal was doubt (UNHEALTHY, a missing ClusterProfile ...), only if
+ * P's rules no longer listed M by then.
+ */
+export function checkDeletions(history: readonly SoakEvent[]): Violation[] {
+  const violations: Violation[] = [];
+  for (const e of history) {
+    if ((e.type !== 'object' && e.type !== 'delivery') || e.present) continue;
+    const what = e.type === 'object' ? `${e.kind} ${e.name}` : `Kustomization ${e.name}`;
+    const where = `${what} of ${e.placement} on ${e.member}${e.gap ? ' (seen by a re-list after a watch gap)' : ''}`;
+    // The removal: the first status without M after the last one with M, seen up to a little after the deletion
+    // (the hub's watch may deliver the status after the member's watch delivers the deletion it caused).
+    let lastListed: Extract<SoakEvent, { type: 'status' }> | undefined;
+    let removal: Extract<SoakEvent, { type: 'status' }> | undefined;
+    for (const s of history) {
+      if (s.t > e.t + 10_000) break;
+      if (s.type !== 'status' || s.placement !== e.placement) continue;
+      const listed = s.clusters.some((c) => c.member === e.member);
+      if (listed) {
+        if (s.t > e.t) break; // listed again after the deletion: it was listed at the deletion
+        lastListed = s;
+        removal = undefined;
+      } else if (!removal && lastListed) removal = s;
+    }
+    if (!removal || !lastListed) {
+      const status = statusAt(history, e.placement, e.t);
+      if (!lastListed && !status?.clusters.some((c) => c.member === e.member)) continue; // never listed: not ours
+      violations.push({ invariant: 'a', t: e.t, message: `${where} deleted while the placement lists ${e.member}` });
+      continue;
+    }
+    if ((removal.removedAt ?? removal.t) > e.t + 1_000) {
+      violations.push({ invariant: 'a', t: e.t, message: `${where} deleted before the status removed ${e.member}` });
+      continue;
+    }
+    const before = lastListed.clusters.find((c) => c.member === e.member)!;
+    // Doubt decides only while the placement still wants the cluster: once its rules drop it, leaving is intent.
+    const wanted = intentAt(history, e.placement, removal.t)?.includes(e.member) ?? true;
+    if (wanted && (before.state === 'UNHEALTHY' || (before.reason !== undefined && DOUBT_REASONS.has(before.reason)))) {
+      violations.push({
+        invariant: 'a',
+        t: e.t,
+        message: `${where} deleted after ${e.member} was removed on doubt (${before.state}, ${before.reason})`,
+      });
+    }
+  }
+  return violations;
+}
+
+/** Replays the history into the state at each event; `visit` sees the state after each one. */
+export interface ReplayState {
+  readonly status: Map<string, readonly ListedCluster[]>;
+  readonly intent: Map<string, readonly string[]>;
+  readonly profiles: Map<string, boolean>;
+  /** `placement|member` -> names of its workload objects present there. */
+  readonly objects: Map<string, Set<string>>;
+  /** `placement|member` -> its delivery object present on the hub. */
+  readonly deliveries: Map<string, boolean>;
+}
+
+export function replay(history: readonly SoakEvent[], visit: (state: ReplayState, e: SoakEvent) => void): ReplayState {
+  const state: ReplayState = {
+    status: new Map(),
+    intent: new Map(),
+    profiles: new Map(),
+    objects: new Map(),
+    deliveries: new Map(),
+  };
+  for (const e of history) {
+    if (e.type === 'status') state.status.set(e.placement, e.clusters);
+    else if (e.type === 'intent') state.intent.set(e.placement, e.members);
+    else if (e.type === 'profile') state.profiles.set(e.member, e.present);
+    else if (e.type === 'object') {
+      const key = `${e.placement}|${e.member}`;
+      const set = state.objects.get(key) ?? new Set<string>();
+      if (e.present) set.add(`${e.kind}/${e.name}`);
+      else set.delete(`${e.kind}/${e.name}`);
+      state.objects.set(key, set);
+    } else if (e.type === 'delivery') state.deliveries.set(`${e.placement}|${e.member}`, e.present);
+    visit(state, e);
+  }
+  return state;
+}
+
+/** The state after the whole history. */
+export const stateAfter = (history: readonly SoakEvent[]): ReplayState => replay(history, () => undefined);
+
+/** The clusters a placement should have ACTIVE: those it wants whose ClusterProfile exists. */
+const wanted = (s: ReplayState, placement: string) =>
+  (s.intent.get(placement) ?? []).filter((m) => s.profiles.get(m) !== false);
+
+const activeCount = (s: ReplayState, placement: string) =>
+  (s.status.get(placement) ?? []).filter((c) => c.state === 'ACTIVE').length;
+
+/**
+ * (b) Each placement has at least its minimum of ACTIVE clusters (the
+ * clusters it wants whose ClusterProfile exists) except within a shortfall of
+ * `minActiveMs` plus the time of overlapping faults that stop decisions (or
+ * the placement's own invalid edit). Returns the violations and the
+ * exempted share: shortfall time allowed, over run time times placements.
+ */
+export function checkMinActive(
+  history: readonly SoakEvent[],
+  endT: number,
+  bounds: Bounds,
+): { violations: Violation[]; exemptedShare: number } {
+  const windows = faultWindows(history, endT);
+  const placements = new Set<string>();
+  const episodes: { placement: string; start: number; end: number }[] = [];
+  const openSince = new Map<string, number>();
+  replay(history, (s, e) => {
+    if (e.type === 'intent') placements.add(e.placement);
+    for (const p of placements) {
+      const short = activeCount(s, p) < wanted(s, p).length;
+      if (short && !openSince.has(p)) openSince.set(p, e.t);
+      if (!short && openSince.has(p)) {
+        episodes.push({ placement: p, start: openSince.get(p)!, end: e.t });
+        openSince.delete(p);
+      }
+    }
+  });
+  for (const [placement, start] of openSince) episodes.push({ placement, start, end: endT });
+  const violations: Violation[] = [];
+  let exempted = 0;
+  for (const ep of episodes) {
+    const stalled = windows
+      .filter((w) => STALLING.has(w.kind) || (w.kind === 'placement-invalid' && w.target === ep.placement))
+      .reduce((sum, w) => sum + overlap(ep.start, ep.end, w.start, w.end), 0);
+    const allowed = bounds.minActiveMs + stalled;
+    const length = ep.end - ep.start;
+    exempted += Math.min(length, allowed);
+    if (length > allowed) {
+      violations.push({
+        invariant: 'b',
+        t: ep.start + allowed,
+        message: `${ep.placement} below its minimum of ACTIVE clusters for ${Math.round(length / 1000)} s (allowed ${Math.round(allowed / 1000)} s)`,
+      });
+    }
+  }
+  const total = Math.max(1, endT) * Math.max(1, placements.size);
+  return { violations, exemptedShare: exempted / total };
+}
+
+/**
+ * Converged: every placement has ACTIVE exactly the clusters it wants, and
+ * delivery matches status: each listed cluster has its delivery object and
+ * `objectsPerCluster` workload objects, each other cluster has none.
+ */
+export function isConverged(s: ReplayState, members: readonly string[], objectsPerCluster: number): boolean {
+  for (const p of s.intent.keys()) {
+    const listed = s.status.get(p) ?? [];
+    const active = listed
+      .filter((c) => c.state === 'ACTIVE')
+      .map((c) => c.member)
+      .sort();
+    if (active.join() !== [...wanted(s, p)].sort().join()) return false;
+    for (const m of members) {
+      const on = listed.some((c) => c.member === m);
+      const objects = s.objects.get(`${p}|${m}`)?.size ?? 0;
+      const delivery = s.deliveries.get(`${p}|${m}`) === true;
+      if (on ? objects !== objectsPerCluster || !delivery : objects !== 0 || delivery) return false;
+    }
+  }
+  return true;
+}
+
+export interface Convergence {
+  readonly id: number;
+  readonly kind: FaultKind;
+  readonly target: string;
+  readonly end: number;
+  /** Milliseconds from the fault's end to the first converged state; undefined if never before the run's end. */
+  readonly ms?: number;
+}
+
+/**
+ * (c) For each fault, the time from its end to the first converged state at
+ * or after it (faults overlap: a later fault can lengthen an earlier one's
+ * time). A violation when that state comes later than the bound after the
+ * end of the busy period the fault ends in (faults whose windows overlap, in
+ * a chain).
+ */
+export function convergence(
+  history: readonly SoakEvent[],
+  members: readonly string[],
+  objectsPerCluster: number,
+  endT: number,
+  bounds: Bounds,
+): { convergences: Convergence[]; violations: Violation[] } {
+  const convergedAt: number[] = [];
+  let was = false;
+  replay(history, (s, e) => {
+    const now = isConverged(s, members, objectsPerCluster);
+    if (now && !was) convergedAt.push(e.t);
+    // A fault's end, while converged already, counts as converged at that moment.
+    if (now && e.type === 'fault' && e.phase === 'end') convergedAt.push(e.t);
+    was = now;
+  });
+  const ends = history.filter((e) => e.type === 'fault' && e.phase === 'end') as Extract<
+    SoakEvent,
+    { type: 'fault' }
+  >[];
+  const convergences: Convergence[] = [];
+  const violations: Violation[] = [];
+  // Faults chain: the bound runs from the end of the busy period (overlapping fault windows) a fault ends in.
+  const windows = faultWindows(history, endT);
+  const busyEnd = (t: number) => {
+    let end = t;
+    for (const w of windows) if (w.start <= end && w.end > end) end = w.end;
+    return end;
+  };
+  for (const e of ends) {
+    // The first converged moment at or after the end, where the state stayed converged at least until then.
+    const at = convergedAt.find((c) => c >= e.t) ?? stillConverged(history, e.t, members, objectsPerCluster);
+    const ms = at === undefined ? undefined : at - e.t;
+    convergences.push({ id: e.id, kind: e.kind, target: e.target, end: e.t, ...(ms === undefined ? {} : { ms }) });
+    const deadline = busyEnd(e.t) + bounds.convergeMs;
+    if (at === undefined ? endT > deadline : at > deadline) {
+      violations.push({
+        invariant: 'c',
+        t: deadline,
+        message: `no convergence within ${bounds.convergeMs / 1000} s after ${e.kind} ${e.target} (fault ${e.id}) and the faults overlapping it ended${ms === undefined ? '' : `: took ${Math.round(ms / 1000)} s`}`,
+      });
+    }
+  }
+  return { convergences, violations };
+}
+
+/** When the state at `t` is converged already, `t`. */
+function stillConverged(
+  history: readonly SoakEvent[],
+  t: number,
+  members: readonly string[],
+  objectsPerCluster: number,
+): number | undefined {
+  const state = stateAfter(history.filter((e) => e.t <= t));
+  return isConverged(state, members, objectsPerCluster) ? t : undefined;
+}
+
+/**
+ * (d) Within `leftoverMs` after a cluster left a placement (plus the time its
+ * member's apiserver was down meanwhile), no workload object of the
+ * placement remains there, unless the placement listed it again. Removals on
+ * doubt are (a)'s concern, not this one's.
+ */
+export function checkLeftovers(
+  history: readonly SoakEvent[],
+  endT: number,
+  bounds: Bounds,
+  objectsPerCluster: number,
+): Violation[] {
+  const windows = faultWindows(history, endT);
+  const removals: { placement: string; member: string; t: number }[] = [];
+  const previous = new Map<string, readonly ListedCluster[]>();
+  for (const e of history) {
+    if (e.type !== 'status') continue;
+    for (const c of previous.get(e.placement) ?? []) {
+      if (!e.clusters.some((n) => n.member === c.member))
+        removals.push({ placement: e.placement, member: c.member, t: e.t });
+    }
+    previous.set(e.placement, e.clusters);
+  }
+  const violations: Violation[] = [];
+  for (const r of removals) {
+    const down = windows
+      .filter((w) => w.kind === 'member-down' && w.target === r.member && w.end >= r.t)
+      .reduce((sum, w) => sum + (w.end - Math.max(w.start, r.t)), 0);
+    const deadline = r.t + bounds.leftoverMs + down;
+    if (deadline > endT) continue;
+    let relisted = false;
+    let left = 0;
+    replay(
+      history.filter((e) => e.t <= deadline),
+      (s, e) => {
+        if (e.t > r.t && e.type === 'status' && e.placement === r.placement) {
+          relisted ||= e.clusters.some((c) => c.member === r.member);
+        }
+        left = s.objects.get(`${r.placement}|${r.member}`)?.size ?? 0;
+      },
+    );
+    if (!relisted && left > 0) {
+      violations.push({
+        invariant: 'd',
+        t: deadline,
+        message: `${left} of ${objectsPerCluster} workload objects of ${r.placement} still on ${r.member} ${Math.round((deadline - r.t) / 1000)} s after it left`,
+      });
+    }
+  }
+  return violations;
+}
+
+export interface RssFigure {
+  readonly process: string;
+  readonly samples: number;
+  readonly firstKb: number;
+  readonly lastKb: number;
+  readonly maxKb: number;
+  /** Growth over the window (the last 30 minutes, or the second half of a shorter run) of the incarnation that lived through it; undefined when it restarted within it. */
+  readonly growth?: number;
+}
+
+/**
+ * (e) RSS per process: figures, and, in a run of an hour or more, a violation
+ * where one incarnation grew more than `rssGrowth` over the last 30 minutes.
+ */
+export function checkRss(
+  history: readonly SoakEvent[],
+  endT: number,
+  bounds: Bounds,
+): { figures: RssFigure[]; violations: Violation[] } {
+  const windowStart = endT - Math.min(30 * 60_000, endT / 2);
+  const byProcess = new Map<string, Extract<SoakEvent, { type: 'rss' }>[]>();
+  for (const e of history) if (e.type === 'rss') byProcess.set(e.process, [...(byProcess.get(e.process) ?? []), e]);
+  const figures: RssFigure[] = [];
+  const violations: Violation[] = [];
+  for (const [process, samples] of byProcess) {
+    const last = samples.at(-1)!;
+    const incarnation = samples.filter((s) => s.pid === last.pid);
+    const inWindow = incarnation.filter((s) => s.t >= windowStart);
+    const lived = incarnation[0]!.t <= windowStart && inWindow.length >= 2;
+    const growth = lived ? inWindow.at(-1)!.kb / inWindow[0]!.kb - 1 : undefined;
+    figures.push({
+      process,
+      samples: samples.length,
+      firstKb: samples[0]!.kb,
+      lastKb: last.kb,
+      maxKb: Math.max(...samples.map((s) => s.kb)),
+      ...(growth === undefined ? {} : { growth }),
+    });
+    // Enforced over the issue's window only (the last 30 of at least 60 minutes): over a few
+    // minutes a Node.js process's RSS moves more than 10% with its garbage collector alone.
+    if (endT >= 60 * 60_000 && growth !== undefined && growth > bounds.rssGrowth) {
+      violations.push({
+        invariant: 'e',
+        t: last.t,
+        message: `${process} RSS grew ${(growth * 100).toFixed(1)}% over the last ${Math.round((endT - windowStart) / 60_000)} min`,
+      });
+    }
+  }
+  return { figures, violations };
+}

@@ -1,0 +1,277 @@
+// The soak's eyes: list-then-watch of the hub's placements, Kustomizations
+// and ClusterProfiles and of each member's workload objects, turned into
+// history events. After any gap in a watch (an error, a 410, a server
+// restart, the watch's own timeout) it re-lists and reports what changed
+// meanwhile, deletions included, marked as found by a re-list.
+import { request, type RequestOptions } from 'node:https';
+import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
+import type { ListedCluster, UntimedEvent } from './history.js';
+
+type Emit = (event: UntimedEvent) => void;
+
+/** GET of a JSON path on the server of `kc`, with a timeout. */
+async function getJson(kc: KubeConfig, path: string, timeoutMs = 10_000): Promise<unknown> {
+  const server = new URL(kc.getCurrentCluster()!.server);
+  const options: RequestOptions = {
+    host: server.hostname,
+    port: server.port,
+    path,
+    method: 'GET',
+    timeout: timeoutMs,
+    headers: { accept: 'application/json' },
+  };
+  await kc.applyToHTTPSOptions(options);
+  return new Promise((resolve, reject) => {
+    const req = request(options, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => {
+        if (res.statusCode !== 200) reject(new Error(`GET ${path}: HTTP ${res.statusCode}: ${body.slice(0, 200)}`));
+        else resolve(JSON.parse(body));
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`GET ${path}: timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+interface ObjectList {
+  metadata: { resourceVersion: string };
+  items: KubernetesObject[];
+}
+
+/**
+ * List-then-watch of one collection. `onObject` sees every object present
+ * (after a list or an ADDED/MODIFIED event) and every deletion (DELETED, or
+ * gone at a re-list: `gap` true).
+ */
+export class Reflector {
+  private readonly known = new Map<string, KubernetesObject>();
+  private abort: AbortController | undefined;
+  private stopped = false;
+  private listed = false;
+
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly path: string,
+    private readonly labelSelector: string | undefined,
+    private readonly name: string,
+    private readonly onObject: (object: KubernetesObject, present: boolean, gap: boolean) => void,
+    private readonly onGap: (source: string, error: string) => void,
+  ) {}
+
+  start(): void {
+    void this.loop();
+  }
+
+  /** True once the first list succeeded. */
+  synced(): boolean {
+    return this.listed;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.abort?.abort();
+  }
+
+  private async loop(): Promise<void> {
+    while (!this.stopped) {
+      try {
+        const query = this.labelSelector ? `?labelSelector=${encodeURIComponent(this.labelSelector)}` : '';
+        const list = (await getJson(this.kc, `${this.path}${query}`)) as ObjectList;
+        const seen = new Set<string>();
+        for (const item of list.items) {
+          const key = keyOf(item);
+          seen.add(key);
+          const before = this.known.get(key);
+          this.known.set(key, item);
+          if (before?.metadata?.resourceVersion !== item.metadata?.resourceVersion) this.onObject(item, true, false);
+        }
+        for (const [key, item] of this.known) {
+          if (seen.has(key)) continue;
+          this.known.delete(key);
+          this.onObject(item, false, this.listed);
+        }
+        this.listed = true;
+        const reason = await this.watch(list.metadata.resourceVersion);
+        if (!this.stopped) this.onGap(this.name, reason);
+      } catch (error) {
+        if (!this.stopped) this.onGap(this.name, (error as Error).message);
+        await new Promise((resolve) => setTimeout(resolve, 1_000));
+      }
+    }
+  }
+
+  /** Watches from `resourceVersion` until the watch ends; resolves with why. */
+  private watch(resourceVersion: string): Promise<string> {
+    return new Promise((resolve) => {
+      let done = false;
+      const finish = (why: string) => {
+        if (done) return;
+        done = true;
+        this.abort?.abort();
+        resolve(why);
+      };
+      new Watch(this.kc)
+        .watch(
+          this.path,
+          {
+            resourceVersion,
+            allowWatchBookmarks: true,
+            ...(this.labelSelector ? { labelSelector: this.labelSelector } : {}),
+          },
+          (phase, object: KubernetesObject & { code?: number; message?: string }) => {
+            if (phase === 'ERROR') return finish(`watch error ${object.code ?? ''} ${object.message ?? ''}`.trim());
+            if (phase === 'BOOKMARK') return;
+            const key = keyOf(object);
+            if (phase === 'DELETED') {
+              this.known.delete(key);
+              this.onObject(object, false, false);
+            } else {
+              this.known.set(key, object);
+              this.onObject(object, true, false);
+            }
+          },
+          (error: unknown) => finish(error ? String((error as Error).message ?? error) : 'watch ended'),
+        )
+        .then(
+          (abort) => {
+            this.abort = abort;
+            if (done || this.stopped) abort.abort();
+          },
+          (error: unknown) => finish(String((error as Error).message ?? error)),
+        );
+    });
+  }
+}
+
+const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
+
+/** The label the soak's workload objects carry, with their placement's name. */
+export const PLACEMENT_LABEL = 'soak.mco.dev/placement';
+
+interface PlacementObject extends KubernetesObject {
+  status?: {
+    clusters?: { name: string; namespace?: string; state: string; reason?: string }[];
+    lastClusterRemovalTime?: string;
+  };
+}
+
+export interface ObserveOptions {
+  readonly hub: KubeConfig;
+  readonly members: Readonly<Record<string, KubeConfig>>;
+  readonly placementNamespace: string;
+  readonly fleetNamespace: string;
+  readonly fluxNamespace: string;
+  /** Workload kinds delivered to members: [api path prefix, plural, kind]. */
+  readonly workloadKinds: readonly (readonly [string, string, string])[];
+  readonly workloadNamespace: string;
+  /** Which member a Kustomization applies to, from its cluster slug label. */
+  readonly memberOfSlug: (slug: string) => string | undefined;
+  /** Milliseconds since the start. */
+  readonly now: () => number;
+  readonly emit: Emit;
+}
+
+/** Starts every reflector; the caller stops them. */
+export function observe(o: ObserveOptions): Reflector[] {
+  const gap = (source: string, error: string) => o.emit({ type: 'gap', source, error });
+  // Presence changes only: an object's status updates are not events of the history.
+  const presence = new Map<string, boolean>();
+  const changed = (key: string, present: boolean) => {
+    if (presence.get(key) === present) return false;
+    presence.set(key, present);
+    return true;
+  };
+  const lastStatus = new Map<string, string>();
+  const reflectors: Reflector[] = [
+    new Reflector(
+      o.hub,
+      `/apis/orchestra.multicluster.x-k8s.io/v1alpha1/namespaces/${o.placementNamespace}/multikubernetesclusterplacements`,
+      undefined,
+      'hub placements',
+      (object, present) => {
+        const p = object as PlacementObject;
+        if (!present) return;
+        const clusters: ListedCluster[] = (p.status?.clusters ?? []).map((c) => ({
+          member: c.name,
+          state: c.state,
+          ...(c.reason ? { reason: c.reason } : {}),
+        }));
+        const removal = p.status?.lastClusterRemovalTime;
+        const fingerprint = JSON.stringify([clusters, removal]);
+        const name = p.metadata!.name!;
+        if (lastStatus.get(name) === fingerprint) return;
+        lastStatus.set(name, fingerprint);
+        // lastClusterRemovalTime on the soak's clock (whole seconds, as the controller writes it).
+        const removedAt = removal ? o.now() - (Date.now() - Date.parse(removal)) : undefined;
+        o.emit({ type: 'status', placement: name, clusters, ...(removedAt === undefined ? {} : { removedAt }) });
+      },
+      gap,
+    ),
+    new Reflector(
+      o.hub,
+      `/apis/multicluster.x-k8s.io/v1alpha1/namespaces/${o.fleetNamespace}/clusterprofiles`,
+      undefined,
+      'hub clusterprofiles',
+      (object, present) => {
+        const member = object.metadata!.name!;
+        if (changed(`profile|${member}`, present)) o.emit({ type: 'profile', member, present });
+      },
+      gap,
+    ),
+    new Reflector(
+      o.hub,
+      `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${o.fluxNamespace}/kustomizations`,
+      'app.kubernetes.io/managed-by=mco-flux',
+      'hub kustomizations',
+      (object, present, wasGap) => {
+        const labels = object.metadata?.labels ?? {};
+        const member = o.memberOfSlug(labels['orchestra.multicluster.x-k8s.io/cluster'] ?? '');
+        const placement = labels['orchestra.multicluster.x-k8s.io/placement'];
+        if (!member || !placement) return;
+        // A Kustomization being deleted (finalizer pending) is no longer delivery.
+        const live = present && !object.metadata?.deletionTimestamp;
+        if (!changed(`delivery|${object.metadata!.name!}`, live)) return;
+        o.emit({
+          type: 'delivery',
+          member,
+          placement,
+          name: object.metadata!.name!,
+          present: live,
+          ...(wasGap ? { gap: true } : {}),
+        });
+      },
+      gap,
+    ),
+  ];
+  for (const [member, kc] of Object.entries(o.members)) {
+    for (const [prefix, plural, kind] of o.workloadKinds) {
+      reflectors.push(
+        new Reflector(
+          kc,
+          `${prefix}/namespaces/${o.workloadNamespace}/${plural}`,
+          PLACEMENT_LABEL,
+          `${member} ${plural}`,
+          (object, present, wasGap) => {
+            if (!changed(`object|${member}|${kind}|${object.metadata!.name!}`, present)) return;
+            o.emit({
+              type: 'object',
+              member,
+              placement: object.metadata!.labels![PLACEMENT_LABEL]!,
+              kind,
+              name: object.metadata!.name!,
+              present,
+              ...(wasGap ? { gap: true } : {}),
+            });
+          },
+          gap,
+        ),
+      );
+    }
+  }
+  for (const r of reflectors) r.start();
+  return reflectors;
+}

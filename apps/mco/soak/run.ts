@@ -1,0 +1,199 @@
+// One soak run: the stack, a baseline, the seeded faults and the load for N
+// minutes, then the checkers over the history and the report.
+import { createRandom } from '@mco/simulator';
+import { readFileSync } from 'node:fs';
+import { DEFAULT_BOUNDS, isConverged, stateAfter, type Bounds, type SoakEvent, type UntimedEvent } from './history.js';
+import { inject } from './inject.js';
+import { observe } from './observe.js';
+import { judge, textReport, type Verdict } from './report.js';
+import { faultSchedule, type FaultKind } from './schedule.js';
+import {
+  CONTROLLERS,
+  FLEET,
+  FLUX_NS,
+  MEMBERS,
+  PLACEMENT_NS,
+  PLACEMENTS,
+  placementSpec,
+  SoakStack,
+  WORKLOAD_KINDS,
+  WORKLOAD_NS,
+} from './stack.js';
+
+export interface SoakOptions {
+  readonly minutes: number;
+  readonly seed: number;
+  readonly bounds?: Bounds;
+  /** Mean time between two fault starts (default 15 s). */
+  readonly meanGapMs?: number;
+  readonly kinds?: readonly FaultKind[];
+  readonly broken?: 'delete-on-doubt';
+  /** Progress lines (fault starts and ends); default: none. */
+  readonly log?: (line: string) => void;
+}
+
+export interface SoakResult {
+  readonly report: string;
+  readonly verdict: Verdict;
+  readonly history: readonly SoakEvent[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const OBJECTS_PER_CLUSTER = WORKLOAD_KINDS.length;
+
+/** The initial clusters of each placement: two, two and three of the members. */
+const INITIAL: Record<string, readonly string[]> = {
+  p1: ['east', 'west'],
+  p2: ['west', 'north'],
+  p3: [...MEMBERS],
+};
+
+export async function runSoak(o: SoakOptions): Promise<SoakResult> {
+  const bounds = o.bounds ?? DEFAULT_BOUNDS;
+  const log = o.log ?? (() => undefined);
+  const durationMs = o.minutes * 60_000;
+  const meanGapMs = o.meanGapMs ?? 15_000;
+  const startedAt = new Date().toISOString();
+  const stack = await SoakStack.start();
+  const history: SoakEvent[] = [];
+  let origin = Date.now();
+  const now = () => Date.now() - origin;
+  const emit = (event: UntimedEvent) => {
+    const e = { ...event, t: now() } as SoakEvent;
+    history.push(e);
+    if (e.type === 'fault')
+      log(
+        `${(e.t / 1000).toFixed(1)}s fault ${e.id} ${e.phase} ${e.kind} ${e.target}${e.error ? ` ERROR ${e.error}` : ''}`,
+      );
+  };
+  const members = Object.fromEntries(MEMBERS.map((m) => [m, stack.plane.members[m]!.adminKubeConfig()]));
+  const reflectors = observe({
+    hub: stack.hub(),
+    members,
+    placementNamespace: PLACEMENT_NS,
+    fleetNamespace: FLEET,
+    fluxNamespace: FLUX_NS,
+    workloadKinds: WORKLOAD_KINDS,
+    workloadNamespace: WORKLOAD_NS,
+    memberOfSlug: (slug) => MEMBERS.find((m) => slug.startsWith(`${FLEET}-${m}-`)),
+    now,
+    emit,
+  });
+  let rssTimer: NodeJS.Timeout | undefined;
+  try {
+    // Baseline: every placement on its initial clusters, delivered, before the clock starts.
+    const intent = new Map<string, readonly string[]>();
+    for (const p of PLACEMENTS) {
+      intent.set(p, INITIAL[p]!);
+      emit({ type: 'intent', placement: p, members: INITIAL[p]! });
+      await stack.writePlacement(p, placementSpec(INITIAL[p]!));
+    }
+    await until(
+      () => converged(history),
+      300_000,
+      () => `baseline not converged\n${stack.logs()}`,
+    );
+    origin = Date.now();
+    log(`baseline converged; soak starts: seed ${o.seed}, ${o.minutes} min`);
+
+    rssTimer = setInterval(() => {
+      for (const p of stack.processes) {
+        const pid = p.pid();
+        const kb = pid === undefined ? undefined : rssOf(pid);
+        if (pid !== undefined && kb !== undefined) emit({ type: 'rss', process: p.name, pid, kb });
+      }
+    }, 10_000);
+
+    const faults = faultSchedule({
+      seed: o.seed,
+      durationMs,
+      meanGapMs,
+      controllers: CONTROLLERS,
+      members: MEMBERS,
+      placements: PLACEMENTS,
+      quietTailMs: Math.min(60_000, durationMs / 4),
+      ...(o.kinds ? { kinds: o.kinds } : {}),
+    });
+    log(`${faults.length} faults scheduled`);
+    const locks = new Map<string, Promise<void>>();
+    const lock = (p: string) => {
+      let release!: () => void;
+      locks.set(p, new Promise<void>((resolve) => (release = resolve)));
+      return () => {
+        locks.delete(p);
+        release();
+      };
+    };
+    const start = Date.now();
+    const injected = inject(
+      { stack, emit, specOf: (p) => placementSpec(intent.get(p)!), lock, ...(o.broken ? { broken: o.broken } : {}) },
+      faults,
+      start,
+    );
+    // The load: every 10-30 s one placement moves to another non-empty set of members (seeded).
+    const random = createRandom(o.seed ^ 0x10ad);
+    const load = (async () => {
+      while (Date.now() - start < durationMs - Math.min(60_000, durationMs / 4)) {
+        await sleep(10_000 + random() * 20_000);
+        const p = PLACEMENTS[Math.floor(random() * PLACEMENTS.length)]!;
+        const chosen = MEMBERS.filter(() => random() < 0.6);
+        const next = chosen.length ? chosen : [MEMBERS[Math.floor(random() * MEMBERS.length)]!];
+        await locks.get(p);
+        intent.set(p, next);
+        // Recorded before the write: the controller may act on it before the write returns.
+        emit({ type: 'intent', placement: p, members: next });
+        await stack.writePlacement(p, placementSpec(next));
+      }
+    })();
+    await Promise.all([injected, load]);
+    // The run ends once the last fault converged (or the bound passed), and not before its N minutes.
+    await sleep(Math.max(0, start + durationMs - Date.now()));
+    await until(
+      () => converged(history),
+      bounds.convergeMs,
+      () => '',
+    ).catch(() => undefined);
+    const endT = now();
+    clearInterval(rssTimer);
+    const verdict = judge(history, MEMBERS, OBJECTS_PER_CLUSTER, endT, bounds);
+    const report = textReport({
+      seed: o.seed,
+      minutes: o.minutes,
+      meanGapMs,
+      startedAt,
+      endT,
+      bounds,
+      history,
+      verdict,
+      setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster)`,
+      crashes: Object.fromEntries(stack.processes.map((p) => [p.name, p.crashes])),
+      ...(o.broken ? { broken: o.broken } : {}),
+    });
+    return { report, verdict, history };
+  } finally {
+    clearInterval(rssTimer);
+    for (const r of reflectors) r.stop();
+    await stack.stop();
+  }
+}
+
+const converged = (history: readonly SoakEvent[]) => isConverged(stateAfter(history), MEMBERS, OBJECTS_PER_CLUSTER);
+
+async function until(check: () => boolean, timeoutMs: number, why: () => string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(why());
+    await sleep(500);
+  }
+}
+
+/** VmRSS of a process in kB, from /proc. */
+function rssOf(pid: number): number | undefined {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const match = /^VmRSS:\s+(\d+) kB/m.exec(status);
+    return match ? Number(match[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,432 @@
+// The soak's stack: a hub and three members (real kube-apiservers on one real
+// etcd, @mco/testkit), the built `mco controller` as two replicas sharing two
+// shards, the built `mco flux` in rendering mode, and Flux's real
+// source-controller and kustomize-controller delivering each placement's
+// workload from a Git repository. Every process here can be killed and
+// started again by the fault injector.
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import {
+  fluxControllerCrds,
+  fluxControllerTool,
+  freePort,
+  startControlPlane,
+  startFluxController,
+  startGitServer,
+  startServer,
+  stopServer,
+  tailOf,
+  thirdPartyCrd,
+  type ClusterHandle,
+  type ControlPlane,
+  type GitServer,
+  type ServerProcess,
+} from '@mco/testkit';
+import { stringify } from 'yaml';
+import { builtMco } from '../test/built.js';
+import { clusterProfiles, CREDENTIAL_PLUGIN, PROVIDER } from '../test/walkthrough-fixtures.js';
+import { PLACEMENT_LABEL } from './observe.js';
+import { FaultyProxy } from './proxy.js';
+
+const REPO = fileURLToPath(new URL('../../../', import.meta.url));
+
+/** The prepared tools the soak needs besides kube-apiserver and etcd. */
+export const SOAK_TOOLS = [fluxControllerTool('source-controller'), fluxControllerTool('kustomize-controller')];
+
+export const MEMBERS = ['east', 'west', 'north'] as const;
+export const PLACEMENTS = ['p1', 'p2', 'p3'] as const;
+export const CONTROLLERS = ['controller-0', 'controller-1'] as const;
+export const FLEET = 'fleet';
+export const FLUX_NS = 'flux-system';
+export const PLACEMENT_NS = 'soak';
+export const WORKLOAD_NS = 'default';
+/** What delivery applies per placement on a member: [API path prefix, plural, kind]. */
+export const WORKLOAD_KINDS = [
+  ['/api/v1', 'configmaps', 'ConfigMap'],
+  ['/api/v1', 'services', 'Service'],
+  ['/apis/apps/v1', 'deployments', 'Deployment'],
+] as const;
+
+/** A placement's workload in Git: a ConfigMap, a Service and a Deployment, labelled with the placement. */
+function workload(placement: string): string {
+  const metadata = (kind: string) => ({
+    name: `${placement}-web`,
+    namespace: WORKLOAD_NS,
+    labels: { [PLACEMENT_LABEL]: placement, kind: kind.toLowerCase() },
+  });
+  const app = { app: `${placement}-web` };
+  return [
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: metadata('ConfigMap'), data: { cluster: '${MCO_CLUSTER_NAME}' } },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: metadata('Service'),
+      spec: { selector: app, ports: [{ port: 80, targetPort: 8080 }] },
+    },
+    {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: metadata('Deployment'),
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: app },
+        template: {
+          metadata: { labels: app },
+          spec: { containers: [{ name: 'web', image: 'registry.example/web:1' }] },
+        },
+      },
+    },
+  ]
+    .map((o) => stringify(o))
+    .join('---\n');
+}
+
+/** A process the injector may kill (-9) or stop (SIGTERM) and start again. */
+export class Managed {
+  private current: ServerProcess | undefined;
+  /** Starts that failed and were retried (a crash loop). */
+  crashes = 0;
+
+  constructor(
+    readonly name: string,
+    private readonly spawn: () => Promise<ServerProcess>,
+  ) {}
+
+  /**
+   * Starts it and waits until healthy; a start that fails (say, the hub is
+   * down and the process exits) is retried with a back-off, as the kubelet
+   * restarts a crashing container. `restarts` counts those failed starts.
+   */
+  async start(timeoutMs = 300_000): Promise<void> {
+    if (this.current && !this.current.hasExited()) return;
+    const deadline = Date.now() + timeoutMs;
+    for (let backoff = 1_000; ; backoff = Math.min(backoff * 2, 10_000)) {
+      try {
+        this.current = await this.spawn();
+        return;
+      } catch (error) {
+        this.crashes++;
+        if (Date.now() + backoff > deadline) throw error;
+        await new Promise((resolve) => setTimeout(resolve, backoff));
+      }
+    }
+  }
+
+  /** SIGKILL (`kill`) or SIGTERM with 25 s grace; resolves once it has exited. */
+  async stop(kill: boolean): Promise<void> {
+    if (this.current) await stopServer(this.current, kill ? 0 : 25_000);
+  }
+
+  pid(): number | undefined {
+    return this.current && !this.current.hasExited() ? this.current.child.pid : undefined;
+  }
+
+  tail(lines = 20): string {
+    return this.current ? `--- ${this.name}\n${tailOf(this.current.logFile, lines)}` : '';
+  }
+}
+
+/** Waits until `url` answers 200 (a process's /healthz), or throws after `timeoutMs`. */
+async function healthy(url: string, server: ServerProcess, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (server.hasExited()) throw new Error(`${url}: the process exited; its log:\n${tailOf(server.logFile)}`);
+    const ok = await fetch(url, { signal: AbortSignal.timeout(2_000) }).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${url} not healthy within ${timeoutMs} ms; log:\n${tailOf(server.logFile)}`);
+}
+
+/** The placement's spec for the clusters the load wants it on. */
+export const placementSpec = (members: readonly string[]) => ({
+  rules: [{ type: 'cluster-list', arguments: { clusters: members.map((m) => `${FLEET}/${m}`).join(',') } }],
+});
+
+export class SoakStack {
+  readonly processes: Managed[] = [];
+  private etcd: ServerProcess | undefined;
+
+  private constructor(
+    readonly plane: ControlPlane,
+    readonly dir: string,
+    private readonly git: GitServer,
+    /** What mco and Flux reach each member through (its ClusterProfile's server): the `member-slow` fault. */
+    readonly proxies: Readonly<Record<string, FaultyProxy>>,
+  ) {}
+
+  static async start(): Promise<SoakStack> {
+    const mco = builtMco();
+    const plane = await startControlPlane({ clusters: [...MEMBERS] });
+    const dir = mkdtempSync(join(tmpdir(), 'mco-soak-'));
+    let git: GitServer | undefined;
+    const proxies: Record<string, FaultyProxy> = {};
+    try {
+      for (const m of MEMBERS) proxies[m] = await FaultyProxy.start(plane.members[m]!.server);
+      git = await startGitServer();
+      git.commit('soak', Object.fromEntries(PLACEMENTS.map((p) => [`${p}/workload.yaml`, workload(p)])));
+      const stack = new SoakStack(plane, dir, git, proxies);
+      await plane.hub.installCrds([
+        join(REPO, 'apps/mco/chart/crds'),
+        thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
+        ...fluxControllerCrds('source-controller'),
+      ]);
+      await plane.hub.apply(
+        [FLUX_NS, PLACEMENT_NS, 'mco-system'].map((name) => ({
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name },
+        })),
+      );
+      await plane.hub.apply([
+        {
+          apiVersion: 'source.toolkit.fluxcd.io/v1',
+          kind: 'GitRepository',
+          metadata: { name: 'soak', namespace: FLUX_NS },
+          spec: { url: git.repoUrl('soak'), interval: '10m', ref: { branch: 'main' } },
+        } as never,
+      ]);
+      const hubFile = join(dir, 'hub.kubeconfig');
+      writeFileSync(hubFile, plane.hub.adminKubeConfig().exportConfig(), { mode: 0o600 });
+      await stack.restoreProfiles([...MEMBERS]);
+
+      const providers = join(dir, 'providers.yaml');
+      writeFileSync(
+        providers,
+        stringify({
+          providers: [
+            {
+              name: PROVIDER,
+              execConfig: {
+                apiVersion: 'client.authentication.k8s.io/v1',
+                command: credentialPlugin(dir, plane, proxies),
+                provideClusterInfo: true,
+              },
+              allowedServers: MEMBERS.map((m) => proxies[m]!.url),
+            },
+          ],
+        }),
+      );
+      const templates = join(dir, 'templates.yaml');
+      writeFileSync(
+        templates,
+        stringify({
+          templates: PLACEMENTS.map((p) => ({
+            placement: { namespace: PLACEMENT_NS, name: p },
+            kustomization: {
+              metadata: { name: p },
+              spec: {
+                interval: '1m',
+                retryInterval: '10s',
+                timeout: '30s',
+                path: `./${p}`,
+                prune: true,
+                sourceRef: { kind: 'GitRepository', name: 'soak' },
+              },
+            },
+          })),
+        }),
+      );
+
+      // Flux's engines.
+      for (const name of ['source-controller', 'kustomize-controller'] as const) {
+        const engine = new Managed(
+          name,
+          async () => (await startFluxController(name, { kubeconfig: hubFile, namespace: FLUX_NS, dir })).process,
+        );
+        stack.processes.push(engine);
+        await engine.start();
+      }
+      // mco: two controller replicas over two shards, and Flux delivery.
+      const mcoProcess = (name: string, args: (listen: string) => string[]) =>
+        new Managed(name, async () => {
+          const listen = `127.0.0.1:${await freePort()}`;
+          const server = startServer(process.execPath, [mco, ...args(listen)], join(dir, `${name}.log`));
+          await healthy(`http://${listen}/healthz`, server);
+          return server;
+        });
+      for (const name of CONTROLLERS) {
+        stack.processes.push(
+          mcoProcess(name, (listen) => [
+            'controller',
+            `--kubeconfig=${hubFile}`,
+            '--leader-elect=true',
+            '--shards=2',
+            `--identity=${name}`,
+            `--listen=${listen}`,
+            '--lease-duration=8s',
+            '--renew-deadline=6s',
+            '--retry-period=1s',
+            `--cluster-profile-namespaces=${FLEET}`,
+          ]),
+        );
+      }
+      stack.processes.push(
+        mcoProcess('mco-flux', (listen) => [
+          'flux',
+          `--kubeconfig=${hubFile}`,
+          `--provider-file=${providers}`,
+          `--templates=${templates}`,
+          '--no-helm-releases',
+          `--listen=${listen}`,
+          `--cluster-profile-namespaces=${FLEET}`,
+        ]),
+      );
+      for (const p of stack.processes) await p.start();
+      return stack;
+    } catch (error) {
+      for (const p of Object.values(proxies)) await p.stop();
+      await git?.stop().catch(() => undefined);
+      await plane.stop();
+      rmSync(dir, { recursive: true, force: true });
+      throw error;
+    }
+  }
+
+  process(name: string): Managed {
+    const found = this.processes.find((p) => p.name === name);
+    if (!found) throw new Error(`no process ${name}`);
+    return found;
+  }
+
+  hub(): KubeConfig {
+    return this.plane.hub.adminKubeConfig();
+  }
+
+  /** Writes a placement's spec (server-side apply), retrying while the hub does not answer. */
+  async writePlacement(name: string, spec: object, timeoutMs = 120_000): Promise<void> {
+    await retry(timeoutMs, () =>
+      this.plane.hub.apply([
+        {
+          apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
+          kind: 'MultiKubernetesClusterPlacement',
+          metadata: { name, namespace: PLACEMENT_NS },
+          spec,
+        } as never,
+      ]),
+    );
+  }
+
+  async deleteProfiles(members: readonly string[]): Promise<void> {
+    const custom = this.hub().makeApiClient(CustomObjectsApi);
+    for (const name of members) {
+      await retry(120_000, () =>
+        custom
+          .deleteNamespacedCustomObject({
+            group: 'multicluster.x-k8s.io',
+            version: 'v1alpha1',
+            plural: 'clusterprofiles',
+            namespace: FLEET,
+            name,
+          })
+          .catch((error: { code?: number }) => {
+            if (error.code !== 404) throw error;
+          }),
+      );
+    }
+  }
+
+  /** (Re)creates the members' ClusterProfiles as their cluster manager would: healthy, with the provider. */
+  async restoreProfiles(members: readonly string[]): Promise<void> {
+    await retry(120_000, () =>
+      clusterProfiles(
+        this.plane,
+        FLEET,
+        // The member as its proxy: the same CA, the proxy's address.
+        members.map((m) => ({
+          name: m,
+          member: Object.create(this.plane.members[m]!, { server: { value: this.proxies[m]!.url } }) as ClusterHandle,
+        })),
+      ),
+    );
+  }
+
+  /** etcd killed (-9) and started again on its data, as its pod would be. */
+  async restartEtcd(downMs: number): Promise<void> {
+    const pid = this.etcd?.child.pid ?? etcdPid(this.plane.dir);
+    const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+    if (this.etcd) await stopServer(this.etcd, 0);
+    else {
+      process.kill(-pid, 'SIGKILL');
+      while (existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8') !== '') {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    this.etcd = startServer(argv[0]!, argv.slice(1), join(this.plane.dir, 'etcd.log'));
+    await healthy(`${this.plane.etcdEndpoint}/health`, this.etcd);
+  }
+
+  etcdPid(): number {
+    return this.etcd?.child.pid ?? etcdPid(this.plane.dir);
+  }
+
+  logs(lines = 20): string {
+    return this.processes.map((p) => p.tail(lines)).join('\n');
+  }
+
+  async stop(): Promise<void> {
+    for (const p of [...this.processes].reverse()) await p.stop(true).catch(() => undefined);
+    await this.git.stop().catch(() => undefined);
+    for (const p of Object.values(this.proxies)) await p.stop();
+    await this.plane.stop();
+    if (this.etcd) await stopServer(this.etcd, 0);
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The credential plugin of the providers file: for the member (proxy) server
+ * mco passes in KUBERNETES_EXEC_INFO, the member's admin token.
+ */
+function credentialPlugin(dir: string, plane: ControlPlane, proxies: Readonly<Record<string, FaultyProxy>>): string {
+  const file = join(dir, CREDENTIAL_PLUGIN);
+  const cases = MEMBERS.map(
+    (m) => `  *'"server":"${proxies[m]!.url}"'*) token='${plane.members[m]!.token('admin')}' ;;`,
+  );
+  writeFileSync(
+    file,
+    `#!/bin/sh
+case "$KUBERNETES_EXEC_INFO" in
+${cases.join('\n')}
+  *) echo "no member named in KUBERNETES_EXEC_INFO" >&2; exit 1 ;;
+esac
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"%s"}}' "$token"
+`,
+    { mode: 0o755 },
+  );
+  return file;
+}
+
+/** The pid of the control plane's etcd (its data dir is under the plane's dir). */
+function etcdPid(planeDir: string): number {
+  const marker = `--data-dir=${join(planeDir, 'etcd')}`;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0').includes(marker)) return Number(entry);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  throw new Error(`no etcd process with ${marker}`);
+}
+
+/** Retries `action` every second until it succeeds or `timeoutMs` passed (then throws its last error). */
+export async function retry<T>(timeoutMs: number, action: () => Promise<T>): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await action();
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+}

@@ -1,0 +1,279 @@
+// The soak's own tests (docs/reliability.md): its fault schedule is a function
+// of the seed, and its invariant checkers, fed recorded histories, flag a
+// forbidden deletion, a lasting shortfall, a leftover and a slow convergence,
+// and accept the legitimate versions of each.
+import { describe, expect, it } from 'vitest';
+import {
+  checkDeletions,
+  checkLeftovers,
+  checkMinActive,
+  checkRss,
+  convergence,
+  DEFAULT_BOUNDS,
+  type SoakEvent,
+} from '../soak/history.js';
+import { FAULT_KINDS, faultSchedule, slotOf, type FaultKind, type ScheduleOptions } from '../soak/schedule.js';
+
+const SCHEDULE: ScheduleOptions = {
+  seed: 7,
+  durationMs: 60 * 60_000,
+  meanGapMs: 15_000,
+  controllers: ['controller-0', 'controller-1'],
+  members: ['east', 'west', 'north'],
+  placements: ['p1', 'p2', 'p3'],
+  quietTailMs: 60_000,
+};
+
+describe('the fault schedule', () => {
+  it('is the same for the same seed and differs for another', () => {
+    expect(faultSchedule(SCHEDULE)).toEqual(faultSchedule({ ...SCHEDULE }));
+    expect(faultSchedule({ ...SCHEDULE, seed: 8 })).not.toEqual(faultSchedule(SCHEDULE));
+  });
+
+  it('draws every kind over an hour, at least 200 faults, ordered, within the run, never two in one slot at once', () => {
+    const faults = faultSchedule(SCHEDULE);
+    expect(faults.length).toBeGreaterThanOrEqual(200);
+    for (const kind of FAULT_KINDS) expect(faults.filter((f) => f.kind === kind).length).toBeGreaterThanOrEqual(10);
+    expect(faults.map((f) => f.atMs)).toEqual([...faults.map((f) => f.atMs)].sort((a, b) => a - b));
+    expect(faults.every((f) => f.atMs <= SCHEDULE.durationMs - SCHEDULE.quietTailMs)).toBe(true);
+    const lastEnd = new Map<string, number>();
+    for (const f of faults) {
+      expect(f.atMs).toBeGreaterThan(lastEnd.get(slotOf(f)) ?? -1);
+      lastEnd.set(slotOf(f), f.atMs + f.durationMs);
+    }
+    const down = faults.filter((f) => f.kind === 'member-down').map((f) => f.durationMs);
+    expect(Math.min(...down)).toBeGreaterThanOrEqual(10_000);
+    expect(Math.max(...down)).toBeLessThanOrEqual(120_000);
+    // 40% of three ClusterProfiles: two of them.
+    expect(faults.filter((f) => f.kind === 'profiles-deleted').every((f) => f.target.split(',').length === 2)).toBe(
+      true,
+    );
+  });
+});
+
+const status = (
+  t: number,
+  placement: string,
+  clusters: [string, string, string?][],
+  removedAt?: number,
+): SoakEvent => ({
+  t,
+  type: 'status',
+  placement,
+  clusters: clusters.map(([member, state, reason]) => ({ member, state, ...(reason ? { reason } : {}) })),
+  ...(removedAt === undefined ? {} : { removedAt }),
+});
+const object = (t: number, member: string, present: boolean, kind = 'Deployment', gap = false): SoakEvent => ({
+  t,
+  type: 'object',
+  member,
+  placement: 'p1',
+  kind,
+  name: 'p1-web',
+  present,
+  ...(gap ? { gap } : {}),
+});
+const intent = (t: number, members: string[]): SoakEvent => ({ t, type: 'intent', placement: 'p1', members });
+const fault = (
+  t: number,
+  id: number,
+  phase: 'start' | 'end',
+  kind: FaultKind = 'member-down',
+  target = 'west',
+): SoakEvent => ({
+  t,
+  type: 'fault',
+  id,
+  kind,
+  target,
+  phase,
+});
+
+/** p1 on east and west, delivered: intent, status, a Kustomization and one object per cluster. */
+const BASE: SoakEvent[] = [
+  intent(0, ['east', 'west']),
+  status(100, 'p1', [
+    ['east', 'ACTIVE', 'Added'],
+    ['west', 'ACTIVE', 'Added'],
+  ]),
+  { t: 200, type: 'delivery', placement: 'p1', member: 'east', name: 'p1-east', present: true },
+  { t: 200, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: true },
+  object(300, 'east', true),
+  object(300, 'west', true),
+];
+
+describe('invariant (a): no deletion on doubt', () => {
+  it('accepts a deletion after the status removed the cluster because it left the rules', () => {
+    const history = [
+      ...BASE,
+      intent(1_000, ['east']),
+      status(1_500, 'p1', [['east', 'ACTIVE', 'Added']], 1_400),
+      { t: 1_600, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+      object(1_800, 'west', false),
+    ];
+    expect(checkDeletions(history)).toEqual([]);
+  });
+
+  it('flags a deletion while the placement lists the cluster (an adapter deleting on an empty list or on doubt)', () => {
+    const history = [...BASE, fault(1_000, 0, 'start'), fault(20_000, 0, 'end'), object(21_000, 'west', false)];
+    expect(checkDeletions(history)).toEqual([
+      {
+        invariant: 'a',
+        t: 21_000,
+        message: 'Deployment p1-web of p1 on west deleted while the placement lists west',
+      },
+    ]);
+  });
+
+  it('flags a deletion found by a re-list after a watch gap, naming it so', () => {
+    const history = [...BASE, object(5_000, 'west', false, 'Deployment', true)];
+    expect(checkDeletions(history)[0]?.message).toContain('(seen by a re-list after a watch gap)');
+  });
+
+  it('flags a deletion after a removal on doubt (a ClusterProfile missing, within its grace)', () => {
+    const history = [
+      ...BASE,
+      status(1_000, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'EVICTING', 'ClusterProfileMissing'],
+      ]),
+      status(2_000, 'p1', [['east', 'ACTIVE', 'Added']], 2_000),
+      object(2_500, 'west', false),
+    ];
+    expect(checkDeletions(history).map((v) => v.message)).toEqual([
+      'Deployment p1-web of p1 on west deleted after west was removed on doubt (EVICTING, ClusterProfileMissing)',
+    ]);
+  });
+
+  it('accepts a deletion after a removal of a cluster in doubt once the rules no longer list it', () => {
+    const history = [
+      ...BASE,
+      status(1_000, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'EVICTING', 'ClusterProfileMissing'],
+      ]),
+      intent(1_500, ['east']),
+      status(2_000, 'p1', [['east', 'ACTIVE', 'Added']], 2_000),
+      object(2_500, 'west', false),
+    ];
+    expect(checkDeletions(history)).toEqual([]);
+  });
+
+  it('flags a deletion that came before the removal the status reports later', () => {
+    const history = [...BASE, object(2_000, 'west', false), status(4_000, 'p1', [['east', 'ACTIVE', 'Added']], 3_500)];
+    expect(checkDeletions(history).map((v) => v.message)).toEqual([
+      'Deployment p1-web of p1 on west deleted before the status removed west',
+    ]);
+  });
+});
+
+describe('invariant (b): the minimum of ACTIVE clusters', () => {
+  it('allows a shortfall within the bound and reports the exempted share', () => {
+    const history = [
+      ...BASE,
+      intent(10_000, ['east', 'west', 'north']),
+      status(12_000, 'p1', [
+        ['east', 'ACTIVE'],
+        ['west', 'ACTIVE'],
+        ['north', 'ACTIVE'],
+      ]),
+    ];
+    const { violations, exemptedShare } = checkMinActive(history, 100_000, DEFAULT_BOUNDS);
+    expect(violations).toEqual([]);
+    expect(exemptedShare).toBeCloseTo(2_000 / 100_000);
+  });
+
+  it('flags a shortfall longer than the bound, and extends the bound by a controller outage', () => {
+    const short = [...BASE, intent(10_000, ['east', 'west', 'north'])];
+    expect(checkMinActive(short, 100_000, DEFAULT_BOUNDS).violations.map((v) => v.message)).toEqual([
+      'p1 below its minimum of ACTIVE clusters for 90 s (allowed 30 s)',
+    ]);
+    const outage = [
+      ...short,
+      fault(10_000, 0, 'start', 'controller-kill', 'controller-0'),
+      fault(80_000, 0, 'end', 'controller-kill', 'controller-0'),
+    ];
+    expect(checkMinActive(outage, 100_000, DEFAULT_BOUNDS).violations).toEqual([]);
+  });
+});
+
+describe('invariant (d): nothing left behind', () => {
+  const left = [
+    ...BASE,
+    intent(1_000, ['east']),
+    status(1_500, 'p1', [['east', 'ACTIVE', 'Added']], 1_400),
+    { t: 1_600, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+  ];
+
+  it('flags an object still on a cluster past the bound after it left', () => {
+    expect(checkLeftovers(left, 300_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
+      '1 of 1 workload objects of p1 still on west 120 s after it left',
+    ]);
+  });
+
+  it('accepts it when removed within the bound, or when the member was down meanwhile', () => {
+    expect(checkLeftovers([...left, object(60_000, 'west', false)], 300_000, DEFAULT_BOUNDS, 1)).toEqual([]);
+    const down = [...left, fault(1_000, 0, 'start'), fault(100_000, 0, 'end'), object(200_000, 'west', false)];
+    expect(checkLeftovers(down, 300_000, DEFAULT_BOUNDS, 1)).toEqual([]);
+  });
+});
+
+describe('invariant (c): convergence after a fault', () => {
+  it('measures the time from the end of a fault to delivery matching status', () => {
+    const history = [
+      ...BASE,
+      fault(1_000, 0, 'start', 'engine-kill', ''),
+      intent(1_500, ['east']),
+      status(2_000, 'p1', [['east', 'ACTIVE', 'Added']], 2_000),
+      fault(3_000, 0, 'end', 'engine-kill', ''),
+      { t: 4_000, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+      object(7_000, 'west', false),
+    ];
+    const { convergences, violations } = convergence(history, ['east', 'west'], 1, 10_000, DEFAULT_BOUNDS);
+    expect(convergences).toEqual([{ id: 0, kind: 'engine-kill', target: '', end: 3_000, ms: 4_000 }]);
+    expect(violations).toEqual([]);
+  });
+
+  it('flags a fault after which delivery never matches status within the bound', () => {
+    const history = [...BASE, intent(500, ['east']), fault(1_000, 0, 'start'), fault(2_000, 0, 'end')];
+    const { convergences, violations } = convergence(history, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS);
+    expect(convergences[0]!.ms).toBeUndefined();
+    expect(violations.map((v) => v.message)).toEqual([
+      'no convergence within 120 s after member-down west (fault 0) and the faults overlapping it ended',
+    ]);
+  });
+
+  it('runs the bound from the end of the faults overlapping the one that ended', () => {
+    const history = [
+      ...BASE,
+      intent(500, ['east']),
+      fault(1_000, 0, 'start'),
+      fault(1_500, 1, 'start', 'engine-kill', ''),
+      fault(2_000, 0, 'end'),
+      fault(100_000, 1, 'end', 'engine-kill', ''),
+      status(150_000, 'p1', [['east', 'ACTIVE', 'Added']], 150_000),
+      { t: 150_000, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+      object(150_000, 'west', false),
+    ];
+    const { convergences, violations } = convergence(history, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS);
+    expect(convergences.map((c) => c.ms)).toEqual([148_000, 50_000]);
+    expect(violations).toEqual([]);
+  });
+});
+
+describe('invariant (e): RSS growth', () => {
+  const rss = (t: number, kb: number, pid = 1): SoakEvent => ({ t, type: 'rss', process: 'controller-0', pid, kb });
+  const HOUR = 60 * 60_000;
+
+  it('flags growth over 10% in the last 30 minutes of an hour, not in a shorter run, not across a restart', () => {
+    const growing = [rss(0, 100), rss(HOUR / 2, 100), rss(HOUR, 115)];
+    expect(checkRss(growing, HOUR, DEFAULT_BOUNDS).violations.map((v) => v.message)).toEqual([
+      'controller-0 RSS grew 15.0% over the last 30 min',
+    ]);
+    expect(checkRss(growing, HOUR - 1, DEFAULT_BOUNDS).violations).toEqual([]);
+    const restarted = [rss(0, 100), rss(HOUR / 2, 100), rss(HOUR / 2 + 1, 80, 2), rss(HOUR, 115, 2)];
+    const { figures, violations } = checkRss(restarted, HOUR, DEFAULT_BOUNDS);
+    expect(violations).toEqual([]);
+    expect(figures).toEqual([{ process: 'controller-0', samples: 4, firstKb: 100, lastKb: 115, maxKb: 115 }]);
+  });
+});
