@@ -456,9 +456,9 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
 
   /**
    * Kubeconfig Secrets through which Flux is applying right now: a
-   * Kustomization or HelmRelease using it that its controller has not
-   * reconciled yet or is reconciling (`Reconciling` True, reason
-   * `Progressing`). Deleted in that window (by flux-operator, once mco
+   * Kustomization or HelmRelease using it whose controller has not recorded
+   * its apply yet (`isApplyRecorded`: not yet reconciled, reconciling, or its
+   * inventory not yet written after its conditions). Deleted in that window (by flux-operator, once mco
    * deletes the input provider), kustomize-controller finalizes it from a
    * cache that lacks the inventory its apply just wrote, so it prunes nothing
    * and the workload stays on the member. One stuck that way for
@@ -483,7 +483,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         }
       }
       for (const o of [...observed(kind, false), ...live]) {
-        if (o.metadata?.deletionTimestamp || !isApplying(o)) continue;
+        if (o.metadata?.deletionTimestamp || isApplyRecorded(o, kind === options.kustomizations)) continue;
         const uid = o.metadata?.uid ?? keyOf(o);
         seen.add(uid);
         const since = applyingSince.get(uid) ?? t;
@@ -685,17 +685,6 @@ export function isReconciling(object: KubeObject): boolean {
   return conditionsOf(object).some(
     (c) => c.type === 'Reconciling' && c.status === 'True' && c.reason === 'Progressing',
   );
-}
-
-/**
- * Whether a Flux object's controller is about to apply it (its finalizer is
- * on, no condition yet) or is reconciling it now. Without its finalizer
- * nothing was applied, and a delete removes it at once.
- */
-function isApplying(object: KubeObject): boolean {
-  const finalizers = (object.metadata as { finalizers?: readonly string[] } | undefined)?.finalizers ?? [];
-  const finalized = finalizers.includes(FLUX_FINALIZER);
-  return (finalized && conditionsOf(object).length === 0) || isReconciling(object);
 }
 
 function conditionsOf(object: KubeObject): readonly { type?: string; status?: string; reason?: string }[] {

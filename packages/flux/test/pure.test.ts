@@ -361,13 +361,19 @@ describe('createFluxSync', () => {
     const placements = [placement('web', [listed('east')])];
     const { sync, inputProviders, kustomizations } = fakeSync(placements);
     await sync.pass();
-    const kustomization = (conditions: object[]) =>
+    const kustomization = (conditions: object[], status: object = {}) =>
       kustomizations.kind.writer.apply({
         apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
         kind: 'Kustomization',
-        metadata: { name: 'web-east', namespace: 'flux-system', uid: 'k1', finalizers: ['finalizers.fluxcd.io'] },
+        metadata: {
+          name: 'web-east',
+          namespace: 'flux-system',
+          uid: 'k1',
+          generation: 1,
+          finalizers: ['finalizers.fluxcd.io'],
+        },
         spec: { kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } } },
-        status: { conditions },
+        status: { conditions, ...status },
       } as never);
     const deletes = () => inputProviders.writes.filter((w) => w.startsWith('delete'));
     await kustomization([]); // its finalizer on, not reconciled yet
@@ -376,10 +382,19 @@ describe('createFluxSync', () => {
     await kustomization([{ type: 'Reconciling', status: 'True', reason: 'Progressing' }]);
     expect(await sync.pass()).toMatchObject({ pruned: 0 });
     expect(deletes()).toEqual([]);
-    await kustomization([
+    const done = [
       { type: 'Ready', status: 'True', reason: 'ReconciliationSucceeded' },
       { type: 'Reconciling', status: 'False', reason: 'Succeeded' },
-    ]);
+    ];
+    // kustomize-controller's conditions land before its inventory and revisions (a second write).
+    await kustomization(done);
+    expect(await sync.pass()).toMatchObject({ pruned: 0 });
+    expect(deletes()).toEqual([]);
+    await kustomization(done, {
+      observedGeneration: 1,
+      lastAppliedRevision: 'main@sha1:a',
+      lastAttemptedRevision: 'main@sha1:a',
+    });
     expect(await sync.pass()).toMatchObject({ pruned: 1 });
     expect(deletes()).toEqual([`delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`]);
   });
