@@ -164,9 +164,10 @@ describe('fail-back properties over random timelines', () => {
             expect(a.requeueAfterSeconds).toBeLessThanOrEqual(b.requeueAfterSeconds);
         }
       }),
-      RUNS,
+      { numRuns: 500 },
     );
-    expect(sawFailBack).toBeGreaterThan(10); // the generator does reach fail-back
+    // The generator reaches fail-back in about one timeline in ten (15–21 of 200 in five runs; 9 once in CI).
+    expect(sawFailBack).toBeGreaterThan(10);
   });
 
   it('never leaves headroom below min, makes at most one P2 per evaluation, and never with a scale-out', () => {

@@ -666,7 +666,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         },
       };
       await plane.hub.apply([fromResourceSet as KubernetesObject]);
-      // Reconciled once (no kustomize-controller runs here): mco waits for nothing being applied.
+      // Reconciled once, inventory written (no kustomize-controller runs here): mco waits for
+      // nothing being applied. kustomize-controller records the generation and revisions with it.
       await custom.patchNamespacedCustomObjectStatus(
         {
           ...KUSTOMIZATIONS,
@@ -674,6 +675,10 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
           name: 'from-resourceset',
           body: {
             status: {
+              observedGeneration: 1,
+              lastAppliedRevision: 'main@sha1:0123456789abcdef0123456789abcdef01234567',
+              lastAttemptedRevision: 'main@sha1:0123456789abcdef0123456789abcdef01234567',
+              inventory: { entries: [] },
               conditions: [
                 {
                   type: 'Ready',
