@@ -150,21 +150,11 @@ export function abandonStalledFailBack(run: Evaluation, warmSizeOf: (entry: Entr
     check ??= receivers(run);
     const drop = (d.initialDesiredMaxReplicas ?? d.desiredMaxReplicas) - d.desiredMaxReplicas;
     const paused = drainPause(drop, d.receiversReadyReplicas, check, lead);
-    if (
-      !paused ||
-      !run.selected.isStillEligible(entry.key) ||
-      run.unhealthyBecause(entry.key, entry.signal) ||
-      entry.signal.unreachable
-    )
-      continue;
-    run.move(
+    if (!paused || !run.mayReactivate(entry)) continue;
+    run.reactivate(
       entry,
-      'P3',
-      'ACTIVE',
-      'Reactivated',
       `fail-back abandoned: the receivers did not become ready within ${b.drainStepIntervalSeconds + b.failBackStabilizationSeconds}s of the drain's last step (behavior.drain.stepIntervalSeconds + failBack.stabilizationWindowSeconds; rule F6): ${paused.message}`,
     );
-    entry.reactivated = true;
     abandoned = true;
   }
   return abandoned;

@@ -151,6 +151,21 @@ export class Evaluation {
     entry.message = message;
   }
 
+  /** Whether a draining cluster may return to ACTIVE (P3): still eligible, healthy and reachable. */
+  mayReactivate(entry: Entry): boolean {
+    return (
+      this.selected.isStillEligible(entry.key) &&
+      !this.unhealthyBecause(entry.key, entry.signal) &&
+      !entry.signal.unreachable
+    );
+  }
+
+  /** P3: a draining cluster back to ACTIVE with every pod it still runs. */
+  reactivate(entry: Entry, message: string): void {
+    this.move(entry, 'P3', 'ACTIVE', 'Reactivated', message);
+    entry.reactivated = true;
+  }
+
   /**
    * Adds `cluster` as ACTIVE. `inStatus: false` keeps the message out of the
    * cluster's status entry (the transition and its Event keep it): a message

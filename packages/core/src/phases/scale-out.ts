@@ -116,20 +116,8 @@ export function scaleOut(run: Evaluation, min: number, max: number): ScaleOutRes
     } else {
       for (const entry of run.byPriority(run.live().filter((e) => e.state === 'SCALING_IN'))) {
         if (headroom >= min) break;
-        if (
-          !run.selected.isStillEligible(entry.key) ||
-          run.unhealthyBecause(entry.key, entry.signal) ||
-          entry.signal.unreachable
-        )
-          continue;
-        run.move(
-          entry,
-          'P3',
-          'ACTIVE',
-          'Reactivated',
-          `headroom ${headroom} < min ${min}: reactivated, preferred over adding a cluster`,
-        );
-        entry.reactivated = true;
+        if (!run.mayReactivate(entry)) continue;
+        run.reactivate(entry, `headroom ${headroom} < min ${min}: reactivated, preferred over adding a cluster`);
         headroom++;
         scaledOut = true;
       }
@@ -179,20 +167,14 @@ function reactivateOnBurst(run: Evaluation): boolean {
   const beyond = beyondPeakBecause(run);
   for (const entry of run.byPriority(run.live().filter((e) => e.state === 'SCALING_IN'))) {
     if (entry.reason !== 'Lingering' && !(entry.reason === 'FailBack' && beyond)) continue;
-    if (
-      !run.selected.isStillEligible(entry.key) ||
-      run.unhealthyBecause(entry.key, entry.signal) ||
-      entry.signal.unreachable
-    )
-      continue;
+    if (!run.mayReactivate(entry)) continue;
     const burst = run
       .activeAbove(entry)
       .map((e) => burstBecause(e.key, e.signal))
       .find((why) => why !== undefined);
     if (!burst) continue;
     const why = entry.reason === 'FailBack' ? `${burst} and ${beyond}` : burst;
-    run.move(entry, 'P3', 'ACTIVE', 'Reactivated', `${why}: reactivated to take the burst (fail-back rule F4)`);
-    entry.reactivated = true;
+    run.reactivate(entry, `${why}: reactivated to take the burst (fail-back rule F4)`);
     return true;
   }
   return false;
