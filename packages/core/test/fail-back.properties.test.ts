@@ -122,6 +122,26 @@ const withoutBelowSince = ({ failBack: _f, ...s }: PlacementStatus): PlacementSt
   ...s,
   ...(s.clusters ? { clusters: s.clusters.map(({ belowCeilingSince: _b, ...c }) => c) } : {}),
 });
+/** Runs `t` with fail-back on, checks that no cluster fails back sooner than max(window, cooldown) after a cycle undid its last fail-back, and counts the cycles. */
+function flappingCycles(t: Timeline): number {
+  let cycles = 0;
+  const failedBack = new Set<string>();
+  const undoneAt = new Map<string, number>();
+  for (const e of runTimeline(t, { enabled: true })) {
+    for (const tr of e.decision.transitions) {
+      if (isFailBack(tr)) {
+        const undone = undoneAt.get(tr.cluster);
+        if (undone !== undefined) expect(e.now - undone).toBeGreaterThanOrEqual(Math.max(t.window, t.cooldown));
+        failedBack.add(tr.cluster);
+      } else if ((tr.id === 'P3' || tr.id === 'P1') && failedBack.delete(tr.cluster)) {
+        undoneAt.set(tr.cluster, e.now);
+        cycles++;
+      }
+    }
+  }
+  return cycles;
+}
+
 const RUNS = { numRuns: 200 };
 
 describe('fail-back properties over random timelines', () => {
@@ -192,24 +212,24 @@ describe('fail-back properties over random timelines', () => {
     fc.assert(
       // Long timelines: a cycle needs a window of room, a ceiling, then room again.
       fc.property(timelines(120), (t) => {
-        const failedBack = new Set<string>();
-        const undoneAt = new Map<string, number>();
-        for (const e of runTimeline(t, { enabled: true })) {
-          for (const tr of e.decision.transitions) {
-            if (isFailBack(tr)) {
-              const undone = undoneAt.get(tr.cluster);
-              if (undone !== undefined) expect(e.now - undone).toBeGreaterThanOrEqual(Math.max(t.window, t.cooldown));
-              failedBack.add(tr.cluster);
-            } else if ((tr.id === 'P3' || tr.id === 'P1') && failedBack.delete(tr.cluster)) {
-              undoneAt.set(tr.cluster, e.now);
-              cycles++;
-            }
-          }
-        }
+        cycles += flappingCycles(t);
       }),
       { numRuns: 300 },
     );
     expect(cycles).toBeGreaterThan(10); // the generator does reach fail-back cycles
+  });
+
+  // A fail-back abandoned by rule F6's bound, with the preferred clusters never at their ceiling,
+  // kept its old roomSince: the next fail-back came 59 s after the undo where the window is 60 s.
+  it('bounds flapping after a fail-back abandoned by rule F6 (the room restarts): the timeline that failed', () => {
+    fc.assert(
+      fc.property(timelines(120), (t) => void flappingCycles(t)),
+      {
+        seed: -1868161404,
+        path: '68:1:5:4:2:3:8:13:13:15:15:23:22:24:22:22:22:23:23:33:30:41:41:54:54:26:18:25',
+        endOnFailure: true,
+      },
+    );
   });
 
   it('never fails back while a higher-priority ACTIVE cluster has a missing, stale or at-ceiling signal within the window', () => {

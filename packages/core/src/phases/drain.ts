@@ -157,6 +157,11 @@ export function abandonStalledFailBack(run: Evaluation, warmSizeOf: (entry: Entr
     );
     abandoned = true;
   }
+  // The room fail-back saw was not real: it must hold a whole window again from now (rule F2).
+  if (abandoned && run.failBackStatus?.roomSince) {
+    const { roomSince: _, ...rest } = run.failBackStatus;
+    run.failBackStatus = rest;
+  }
   return abandoned;
 }
 
