@@ -1,6 +1,6 @@
 // `npm run soak -- --minutes N --seed S [--broken delete-on-doubt]`: a chaos
 // soak of mco on real control planes and Flux (docs/reliability.md). Writes
-// the text report to reports/soak-<seed>.txt and exits 1 on any violation.
+// the report to reports/soak-<seed>.txt and .html and exits 1 on any violation.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -45,6 +45,7 @@ mkdirSync(dir, { recursive: true });
 const file = join(dir, `soak-${seed}.txt`);
 writeFileSync(file, result.report);
 writeFileSync(join(dir, `soak-${seed}.history.json`), JSON.stringify(result.history));
+writeFileSync(join(dir, `soak-${seed}.html`), result.html);
 console.log(result.report);
 console.log(`report: ${file}`);
 process.exit(result.verdict.violations.length ? 1 : 0);

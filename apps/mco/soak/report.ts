@@ -16,6 +16,7 @@ import { FAULT_KINDS } from './schedule.js';
 
 export interface Verdict {
   readonly violations: readonly Violation[];
+  /** (b): the share of placement-time the bounds exempted; above `MAX_EXEMPTED_SHARE` the run does not count. */
   readonly exemptedShare: number;
   readonly convergences: readonly Convergence[];
   readonly rss: readonly RssFigure[];
@@ -47,9 +48,18 @@ export function judge(
   };
 }
 
-const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+/**
+ * A run whose bounds exempted more than this share of placement-time from (b)
+ * does not count: the faults kept the placements below their minimum too long
+ * for the run to show anything about them.
+ */
+export const MAX_EXEMPTED_SHARE = 0.25;
 
-const describe = (e: SoakEvent): string => {
+export const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const percent = (share: number) => `${(share * 100).toFixed(1)}%`;
+
+/** One line per event, for the events around a violation. */
+export function describeEvent(e: SoakEvent): string {
   switch (e.type) {
     case 'status':
       return `status ${e.placement}: ${e.clusters.map((c) => `${c.member} ${c.state}${c.reason ? ` (${c.reason})` : ''}`).join(', ') || 'no clusters'}`;
@@ -68,7 +78,62 @@ const describe = (e: SoakEvent): string => {
     case 'rss':
       return `rss ${e.process} ${e.kb} kB`;
   }
-};
+}
+
+/** The 30 events nearest to `t` within a minute (watch gaps and RSS samples left out), in time order. */
+export function eventsAround(history: readonly SoakEvent[], t: number): SoakEvent[] {
+  return history
+    .filter((e) => e.type !== 'rss' && e.type !== 'gap' && Math.abs(e.t - t) <= 60_000)
+    .sort((a, b) => Math.abs(a.t - t) - Math.abs(b.t - t))
+    .slice(0, 30)
+    .sort((a, b) => a.t - b.t);
+}
+
+type FaultEvent = Extract<SoakEvent, { type: 'fault' }>;
+
+/** The faults that ran, each by its end event (a fault that never ended was not undone: its start says so). */
+export const faultEnds = (history: readonly SoakEvent[]): FaultEvent[] =>
+  history.filter((e): e is FaultEvent => e.type === 'fault' && e.phase === 'end');
+
+export interface KindFigures {
+  readonly kind: string;
+  readonly count: number;
+  /** Faults whose injection or undoing reported an error. */
+  readonly errors: number;
+  /** Time from each fault's end to convergence (nearest-rank percentiles), when any converged. */
+  readonly converged?: { readonly p50: number; readonly p99: number; readonly max: number };
+  readonly notConverged: number;
+}
+
+/** Faults by kind: count, errors and convergence p50/p99/max; every known kind, and any other the history holds. */
+export function faultsByKind(history: readonly SoakEvent[], verdict: Verdict): KindFigures[] {
+  const faults = faultEnds(history);
+  const kinds = [...new Set<string>([...FAULT_KINDS, ...faults.map((f) => f.kind)])];
+  return kinds.map((kind) => {
+    const of = verdict.convergences.filter((c) => c.kind === kind);
+    const times = of.flatMap((c) => (c.ms === undefined ? [] : [c.ms]));
+    const summary = times.length ? summarize(kind, times) : undefined;
+    return {
+      kind,
+      count: faults.filter((f) => f.kind === kind).length,
+      errors: faults.filter((f) => f.kind === kind && f.error).length,
+      ...(summary ? { converged: { p50: summary.p50, p99: summary.p99, max: summary.max } } : {}),
+      notConverged: of.length - times.length,
+    };
+  });
+}
+
+/** RSS growth of the incarnation that lived through the window, or why there is none. */
+export const growthText = (p: RssFigure) =>
+  p.growth === undefined ? 'n/a (restarted in the window)' : `${(p.growth * 100).toFixed(1)}%`;
+
+/** The verdict on (b)'s exemptions, one sentence. */
+export function exemptionText(verdict: Verdict): string {
+  const share = `${percent(verdict.exemptedShare)} of placement-time exempted by the bounds after faults`;
+  return verdict.exemptedShare > MAX_EXEMPTED_SHARE
+    ? `${share}: more than ${percent(MAX_EXEMPTED_SHARE)}, so THIS RUN DOES NOT COUNT (the faults kept placements below their minimum too long for the run to show anything)`
+    : `${share} (at most ${percent(MAX_EXEMPTED_SHARE)} for the run to count)`;
+}
 
 export interface ReportInput {
   readonly seed: number;
@@ -85,18 +150,19 @@ export interface ReportInput {
   readonly broken?: string;
 }
 
-/** The text report: faults by kind, violations with the events around them, convergence per kind, RSS. */
+/** The command that runs the same soak again. */
+export const reproduce = (r: ReportInput) =>
+  `npm run soak -- --minutes ${r.minutes} --seed ${r.seed} --mean-gap ${r.meanGapMs / 1000}${r.broken ? ` --broken ${r.broken}` : ''}`;
+
+/**
+ * The text report: violations with the events around them, (b)'s exempted
+ * share, faults by kind with convergence p50/p99/max, RSS per process.
+ */
 export function textReport(r: ReportInput): string {
   const { history, verdict } = r;
   const lines: string[] = [];
-  const faults = history.filter((e) => e.type === 'fault' && e.phase === 'end') as Extract<
-    SoakEvent,
-    { type: 'fault' }
-  >[];
   lines.push(`mco soak: seed ${r.seed}, ${r.minutes} min, started ${r.startedAt}, ran ${seconds(r.endT)}`);
-  lines.push(
-    `reproduce: npm run soak -- --minutes ${r.minutes} --seed ${r.seed} --mean-gap ${r.meanGapMs / 1000}${r.broken ? ` --broken ${r.broken}` : ''}`,
-  );
+  lines.push(`reproduce: ${reproduce(r)}`);
   lines.push(r.setup);
   lines.push(
     `bounds: (b) ${seconds(r.bounds.minActiveMs)} below the minimum plus stalling faults' time; (c) ${seconds(r.bounds.convergeMs)} to converge after a fault; (d) ${seconds(r.bounds.leftoverMs)} to remove a leaving cluster's objects plus its downtime; (e) RSS growth < ${r.bounds.rssGrowth * 100}%`,
@@ -104,39 +170,31 @@ export function textReport(r: ReportInput): string {
   lines.push('', `VIOLATIONS: ${verdict.violations.length}`);
   for (const v of verdict.violations) {
     lines.push(`  (${v.invariant}) at ${seconds(v.t)}: ${v.message}`);
-    // The 30 events nearest to it (watch gaps and RSS samples left out), in time order.
-    const around = history
-      .filter((e) => e.type !== 'rss' && e.type !== 'gap' && Math.abs(e.t - v.t) <= 60_000)
-      .sort((a, b) => Math.abs(a.t - v.t) - Math.abs(b.t - v.t))
-      .slice(0, 30)
-      .sort((a, b) => a.t - b.t);
-    for (const e of around) lines.push(`      ${seconds(e.t).padStart(9)}  ${describe(e)}`);
+    for (const e of eventsAround(history, v.t)) lines.push(`      ${seconds(e.t).padStart(9)}  ${describeEvent(e)}`);
   }
-  lines.push(
-    '',
-    `invariant (b): ${(verdict.exemptedShare * 100).toFixed(1)}% of placement-time exempted by the bounds after faults`,
-  );
-  lines.push('', `FAULTS: ${faults.length} injected`);
+  lines.push('', `invariant (b): ${exemptionText(verdict)}`);
+  const kinds = faultsByKind(history, verdict);
+  lines.push('', `FAULTS: ${faultEnds(history).length} injected`);
   lines.push('  kind                 count  errors  converged p50 / p99 / max      not converged');
-  for (const kind of FAULT_KINDS) {
-    const of = faults.filter((f) => f.kind === kind);
-    const times = verdict.convergences.filter((c) => c.kind === kind && c.ms !== undefined).map((c) => c.ms!);
-    const never = verdict.convergences.filter((c) => c.kind === kind && c.ms === undefined).length;
-    const figures = times.length
-      ? (() => {
-          const s = summarize(kind, times);
-          return `${seconds(s.p50)} / ${seconds(s.p99)} / ${seconds(s.max)}`;
-        })()
+  for (const k of kinds) {
+    const figures = k.converged
+      ? `${seconds(k.converged.p50)} / ${seconds(k.converged.p99)} / ${seconds(k.converged.max)}`
       : '-';
     lines.push(
-      `  ${kind.padEnd(20)} ${String(of.length).padStart(5)}  ${String(of.filter((f) => f.error).length).padStart(6)}  ${figures.padEnd(30)} ${never}`,
+      `  ${k.kind.padEnd(20)} ${String(k.count).padStart(5)}  ${String(k.errors).padStart(6)}  ${figures.padEnd(30)} ${k.notConverged}`,
     );
   }
-  for (const f of faults.filter((f) => f.error)) lines.push(`  fault ${f.id} ${f.kind} ${f.target}: ${f.error}`);
-  lines.push('', 'RSS (kB): process first last max growth-over-window');
+  for (const f of faultEnds(history).filter((f) => f.error))
+    lines.push(`  fault ${f.id} ${f.kind} ${f.target}: ${f.error}`);
+  lines.push(
+    '',
+    'RSS (kB); growth over the last 30 minutes (the second half of a shorter run) of the incarnation alive through them:',
+    `  ${'process'.padEnd(22)} ${'first'.padStart(9)} ${'last'.padStart(9)} ${'max'.padStart(9)}  growth`,
+  );
   for (const p of verdict.rss) {
-    const growth = p.growth === undefined ? 'n/a (restarted in the window)' : `${(p.growth * 100).toFixed(1)}%`;
-    lines.push(`  ${p.process.padEnd(22)} ${p.firstKb} ${p.lastKb} ${p.maxKb} ${growth}`);
+    lines.push(
+      `  ${p.process.padEnd(22)} ${String(p.firstKb).padStart(9)} ${String(p.lastKb).padStart(9)} ${String(p.maxKb).padStart(9)}  ${growthText(p)}`,
+    );
   }
   lines.push(
     `failed starts retried (crash loops): ${Object.entries(r.crashes)

@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { DEFAULT_BOUNDS, isConverged, stateAfter, type Bounds, type SoakEvent, type UntimedEvent } from './history.js';
 import { inject } from './inject.js';
 import { observe } from './observe.js';
-import { judge, textReport, type Verdict } from './report.js';
+import { htmlReport } from './report-html.js';
+import { judge, textReport, type ReportInput, type Verdict } from './report.js';
 import { faultSchedule, type FaultKind } from './schedule.js';
 import {
   CONTROLLERS,
@@ -34,6 +35,8 @@ export interface SoakOptions {
 
 export interface SoakResult {
   readonly report: string;
+  /** The same as a self-contained HTML page with a timeline of the faults and RSS over time. */
+  readonly html: string;
   readonly verdict: Verdict;
   readonly history: readonly SoakEvent[];
 }
@@ -156,7 +159,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const endT = now();
     clearInterval(rssTimer);
     const verdict = judge(history, MEMBERS, OBJECTS_PER_CLUSTER, endT, bounds);
-    const report = textReport({
+    const input: ReportInput = {
       seed: o.seed,
       minutes: o.minutes,
       meanGapMs,
@@ -168,8 +171,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster)`,
       crashes: Object.fromEntries(stack.processes.map((p) => [p.name, p.crashes])),
       ...(o.broken ? { broken: o.broken } : {}),
-    });
-    return { report, verdict, history };
+    };
+    return { report: textReport(input), html: htmlReport(input), verdict, history };
   } finally {
     clearInterval(rssTimer);
     for (const r of reflectors) r.stop();

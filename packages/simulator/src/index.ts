@@ -65,7 +65,17 @@ export {
   metrics,
   type Metric,
 } from './format.js';
-export { renderReport } from './report.js';
+export { renderReport, REPORT_STYLE, SERIES_COLORS } from './report.js';
+export {
+  escapeHtml,
+  laneChart,
+  lineChart,
+  type Lane,
+  type LaneChartOptions,
+  type LineChartOptions,
+  type Marker,
+  type Series,
+} from './svg.js';
 export {
   simulateSeeds,
   metricStats,

@@ -21,7 +21,8 @@ const POLICY_COLORS = {
   'always-on': '#6d4c41',
   'mco-without-hysteresis': '#c62828',
 } as const;
-const CLUSTER_COLORS = ['#1565c0', '#2e7d32', '#c62828', '#6a1b9a', '#ef6c00', '#00838f', '#ad1457', '#5d4037'];
+/** Colours of the series of a chart, one per cluster (or per process in the soak's report). */
+export const SERIES_COLORS = ['#1565c0', '#2e7d32', '#c62828', '#6a1b9a', '#ef6c00', '#00838f', '#ad1457', '#5d4037'];
 const STATE_COLORS = {
   ACTIVE: '#43a047',
   SCALING_IN: '#fbc02d',
@@ -30,7 +31,8 @@ const STATE_COLORS = {
   REMOVING: '#9e9e9e',
 };
 
-const STYLE = `
+/** The report's stylesheet, charts included (the soak's HTML report uses it too). */
+export const REPORT_STYLE = `
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;color:#212121;margin:24px auto;max-width:1400px;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #e0e0e0;padding-bottom:4px}
 h3{font-size:15px;margin:18px 0 6px}.meta{color:#616161}
@@ -274,7 +276,7 @@ function policyDetails(result: SimulationResult, run: PolicyRun): string {
     series: [
       ...labels.map((label, i) => ({
         label,
-        color: CLUSTER_COLORS[i % CLUSTER_COLORS.length]!,
+        color: SERIES_COLORS[i % SERIES_COLORS.length]!,
         values: run.samples.map((s) => s.clusters[i]!.replicas),
         step: true,
       })),
@@ -291,7 +293,7 @@ function policyDetails(result: SimulationResult, run: PolicyRun): string {
     height: 200,
     series: labels.map((label, i) => ({
       label,
-      color: CLUSTER_COLORS[i % CLUSTER_COLORS.length]!,
+      color: SERIES_COLORS[i % SERIES_COLORS.length]!,
       values: run.samples.map((s) => s.clusters[i]!.pending),
       step: true,
     })),
@@ -347,7 +349,7 @@ export function renderReport(result: SimulationResult, options: { readonly multi
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>mco simulation: ${escapeHtml(scenario.name)}</title>
-<style>${STYLE}</style>
+<style>${REPORT_STYLE}</style>
 </head>
 <body>
 <header><h1>mco simulation: ${escapeHtml(scenario.name)}</h1>

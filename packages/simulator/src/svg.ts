@@ -84,10 +84,11 @@ function compact(v: number): string {
   return String(Number(v.toFixed(2)));
 }
 
-/** Hour ticks for the time axis, about 6 to 12 of them. */
+/** Ticks for the time axis, about 6 to 12 of them: minutes under an hour (a short soak), hours beyond. */
 function timeTicks(duration: number): number[] {
   const hours = duration / 3600;
-  const every = [0.25, 0.5, 1, 2, 3, 6, 12, 24, 48].find((h) => hours / h <= 12) ?? 96;
+  const steps = hours < 1 ? [1 / 60, 2 / 60, 5 / 60, 10 / 60] : [0.25, 0.5, 1, 2, 3, 6, 12, 24, 48];
+  const every = steps.find((h) => hours / h <= 12) ?? 96;
   const ticks: number[] = [];
   for (let t = 0; t <= duration + 1e-9; t += every * 3600) ticks.push(t);
   return ticks;
