@@ -56,7 +56,10 @@ function activeChart(r: ReportInput, markers: readonly Marker[]): string | undef
   const values = placements.map((): number[] => []);
   replay(r.history, (state, e) => {
     if (e.type !== 'status') return;
-    times.push(Math.max(0, e.t) / 1000);
+    const t = Math.max(0, e.t) / 1000;
+    // Events at one moment (the baseline's, all at 0) make one sample: the state after the last of them.
+    if (times.at(-1) === t) for (const v of values) v.pop();
+    else times.push(t);
     placements.forEach((p, i) =>
       values[i]!.push((state.status.get(p) ?? []).filter((c) => c.state === 'ACTIVE').length),
     );
@@ -178,7 +181,7 @@ export function htmlReport(r: ReportInput): string {
 <header><h1>mco soak: seed ${r.seed}</h1>
 <p class="meta">${r.minutes} min, started ${escapeHtml(r.startedAt)}, ran ${seconds(r.endT)} · reproduce: <code>${escapeHtml(reproduce(r))}</code></p>
 <p class="meta">${escapeHtml(r.setup)}</p>
-<p class="verdict"><b class="${verdict.violations.length ? 'bad' : 'good'}">${verdict.violations.length} violations</b>
+<p class="verdict"><b class="${verdict.violations.length ? 'bad' : 'good'}">${verdict.violations.length === 1 ? '1 violation' : `${verdict.violations.length} violations`}</b>
 <b class="${counts ? 'good' : 'bad'}">${counts ? 'the run counts' : 'the run does not count'}</b> invariant (b): ${escapeHtml(exemptionText(verdict))}</p></header>
 <section id="violations"><h2>Violations</h2>
 ${violations ? `<p class="note">Numbered as the dashed lines on the charts below.</p><ol class="events">${violations}</ol>` : '<p>None.</p>'}

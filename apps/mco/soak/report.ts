@@ -197,9 +197,11 @@ export function textReport(r: ReportInput): string {
     );
   }
   lines.push(
-    `failed starts retried (crash loops): ${Object.entries(r.crashes)
-      .map(([p, n]) => `${p} ${n}`)
-      .join(', ')}`,
+    `failed starts retried (crash loops): ${
+      Object.entries(r.crashes)
+        .map(([p, n]) => `${p} ${n}`)
+        .join(', ') || 'none'
+    }`,
   );
   const gaps = new Map<string, number>();
   for (const e of history) if (e.type === 'gap') gaps.set(e.source, (gaps.get(e.source) ?? 0) + 1);
