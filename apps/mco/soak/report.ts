@@ -77,6 +77,9 @@ export function describeEvent(e: SoakEvent): string {
       return `watch gap ${e.source}: ${e.error}`;
     case 'rss':
       return `rss ${e.process} ${e.kb} kB`;
+    default:
+      // A kind of event this report does not know yet (a newer harness's history): as recorded.
+      return JSON.stringify(e);
   }
 }
 

@@ -1,5 +1,5 @@
 // A small recorded soak history for the report's tests: one placement, two
-// overlapping member outages and a controller kill, a deletion while the
+// overlapping member outages and a controller kill that reported an error, a deletion while the
 // placement lists the cluster (an (a) violation), and RSS samples of three
 // processes, one restarted and one with a name that needs escaping.
 import { DEFAULT_BOUNDS, type SoakEvent } from '../soak/history.js';
@@ -32,7 +32,15 @@ export function recordedHistory(): SoakEvent[] {
     { t: 42_000, type: 'status', placement: 'p1', clusters: both },
     { t: 50_000, type: 'fault', id: 2, kind: 'member-down', target: 'west', phase: 'end' },
     { t: 60_000, type: 'fault', id: 3, kind: 'controller-kill', target: 'controller-0', phase: 'start' },
-    { t: 65_000, type: 'fault', id: 3, kind: 'controller-kill', target: 'controller-0', phase: 'end' },
+    {
+      t: 65_000,
+      type: 'fault',
+      id: 3,
+      kind: 'controller-kill',
+      target: 'controller-0',
+      phase: 'end',
+      error: 'controller-0 did not start',
+    },
     // Deleted while p1 lists east.
     {
       t: 70_000,

@@ -24,7 +24,8 @@ describe('the text report', () => {
     const text = textReport(recordedRun());
     expect(text).toContain('FAULTS: 3 injected');
     expect(text).toMatch(/\n {2}member-down +2 +0 /);
-    expect(text).toMatch(/\n {2}controller-kill +1 +0 /);
+    expect(text).toMatch(/\n {2}controller-kill +1 +1 /);
+    expect(text).toContain('\n  fault 3 controller-kill controller-0: controller-0 did not start\n');
     expect(text).toMatch(/\n {2}etcd-restart +0 +0 +- /);
   });
 
@@ -43,7 +44,7 @@ describe('the text report', () => {
     });
     expect(byKind.get('etcd-restart')?.converged).toBeUndefined();
     const text = textReport(recordedRun(100_000, verdict));
-    expect(text).toMatch(/\n {2}controller-kill +1 +0 +50\.0 s \/ 99\.0 s \/ 100\.0 s +0\n/);
+    expect(text).toMatch(/\n {2}controller-kill +1 +1 +50\.0 s \/ 99\.0 s \/ 100\.0 s +0\n/);
     expect(text).toMatch(/\n {2}member-down +2 +0 +5\.0 s \/ 7\.0 s \/ 7\.0 s +1\n/);
   });
 
@@ -83,7 +84,7 @@ describe('the text report', () => {
       '42.0 s  status p1: east ACTIVE, west ACTIVE',
       '50.0 s  fault 2 end member-down west',
       '60.0 s  fault 3 start controller-kill controller-0',
-      '65.0 s  fault 3 end controller-kill controller-0',
+      '65.0 s  fault 3 end controller-kill controller-0: controller-0 did not start',
       `70.0 s  east: Deployment ${HOSTILE_OBJECT} deleted`,
       '',
     ]);
@@ -131,7 +132,8 @@ describe('the HTML report', () => {
     );
     expect(timeline).toContain(`<g class="marker"><title>${message}</title><line x1="${x(70)}"`);
     expect(html).toContain(`<li class="violation"><b>(a)</b> at 70.0 s: Deployment ${escapedObject} of p1`);
-    expect(html).toContain('fault 3 end controller-kill controller-0');
+    expect(html).toContain('fault 3 end controller-kill controller-0: controller-0 did not start');
+    expect(html).toContain('<td>controller-0 did not start</td>');
   });
 
   it('draws the ACTIVE clusters of each placement over time', () => {
