@@ -205,12 +205,15 @@ describe('F4 during a fail-back drain: a burst beyond the recent peak reactivate
 });
 
 describe('M1: a fallback at its HPA minimum is scaled in when the preferred clusters hold the recent peak', () => {
-  /** b runs its HPA minimum (2), asking for no more, since `since` seconds ago. */
-  const atMinimum = (failBack: boolean, since: number, peak?: number): Case => ({
+  /**
+   * b runs its HPA minimum (2), asking for no more, since `since` seconds ago;
+   * a has been below its ceiling (no pending pods, no FailedScaleUp) for `calm` seconds (null: never seen so).
+   */
+  const atMinimum = (failBack: boolean, since: number, peak?: number, calm: number | null = LOOKBACK): Case => ({
     spec: spec(failBack),
     status: {
       clusters: [
-        listed('fleet/a', 'ACTIVE', 0),
+        listed('fleet/a', 'ACTIVE', 0, calm === null ? {} : { belowCeilingSince: at(NOW - calm) }),
         listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added', scaleInCandidateSince: at(NOW - since) }),
       ],
       lastAdditionTime: at(3000),
@@ -231,6 +234,12 @@ describe('M1: a fallback at its HPA minimum is scaled in when the preferred clus
     { name: 'the recent peak does not fit (13 > 10): kept', c: atMinimum(true, 300, 13), moved: false },
     { name: 'not yet for the scale-in window: kept', c: atMinimum(true, 100, 8), moved: false },
     { name: 'fail-back off (no recent peak kept): §4 alone decides, kept', c: atMinimum(false, 300), moved: false },
+    {
+      name: 'a met its ceiling (or had pods pending) within the lookback: its HPA maximum may not be what it can run, kept',
+      c: atMinimum(true, 300, 8, LOOKBACK - 60),
+      moved: false,
+    },
+    { name: 'a has never been seen below its ceiling: kept', c: atMinimum(true, 300, 8, null), moved: false },
   ])('$name', ({ c, moved }) => {
     expect(moves(run(c))).toEqual(moved ? ['P2 fleet/b ACTIVE->SCALING_IN'] : []);
   });

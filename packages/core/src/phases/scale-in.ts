@@ -25,7 +25,8 @@ function atMinimum(s: SignalAssessment): boolean {
  * cluster counts as wanting scale-in although its HPA does not report
  * TooFewReplicas, or undefined. It runs at its HPA minimum asking for no more,
  * load is not rising, and the other ACTIVE clusters have room for its replicas
- * and for the workload's recent peak (kept with fail-back on): its minimum replicas
+ * and for the workload's recent peak (kept with fail-back on) and have been below
+ * their ceiling for the whole lookback: its minimum replicas
  * are all that keeps it, and each cluster's minimum keeps the HPAs from ever
  * asking for fewer.
  */
@@ -40,6 +41,10 @@ export function consolidateBecause(run: Evaluation): string | undefined {
     .filter((c) => c.state === 'ACTIVE')
     .slice(0, -1);
   if (risingBecause(higher) || noRoomBecause(higher, l.signal.currentReplicas, peak)) return undefined;
+  // An HPA maximum is not what a cluster can run: one that met its ceiling (or had pods pending) within
+  // the lookback may meet it again at the next peak, and L's minimum replicas are what serve then.
+  const since = run.nowMs - peak.lookbackSeconds * SECOND;
+  if (higher.some((c) => (parseTime(c.belowCeilingSince) ?? Infinity) > since)) return undefined;
   return `${l.key} runs its HPA minimum (${l.signal.currentReplicas}) and the preferred clusters have room for it (rule M1)`;
 }
 
