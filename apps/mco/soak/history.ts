@@ -44,8 +44,9 @@ export type SoakEvent =
       readonly gap?: boolean;
     }
   /**
-   * A delivery path's per-cluster object on the hub (`kind`, default a Flux Kustomization); an Argo CD
-   * cluster Secret, one per member, is recorded for each placement Argo CD delivers.
+   * A delivery path's per-cluster object (`kind`, default a Flux Kustomization): on the hub, or, for a
+   * RepoSync, on the member; an Argo CD cluster Secret, one per member, is recorded for each placement
+   * Argo CD delivers.
    */
   | {
       readonly t: number;
@@ -70,18 +71,19 @@ export type SoakEvent =
   | { readonly t: number; readonly type: 'rss'; readonly process: string; readonly pid: number; readonly kb: number };
 
 /**
- * The delivery objects on the hub the checkers follow: `mco flux`'s Kustomization, and the Argo CD
- * Application (the ApplicationSet's, from `mco argocd-plugin`) and cluster Secret (`mco argocd-sync`).
+ * The delivery objects the checkers follow: `mco flux`'s Kustomization, the Argo CD Application (the
+ * ApplicationSet's, from `mco argocd-plugin`) and cluster Secret (`mco argocd-sync`), and the RepoSync
+ * `mco configsync` applies on a member.
  */
-export type DeliveryKind = 'Kustomization' | 'Application' | 'Secret';
+export type DeliveryKind = 'Kustomization' | 'Application' | 'Secret' | 'RepoSync';
 
 const kindOf = (e: { readonly kind?: DeliveryKind }): DeliveryKind => e.kind ?? 'Kustomization';
 
 /**
  * Whether a delivery object of `kind` belongs on the hub for a cluster the
  * placement lists (`listed`) or not, with its ClusterProfile present or not;
- * undefined when either is right. A Kustomization and an Application follow
- * the placement's list. A cluster Secret follows the ClusterProfile: kept
+ * undefined when either is right. A Kustomization, an Application and a
+ * RepoSync follow the placement's list. A cluster Secret follows the ClusterProfile: kept
  * while a placement lists the cluster (evicted included), and after its
  * profile went away kept for a 15-minute grace period (docs/argocd.md), so
  * never owed gone within a soak's bounds.
@@ -387,8 +389,9 @@ export interface Convergence {
  * (c) For each fault, the time from its end to the first converged state at
  * or after it (faults overlap: a later fault can lengthen an earlier one's
  * time). A violation when that state comes later than the bound after the
- * end of the busy period the fault ends in (faults whose windows overlap, in
- * a chain).
+ * end of the busy period the fault ends in: a chain of faults, each
+ * overlapping the ones before or starting before the state converged after
+ * them.
  */
 export function convergence(
   history: readonly SoakEvent[],
@@ -412,11 +415,17 @@ export function convergence(
   >[];
   const convergences: Convergence[] = [];
   const violations: Violation[] = [];
-  // Faults chain: the bound runs from the end of the busy period (overlapping fault windows) a fault ends in.
+  // Faults chain: the bound runs from the end of the busy period a fault ends in: the fault windows
+  // overlapping it, and those starting before the state converged after them (they hit a stack still
+  // recovering). Windows are in start order, so the first that joins neither ends the chain.
   const windows = faultWindows(history, endT);
   const busyEnd = (t: number) => {
     let end = t;
-    for (const w of windows) if (w.start <= end && w.end > end) end = w.end;
+    for (const w of windows) {
+      if (w.end <= end) continue;
+      if (w.start > end && w.start >= (convergedAt.find((c) => c >= end) ?? Infinity)) break;
+      end = w.end;
+    }
     return end;
   };
   for (const e of ends) {
@@ -429,7 +438,7 @@ export function convergence(
       violations.push({
         invariant: 'c',
         t: deadline,
-        message: `no convergence within ${bounds.convergeMs / 1000} s after ${e.kind} ${e.target} (fault ${e.id}) and the faults overlapping it ended${ms === undefined ? '' : `: took ${Math.round(ms / 1000)} s`}`,
+        message: `no convergence within ${bounds.convergeMs / 1000} s after ${e.kind} ${e.target} (fault ${e.id}) and its busy period ended${ms === undefined ? '' : `: took ${Math.round(ms / 1000)} s`}`,
       });
     }
   }

@@ -47,6 +47,8 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
       return bounce(stack, 'mco-argocd-plugin', fault.kind === 'plugin-kill', fault.durationMs);
     case 'appset-kill':
       return bounce(stack, APPSET_CONTROLLER, true, fault.durationMs);
+    case 'configsync-kill':
+      return bounce(stack, 'mco-configsync', true, fault.durationMs);
     case 'hub-restart':
       await stack.plane.hub.stop();
       await sleep(fault.durationMs);

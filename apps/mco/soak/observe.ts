@@ -1,5 +1,6 @@
 // The soak's eyes: list-then-watch of the hub's placements, Kustomizations,
-// Argo CD Applications and cluster Secrets and ClusterProfiles and of each member's workload objects, turned into
+// Argo CD Applications and cluster Secrets and ClusterProfiles, of each
+// member's RepoSyncs (`mco configsync`) and of each member's workload objects, turned into
 // history events. After any gap in a watch (an error, a 410, a server
 // restart, the watch's own timeout) it re-lists and reports what changed
 // meanwhile, deletions included, marked as found by a re-list.
@@ -201,7 +202,7 @@ export function observe(o: ObserveOptions): Reflector[] {
       if (!member) return;
       const name = object.metadata!.name!;
       const live = present && !object.metadata?.deletionTimestamp;
-      if (!changed(`delivery|${kind}|${name}`, live)) return;
+      if (!changed(`delivery|${kind}|${member}|${name}`, live)) return;
       for (const placement of placements) {
         o.emit({ type: 'delivery', kind, member, placement, name, present: live, ...(wasGap ? { gap: true } : {}) });
       }
@@ -281,6 +282,17 @@ export function observe(o: ObserveOptions): Reflector[] {
     ),
   ];
   for (const [member, kc] of Object.entries(o.members)) {
+    reflectors.push(
+      new Reflector(
+        kc,
+        `/apis/configsync.gke.io/v1beta1/namespaces/${o.placementNamespace}/reposyncs`,
+        undefined,
+        `${member} reposyncs`,
+        // mco names the RepoSync after its placement.
+        delivery('RepoSync', (object) => ({ member, placements: [object.metadata!.name!] })),
+        gap,
+      ),
+    );
     for (const [prefix, plural, kind] of o.workloadKinds) {
       reflectors.push(
         new Reflector(

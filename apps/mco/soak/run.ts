@@ -18,6 +18,7 @@ import { DEFAULT_MEAN_GAP_MS, faultSchedule, type FaultKind } from './schedule.j
 import {
   ARGO_PLACEMENTS,
   ARGOCD_NS,
+  CONFIGSYNC_PLACEMENTS,
   CONTROLLERS,
   FLEET,
   FLUX_NS,
@@ -50,9 +51,12 @@ export interface SoakResult {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const OBJECTS_PER_CLUSTER = WORKLOAD_KINDS.length;
-/** The delivery objects on the hub that follow each placement: Flux's, and Argo CD's where it delivers it too. */
-const deliveries = (placement: string): DeliveryKind[] =>
-  ARGO_PLACEMENTS.includes(placement) ? ['Kustomization', 'Application', 'Secret'] : ['Kustomization'];
+/** The delivery objects that follow each placement: Flux's, and Argo CD's or Config Sync's where they deliver it too. */
+const deliveries = (placement: string): DeliveryKind[] => [
+  'Kustomization',
+  ...(ARGO_PLACEMENTS.includes(placement) ? (['Application', 'Secret'] as const) : []),
+  ...(CONFIGSYNC_PLACEMENTS.includes(placement) ? (['RepoSync'] as const) : []),
+];
 
 /** The initial clusters of each placement: two, two and three of the members. */
 const INITIAL: Record<string, readonly string[]> = {
@@ -180,7 +184,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       bounds,
       history,
       verdict,
-      setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; mco argocd-plugin, mco argocd-sync (refresh, cluster Secrets), Argo CD argocd-applicationset-controller; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster), ${ARGO_PLACEMENTS.join(', ')} also by Argo CD ApplicationSets`,
+      setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; mco argocd-plugin, mco argocd-sync (refresh, cluster Secrets), Argo CD argocd-applicationset-controller, mco configsync; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster), ${ARGO_PLACEMENTS.join(', ')} also by Argo CD ApplicationSets, ${CONFIGSYNC_PLACEMENTS.join(', ')} also by mco configsync (RepoSyncs)`,
       crashes: Object.fromEntries(stack.processes.map((p) => [p.name, p.crashes])),
       ...(o.broken ? { broken: o.broken } : {}),
     });

@@ -18,6 +18,7 @@ export const FAULT_KINDS = [
   'plugin-kill', // kill -9 of `mco argocd-plugin`, the server Argo CD's plugin generator calls
   'plugin-restart', // SIGTERM of `mco argocd-plugin`
   'appset-kill', // Argo CD's argocd-applicationset-controller killed (-9), started again
+  'configsync-kill', // kill -9 of `mco configsync`, started again
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
 

@@ -5,8 +5,9 @@
 // workload from a Git repository; and the Argo CD path: the built
 // `mco argocd-plugin` and `mco argocd-sync` (ApplicationSet refresh and
 // cluster Secret sync) with Argo CD's real argocd-applicationset-controller
-// generating an Application per cluster of two placements. Every process here
-// can be killed and started again by the fault injector.
+// generating an Application per cluster of two placements; and `mco
+// configsync` applying a RepoSync per cluster of one placement on its members.
+// Every process here can be killed and started again by the fault injector.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -54,6 +55,9 @@ export const ARGOCD_NS = 'argocd';
 /** The placements an ApplicationSet with mco's plugin generator delivers too (besides `mco flux`). */
 export const ARGO_PLACEMENTS: readonly string[] = ['p1', 'p2'];
 export const APPSET_CONTROLLER = 'argocd-applicationset-controller';
+/** The placements `mco configsync` delivers too: a RepoSync on each listed member, named after the placement. */
+export const CONFIGSYNC_PLACEMENTS: readonly string[] = ['p3'];
+const TEMPLATE_ANNOTATION = 'configsync.mco.x-k8s.io/template';
 export const PLACEMENT_NS = 'soak';
 export const WORKLOAD_NS = 'default';
 /** What delivery applies per placement on a member: [API path prefix, plural, kind]. */
@@ -176,6 +180,19 @@ function argoObjects(pluginUrl: string, token: string, repoUrl: string): object[
   ];
 }
 
+/**
+ * A Config Sync placement's template (docs/configsync.md): the RepoSync mco
+ * applies on each listed member, in the placement's namespace. No Config Sync
+ * reconciler runs here (it is not buildable), so the RepoSync is what the
+ * checkers follow.
+ */
+const repoSyncTemplate = (placement: string, repoUrl: string) =>
+  stringify({
+    apiVersion: 'configsync.gke.io/v1beta1',
+    kind: 'RepoSync',
+    spec: { sourceType: 'git', git: { repo: repoUrl, branch: 'main', dir: placement, auth: 'none' } },
+  });
+
 /** A process the injector may kill (-9) or stop (SIGTERM) and start again. */
 export class Managed {
   private current: ServerProcess | undefined;
@@ -273,6 +290,10 @@ export class SoakStack {
         ...fluxControllerCrds('source-controller'),
         join(argocd, 'crds'),
       ]);
+      for (const m of MEMBERS) {
+        await plane.members[m]!.installCrds([thirdPartyCrd('configsync.gke.io_reposyncs.yaml')]);
+        await plane.members[m]!.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: PLACEMENT_NS } }]);
+      }
       await plane.hub.apply(
         [FLUX_NS, PLACEMENT_NS, 'mco-system', ARGOCD_NS].map((name) => ({
           apiVersion: 'v1',
@@ -426,6 +447,15 @@ export class SoakStack {
           return server;
         }),
       );
+      stack.processes.push(
+        mcoProcess('mco-configsync', (listen) => [
+          'configsync',
+          `--kubeconfig=${hubFile}`,
+          `--provider-file=${providers}`,
+          `--listen=${listen}`,
+          `--cluster-profile-namespaces=${FLEET}`,
+        ]),
+      );
       for (const p of stack.processes) await p.start();
       return stack;
     } catch (error) {
@@ -447,14 +477,21 @@ export class SoakStack {
     return this.plane.hub.adminKubeConfig();
   }
 
-  /** Writes a placement's spec (server-side apply), retrying while the hub does not answer. */
+  /**
+   * Writes a placement's spec (server-side apply), retrying while the hub
+   * does not answer; a Config Sync placement's template annotation is written
+   * with it each time (an apply that left it out would remove it).
+   */
   async writePlacement(name: string, spec: object, timeoutMs = 120_000): Promise<void> {
+    const annotations = CONFIGSYNC_PLACEMENTS.includes(name)
+      ? { [TEMPLATE_ANNOTATION]: repoSyncTemplate(name, this.git.repoUrl('soak')) }
+      : undefined;
     await retry(timeoutMs, () =>
       this.plane.hub.apply([
         {
           apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
           kind: 'MultiKubernetesClusterPlacement',
-          metadata: { name, namespace: PLACEMENT_NS },
+          metadata: { name, namespace: PLACEMENT_NS, ...(annotations ? { annotations } : {}) },
           spec,
         } as never,
       ]),

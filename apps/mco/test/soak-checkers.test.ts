@@ -1,8 +1,8 @@
 // The soak's own tests (docs/reliability.md): its fault schedule is a function
 // of the seed, and its invariant checkers, fed recorded histories, flag a
 // forbidden deletion, a lasting shortfall, a leftover and a slow convergence,
-// and accept the legitimate versions of each, on the Flux path and on the Argo
-// CD path (Applications and cluster Secrets).
+// and accept the legitimate versions of each, on the Flux path, the Argo CD
+// path (Applications and cluster Secrets) and the Config Sync path (RepoSyncs).
 import { describe, expect, it } from 'vitest';
 import {
   checkDeletions,
@@ -255,7 +255,7 @@ describe('invariant (c): convergence after a fault', () => {
     const { convergences, violations } = convergence(history, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS);
     expect(convergences[0]!.ms).toBeUndefined();
     expect(violations.map((v) => v.message)).toEqual([
-      'no convergence within 120 s after member-down west (fault 0) and the faults overlapping it ended',
+      'no convergence within 120 s after member-down west (fault 0) and its busy period ended',
     ]);
   });
 
@@ -274,6 +274,37 @@ describe('invariant (c): convergence after a fault', () => {
     const { convergences, violations } = convergence(history, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS);
     expect(convergences.map((c) => c.ms)).toEqual([148_000, 50_000]);
     expect(violations).toEqual([]);
+  });
+});
+
+describe('invariant (c): a fault starting before the state converged extends the busy period', () => {
+  // Recorded in a short run: faults ended at 2 s, another started at 50 s before the state had converged,
+  // and convergence came 30 s after that one ended, 180 s after the first.
+  const history = [
+    ...BASE,
+    intent(500, ['east']),
+    fault(1_000, 0, 'start', 'hub-restart', ''),
+    fault(2_000, 0, 'end', 'hub-restart', ''),
+    fault(50_000, 1, 'start'),
+    fault(152_000, 1, 'end'),
+    status(180_000, 'p1', [['east', 'ACTIVE', 'Added']], 180_000),
+    { t: 181_000, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+    object(182_000, 'west', false),
+  ];
+
+  it('accepts convergence within the bound after the later fault ended', () => {
+    const { convergences, violations } = convergence(history, ['east', 'west'], 1, 300_000, DEFAULT_BOUNDS);
+    expect(convergences.map((c) => c.ms)).toEqual([180_000, 30_000]);
+    expect(violations).toEqual([]);
+  });
+
+  it('does not extend it by a fault starting after the state converged', () => {
+    const converged = [...BASE, fault(1_000, 0, 'start', 'hub-restart', ''), fault(2_000, 0, 'end', 'hub-restart', '')];
+    const later = [...converged, fault(50_000, 1, 'start'), intent(51_000, ['east']), fault(60_000, 1, 'end')];
+    const { violations } = convergence(later, ['east', 'west'], 1, 300_000, DEFAULT_BOUNDS);
+    expect(violations.map((v) => v.message)).toEqual([
+      'no convergence within 120 s after member-down west (fault 1) and its busy period ended',
+    ]);
   });
 });
 
@@ -402,5 +433,53 @@ describe('the Argo CD path: Applications and cluster Secrets under (a), (c) and 
     expect(checkLeftovers([...history, hub(60_000, 'Application', 'west', false)], 300_000, DEFAULT_BOUNDS, 1)).toEqual(
       [],
     );
+  });
+});
+
+describe('the Config Sync path: RepoSyncs on the members under (a), (c) and (d)', () => {
+  const repoSync = (t: number, member: string, present: boolean): SoakEvent => ({
+    t,
+    type: 'delivery',
+    kind: 'RepoSync',
+    placement: 'p1',
+    member,
+    name: 'p1',
+    present,
+  });
+  const SYNCED: SoakEvent[] = [
+    { ...(BASE[0] as Extract<SoakEvent, { type: 'intent' }>), deliveries: ['Kustomization', 'RepoSync'] },
+    ...BASE.slice(1),
+    repoSync(200, 'east', true),
+    repoSync(200, 'west', true),
+  ];
+  const westLeaves: SoakEvent[] = [
+    { t: 1_000, type: 'intent', placement: 'p1', members: ['east'], deliveries: ['Kustomization', 'RepoSync'] },
+    status(1_500, 'p1', [['east', 'ACTIVE', 'Added']], 1_400),
+    { t: 1_600, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false },
+    object(1_700, 'west', false),
+  ];
+
+  it('(a) flags a RepoSync deleted from a member that came back from an outage while listed', () => {
+    const history = [...SYNCED, fault(1_000, 0, 'start'), fault(20_000, 0, 'end'), repoSync(21_000, 'west', false)];
+    expect(checkDeletions(history).map((v) => v.message)).toEqual([
+      'RepoSync p1 of p1 on west deleted while the placement lists west',
+    ]);
+    expect(checkDeletions([...SYNCED, ...westLeaves, repoSync(2_000, 'west', false)])).toEqual([]);
+  });
+
+  it('(c) and (d) wait for the RepoSync of a cluster that left to be removed', () => {
+    const stuck = [...SYNCED, fault(500, 0, 'start', 'configsync-kill', ''), ...westLeaves];
+    const ended = [...stuck, fault(2_000, 0, 'end', 'configsync-kill', '')];
+    expect(convergence(ended, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS).violations.map((v) => v.invariant)).toEqual(
+      ['c'],
+    );
+    expect(checkLeftovers(ended, 300_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
+      'RepoSync of p1 still for west 120 s after it left',
+    ]);
+    const removed = [...ended, repoSync(9_000, 'west', false)];
+    expect(convergence(removed, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS).convergences.map((c) => c.ms)).toEqual([
+      7_000,
+    ]);
+    expect(checkLeftovers(removed, 300_000, DEFAULT_BOUNDS, 1)).toEqual([]);
   });
 });
