@@ -22,7 +22,7 @@ export type SoakEvent =
     }
   /**
    * The clusters the load wants a placement on (its cluster-list rule, written by the harness), and the
-   * kinds of delivery object on the hub that follow it (default: a Kustomization; see `deliveryWanted`).
+   * kinds of delivery object that follow it (default: a Kustomization; see `deliveryWanted`).
    */
   | {
       readonly t: number;
@@ -80,10 +80,10 @@ export type DeliveryKind = 'Kustomization' | 'Application' | 'Secret' | 'RepoSyn
 const kindOf = (e: { readonly kind?: DeliveryKind }): DeliveryKind => e.kind ?? 'Kustomization';
 
 /**
- * Whether a delivery object of `kind` belongs on the hub for a cluster the
- * placement lists (`listed`) or not, with its ClusterProfile present or not;
- * undefined when either is right. A Kustomization, an Application and a
- * RepoSync follow the placement's list. A cluster Secret follows the ClusterProfile: kept
+ * Whether a delivery object of `kind` belongs to a cluster the placement
+ * lists (`listed`) or not, with its ClusterProfile present or not; undefined
+ * when either is right. A Kustomization, an Application and a RepoSync follow
+ * the placement's list. A cluster Secret follows the ClusterProfile: kept
  * while a placement lists the cluster (evicted included), and after its
  * profile went away kept for a 15-minute grace period (docs/argocd.md), so
  * never owed gone within a soak's bounds.
@@ -237,7 +237,7 @@ export interface ReplayState {
   readonly profiles: Map<string, boolean>;
   /** `placement|member` -> names of its workload objects present there. */
   readonly objects: Map<string, Set<string>>;
-  /** `placement|member` -> the kinds of its delivery objects present on the hub. */
+  /** `placement|member` -> the kinds of its delivery objects present. */
   readonly deliveries: Map<string, Set<DeliveryKind>>;
   /** placement -> the kinds of delivery object that follow it. */
   readonly deliveredBy: Map<string, readonly DeliveryKind[]>;
@@ -460,7 +460,7 @@ function stillConverged(
  * (d) Within `leftoverMs` after a cluster left a placement (plus the time its
  * member's apiserver was down meanwhile), no workload object of the
  * placement remains there and no delivery object that follows the
- * placement's list (a Kustomization, an Application) remains on the hub,
+ * placement's list (a Kustomization, an Application, a RepoSync) remains,
  * unless the placement listed it again. Removals on doubt are (a)'s concern,
  * not this one's.
  */
