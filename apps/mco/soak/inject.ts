@@ -5,7 +5,7 @@ import { AppsV1Api } from '@kubernetes/client-node';
 import type { UntimedEvent } from './history.js';
 import { slotOf, type Fault } from './schedule.js';
 import { PLACEMENT_LABEL } from './observe.js';
-import { WORKLOAD_NS, type SoakStack } from './stack.js';
+import { APPSET_CONTROLLER, WORKLOAD_NS, type SoakStack } from './stack.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -42,6 +42,13 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
       return bounce(stack, 'mco-flux', fault.kind === 'flux-kill', fault.durationMs);
     case 'engine-kill':
       return bounce(stack, 'kustomize-controller', true, fault.durationMs);
+    case 'plugin-kill':
+    case 'plugin-restart':
+      return bounce(stack, 'mco-argocd-plugin', fault.kind === 'plugin-kill', fault.durationMs);
+    case 'appset-kill':
+      return bounce(stack, APPSET_CONTROLLER, true, fault.durationMs);
+    case 'configsync-kill':
+      return bounce(stack, 'mco-configsync', true, fault.durationMs);
     case 'hub-restart':
       await stack.plane.hub.stop();
       await sleep(fault.durationMs);

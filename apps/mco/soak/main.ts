@@ -5,13 +5,14 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { runSoak } from './run.js';
+import { DEFAULT_MEAN_GAP_MS } from './schedule.js';
 
 const { values } = parseArgs({
   options: {
     minutes: { type: 'string', default: '5' },
     seed: { type: 'string' },
     broken: { type: 'string' },
-    'mean-gap': { type: 'string', default: '15' },
+    'mean-gap': { type: 'string', default: String(DEFAULT_MEAN_GAP_MS / 1000) },
   },
 });
 

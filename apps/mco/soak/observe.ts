@@ -1,11 +1,12 @@
-// The soak's eyes: list-then-watch of the hub's placements, Kustomizations
-// and ClusterProfiles and of each member's workload objects, turned into
+// The soak's eyes: list-then-watch of the hub's placements, Kustomizations,
+// Argo CD Applications and cluster Secrets and ClusterProfiles, of each
+// member's RepoSyncs (`mco configsync`) and of each member's workload objects, turned into
 // history events. After any gap in a watch (an error, a 410, a server
 // restart, the watch's own timeout) it re-lists and reports what changed
 // meanwhile, deletions included, marked as found by a re-list.
 import { request, type RequestOptions } from 'node:https';
 import { Watch, type KubeConfig, type KubernetesObject } from '@kubernetes/client-node';
-import type { ListedCluster, UntimedEvent } from './history.js';
+import type { DeliveryKind, ListedCluster, UntimedEvent } from './history.js';
 
 type Emit = (event: UntimedEvent) => void;
 
@@ -151,6 +152,10 @@ const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metad
 
 /** The label the soak's workload objects carry, with their placement's name. */
 export const PLACEMENT_LABEL = 'soak.mco.dev/placement';
+/** The label the soak's ApplicationSets put on each Application, with its member (ClusterProfile name). */
+export const MEMBER_LABEL = 'soak.mco.dev/member';
+/** The ClusterProfile (`<namespace>/<name>`) an Argo CD cluster Secret of mco's is for. */
+const PROFILE_ANNOTATION = 'orchestra.multicluster.x-k8s.io/cluster-profile';
 
 interface PlacementObject extends KubernetesObject {
   status?: {
@@ -165,6 +170,9 @@ export interface ObserveOptions {
   readonly placementNamespace: string;
   readonly fleetNamespace: string;
   readonly fluxNamespace: string;
+  readonly argocdNamespace: string;
+  /** The placements Argo CD delivers: each cluster Secret is recorded for each of them. */
+  readonly argoPlacements: readonly string[];
   /** Workload kinds delivered to members: [api path prefix, plural, kind]. */
   readonly workloadKinds: readonly (readonly [string, string, string])[];
   readonly workloadNamespace: string;
@@ -186,6 +194,19 @@ export function observe(o: ObserveOptions): Reflector[] {
     return true;
   };
   const lastStatus = new Map<string, string>();
+  /** Records a delivery object's presence (one being deleted, its finalizer pending, no longer delivers). */
+  const delivery =
+    (kind: DeliveryKind, whose: (object: KubernetesObject) => { member?: string; placements: readonly string[] }) =>
+    (object: KubernetesObject, present: boolean, wasGap: boolean) => {
+      const { member, placements } = whose(object);
+      if (!member) return;
+      const name = object.metadata!.name!;
+      const live = present && !object.metadata?.deletionTimestamp;
+      if (!changed(`delivery|${kind}|${member}|${name}`, live)) return;
+      for (const placement of placements) {
+        o.emit({ type: 'delivery', kind, member, placement, name, present: live, ...(wasGap ? { gap: true } : {}) });
+      }
+    };
   const reflectors: Reflector[] = [
     new Reflector(
       o.hub,
@@ -227,27 +248,51 @@ export function observe(o: ObserveOptions): Reflector[] {
       `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${o.fluxNamespace}/kustomizations`,
       'app.kubernetes.io/managed-by=mco-flux',
       'hub kustomizations',
-      (object, present, wasGap) => {
+      delivery('Kustomization', (object) => {
         const labels = object.metadata?.labels ?? {};
-        const member = o.memberOfSlug(labels['orchestra.multicluster.x-k8s.io/cluster'] ?? '');
         const placement = labels['orchestra.multicluster.x-k8s.io/placement'];
-        if (!member || !placement) return;
-        // A Kustomization being deleted (finalizer pending) is no longer delivery.
-        const live = present && !object.metadata?.deletionTimestamp;
-        if (!changed(`delivery|${object.metadata!.name!}`, live)) return;
-        o.emit({
-          type: 'delivery',
-          member,
-          placement,
-          name: object.metadata!.name!,
-          present: live,
-          ...(wasGap ? { gap: true } : {}),
-        });
-      },
+        return {
+          member: o.memberOfSlug(labels['orchestra.multicluster.x-k8s.io/cluster'] ?? ''),
+          placements: placement ? [placement] : [],
+        };
+      }),
+      gap,
+    ),
+    new Reflector(
+      o.hub,
+      `/apis/argoproj.io/v1alpha1/namespaces/${o.argocdNamespace}/applications`,
+      PLACEMENT_LABEL,
+      'hub applications',
+      delivery('Application', (object) => {
+        const labels = object.metadata?.labels ?? {};
+        return { member: labels[MEMBER_LABEL], placements: [labels[PLACEMENT_LABEL]!] };
+      }),
+      gap,
+    ),
+    new Reflector(
+      o.hub,
+      `/api/v1/namespaces/${o.argocdNamespace}/secrets`,
+      'argocd.argoproj.io/secret-type=cluster',
+      'hub cluster secrets',
+      delivery('Secret', (object) => {
+        const [namespace, member] = (object.metadata?.annotations?.[PROFILE_ANNOTATION] ?? '').split('/');
+        return { member: namespace === o.fleetNamespace ? member : undefined, placements: o.argoPlacements };
+      }),
       gap,
     ),
   ];
   for (const [member, kc] of Object.entries(o.members)) {
+    reflectors.push(
+      new Reflector(
+        kc,
+        `/apis/configsync.gke.io/v1beta1/namespaces/${o.placementNamespace}/reposyncs`,
+        undefined,
+        `${member} reposyncs`,
+        // mco names the RepoSync after its placement.
+        delivery('RepoSync', (object) => ({ member, placements: [object.metadata!.name!] })),
+        gap,
+      ),
+    );
     for (const [prefix, plural, kind] of o.workloadKinds) {
       reflectors.push(
         new Reflector(

@@ -70,7 +70,7 @@ export function describeEvent(e: SoakEvent): string {
     case 'object':
       return `${e.member}: ${e.kind} ${e.name} ${e.present ? 'present' : 'deleted'}${e.gap ? ' (re-list)' : ''}`;
     case 'delivery':
-      return `hub: Kustomization ${e.name} (${e.placement} on ${e.member}) ${e.present ? 'present' : 'deleted'}`;
+      return `${e.kind === 'RepoSync' ? e.member : 'hub'}: ${e.kind ?? 'Kustomization'} ${e.name} (${e.placement} on ${e.member}) ${e.present ? 'present' : 'deleted'}`;
     case 'fault':
       return `fault ${e.id} ${e.phase} ${e.kind}${e.target ? ` ${e.target}` : ''}${e.error ? `: ${e.error}` : ''}`;
     case 'gap':

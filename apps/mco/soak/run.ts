@@ -2,13 +2,24 @@
 // minutes, then the checkers over the history and the report.
 import { createRandom } from '@mco/simulator';
 import { readFileSync } from 'node:fs';
-import { DEFAULT_BOUNDS, isConverged, stateAfter, type Bounds, type SoakEvent, type UntimedEvent } from './history.js';
+import {
+  DEFAULT_BOUNDS,
+  isConverged,
+  stateAfter,
+  type Bounds,
+  type DeliveryKind,
+  type SoakEvent,
+  type UntimedEvent,
+} from './history.js';
 import { inject } from './inject.js';
 import { observe } from './observe.js';
 import { htmlReport } from './report-html.js';
 import { judge, textReport, type ReportInput, type Verdict } from './report.js';
-import { faultSchedule, type FaultKind } from './schedule.js';
+import { DEFAULT_MEAN_GAP_MS, faultSchedule, type FaultKind } from './schedule.js';
 import {
+  ARGO_PLACEMENTS,
+  ARGOCD_NS,
+  CONFIGSYNC_PLACEMENTS,
   CONTROLLERS,
   FLEET,
   FLUX_NS,
@@ -25,7 +36,7 @@ export interface SoakOptions {
   readonly minutes: number;
   readonly seed: number;
   readonly bounds?: Bounds;
-  /** Mean time between two fault starts (default 15 s). */
+  /** Mean time between two fault starts (default `DEFAULT_MEAN_GAP_MS`). */
   readonly meanGapMs?: number;
   readonly kinds?: readonly FaultKind[];
   readonly broken?: 'delete-on-doubt';
@@ -43,6 +54,12 @@ export interface SoakResult {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const OBJECTS_PER_CLUSTER = WORKLOAD_KINDS.length;
+/** The delivery objects that follow each placement: Flux's, and Argo CD's or Config Sync's where they deliver it too. */
+const deliveries = (placement: string): DeliveryKind[] => [
+  'Kustomization',
+  ...(ARGO_PLACEMENTS.includes(placement) ? (['Application', 'Secret'] as const) : []),
+  ...(CONFIGSYNC_PLACEMENTS.includes(placement) ? (['RepoSync'] as const) : []),
+];
 
 /** The initial clusters of each placement: two, two and three of the members. */
 const INITIAL: Record<string, readonly string[]> = {
@@ -55,7 +72,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const bounds = o.bounds ?? DEFAULT_BOUNDS;
   const log = o.log ?? (() => undefined);
   const durationMs = o.minutes * 60_000;
-  const meanGapMs = o.meanGapMs ?? 15_000;
+  const meanGapMs = o.meanGapMs ?? DEFAULT_MEAN_GAP_MS;
   const startedAt = new Date().toISOString();
   const stack = await SoakStack.start();
   const history: SoakEvent[] = [];
@@ -76,6 +93,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     placementNamespace: PLACEMENT_NS,
     fleetNamespace: FLEET,
     fluxNamespace: FLUX_NS,
+    argocdNamespace: ARGOCD_NS,
+    argoPlacements: ARGO_PLACEMENTS,
     workloadKinds: WORKLOAD_KINDS,
     workloadNamespace: WORKLOAD_NS,
     memberOfSlug: (slug) => MEMBERS.find((m) => slug.startsWith(`${FLEET}-${m}-`)),
@@ -88,7 +107,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const intent = new Map<string, readonly string[]>();
     for (const p of PLACEMENTS) {
       intent.set(p, INITIAL[p]!);
-      emit({ type: 'intent', placement: p, members: INITIAL[p]! });
+      emit({ type: 'intent', placement: p, members: INITIAL[p]!, deliveries: deliveries(p) });
       await stack.writePlacement(p, placementSpec(INITIAL[p]!));
     }
     await until(
@@ -144,7 +163,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
         await locks.get(p);
         intent.set(p, next);
         // Recorded before the write: the controller may act on it before the write returns.
-        emit({ type: 'intent', placement: p, members: next });
+        emit({ type: 'intent', placement: p, members: next, deliveries: deliveries(p) });
         await stack.writePlacement(p, placementSpec(next));
       }
     })();
@@ -168,7 +187,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       bounds,
       history,
       verdict,
-      setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster)`,
+      setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; mco argocd-plugin, mco argocd-sync (refresh, cluster Secrets), Argo CD argocd-applicationset-controller, mco configsync; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster), ${ARGO_PLACEMENTS.join(', ')} also by Argo CD ApplicationSets, ${CONFIGSYNC_PLACEMENTS.join(', ')} also by mco configsync (RepoSyncs)`,
       crashes: Object.fromEntries(stack.processes.map((p) => [p.name, p.crashes])),
       ...(o.broken ? { broken: o.broken } : {}),
     };

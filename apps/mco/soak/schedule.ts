@@ -15,8 +15,19 @@ export const FAULT_KINDS = [
   'profiles-deleted', // 40% of the ClusterProfiles deleted, restored later
   'placement-invalid', // a placement edited to an invalid spec, then back
   'engine-kill', // Flux's kustomize-controller killed (-9), started again
+  'plugin-kill', // kill -9 of `mco argocd-plugin`, the server Argo CD's plugin generator calls
+  'plugin-restart', // SIGTERM of `mco argocd-plugin`
+  'appset-kill', // Argo CD's argocd-applicationset-controller killed (-9), started again
+  'configsync-kill', // kill -9 of `mco configsync`, started again
 ] as const;
 export type FaultKind = (typeof FAULT_KINDS)[number];
+
+/**
+ * Mean time between two fault starts by default: at 10 s an hour draws every
+ * kind at least 10 times (seeds 1-20: 13 or more; at 15 s, with the plugin and
+ * ApplicationSet kinds, some seeds drew only 6 of a kind).
+ */
+export const DEFAULT_MEAN_GAP_MS = 10_000;
 
 export interface Fault {
   /** Milliseconds after the soak's start. */
@@ -82,6 +93,7 @@ function durationOf(kind: FaultKind, random: Random): number {
 export function slotOf(f: Pick<Fault, 'kind' | 'target'>): string {
   if (f.kind.startsWith('controller-')) return `controller/${f.target}`;
   if (f.kind.startsWith('flux-')) return 'flux';
+  if (f.kind.startsWith('plugin-')) return 'plugin';
   if (f.kind === 'profiles-deleted') return 'profiles';
   return `${f.kind}/${f.target}`;
 }

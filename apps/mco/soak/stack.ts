@@ -2,8 +2,13 @@
 // etcd, @mco/testkit), the built `mco controller` as two replicas sharing two
 // shards, the built `mco flux` in rendering mode, and Flux's real
 // source-controller and kustomize-controller delivering each placement's
-// workload from a Git repository. Every process here can be killed and
-// started again by the fault injector.
+// workload from a Git repository; and the Argo CD path: the built
+// `mco argocd-plugin` and `mco argocd-sync` (ApplicationSet refresh and
+// cluster Secret sync) with Argo CD's real argocd-applicationset-controller
+// generating an Application per cluster of two placements; and `mco
+// configsync` applying a RepoSync per cluster of one placement on its members.
+// Every process here can be killed and started again by the fault injector.
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +18,7 @@ import {
   fluxControllerCrds,
   fluxControllerTool,
   freePort,
+  requireTool,
   startControlPlane,
   startFluxController,
   startGitServer,
@@ -28,19 +34,30 @@ import {
 import { stringify } from 'yaml';
 import { builtMco } from '../test/built.js';
 import { clusterProfiles, CREDENTIAL_PLUGIN, PROVIDER } from '../test/walkthrough-fixtures.js';
-import { PLACEMENT_LABEL } from './observe.js';
+import { MEMBER_LABEL, PLACEMENT_LABEL } from './observe.js';
 import { FaultyProxy } from './proxy.js';
 
 const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 
 /** The prepared tools the soak needs besides kube-apiserver and etcd. */
-export const SOAK_TOOLS = [fluxControllerTool('source-controller'), fluxControllerTool('kustomize-controller')];
+export const SOAK_TOOLS = [
+  fluxControllerTool('source-controller'),
+  fluxControllerTool('kustomize-controller'),
+  'argocd',
+];
 
 export const MEMBERS = ['east', 'west', 'north'] as const;
 export const PLACEMENTS = ['p1', 'p2', 'p3'] as const;
 export const CONTROLLERS = ['controller-0', 'controller-1'] as const;
 export const FLEET = 'fleet';
 export const FLUX_NS = 'flux-system';
+export const ARGOCD_NS = 'argocd';
+/** The placements an ApplicationSet with mco's plugin generator delivers too (besides `mco flux`). */
+export const ARGO_PLACEMENTS: readonly string[] = ['p1', 'p2'];
+export const APPSET_CONTROLLER = 'argocd-applicationset-controller';
+/** The placements `mco configsync` delivers too: a RepoSync on each listed member, named after the placement. */
+export const CONFIGSYNC_PLACEMENTS: readonly string[] = ['p3'];
+const TEMPLATE_ANNOTATION = 'configsync.mco.x-k8s.io/template';
 export const PLACEMENT_NS = 'soak';
 export const WORKLOAD_NS = 'default';
 /** What delivery applies per placement on a member: [API path prefix, plural, kind]. */
@@ -83,6 +100,98 @@ function workload(placement: string): string {
     .map((o) => stringify(o))
     .join('---\n');
 }
+
+/**
+ * What argocd-server would have created (the `default` AppProject, Argo CD's
+ * settings), the plugin's token Secret and address (docs/argocd.md, steps 3
+ * and 4), and one ApplicationSet per Argo CD placement: the plugin generator,
+ * an Application per listed cluster, labelled with its placement and member.
+ * `preserveResourcesOnDeletion`: no application-controller runs here to
+ * remove the resources finalizer, so Applications go when Argo CD deletes them.
+ */
+function argoObjects(pluginUrl: string, token: string, repoUrl: string): object[] {
+  const partOf = { 'app.kubernetes.io/part-of': 'argocd' };
+  const encode = (text: string) => Buffer.from(text).toString('base64');
+  return [
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'argocd-secret', namespace: ARGOCD_NS, labels: partOf },
+      data: { 'server.secretkey': encode(randomBytes(32).toString('base64')) },
+    },
+    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'argocd-cm', namespace: ARGOCD_NS, labels: partOf } },
+    {
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'AppProject',
+      metadata: { name: 'default', namespace: ARGOCD_NS },
+      spec: {
+        sourceRepos: ['*'],
+        destinations: [{ name: '*', server: '*', namespace: '*' }],
+        clusterResourceWhitelist: [{ group: '*', kind: '*' }],
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'mco-argocd-plugin-token', namespace: ARGOCD_NS, labels: partOf },
+      data: { token: encode(token) },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'argocd-mco-placement', namespace: ARGOCD_NS },
+      data: { baseUrl: pluginUrl, token: '$mco-argocd-plugin-token:token', requestTimeout: '10' },
+    },
+    ...ARGO_PLACEMENTS.map((p) => ({
+      apiVersion: 'argoproj.io/v1alpha1',
+      kind: 'ApplicationSet',
+      metadata: { name: p, namespace: ARGOCD_NS },
+      spec: {
+        goTemplate: true,
+        goTemplateOptions: ['missingkey=error'],
+        generators: [
+          {
+            plugin: {
+              configMapRef: { name: 'argocd-mco-placement' },
+              input: {
+                parameters: {
+                  multiClusterOrchestraPlacementName: p,
+                  multiClusterOrchestraPlacementNamespace: PLACEMENT_NS,
+                },
+              },
+              requeueAfterSeconds: 10,
+            },
+          },
+        ],
+        syncPolicy: { preserveResourcesOnDeletion: true },
+        template: {
+          metadata: {
+            name: `{{.clusterProfileName}}-${p}`,
+            labels: { [PLACEMENT_LABEL]: p, [MEMBER_LABEL]: '{{.clusterProfileName}}' },
+          },
+          spec: {
+            project: 'default',
+            destination: { name: '{{.name}}', namespace: WORKLOAD_NS },
+            source: { repoURL: repoUrl, path: p, targetRevision: 'main' },
+          },
+        },
+      },
+    })),
+  ];
+}
+
+/**
+ * A Config Sync placement's template (docs/configsync.md): the RepoSync mco
+ * applies on each listed member, in the placement's namespace. No Config Sync
+ * reconciler runs here (it is not buildable), so the RepoSync is what the
+ * checkers follow.
+ */
+const repoSyncTemplate = (placement: string, repoUrl: string) =>
+  stringify({
+    apiVersion: 'configsync.gke.io/v1beta1',
+    kind: 'RepoSync',
+    spec: { sourceType: 'git', git: { repo: repoUrl, branch: 'main', dir: placement, auth: 'none' } },
+  });
 
 /** A process the injector may kill (-9) or stop (SIGTERM) and start again. */
 export class Managed {
@@ -141,6 +250,8 @@ async function healthy(url: string, server: ServerProcess, timeoutMs = 60_000): 
     if (ok) return;
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
+  // Stopped, so that the retried start does not run a second copy beside it.
+  await stopServer(server, 0);
   throw new Error(`${url} not healthy within ${timeoutMs} ms; log:\n${tailOf(server.logFile)}`);
 }
 
@@ -163,6 +274,7 @@ export class SoakStack {
 
   static async start(): Promise<SoakStack> {
     const mco = builtMco();
+    const argocd = requireTool('argocd');
     const plane = await startControlPlane({ clusters: [...MEMBERS] });
     const dir = mkdtempSync(join(tmpdir(), 'mco-soak-'));
     let git: GitServer | undefined;
@@ -176,9 +288,14 @@ export class SoakStack {
         join(REPO, 'apps/mco/chart/crds'),
         thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
         ...fluxControllerCrds('source-controller'),
+        join(argocd, 'crds'),
       ]);
+      for (const m of MEMBERS) {
+        await plane.members[m]!.installCrds([thirdPartyCrd('configsync.gke.io_reposyncs.yaml')]);
+        await plane.members[m]!.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: PLACEMENT_NS } }]);
+      }
       await plane.hub.apply(
-        [FLUX_NS, PLACEMENT_NS, 'mco-system'].map((name) => ({
+        [FLUX_NS, PLACEMENT_NS, 'mco-system', ARGOCD_NS].map((name) => ({
           apiVersion: 'v1',
           kind: 'Namespace',
           metadata: { name },
@@ -244,9 +361,10 @@ export class SoakStack {
         await engine.start();
       }
       // mco: two controller replicas over two shards, and Flux delivery.
-      const mcoProcess = (name: string, args: (listen: string) => string[]) =>
+      // `fixed`: an address others name (the plugin's, in Argo CD's ConfigMap), kept across restarts.
+      const mcoProcess = (name: string, args: (listen: string) => string[], fixed?: string) =>
         new Managed(name, async () => {
-          const listen = `127.0.0.1:${await freePort()}`;
+          const listen = fixed ?? `127.0.0.1:${await freePort()}`;
           const server = startServer(process.execPath, [mco, ...args(listen)], join(dir, `${name}.log`));
           await healthy(`http://${listen}/healthz`, server);
           return server;
@@ -278,6 +396,66 @@ export class SoakStack {
           `--cluster-profile-namespaces=${FLEET}`,
         ]),
       );
+      // The Argo CD path: the plugin server, mco's ApplicationSet refresher and cluster Secret
+      // syncer in one process (docs/argocd.md runs them as two), and Argo CD's ApplicationSet controller.
+      const pluginListen = `127.0.0.1:${await freePort()}`;
+      const token = join(dir, 'plugin-token');
+      writeFileSync(token, randomBytes(36).toString('base64'), { mode: 0o600 });
+      await plane.hub.apply(
+        argoObjects(`http://${pluginListen}`, readFileSync(token, 'utf8'), git.repoUrl('soak')) as never[],
+      );
+      stack.processes.push(
+        mcoProcess(
+          'mco-argocd-plugin',
+          () => [
+            'argocd-plugin',
+            `--kubeconfig=${hubFile}`,
+            `--token-file=${token}`,
+            `--listen=${pluginListen}`,
+            `--provider-file=${providers}`,
+            `--cluster-profile-namespaces=${FLEET}`,
+          ],
+          pluginListen,
+        ),
+        mcoProcess('mco-argocd-sync', (listen) => [
+          'argocd-sync',
+          `--kubeconfig=${hubFile}`,
+          '--refresh-applicationsets',
+          `--plugin-url=http://${pluginListen}`,
+          '--sync-cluster-secrets',
+          `--argocd-namespace=${ARGOCD_NS}`,
+          `--provider-file=${providers}`,
+          `--listen=${listen}`,
+          `--cluster-profile-namespaces=${FLEET}`,
+        ]),
+        new Managed(APPSET_CONTROLLER, async () => {
+          const [metrics, probe, webhook] = [await freePort(), await freePort(), await freePort()];
+          // Argo CD v3.2.6's controller reads KUBECONFIG outside a pod, not --kubeconfig (docs/argocd.md).
+          const server = startServer(
+            join(argocd, APPSET_CONTROLLER),
+            [
+              `--namespace=${ARGOCD_NS}`,
+              `--metrics-addr=127.0.0.1:${metrics}`,
+              `--probe-addr=127.0.0.1:${probe}`,
+              `--webhook-addr=127.0.0.1:${webhook}`,
+            ],
+            join(dir, `${APPSET_CONTROLLER}.log`),
+            { KUBECONFIG: hubFile },
+          );
+          // Its probe address serves no /healthz in v3.2.6: up once it serves /metrics.
+          await healthy(`http://127.0.0.1:${metrics}/metrics`, server);
+          return server;
+        }),
+      );
+      stack.processes.push(
+        mcoProcess('mco-configsync', (listen) => [
+          'configsync',
+          `--kubeconfig=${hubFile}`,
+          `--provider-file=${providers}`,
+          `--listen=${listen}`,
+          `--cluster-profile-namespaces=${FLEET}`,
+        ]),
+      );
       for (const p of stack.processes) await p.start();
       return stack;
     } catch (error) {
@@ -299,14 +477,21 @@ export class SoakStack {
     return this.plane.hub.adminKubeConfig();
   }
 
-  /** Writes a placement's spec (server-side apply), retrying while the hub does not answer. */
+  /**
+   * Writes a placement's spec (server-side apply), retrying while the hub
+   * does not answer; a Config Sync placement's template annotation is written
+   * with it each time (an apply that left it out would remove it).
+   */
   async writePlacement(name: string, spec: object, timeoutMs = 120_000): Promise<void> {
+    const annotations = CONFIGSYNC_PLACEMENTS.includes(name)
+      ? { [TEMPLATE_ANNOTATION]: repoSyncTemplate(name, this.git.repoUrl('soak')) }
+      : undefined;
     await retry(timeoutMs, () =>
       this.plane.hub.apply([
         {
           apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
           kind: 'MultiKubernetesClusterPlacement',
-          metadata: { name, namespace: PLACEMENT_NS },
+          metadata: { name, namespace: PLACEMENT_NS, ...(annotations ? { annotations } : {}) },
           spec,
         } as never,
       ]),

@@ -1,7 +1,8 @@
 // The soak's own tests (docs/reliability.md): its fault schedule is a function
 // of the seed, and its invariant checkers, fed recorded histories, flag a
 // forbidden deletion, a lasting shortfall, a leftover and a slow convergence,
-// and accept the legitimate versions of each.
+// and accept the legitimate versions of each, on the Flux path, the Argo CD
+// path (Applications and cluster Secrets) and the Config Sync path (RepoSyncs).
 import { describe, expect, it } from 'vitest';
 import {
   checkDeletions,
@@ -12,12 +13,19 @@ import {
   DEFAULT_BOUNDS,
   type SoakEvent,
 } from '../soak/history.js';
-import { FAULT_KINDS, faultSchedule, slotOf, type FaultKind, type ScheduleOptions } from '../soak/schedule.js';
+import {
+  DEFAULT_MEAN_GAP_MS,
+  FAULT_KINDS,
+  faultSchedule,
+  slotOf,
+  type FaultKind,
+  type ScheduleOptions,
+} from '../soak/schedule.js';
 
 const SCHEDULE: ScheduleOptions = {
   seed: 7,
   durationMs: 60 * 60_000,
-  meanGapMs: 15_000,
+  meanGapMs: DEFAULT_MEAN_GAP_MS,
   controllers: ['controller-0', 'controller-1'],
   members: ['east', 'west', 'north'],
   placements: ['p1', 'p2', 'p3'],
@@ -48,6 +56,14 @@ describe('the fault schedule', () => {
     expect(faults.filter((f) => f.kind === 'profiles-deleted').every((f) => f.target.split(',').length === 2)).toBe(
       true,
     );
+  });
+
+  it('draws every kind at least 10 times in an hour at the default rate for each of seeds 1-20', () => {
+    for (let seed = 1; seed <= 20; seed++) {
+      const faults = faultSchedule({ ...SCHEDULE, seed });
+      const fewest = Math.min(...FAULT_KINDS.map((kind) => faults.filter((f) => f.kind === kind).length));
+      expect({ seed, fewest: fewest >= 10 }).toEqual({ seed, fewest: true });
+    }
   });
 });
 
@@ -207,7 +223,7 @@ describe('invariant (d): nothing left behind', () => {
 
   it('flags an object still on a cluster past the bound after it left', () => {
     expect(checkLeftovers(left, 300_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
-      '1 of 1 workload objects of p1 still on west 120 s after it left',
+      'Deployment/p1-web of p1 still for west 120 s after it left',
     ]);
   });
 
@@ -239,7 +255,7 @@ describe('invariant (c): convergence after a fault', () => {
     const { convergences, violations } = convergence(history, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS);
     expect(convergences[0]!.ms).toBeUndefined();
     expect(violations.map((v) => v.message)).toEqual([
-      'no convergence within 120 s after member-down west (fault 0) and the faults overlapping it ended',
+      'no convergence within 120 s after member-down west (fault 0) and its busy period ended',
     ]);
   });
 
@@ -261,6 +277,37 @@ describe('invariant (c): convergence after a fault', () => {
   });
 });
 
+describe('invariant (c): a fault starting before the state converged extends the busy period', () => {
+  // Recorded in a short run: faults ended at 2 s, another started at 50 s before the state had converged,
+  // and convergence came 30 s after that one ended, 180 s after the first.
+  const history = [
+    ...BASE,
+    intent(500, ['east']),
+    fault(1_000, 0, 'start', 'hub-restart', ''),
+    fault(2_000, 0, 'end', 'hub-restart', ''),
+    fault(50_000, 1, 'start'),
+    fault(152_000, 1, 'end'),
+    status(180_000, 'p1', [['east', 'ACTIVE', 'Added']], 180_000),
+    { t: 181_000, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+    object(182_000, 'west', false),
+  ];
+
+  it('accepts convergence within the bound after the later fault ended', () => {
+    const { convergences, violations } = convergence(history, ['east', 'west'], 1, 300_000, DEFAULT_BOUNDS);
+    expect(convergences.map((c) => c.ms)).toEqual([180_000, 30_000]);
+    expect(violations).toEqual([]);
+  });
+
+  it('does not extend it by a fault starting after the state converged', () => {
+    const converged = [...BASE, fault(1_000, 0, 'start', 'hub-restart', ''), fault(2_000, 0, 'end', 'hub-restart', '')];
+    const later = [...converged, fault(50_000, 1, 'start'), intent(51_000, ['east']), fault(60_000, 1, 'end')];
+    const { violations } = convergence(later, ['east', 'west'], 1, 300_000, DEFAULT_BOUNDS);
+    expect(violations.map((v) => v.message)).toEqual([
+      'no convergence within 120 s after member-down west (fault 1) and its busy period ended',
+    ]);
+  });
+});
+
 describe('invariant (e): RSS growth', () => {
   const rss = (t: number, kb: number, pid = 1): SoakEvent => ({ t, type: 'rss', process: 'controller-0', pid, kb });
   const HOUR = 60 * 60_000;
@@ -275,5 +322,164 @@ describe('invariant (e): RSS growth', () => {
     const { figures, violations } = checkRss(restarted, HOUR, DEFAULT_BOUNDS);
     expect(violations).toEqual([]);
     expect(figures).toEqual([{ process: 'controller-0', samples: 4, firstKb: 100, lastKb: 115, maxKb: 115 }]);
+  });
+});
+
+describe('the Argo CD path: Applications and cluster Secrets under (a), (c) and (d)', () => {
+  type Kind = 'Kustomization' | 'Application' | 'Secret';
+  const hub = (t: number, kind: Kind, member: string, present: boolean, gap = false): SoakEvent => ({
+    t,
+    type: 'delivery',
+    kind,
+    placement: 'p1',
+    member,
+    name: kind === 'Secret' ? `fleet.${member}` : `${member}-p1`,
+    present,
+    ...(gap ? { gap } : {}),
+  });
+  const ARGO = ['Kustomization', 'Application', 'Secret'] as const;
+  const argoIntent = (t: number, members: string[]): SoakEvent => ({
+    t,
+    type: 'intent',
+    placement: 'p1',
+    members,
+    deliveries: ARGO,
+  });
+  /** p1 on east and west, delivered by Flux and Argo CD; north has a ClusterProfile, so its cluster Secret. */
+  const ARGO_BASE: SoakEvent[] = [
+    argoIntent(0, ['east', 'west']),
+    status(100, 'p1', [
+      ['east', 'ACTIVE', 'Added'],
+      ['west', 'ACTIVE', 'Added'],
+    ]),
+    ...['east', 'west'].flatMap((m) => [hub(200, 'Kustomization', m, true), hub(200, 'Application', m, true)]),
+    ...['east', 'west', 'north'].map((m) => hub(200, 'Secret', m, true)),
+    object(300, 'east', true),
+    object(300, 'west', true),
+  ];
+  const members = ['east', 'west', 'north'];
+  const westLeaves = [argoIntent(1_000, ['east']), status(1_500, 'p1', [['east', 'ACTIVE', 'Added']], 1_400)];
+
+  it('(a) flags an Application deleted while the placement lists its cluster (the plugin killed, say)', () => {
+    const history = [
+      ...ARGO_BASE,
+      fault(1_000, 0, 'start', 'plugin-kill', ''),
+      hub(3_000, 'Application', 'west', false, true),
+    ];
+    expect(checkDeletions(history).map((v) => v.message)).toEqual([
+      'Application west-p1 of p1 on west (seen by a re-list after a watch gap) deleted while the placement lists west',
+    ]);
+  });
+
+  it('(a) flags a cluster Secret deleted after its cluster was removed on doubt, accepts one after it left the rules', () => {
+    const doubt = [
+      ...ARGO_BASE,
+      { t: 900, type: 'profile', member: 'west', present: false } as SoakEvent,
+      status(1_000, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'EVICTING', 'ClusterProfileMissing'],
+      ]),
+      status(2_000, 'p1', [['east', 'ACTIVE', 'Added']], 2_000),
+      hub(2_500, 'Secret', 'west', false),
+    ];
+    expect(checkDeletions(doubt).map((v) => v.message)).toEqual([
+      'Secret fleet.west of p1 on west deleted after west was removed on doubt (EVICTING, ClusterProfileMissing)',
+    ]);
+    const left = [
+      ...ARGO_BASE,
+      ...westLeaves,
+      hub(1_600, 'Application', 'west', false),
+      hub(1_700, 'Secret', 'west', false),
+    ];
+    expect(checkDeletions(left)).toEqual([]);
+  });
+
+  it('(c) converges only once each listed cluster has its Application and Secret and no other cluster an Application', () => {
+    const afterFault = [...ARGO_BASE, fault(1_000, 0, 'start', 'appset-kill', ''), ...westLeaves];
+    const end = fault(2_000, 0, 'end', 'appset-kill', '');
+    // Flux removed west's Kustomization and workload; Argo CD's Application of west stays until 5 s.
+    const flux = [hub(3_000, 'Kustomization', 'west', false), object(3_000, 'west', false)];
+    const history = [...afterFault, end, ...flux, hub(5_000, 'Application', 'west', false)];
+    expect(convergence(history, members, 1, 10_000, DEFAULT_BOUNDS).convergences.map((c) => c.ms)).toEqual([3_000]);
+    // Never removed: a violation.
+    const stuck = [...afterFault, end, ...flux];
+    expect(convergence(stuck, members, 1, 200_000, DEFAULT_BOUNDS).violations.map((v) => v.invariant)).toEqual(['c']);
+    // A listed cluster without its cluster Secret is not converged.
+    const noSecret = [...ARGO_BASE, fault(1_000, 0, 'start', 'plugin-kill', ''), hub(1_500, 'Secret', 'east', false)];
+    const ended = [...noSecret, fault(2_000, 0, 'end', 'plugin-kill', '')];
+    expect(convergence(ended, members, 1, 200_000, DEFAULT_BOUNDS).violations.map((v) => v.invariant)).toEqual(['c']);
+  });
+
+  it("(c) does not owe a cluster Secret's removal: kept for a grace period after its profile went", () => {
+    const history = [
+      ...ARGO_BASE,
+      fault(1_000, 0, 'start', 'profiles-deleted', 'north'),
+      { t: 1_100, type: 'profile', member: 'north', present: false } as SoakEvent,
+      fault(2_000, 0, 'end', 'profiles-deleted', 'north'),
+    ];
+    expect(convergence(history, members, 1, 10_000, DEFAULT_BOUNDS).convergences.map((c) => c.ms)).toEqual([0]);
+  });
+
+  it('(d) flags an Application left past the bound after its cluster left, accepts the cluster Secret kept', () => {
+    const history = [
+      ...ARGO_BASE,
+      ...westLeaves,
+      hub(2_000, 'Kustomization', 'west', false),
+      object(2_000, 'west', false),
+    ];
+    expect(checkLeftovers(history, 300_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
+      'Application of p1 still for west 120 s after it left',
+    ]);
+    expect(checkLeftovers([...history, hub(60_000, 'Application', 'west', false)], 300_000, DEFAULT_BOUNDS, 1)).toEqual(
+      [],
+    );
+  });
+});
+
+describe('the Config Sync path: RepoSyncs on the members under (a), (c) and (d)', () => {
+  const repoSync = (t: number, member: string, present: boolean): SoakEvent => ({
+    t,
+    type: 'delivery',
+    kind: 'RepoSync',
+    placement: 'p1',
+    member,
+    name: 'p1',
+    present,
+  });
+  const SYNCED: SoakEvent[] = [
+    { ...(BASE[0] as Extract<SoakEvent, { type: 'intent' }>), deliveries: ['Kustomization', 'RepoSync'] },
+    ...BASE.slice(1),
+    repoSync(200, 'east', true),
+    repoSync(200, 'west', true),
+  ];
+  const westLeaves: SoakEvent[] = [
+    { t: 1_000, type: 'intent', placement: 'p1', members: ['east'], deliveries: ['Kustomization', 'RepoSync'] },
+    status(1_500, 'p1', [['east', 'ACTIVE', 'Added']], 1_400),
+    { t: 1_600, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false },
+    object(1_700, 'west', false),
+  ];
+
+  it('(a) flags a RepoSync deleted from a member that came back from an outage while listed', () => {
+    const history = [...SYNCED, fault(1_000, 0, 'start'), fault(20_000, 0, 'end'), repoSync(21_000, 'west', false)];
+    expect(checkDeletions(history).map((v) => v.message)).toEqual([
+      'RepoSync p1 of p1 on west deleted while the placement lists west',
+    ]);
+    expect(checkDeletions([...SYNCED, ...westLeaves, repoSync(2_000, 'west', false)])).toEqual([]);
+  });
+
+  it('(c) and (d) wait for the RepoSync of a cluster that left to be removed', () => {
+    const stuck = [...SYNCED, fault(500, 0, 'start', 'configsync-kill', ''), ...westLeaves];
+    const ended = [...stuck, fault(2_000, 0, 'end', 'configsync-kill', '')];
+    expect(convergence(ended, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS).violations.map((v) => v.invariant)).toEqual(
+      ['c'],
+    );
+    expect(checkLeftovers(ended, 300_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
+      'RepoSync of p1 still for west 120 s after it left',
+    ]);
+    const removed = [...ended, repoSync(9_000, 'west', false)];
+    expect(convergence(removed, ['east', 'west'], 1, 200_000, DEFAULT_BOUNDS).convergences.map((c) => c.ms)).toEqual([
+      7_000,
+    ]);
+    expect(checkLeftovers(removed, 300_000, DEFAULT_BOUNDS, 1)).toEqual([]);
   });
 });
