@@ -145,11 +145,12 @@ describe('the engine sees what a real fleet would show', () => {
 });
 
 describe('shipped scenarios', () => {
-  it('are the nineteen documented ones', () => {
+  it('are the twenty documented ones', () => {
     expect(readdirSync(SCENARIOS).sort()).toEqual([
       'alternating-stockouts.yaml',
       'burst-during-drain.yaml',
       'bursty-slow-nodes.yaml',
+      'bursty-stockouts-slow-preferred.yaml',
       'cyclic-short-troughs.yaml',
       'diurnal.yaml',
       'fail-back-flapping.yaml',
