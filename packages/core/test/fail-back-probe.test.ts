@@ -21,7 +21,7 @@ const spec: PlacementSpec = anAutoscalingSpec(1, {
 const PROBE = { cluster: 'fleet/b', since: at(NOW), receiversReadyReplicas: 2, replicas: 2 };
 
 /** a, asked at NOW for b's first step (2 ready + 25% of 8), evaluated `after` seconds later with `a`'s signal. */
-const probing = (after: number, a: Signal, extra: { roomSince?: number } = {}): Case => ({
+const probing = (after: number, a: Signal, extra: { roomSince?: number; b?: number } = {}): Case => ({
   spec,
   status: {
     clusters: [
@@ -32,7 +32,7 @@ const probing = (after: number, a: Signal, extra: { roomSince?: number } = {}): 
     failBack: { roomSince: at(extra.roomSince ?? NOW - WINDOW), probe: PROBE },
   },
   profiles: fleet,
-  signals: [a, steady('fleet/b', 8)].map((s) => ({ ...s, observedAt: at(NOW + after - 10) })),
+  signals: [a, steady('fleet/b', extra.b ?? 8)].map((s) => ({ ...s, observedAt: at(NOW + after - 10) })),
   now: NOW + after,
 });
 
@@ -115,6 +115,11 @@ describe('F7: fail-back asks the preferred clusters for its first step before th
     {
       name: 'a silently never starts them (a delivery that ignores desiredMinReplicas): the probe ends at the bound',
       input: probing(BOUND, steady('fleet/a', 2)),
+      expected: ENDED,
+    },
+    {
+      name: "b's own load fell to its warm size (1) meanwhile: nothing to move, the probe ends (rule F5)",
+      input: probing(60, steady('fleet/a', 4), { b: 1 }),
       expected: ENDED,
     },
     {

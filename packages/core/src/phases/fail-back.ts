@@ -226,8 +226,18 @@ function waitForProbe(run: Evaluation, p: Probe, ready: number | undefined): voi
 }
 
 /** Rule F7: the P2 once the probe's replicas are ready, with every other condition of the move still holding. */
-function settleProbe(run: Evaluation, p: Probe, min: number, headroom: number, window: number): void {
+function settleProbe(run: Evaluation, p: Probe, min: number, headroom: number, window: number, warm: number): void {
   const l = run.byKey.get(p.cluster)!;
+  const current = l.signal.currentReplicas;
+  if (current !== undefined && current <= warm) {
+    const { probe: _, ...rest } = run.failBackStatus!;
+    run.failBackStatus = rest;
+    run.note(
+      l.key,
+      `fail-back probe ended: ${l.key} runs ${current} replica(s), no more than the ${warm} it would linger at: nothing to move (fail-back rule F5)`,
+    );
+    return;
+  }
   const receivers = receiversOf(run, l);
   const ready = readyOf(receivers);
   const without = headroom - (l.signal.atCapacityCeiling ? 0 : 1);
@@ -278,9 +288,10 @@ export function failBack(run: Evaluation, config: AutoscaleForCapacity, min: num
   const settings = backoffSettings(run);
   const level = backoffLevelAt(run.failBackStatus, run.nowMs, settings);
   const window = failBackWindowSeconds(level, settings);
-  const probe = run.failBackStatus?.probe;
-  if (probe) return settleProbe(run, probe, min, headroom, window);
   const lowest = lowestActive(run);
+  const probe = run.failBackStatus?.probe;
+  // A standing probe's cluster is the lowest-priority ACTIVE one (trackFailBack ends it otherwise).
+  if (probe && lowest) return settleProbe(run, probe, min, headroom, window, warmSize(run, config, lowest));
   const verdict = chooseFailBack({
     clusters: failBackView(run),
     nowMs: run.nowMs,
