@@ -84,31 +84,7 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
     await statesAre(`${a}:ACTIVE`, `${b}:ACTIVE`);
     expect((await clusters())[0]).not.toHaveProperty('belowCeilingSince');
 
-    // Recovery: a has room again. Nothing moves before the window has passed.
-    source.set(a, room);
-    const since = await waitFor('a below its ceiling again', async () => (await clusters())[0]?.belowCeilingSince);
-    const failedBack = await waitFor(
-      'fail-back of b',
-      async () => {
-        const listed = await clusters();
-        return listed[1]?.state === 'SCALING_IN' && listed;
-      },
-      30_000,
-    );
-    const p2 = failedBack[1]!;
-    expect({ reason: p2.reason, message: p2.message, desiredMaxReplicas: p2.draining?.desiredMaxReplicas }).toEqual({
-      reason: 'FailBack',
-      message: `fail-back: higher-priority ${a} below capacity ceiling for ${WINDOW}s or more; headroom stays 1 >= min 1 without this lowest-priority cluster`,
-      desiredMaxReplicas: 8,
-    });
-    // The status keeps whole seconds: the window ran from `since` (kept in status) to the fail-back.
-    const lastDecrease = Date.parse(p2.draining!.lastReplicaCountDecrease!);
-    expect(lastDecrease - Date.parse(since)).toBeGreaterThanOrEqual(WINDOW * 1000);
-    expect(failedBack[0]).toMatchObject({ state: 'ACTIVE', belowCeilingSince: since });
-
-    // Draining steps b down, one step of max(1, ceil(25%)) per 1 s interval: 8 -> 6 -> 4 -> 3,
-    // each once a has the replicas ready (rule F6): a's delivery applies the floor the
-    // status asks of it, and its HPA and pods follow.
+    // a's delivery applies the floor (desiredMinReplicas) the status asks of it, and its HPA and pods follow.
     let aReady = room.readyReplicas;
     const followFloor = (listed: ListedCluster[]) => {
       const floor = listed[0]?.desiredMinReplicas;
@@ -120,6 +96,34 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
         readyReplicas: floor,
       });
     };
+
+    // Recovery: a has room again. Nothing moves before the window has passed; then a is asked for
+    // b's first step (rule F7) and b moves once a runs it.
+    source.set(a, room);
+    const since = await waitFor('a below its ceiling again', async () => (await clusters())[0]?.belowCeilingSince);
+    const failedBack = await waitFor(
+      'fail-back of b',
+      async () => {
+        const listed = await clusters();
+        followFloor(listed);
+        return listed[1]?.state === 'SCALING_IN' && listed;
+      },
+      30_000,
+    );
+    const p2 = failedBack[1]!;
+    expect({ reason: p2.reason, message: p2.message, desiredMaxReplicas: p2.draining?.desiredMaxReplicas }).toEqual({
+      reason: 'FailBack',
+      message: `fail-back: higher-priority ${a} below capacity ceiling for ${WINDOW}s or more, and 2 more replica(s) ready for the first step of 2 (rule F7); headroom stays 1 >= min 1 without this lowest-priority cluster`,
+      desiredMaxReplicas: 8,
+    });
+    // The status keeps whole seconds: the window ran from `since` (kept in status) to the fail-back.
+    const lastDecrease = Date.parse(p2.draining!.lastReplicaCountDecrease!);
+    expect(lastDecrease - Date.parse(since)).toBeGreaterThanOrEqual(WINDOW * 1000);
+    expect(failedBack[0]).toMatchObject({ state: 'ACTIVE', belowCeilingSince: since });
+
+    // Draining steps b down, one step of max(1, ceil(25%)) per 1 s interval: 8 -> 6 -> 4 -> 3,
+    // each once a has the replicas ready (rule F6): a's delivery applies the floor the
+    // status asks of it, and its HPA and pods follow.
     const seen = [8];
     await waitFor(
       'three drain steps',

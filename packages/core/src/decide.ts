@@ -14,7 +14,7 @@ import { formatTime, SECOND } from './time.js';
 import { freshCapacity, withNoCapacity } from './phases/capacity.js';
 import { abandonStalledFailBack, drain } from './phases/drain.js';
 import { Evaluation, type NoteSink } from './phases/evaluation.js';
-import { trackFailBack, failBack, trackBelowCeiling } from './phases/fail-back.js';
+import { trackFailBack, failBack, probeFloors, trackBelowCeiling } from './phases/fail-back.js';
 import { health } from './phases/health.js';
 import { scaleIn, trackScaleInCandidates } from './phases/scale-in.js';
 import { isHeadroom, placeEveryEligible, satisfaction, scaleOut } from './phases/scale-out.js';
@@ -179,6 +179,7 @@ function autoscaleForCapacity(run: Evaluation, config: AutoscaleForCapacity): vo
     failBack(run, config, min, out.headroom);
   standby(run, config, max);
   drain(run, config.useDraining === true);
+  probeFloors(run);
   run.satisfied = withNoCapacity(run, satisfaction(run, min, max, out));
 }
 

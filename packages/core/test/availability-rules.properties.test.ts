@@ -71,8 +71,16 @@ const arbTimeline = (maxSteps: number): fc.Arbitrary<Timeline> =>
     ),
   });
 
-/** A signal from a source that reports everything (HPA max 10, ready replicas, pending pods, FailedScaleUp). */
-function signalOf(key: string, { o, replicas, ready }: Step['observations'][number], now: number): Signal | undefined {
+/**
+ * A signal from a source that reports everything (HPA max 10, ready replicas, pending pods, FailedScaleUp).
+ * `floor`: the desiredMinReplicas the previous decision gave the cluster; a steady cluster runs it, ready.
+ */
+function signalOf(
+  key: string,
+  { o, replicas, ready }: Step['observations'][number],
+  now: number,
+  floor = 0,
+): Signal | undefined {
   const at = iso(now - 5);
   const full = (current: number, desired: number, min: number, limited: string, pendingPods = 0) =>
     aSignal(key, at, {
@@ -91,8 +99,13 @@ function signalOf(key: string, { o, replicas, ready }: Step['observations'][numb
   switch (o) {
     case 'ceiling':
       return full(10, 12, 1, 'TooManyReplicas');
-    case 'steady':
-      return full(replicas, replicas, 1, 'DesiredWithinRange');
+    case 'steady': {
+      const running = Math.max(replicas, floor);
+      return {
+        ...full(running, running, 1, 'DesiredWithinRange'),
+        readyReplicas: Math.max(Math.min(ready, running), floor),
+      };
+    }
     case 'growing':
       return full(replicas, Math.min(10, replicas + 3), 1, 'DesiredWithinRange');
     case 'pending':
@@ -139,7 +152,8 @@ function runTimeline(t: Timeline): Evaluated[] {
   const first: Step = { advance: 0, observations: KEYS.map(() => ({ o: 'steady', replicas: 3, ready: 3 })) };
   for (const step of [first, ...t.steps]) {
     now += step.advance;
-    const signals = KEYS.flatMap((k, i) => signalOf(k, step.observations[i]!, now) ?? []);
+    const floorOf = (k: string) => status?.clusters?.find((c) => `${c.namespace}/${c.name}` === k)?.desiredMinReplicas;
+    const signals = KEYS.flatMap((k, i) => signalOf(k, step.observations[i]!, now, floorOf(k)) ?? []);
     const decision = decide({
       now: new Date(T0 + now * 1000),
       placement: { metadata: { name: 'p', namespace: 'default', generation: 1 }, spec, status },

@@ -74,11 +74,16 @@ const outcome = (d: Decision) => ({
 });
 
 describe('F1, F2: fail-back waits for room, and backs off after each cycle', () => {
-  const moved = (extra: FailBackStatus) => ({ lastFailBackCluster: 'fleet/b', lastFailBackTime: at(NOW), ...extra });
+  // Rule F7: once everything holds, a is first asked for b's first step (2 ready + 25% of 8); b moves once it is ready.
+  const probing = (extra: FailBackStatus) => ({
+    ...extra,
+    probe: { cluster: 'fleet/b', since: at(NOW), receiversReadyReplicas: 2, replicas: 2 },
+  });
+  const asked = { states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'], moves: [], requeue: 170 };
 
   it.each<{ name: string; input: Case; expected: ReturnType<typeof outcome> }>([
     {
-      name: 'moves back when the preferred cluster has had room for the replicas moved for the whole window',
+      name: 'moves back (rule F7: asks for the first step) when the preferred cluster has had room for the replicas moved for the whole window',
       input: {
         spec: withFailBack(),
         status: afterStockout(WINDOW),
@@ -87,10 +92,8 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
         now: NOW,
       },
       expected: {
-        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
-        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
-        failBack: moved({ backoffLevel: 0, roomSince: at(NOW - WINDOW) }),
-        requeue: 60,
+        ...asked,
+        failBack: probing({ roomSince: at(NOW - WINDOW) }),
       },
     },
     {
@@ -179,10 +182,8 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
         now: NOW,
       },
       expected: {
-        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
-        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
-        failBack: moved({ backoffLevel: 1, lastCycleTime: at(NOW - 3000), roomSince: at(NOW - 2400) }),
-        requeue: 60,
+        ...asked,
+        failBack: probing({ backoffLevel: 1, lastCycleTime: at(NOW - 3000), roomSince: at(NOW - 2400) }),
       },
     },
     {
@@ -195,15 +196,13 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
         now: NOW,
       },
       expected: {
-        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
-        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+        ...asked,
         // The recorded level stays 1: it decays on reading, from lastCycleTime.
-        failBack: moved({ backoffLevel: 1, lastCycleTime: at(NOW - 28_800), roomSince: at(NOW - WINDOW) }),
-        requeue: 60,
+        failBack: probing({ backoffLevel: 1, lastCycleTime: at(NOW - 28_800), roomSince: at(NOW - WINDOW) }),
       },
     },
     {
-      name: 'the window is capped at maxStabilizationWindowSeconds (14400 s), the level at the first that reaches it',
+      name: 'the window is capped at maxStabilizationWindowSeconds (14400 s)',
       input: {
         spec: withFailBack(),
         status: afterStockout(14_400, { backoffLevel: 9 }),
@@ -212,10 +211,8 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
         now: NOW,
       },
       expected: {
-        states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
-        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
-        failBack: moved({ backoffLevel: 3, roomSince: at(NOW - 14_400) }),
-        requeue: 60,
+        ...asked,
+        failBack: probing({ backoffLevel: 9, roomSince: at(NOW - 14_400) }), // capped when b moves (P2)
       },
     },
     {
@@ -322,12 +319,14 @@ describe('F5: fail-back moves nothing when the lower-priority cluster runs at it
     },
     { name: 'b runs 3, warmStandbyReplicas 3: b stays', input: failBackCase({ b: 3, standbyReplicas: 3 }), moves: [] },
     {
-      name: 'b runs 3, one more than its warm size (2): it fails back',
+      name: 'b runs 3, one more than its warm size (2): it fails back (rule F7: a is asked for its first step)',
       input: failBackCase({ b: 3, hpaMin: 2 }),
-      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+      moves: ['probe fleet/b'],
     },
   ])('$name', ({ input, moves: expected }) => {
-    expect(moves(run(input))).toEqual(expected);
+    const d = run(input);
+    const probe = d.status.failBack?.probe;
+    expect([...moves(d), ...(probe ? [`probe ${probe.cluster}`] : [])]).toEqual(expected);
   });
 });
 

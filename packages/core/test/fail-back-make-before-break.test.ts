@@ -54,12 +54,12 @@ const outcome = (d: ReturnType<typeof run>) => ({
 describe('F6: a fail-back drain hands load over only to replicas that are ready for it', () => {
   it.each<{ name: string; input: Case; expected: ReturnType<typeof outcome> }>([
     {
-      name: 'the fail-back P2 asks a for its first step at once (2 ready + 25% of 8)',
+      name: 'fail-back asks a for its first step before the P2 (2 ready + 25% of 8; rule F7)',
       input: caseOf(afterStockout(WINDOW), [steady('fleet/a', 2), steady('fleet/b', 8)]),
       expected: {
-        moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+        moves: [],
         floorOfA: 4,
-        drainOfB: { desiredMaxReplicas: 8, pausedReason: undefined },
+        drainOfB: { desiredMaxReplicas: undefined, pausedReason: undefined },
       },
     },
     {
@@ -223,22 +223,26 @@ describe('F6 bound: a fail-back whose receivers never become ready is abandoned,
     expect(run(input).requeueAfterSeconds).toBeLessThanOrEqual(60);
   });
 
-  it('a delivery that ignores desiredMinReplicas: evaluated every 60 s, the fail-back ends within the bound', () => {
+  it('a delivery that ignores desiredMinReplicas: evaluated every 60 s, b never moves; each probe ends within the bound (rule F7)', () => {
     let status: Case['status'] = afterStockout(WINDOW);
     let now = NOW;
     const signals = () => [steady('fleet/a', 2), steady('fleet/b', 8)].map((s) => ({ ...s, observedAt: at(now - 10) }));
-    const started = run({ spec, status, profiles: fleet, signals: signals(), now });
-    expect(moves(started)).toEqual(['P2 fleet/b ACTIVE->SCALING_IN']);
-    status = started.status;
     const history: string[] = [];
-    while (now < NOW + 2 * GIVE_UP) {
-      now += 60;
+    for (; now < NOW + 3 * GIVE_UP; now += 60) {
       const d = run({ spec, status, profiles: fleet, signals: signals(), now });
+      const [was, is] = [status?.failBack?.probe, d.status.failBack?.probe];
+      if (is && !was) history.push(`${now - NOW}s asked`);
+      if (was && !is) history.push(`${now - NOW}s probe ended`);
       history.push(...moves(d).map((m) => `${now - NOW}s ${m}`));
       status = d.status;
     }
-    expect(history).toEqual([`${GIVE_UP}s P3 fleet/b SCALING_IN->ACTIVE`]);
-    expect(clusterOf({ status, transitions: [], requeueAfterSeconds: null }, 'fleet/b')?.state).toBe('ACTIVE');
+    // The bound is GIVE_UP (660 s); the room then holds a whole window (600 s) again before the next probe.
+    expect(history).toEqual([
+      '0s asked',
+      `${GIVE_UP}s probe ended`,
+      `${GIVE_UP + WINDOW}s asked`,
+      `${2 * GIVE_UP + WINDOW}s probe ended`,
+    ]);
   });
 });
 

@@ -2,7 +2,19 @@ import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec, aSteadySignal } from '@mco/core/testing';
 import { type PlacementSpec } from '@mco/core';
 import { nextRecentPeaks, PEAK_PERIODS } from '../src/scaling/fail-back.js';
-import { afterStockout, at, explainOf, listed, moves, NOW, run, states, steady, type Case } from './helpers.js';
+import {
+  afterStockout,
+  at,
+  explainOf,
+  listed,
+  moves,
+  NOW,
+  run,
+  runThroughProbe,
+  states,
+  steady,
+  type Case,
+} from './helpers.js';
 
 // Rule F2's recent peak and rising load, F4 during a fail-back drain, and
 // rule M1 (docs/placement-rules.md §10.3 and §10.10). fleet/a (HPA max 10) is
@@ -122,15 +134,12 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       why: /fail-back waits for room: load is rising: fleet\/a's HPA asks for 5 replica\(s\), it runs 2/,
     },
     {
-      name: 'a source without readyReplicas: the HPA tells the need, and fail-back still moves',
+      name: 'a fallback whose signal has no readyReplicas: the HPA tells its need, and fail-back still moves',
       input: {
         spec: spec(),
         status: afterStockout(WINDOW, { recentPeaks: [peakOf(9, 1800)] }),
         profiles: fleet,
-        signals: [
-          steady('fleet/a', 2, { readyReplicas: undefined }),
-          steady('fleet/b', 3, { readyReplicas: undefined }),
-        ],
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3, { readyReplicas: undefined })],
         now: NOW,
       },
       moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
@@ -151,7 +160,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       why: /fail-back waits for room: fleet\/a's signal source does not report readyReplicas: a fail-back drain could not check that it serves before each step/,
     },
   ])('$name', ({ input, moves: expected, why }) => {
-    const d = run(input);
+    const d = runThroughProbe(input);
     expect(moves(d)).toEqual(expected);
     if (why)
       expect(

@@ -57,13 +57,14 @@ const timelines = (maxSteps: number): fc.Arbitrary<Timeline> =>
   });
 const arbTimeline = timelines(30);
 
-function signalOf(key: string, o: Observation, now: number): Signal | undefined {
+/** `floor`: the desiredMinReplicas the previous decision gave the cluster; a steady cluster runs it, ready. */
+function signalOf(key: string, o: Observation, now: number, floor = 0): Signal | undefined {
   const at = iso(now - 5);
   switch (o) {
     case 'ceiling':
       return anAtCeilingSignal(key, at, 8);
     case 'steady':
-      return aSteadySignal(key, at, 4);
+      return aSteadySignal(key, at, Math.max(4, floor));
     case 'scale-in':
       return aScaleInSignal(key, at, 2);
     case 'drained':
@@ -103,7 +104,8 @@ function runTimeline(t: Timeline, failBack: FailBack): Evaluated[] {
   const steps: Step[] = [{ advance: 0, observations: KEYS.map(() => 'steady') }, ...t.steps];
   for (const step of steps) {
     now += step.advance;
-    const signals = KEYS.flatMap((k, i) => signalOf(k, step.observations[i]!, now) ?? []);
+    const floorOf = (k: string) => status?.clusters?.find((c) => `${c.namespace}/${c.name}` === k)?.desiredMinReplicas;
+    const signals = KEYS.flatMap((k, i) => signalOf(k, step.observations[i]!, now, floorOf(k)) ?? []);
     const decision = decide({
       now: new Date(T0 + now * 1000),
       placement: { metadata: { name: 'p', namespace: 'default', generation: 1 }, spec, status },
@@ -117,10 +119,15 @@ function runTimeline(t: Timeline, failBack: FailBack): Evaluated[] {
 }
 
 const isFailBack = (tr: Decision['transitions'][number]) => tr.id === 'P2' && tr.reason.startsWith('fail-back:');
-// Fail-back's own bookkeeping: belowCeilingSince per cluster, and status.failBack (roomSince, the backoff).
+// Fail-back's own bookkeeping: belowCeilingSince per cluster, rule F7's floor (desiredMinReplicas, the
+// only floor in these timelines), and status.failBack (roomSince, the backoff, the probe).
 const withoutBelowSince = ({ failBack: _f, ...s }: PlacementStatus): PlacementStatus => ({
   ...s,
-  ...(s.clusters ? { clusters: s.clusters.map(({ belowCeilingSince: _b, ...c }) => c) } : {}),
+  ...(s.clusters
+    ? {
+        clusters: s.clusters.map(({ belowCeilingSince: _b, desiredMinReplicas: _m, ...c }) => c),
+      }
+    : {}),
 });
 /** Runs `t` with fail-back on, checks that no cluster fails back sooner than max(window, cooldown) after a cycle undid its last fail-back, and counts the cycles. */
 function flappingCycles(t: Timeline): number {
@@ -160,7 +167,7 @@ describe('fail-back properties over random timelines', () => {
     );
   });
 
-  it("turning fail-back on changes nothing but adding fail-back P2s (and rule M1's scale-ins, which these HPAs at minReplicas 1 never reach): until the first one, every decision equals today's", () => {
+  it("turning fail-back on changes nothing but adding fail-back P2s and probes (rule F7; and rule M1's scale-ins, which these HPAs at minReplicas 1 never reach): until the first one, every decision equals today's", () => {
     let sawFailBack = 0;
     fc.assert(
       fc.property(arbTimeline, (t) => {
@@ -170,14 +177,15 @@ describe('fail-back properties over random timelines', () => {
           const a = on[i]!.decision;
           const b = off[i]!.decision;
           const failBacks = a.transitions.filter(isFailBack);
-          if (failBacks.length > 0) {
+          // Fail-back acts first by asking for its first step (rule F7): the floor then changes the signals.
+          if (failBacks.length > 0 || a.status.failBack?.probe) {
             sawFailBack++;
             // The evaluation that fails back did everything else exactly as today.
             expect(a.transitions.filter((tr) => !isFailBack(tr))).toEqual(b.transitions);
             return;
           }
           expect(a.transitions).toEqual(b.transitions);
-          expect(withoutBelowSince(a.status)).toEqual(b.status);
+          expect(withoutBelowSince(a.status)).toEqual(withoutBelowSince(b.status));
           // Fail-back only adds timers.
           if (b.requeueAfterSeconds !== null) expect(a.requeueAfterSeconds).not.toBeNull();
           if (a.requeueAfterSeconds !== null && b.requeueAfterSeconds !== null)
@@ -324,12 +332,14 @@ describe('fail-back and the recent peak (rule F2)', () => {
     fc.assert(
       fc.property(arbPeaks, (steps) => {
         const seen: { now: number; total: number | undefined }[] = [];
-        runPeaks(steps, (now, byKey, _before, d) => {
+        runPeaks(steps, (now, byKey, before, d) => {
           // What the workload needed in this evaluation: its ACTIVE and SCALING_IN clusters' replicas
-          // (unknown when one of them sent no signal).
+          // (unknown when one of them sent no signal), less those a standing probe asked the preferred
+          // clusters for (rule F7: the fallback still runs them, counted twice, not needed twice).
           const serving = (d.status.clusters ?? []).filter((c) => c.state === 'ACTIVE' || c.state === 'SCALING_IN');
           const replicas = serving.map((c) => byKey.get(`${c.namespace}/${c.name}`) ?? 0);
-          seen.push({ now, total: replicas.includes(0) ? undefined : replicas.reduce((a, b) => a + b, 0) });
+          const asked = before?.failBack?.probe?.replicas ?? 0;
+          seen.push({ now, total: replicas.includes(0) ? undefined : replicas.reduce((a, b) => a + b, 0) - asked });
           const moved = d.transitions.find((tr) => tr.id === 'P2');
           if (moved) {
             failBacks++;

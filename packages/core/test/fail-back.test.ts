@@ -7,7 +7,7 @@ import {
   aSteadySignal,
 } from '@mco/core/testing';
 import type { PlacementSpec, Signal } from '@mco/core';
-import { at, condition, listed, moves, run, states, type Case } from './helpers.js';
+import { at, condition, listed, moves, run, runThroughProbe, states, type Case } from './helpers.js';
 
 // Fail-back to preferred clusters (docs/placement-rules.md §10.3): fleet/a is
 // preferred over fleet/b (namespace/name order, no preferences).
@@ -59,7 +59,7 @@ const rows: Row[] = [
     states: ['fleet/a ACTIVE', 'fleet/b SCALING_IN'],
     moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
     reasons: [
-      /^fail-back: higher-priority fleet\/a below capacity ceiling for 600s or more; headroom stays 1 >= min 1 without this lowest-priority cluster$/,
+      /^fail-back: higher-priority fleet\/a below capacity ceiling for 600s or more, and 2 more replica\(s\) ready for the first step of 2 \(rule F7\); headroom stays 1 >= min 1 without this lowest-priority cluster$/,
     ],
     requeue: 60, // the first drain step
     belowSince: [NOW - WINDOW, undefined],
@@ -342,7 +342,7 @@ const rows: Row[] = [
 
 describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () => {
   it.each(rows)('$name', (row) => {
-    const d = run(row.input);
+    const d = runThroughProbe(row.input);
     expect(states(d)).toEqual(row.states);
     expect(moves(d)).toEqual(row.moves);
     expect(d.transitions).toHaveLength(row.reasons.length);
@@ -355,7 +355,7 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
   });
 
   it('the fallback cluster enters SCALING_IN with reason FailBack and starts draining from its replicas', () => {
-    const d = run({
+    const d = runThroughProbe({
       spec: failBack(),
       status: afterStockout(NOW - WINDOW),
       profiles: fleet,
@@ -384,7 +384,7 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
       backoffLevel: 0,
       lastFailBackCluster: 'fleet/b',
       lastFailBackTime: at(NOW),
-      roomSince: at(NOW - WINDOW),
+      // a runs the first step (4 of its 10): room for 6 of b's 8 now, which the drain no longer needs (rule F7).
       recentPeaks: [{ since: at(NOW), replicas: 10 }], // a's 2 and b's 8
     });
   });
@@ -403,7 +403,7 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
       status = JSON.parse(JSON.stringify(d.status)) as typeof status;
     }
     expect(status!.clusters![0]!.belowCeilingSince).toBe(at(4000));
-    const due = run({ spec, status, profiles: fleet, signals: signalsAt(4600), now: 4600 });
+    const due = runThroughProbe({ spec, status, profiles: fleet, signals: signalsAt(4600), now: 4600 });
     expect(moves(due)).toEqual(['P2 fleet/b ACTIVE->SCALING_IN']);
   });
 
@@ -452,7 +452,7 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
     };
     const spec = { ...failBack(), ...ide };
     const profiles = [aClusterProfile('fleet/a', { labels: { gpu: 'l4' } }), aClusterProfile('fleet/b')];
-    const d = run({
+    const d = runThroughProbe({
       spec,
       status: {
         clusters: [

@@ -38,6 +38,25 @@ const inputOf = (c: Case): DecideInput => ({
 
 export const run = (c: Case): Decision => decide(inputOf(c));
 
+/**
+ * Runs a case; when it starts a fail-back probe (rule F7), runs it again at
+ * the same time with every floor the decision asks for running and ready (the
+ * delivery applied desiredMinReplicas and the nodes came), and returns that
+ * decision: the one that moves the fallback.
+ */
+export function runThroughProbe(c: Case): Decision {
+  const d = run(c);
+  if (!d.status.failBack?.probe || c.status?.failBack?.probe) return d;
+  const floors = new Map((d.status.clusters ?? []).map((e) => [`${e.namespace}/${e.name}`, e.desiredMinReplicas]));
+  const signals = (c.signals ?? []).map((s) => {
+    const floor = floors.get(s.cluster);
+    if (floor === undefined || !s.hpa) return s;
+    const replicas = Math.max(floor, s.hpa.currentReplicas ?? 0);
+    return { ...s, hpa: { ...s.hpa, currentReplicas: replicas, desiredReplicas: replicas }, readyReplicas: replicas };
+  });
+  return run({ ...c, status: d.status, signals });
+}
+
 /** `mco explain` of a case. */
 export const explainOf = (c: Case): Explanation => explain(inputOf(c));
 

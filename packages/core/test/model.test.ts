@@ -74,7 +74,8 @@ interface World {
 
 const iso = (s: number) => new Date(Date.UTC(2026, 0, 1) + s * 1000).toISOString().replace('.000Z', 'Z');
 
-function signalOf(key: Key, o: Observation, at: string): Signal | undefined {
+/** `floor`: the desiredMinReplicas the previous decision gave the cluster; a steady cluster runs it, ready. */
+function signalOf(key: Key, o: Observation, at: string, floor = 0): Signal | undefined {
   // A source that reports everything: the HPA, every replica ready, no pending pods, no FailedScaleUp.
   const hpa = (current: number, min: number, max: number, limited: 'True' | 'False', reason: string) => ({
     hpa: {
@@ -94,7 +95,10 @@ function signalOf(key: Key, o: Observation, at: string): Signal | undefined {
     case 'scale-in':
       return aSignal(key, at, { ...hpa(2, 2, 8, 'True', 'TooFewReplicas'), workloadHealthy: true });
     case 'steady':
-      return aSignal(key, at, { ...hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: true });
+      return aSignal(key, at, {
+        ...hpa(Math.max(4, floor), 1, 8, 'False', 'DesiredWithinRange'),
+        workloadHealthy: true,
+      });
     case 'unhealthy':
       return aSignal(key, at, { ...hpa(4, 1, 8, 'False', 'DesiredWithinRange'), workloadHealthy: false });
     case 'drained':
@@ -120,7 +124,9 @@ function evaluate(w: World): void {
             : {}),
       }),
     );
-  const signals = [...w.fleet].flatMap(([key, c]) => signalOf(key, c.observation, iso(w.now - 5)) ?? []);
+  const signals = [...w.fleet].flatMap(
+    ([key, c]) => signalOf(key, c.observation, iso(w.now - 5), previous.get(key)?.desiredMinReplicas) ?? [],
+  );
   const d = decide({
     now: new Date(Date.UTC(2026, 0, 1) + w.now * 1000),
     placement: aPlacement('default/m', specOf(w.failBack), w.status),

@@ -503,6 +503,25 @@ export const FailBackStatusSchema = z
       .describe(
         'The most replicas the workload needed (HPA current, desired or ready, summed over its clusters), per eighth of failBack.peakLookbackSeconds, oldest first.',
       ),
+    probe: z
+      .object({
+        cluster: z.string().max(512).describe('The cluster (namespace/name) fail-back would move.'),
+        since: TimestampSchema.describe('When the preferred clusters were asked for the first step.'),
+        receiversReadyReplicas: z
+          .number()
+          .int()
+          .min(0)
+          .describe("The preferred clusters' ready replicas when they were asked."),
+        replicas: z
+          .number()
+          .int()
+          .min(1)
+          .describe('The first drain step: the replicas the preferred clusters must have ready before the move.'),
+      })
+      .optional()
+      .describe(
+        'Rule F7: the first step of a fail-back, asked of the preferred clusters (desiredMinReplicas) before the fallback moves to SCALING_IN.',
+      ),
   })
   .describe('mco extension: the fail-back backoff, kept in status so a restart loses nothing.');
 export type FailBackStatus = z.infer<typeof FailBackStatusSchema>;

@@ -61,6 +61,9 @@ export function drain(run: Evaluation, useDraining: boolean): void {
     const before = entry.enteredDrain ? undefined : entry.draining?.desiredMaxReplicas;
     if (entry.enteredDrain || !entry.draining) {
       entry.draining = startDraining(entry.signal, run.nowMs, ready);
+      // Rule F7: the receivers already started the first step; their growth counts from before they were asked.
+      if (entry.draining && entry.probedFrom !== undefined)
+        entry.draining = { ...entry.draining, receiversReadyReplicas: entry.probedFrom };
       // A warm cluster is never started below its size, nor left without a size when its replicas are unknown.
       if (entry.keepWarm && (entry.draining?.desiredMaxReplicas ?? 0) < floor)
         entry.draining = startDrainingAt(floor, run.nowMs, entry.signal.currentReplicas, ready);
@@ -195,8 +198,31 @@ function failBackFloors(run: Evaluation, ready: ReceiverCheck, stepPercent: numb
       draining = e.key;
     }
   }
-  for (const e of run.byPriority(run.live())) {
-    if (deficit <= 0 || !draining) return;
+  if (!draining) return;
+  const from = draining;
+  giveFailBackFloors(
+    run,
+    run.byPriority(run.live().filter((e) => e.state === 'ACTIVE')),
+    deficit,
+    (floor) =>
+      `desiredMinReplicas ${floor} while ${from} fails back: its replicas are ready here before ${from} hands their load over (fail-back rule F6)`,
+  );
+}
+
+/**
+ * Gives `deficit` replicas to `receivers` (in priority order) as
+ * `desiredMinReplicas`, each at its ready replicas plus what is still
+ * missing, up to its HPA maximum (rules F6 and F7). A cluster with rule O3's
+ * floor keeps its own.
+ */
+export function giveFailBackFloors(
+  run: Evaluation,
+  receivers: readonly Entry[],
+  deficit: number,
+  note: (floor: number) => string,
+): void {
+  for (const e of receivers) {
+    if (deficit <= 0) return;
     const s = e.signal;
     if (e.state !== 'ACTIVE' || e.replacesCluster !== undefined || !s.fresh) continue;
     if (s.readyReplicas === undefined || s.maxReplicas === undefined) continue;
@@ -204,10 +230,7 @@ function failBackFloors(run: Evaluation, ready: ReceiverCheck, stepPercent: numb
     if (floor <= s.readyReplicas) continue;
     deficit -= floor - s.readyReplicas;
     e.desiredMinReplicas = Math.max(e.desiredMinReplicas ?? 0, floor);
-    run.note(
-      e.key,
-      `desiredMinReplicas ${e.desiredMinReplicas} while ${draining} fails back: its replicas are ready here before ${draining} hands their load over (fail-back rule F6)`,
-    );
+    run.note(e.key, note(e.desiredMinReplicas));
   }
 }
 

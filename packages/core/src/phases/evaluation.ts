@@ -48,6 +48,8 @@ export interface Entry {
   /** Rule O3: the replica floor of a replacement, and the lost cluster it replaces. */
   desiredMinReplicas?: number | undefined;
   replacesCluster?: string | undefined;
+  /** Rule F7: moved by fail-back in this evaluation after its probe; the receivers' ready replicas before it. */
+  probedFrom?: number | undefined;
   readonly signal: SignalAssessment;
   /** Entered SCALING_IN or EVICTING in this evaluation. */
   enteredDrain: boolean;

@@ -12,10 +12,11 @@ import {
   type FailBackCluster,
   type RecentPeak,
 } from '../scaling/fail-back.js';
-import type { AutoscaleForCapacity } from '../api/placement.js';
-import { nextStepSize } from '../scaling/draining.js';
-import { formatTime } from '../time.js';
-import type { Evaluation } from './evaluation.js';
+import type { AutoscaleForCapacity, FailBackStatus } from '../api/placement.js';
+import { drainStepSize, nextStepSize } from '../scaling/draining.js';
+import { formatTime, parseTime } from '../time.js';
+import { giveFailBackFloors } from './drain.js';
+import type { Entry, Evaluation } from './evaluation.js';
 import { warmSize } from './standby.js';
 
 /** behavior.failBack: since when each ACTIVE cluster has had room (kept in status). */
@@ -60,7 +61,8 @@ function workloadReplicas(run: Evaluation): number | undefined {
     if (needed === undefined) return undefined;
     total += needed;
   }
-  return total;
+  // Rule F7 asks the preferred clusters for replicas the fallback still runs: counted twice, not needed twice.
+  return Math.max(0, total - (run.failBackStatus?.probe?.replicas ?? 0));
 }
 
 /** The most replicas the workload needed in the periods kept (status.failBack.recentPeaks), if any. */
@@ -121,24 +123,175 @@ export function trackFailBack(run: Evaluation): void {
     if (t.id !== 'P1' && t.id !== 'P3') continue;
     run.failBackStatus = recordCycle(run.failBackStatus, t.cluster, run.nowMs, backoffSettings(run));
   }
-  const { roomSince: previous, recentPeaks: peaks, ...rest } = run.failBackStatus ?? {};
+  const { roomSince: previous, recentPeaks: peaks, probe, ...rest } = run.failBackStatus ?? {};
   const recentPeaks = nextRecentPeaks(
     peaks,
     workloadReplicas(run),
     run.nowMs,
     run.behavior.failBackPeakLookbackSeconds,
   );
-  run.failBackStatus = { ...rest, ...(recentPeaks.length > 0 ? { recentPeaks } : {}) };
-  const roomSince = nextRoomSince(failBackView(run), previous, run.now, recentPeak(run));
+  const ended = probe && probeEndsBecause(run, probe);
+  if (ended) run.note(probe.cluster, `fail-back probe ended: ${ended}; the fail-back window restarts (rule F7)`);
+  run.failBackStatus = {
+    ...rest,
+    ...(recentPeaks.length > 0 ? { recentPeaks } : {}),
+    ...(probe && !ended ? { probe } : {}),
+  };
+  // A refused probe shows the room fail-back waited for was not real: a whole window again, from now.
+  const roomSince = nextRoomSince(failBackView(run), ended ? undefined : previous, run.now, recentPeak(run));
   if (roomSince) run.failBackStatus.roomSince = roomSince;
 }
 
-/** The fail-back phase, section 10.3 and rules F1, F2 and F5: the preferred clusters take the workload back. */
+type Probe = NonNullable<FailBackStatus['probe']>;
+
+/** The clusters that take a fail-back of `l`: every other ACTIVE cluster, as rule D1 counts receivers once `l` drains. */
+const receiversOf = (run: Evaluation, l: Entry): Entry[] =>
+  run.byPriority(run.live().filter((e) => e.state === 'ACTIVE' && e !== l));
+
+/** Their ready replicas, or undefined when one has no fresh signal with readyReplicas. */
+function readyOf(receivers: readonly Entry[]): number | undefined {
+  let ready = 0;
+  for (const e of receivers) {
+    const r = e.signal.fresh ? e.signal.readyReplicas : undefined;
+    if (r === undefined) return undefined;
+    ready += r;
+  }
+  return ready;
+}
+
+/** Rule F7's bound, rule F6's for a step: the drain step interval plus the time fail-back gave the room to prove itself. */
+const probeBoundSeconds = (run: Evaluation) =>
+  run.behavior.drainStepIntervalSeconds + run.behavior.failBackStabilizationSeconds;
+
+const lowestActive = (run: Evaluation): Entry | undefined =>
+  run.byPriority(run.live().filter((e) => e.state === 'ACTIVE')).at(-1);
+
+/**
+ * Rule F7: why the probe ends without a move, or undefined while it stands:
+ * its cluster is no longer the lowest-priority ACTIVE one, the receivers no
+ * longer hold the recent peak (rule F2), a receiver has no fresh signal,
+ * refuses the replicas (a FailedScaleUp or NotTriggerScaleUp, its ceiling),
+ * or its own load rises past what the probe asked of it, or the replicas are
+ * not ready within the bound.
+ */
+function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
+  const l = run.byKey.get(p.cluster);
+  if (!l || l.removed || lowestActive(run) !== l) return `${p.cluster} is no longer the lowest-priority ACTIVE cluster`;
+  const receivers = receiversOf(run, l);
+  if (receivers.length === 0) return 'no other cluster is ACTIVE';
+  const peak = recentPeak(run);
+  let capacity = 0;
+  for (const e of receivers) capacity += (e.signal.fresh ? e.signal.maxReplicas : undefined) ?? 0;
+  if (peak && capacity < peak.replicas)
+    return `the receivers hold ${capacity} replica(s) at their HPA maximum, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (rule F2)`;
+  for (const e of receivers) {
+    const s = e.signal;
+    if (!s.fresh) return `${e.key} has no fresh signal`;
+    if (s.failedScaleUp === true) return `${e.key} saw a FailedScaleUp: it cannot start the replicas`;
+    if (s.atCapacityCeiling) return `${e.key} is at its capacity ceiling`;
+    const asked = Math.max(e.desiredMinReplicas ?? 0, s.currentReplicas ?? 0);
+    if (s.desiredReplicas !== undefined && s.desiredReplicas > asked)
+      return `load is rising: ${e.key}'s HPA asks for ${s.desiredReplicas} replica(s), above the ${asked} it runs or was asked for`;
+  }
+  const bound = probeBoundSeconds(run);
+  if (run.elapsedSeconds(p.since) >= bound)
+    return `the receivers did not have ${p.replicas} more replica(s) ready within ${bound}s (behavior.drain.stepIntervalSeconds + failBack.stabilizationWindowSeconds)`;
+  return undefined;
+}
+
+/**
+ * Rule F7: instead of the P2, ask the receivers for the drain's first step
+ * (its floor is given by `probeFloors`); the move comes once they have it ready.
+ */
+function startProbe(run: Evaluation, l: Entry, warm: number): void {
+  const ready = readyOf(receiversOf(run, l));
+  const current = l.signal.currentReplicas;
+  if (ready === undefined || current === undefined) {
+    run.note(l.key, 'fail-back waits for room: a receiver reports no readyReplicas to probe (rule F7)');
+    return;
+  }
+  const replicas = Math.min(current - warm, drainStepSize(current, run.behavior.drainStepPercent));
+  const probe: Probe = { cluster: l.key, since: run.now, receiversReadyReplicas: ready, replicas };
+  run.failBackStatus = { ...run.failBackStatus, probe };
+  waitForProbe(run, probe, ready);
+}
+
+function waitForProbe(run: Evaluation, p: Probe, ready: number | undefined): void {
+  const bound = probeBoundSeconds(run);
+  run.timer(parseTime(p.since), bound);
+  run.note(
+    p.cluster,
+    `fail-back waits for the receivers to have the first step's ${p.replicas} replica(s) ready (${p.receiversReadyReplicas} → ${p.receiversReadyReplicas + p.replicas}, ${ready ?? 'unknown'} now) before ${p.cluster} moves: a receiver that cannot start them says so before any load moves, and the window restarts; at the latest until ${run.timeAfter(p.since, bound)} (rule F7)`,
+  );
+}
+
+/** Rule F7: the P2 once the probe's replicas are ready, with every other condition of the move still holding. */
+function settleProbe(run: Evaluation, p: Probe, min: number, headroom: number, window: number, warm: number): void {
+  const l = run.byKey.get(p.cluster)!;
+  const current = l.signal.currentReplicas;
+  if (current !== undefined && current <= warm) {
+    const { probe: _, ...rest } = run.failBackStatus!;
+    run.failBackStatus = rest;
+    run.note(
+      l.key,
+      `fail-back probe ended: ${l.key} runs ${current} replica(s), no more than the ${warm} it would linger at: nothing to move (fail-back rule F5)`,
+    );
+    return;
+  }
+  const receivers = receiversOf(run, l);
+  const ready = readyOf(receivers);
+  const without = headroom - (l.signal.atCapacityCeiling ? 0 : 1);
+  if (ready === undefined || ready - p.receiversReadyReplicas < p.replicas || !l.signal.fresh || without < min) {
+    waitForProbe(run, p, ready);
+    return;
+  }
+  const { probe: _, ...rest } = run.failBackStatus!;
+  run.failBackStatus = recordFailBack(rest, l.key, run.nowMs, backoffSettings(run));
+  l.probedFrom = p.receiversReadyReplicas;
+  run.move(
+    l,
+    'P2',
+    'SCALING_IN',
+    'FailBack',
+    `fail-back: higher-priority ${receivers.map((e) => e.key).join(', ')} below capacity ceiling for ${window}s or more, and ${ready - p.receiversReadyReplicas} more replica(s) ready for the first step of ${p.replicas} (rule F7); ` +
+      `headroom stays ${without} >= min ${min} without this lowest-priority cluster`,
+  );
+}
+
+/**
+ * Rule F7's floor, after the drain phase (which sets rule F6's): while a probe
+ * stands, the receivers are asked, as `desiredMinReplicas`, for the replicas
+ * of the first step they do not have ready yet.
+ */
+export function probeFloors(run: Evaluation): void {
+  const p = run.behavior.failBackEnabled ? run.failBackStatus?.probe : undefined;
+  const l = p && run.byKey.get(p.cluster);
+  if (!p || !l || l.state !== 'ACTIVE') return;
+  const receivers = receiversOf(run, l);
+  const ready = readyOf(receivers);
+  if (ready === undefined) return;
+  const missing = Math.min(p.replicas, p.receiversReadyReplicas + p.replicas - ready);
+  giveFailBackFloors(
+    run,
+    receivers,
+    missing,
+    (floor) =>
+      `desiredMinReplicas ${floor} before ${l.key} fails back: the first step's replicas are ready here before ${l.key} moves to SCALING_IN (fail-back rule F7)`,
+  );
+}
+
+/**
+ * The fail-back phase, section 10.3 and rules F1, F2, F5 and F7: the preferred
+ * clusters take the workload back, once they have the first step ready.
+ */
 export function failBack(run: Evaluation, config: AutoscaleForCapacity, min: number, headroom: number): void {
   const settings = backoffSettings(run);
   const level = backoffLevelAt(run.failBackStatus, run.nowMs, settings);
   const window = failBackWindowSeconds(level, settings);
-  const lowest = run.byPriority(run.live().filter((e) => e.state === 'ACTIVE')).at(-1);
+  const lowest = lowestActive(run);
+  const probe = run.failBackStatus?.probe;
+  // A standing probe's cluster is the lowest-priority ACTIVE one (trackFailBack ends it otherwise).
+  if (probe && lowest) return settleProbe(run, probe, min, headroom, window, warmSize(run, config, lowest));
   const verdict = chooseFailBack({
     clusters: failBackView(run),
     nowMs: run.nowMs,
@@ -170,8 +323,7 @@ export function failBack(run: Evaluation, config: AutoscaleForCapacity, min: num
       run.note(verdict.cluster, `no fail-back: ${verdict.why} (fail-back rule F5)`);
       return;
     case 'move':
-      run.failBackStatus = recordFailBack(run.failBackStatus, verdict.cluster, run.nowMs, settings);
-      run.move(run.byKey.get(verdict.cluster)!, 'P2', 'SCALING_IN', 'FailBack', verdict.message);
+      startProbe(run, lowest!, warmSize(run, config, lowest!)); // the verdict's cluster
       return;
     case 'none':
       return;

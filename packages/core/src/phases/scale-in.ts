@@ -61,7 +61,9 @@ export function trackScaleInCandidates(run: Evaluation): void {
     : undefined;
   for (const entry of run.live()) {
     const tracked = entry.state === 'ACTIVE' || (entry.state === 'SCALING_IN' && entry.reason === 'Lingering');
-    if (tracked && (entry.signal.wantsScaleIn || entry === lowest)) entry.scaleInCandidateSince ??= run.now;
+    // Fail-back's floor (rules F6, F7) raised this HPA's minimum: its TooFewReplicas says nothing of the load.
+    const floored = entry.state === 'ACTIVE' && entry.desiredMinReplicas !== undefined && !entry.replacesCluster;
+    if (tracked && !floored && (entry.signal.wantsScaleIn || entry === lowest)) entry.scaleInCandidateSince ??= run.now;
     else entry.scaleInCandidateSince = undefined;
   }
 }

@@ -302,7 +302,8 @@ export interface FailBackInput {
 }
 
 export type FailBackVerdict =
-  | { readonly kind: 'move'; readonly cluster: string; readonly message: string }
+  /** Everything holds: L's first step is asked of the preferred clusters (rule F7). */
+  | { readonly kind: 'move'; readonly cluster: string }
   /** Everything holds but a window or the cooldown: the moment it could happen (ms). */
   | { readonly kind: 'wait'; readonly untilMs: number }
   /** Everything else holds, but the preferred clusters have no room for the replicas being moved. */
@@ -359,14 +360,7 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
   dueMs = Math.max(dueMs, lastChange + input.cooldownSeconds * SECOND);
   if (input.nowMs < dueMs) return { kind: 'wait', untilMs: dueMs };
 
-  const names = higher.map((c) => c.key).join(', ');
-  return {
-    kind: 'move',
-    cluster: l.key,
-    message:
-      `fail-back: higher-priority ${names} below capacity ceiling for ${input.stabilizationSeconds}s or more; ` +
-      `headroom stays ${without} >= min ${input.min} without this lowest-priority cluster`,
-  };
+  return { kind: 'move', cluster: l.key };
 }
 
 /**
