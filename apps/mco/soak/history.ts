@@ -42,6 +42,8 @@ export type SoakEvent =
       readonly name: string;
       readonly present: boolean;
       readonly gap?: boolean;
+      /** `metadata.uid`: a deletion and a re-creation under one name are two objects. */
+      readonly uid?: string;
     }
   /**
    * A delivery path's per-cluster object (`kind`, default a Flux Kustomization): on the hub, or, for a
@@ -54,9 +56,12 @@ export type SoakEvent =
       readonly member: string;
       readonly placement: string;
       readonly name: string;
+      /** False from the moment its deletion is asked for (a finalizer may keep it a while: see `gone`). */
       readonly present: boolean;
       readonly gap?: boolean;
       readonly kind?: DeliveryKind;
+      /** The object itself went: its finalizers (a Flux prune) are done. */
+      readonly gone?: boolean;
     }
   | {
       readonly t: number;
@@ -187,8 +192,25 @@ function intentAt(history: readonly SoakEvent[], placement: string, t: number): 
  * P's rules no longer listed M by then.
  */
 export function checkDeletions(history: readonly SoakEvent[]): Violation[] {
+  return judgeDeletions(history).violations;
+}
+
+/**
+ * (a)'s verdict, with the deletions it judged to be an earlier removal's
+ * prune landing after the cluster was listed again (`latePrune`).
+ */
+export function judgeDeletions(history: readonly SoakEvent[]): { violations: Violation[]; latePrunes: Violation[] } {
   const violations: Violation[] = [];
+  const latePrunes: Violation[] = [];
+  const asked = new Set<string>();
   for (const e of history) {
+    if (e.type === 'delivery') {
+      // A delivery object going after its deletion was asked for is that deletion, judged once.
+      const key = `${kindOf(e)}|${e.placement}|${e.member}|${e.name}`;
+      if (e.present) asked.delete(key);
+      else if (e.gone && asked.delete(key)) continue;
+      else if (!e.gone) asked.add(key);
+    }
     if ((e.type !== 'object' && e.type !== 'delivery') || e.present) continue;
     const what = `${e.type === 'object' ? e.kind : kindOf(e)} ${e.name}`;
     const where = `${what} of ${e.placement} on ${e.member}${e.gap ? ' (seen by a re-list after a watch gap)' : ''}`;
@@ -209,6 +231,11 @@ export function checkDeletions(history: readonly SoakEvent[]): Violation[] {
     if (!removal || !lastListed) {
       const status = statusAt(history, e.placement, e.t);
       if (!lastListed && !status?.clusters.some((c) => c.member === e.member)) continue; // never listed: not ours
+      const prune = e.type === 'object' ? latePrune(history, e) : undefined;
+      if (prune) {
+        latePrunes.push({ invariant: 'a', t: e.t, message: `${where} deleted while listed again: ${prune}` });
+        continue;
+      }
       violations.push({ invariant: 'a', t: e.t, message: `${where} deleted while the placement lists ${e.member}` });
       continue;
     }
@@ -227,7 +254,68 @@ export function checkDeletions(history: readonly SoakEvent[]): Violation[] {
       });
     }
   }
-  return violations;
+  return { violations, latePrunes };
+}
+
+/** A Kustomization's finalizer may report its prune done this long before the member's watch shows a deletion. */
+const PRUNE_WATCH_SLACK_MS = 5_000;
+
+/**
+ * Whether a workload object deleted while its placement lists the member is
+ * the prune of an earlier removal, held up (the member unreachable) until
+ * after the cluster was listed again; the reason, or undefined. All of: the
+ * object (by uid) existed before a removal of the member from the
+ * placement, that removal was not on doubt (as `judgeDeletions` judges
+ * one), and a delivery object of the placement on the member whose deletion
+ * was asked for at that removal was still finalizing (its prune running)
+ * when the object went. Without uids (an older history) nothing is excused.
+ */
+function latePrune(history: readonly SoakEvent[], e: Extract<SoakEvent, { type: 'object' }>): string | undefined {
+  if (!e.uid) return undefined;
+  const bornAt = history.find(
+    (x) =>
+      x.type === 'object' &&
+      x.present &&
+      x.member === e.member &&
+      x.kind === e.kind &&
+      x.name === e.name &&
+      x.uid === e.uid,
+  )?.t;
+  if (bornAt === undefined) return undefined;
+  let lastListed: Extract<SoakEvent, { type: 'status' }> | undefined;
+  let removal: Extract<SoakEvent, { type: 'status' }> | undefined;
+  for (const s of history) {
+    if (s.t >= e.t) break;
+    if (s.type !== 'status' || s.placement !== e.placement) continue;
+    const listed = s.clusters.some((c) => c.member === e.member);
+    if (listed && !removal) lastListed = s;
+    else if (listed)
+      break; // the first re-listing after the removal: the removal before it is the one
+    else if (lastListed && s.t > bornAt) removal = s;
+  }
+  if (!removal || !lastListed) return undefined;
+  const before = lastListed.clusters.find((c) => c.member === e.member)!;
+  const wanted = intentAt(history, e.placement, removal.t)?.includes(e.member) ?? true;
+  if (wanted && (before.state === 'UNHEALTHY' || (before.reason !== undefined && DOUBT_REASONS.has(before.reason))))
+    return undefined;
+  // The delivery object whose deletion the removal asked for, and when it went.
+  for (const d of history) {
+    if (d.t > e.t) break;
+    if (d.type !== 'delivery' || d.present || d.placement !== e.placement || d.member !== e.member) continue;
+    if (d.t < removal.t - 10_000) continue;
+    const gone = history.find(
+      (g) =>
+        g.type === 'delivery' &&
+        g.t >= d.t &&
+        g.gone === true &&
+        g.name === d.name &&
+        kindOf(g) === kindOf(d) &&
+        g.member === d.member,
+    );
+    if (!gone || gone.t < e.t - PRUNE_WATCH_SLACK_MS) continue;
+    return `the prune of ${kindOf(d)} ${d.name}, whose deletion the removal of ${e.member} at ${(removal.t / 1000).toFixed(1)} s asked for, still running (it went at ${(gone.t / 1000).toFixed(1)} s)`;
+  }
+  return undefined;
 }
 
 /** Replays the history into the state at each event; `visit` sees the state after each one. */

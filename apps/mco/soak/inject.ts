@@ -49,6 +49,8 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
       return bounce(stack, APPSET_CONTROLLER, true, fault.durationMs);
     case 'configsync-kill':
       return bounce(stack, 'mco-configsync', true, fault.durationMs);
+    case 'argocd-sync-kill':
+      return bounce(stack, 'mco-argocd-sync', true, fault.durationMs);
     case 'hub-restart':
       await stack.plane.hub.stop();
       await sleep(fault.durationMs);

@@ -194,6 +194,7 @@ export function observe(o: ObserveOptions): Reflector[] {
     return true;
   };
   const lastStatus = new Map<string, string>();
+  const uids = new Map<string, string>();
   /** Records a delivery object's presence (one being deleted, its finalizer pending, no longer delivers). */
   const delivery =
     (kind: DeliveryKind, whose: (object: KubernetesObject) => { member?: string; placements: readonly string[] }) =>
@@ -202,9 +203,20 @@ export function observe(o: ObserveOptions): Reflector[] {
       if (!member) return;
       const name = object.metadata!.name!;
       const live = present && !object.metadata?.deletionTimestamp;
-      if (!changed(`delivery|${kind}|${member}|${name}`, live)) return;
+      // Its going, after a deletion asked for earlier, is an event too: a finalizer's work (a prune) ended.
+      const gone = !present && presence.get(`delivery|${kind}|${member}|${name}`) === false;
+      if (!changed(`delivery|${kind}|${member}|${name}`, live) && !gone) return;
       for (const placement of placements) {
-        o.emit({ type: 'delivery', kind, member, placement, name, present: live, ...(wasGap ? { gap: true } : {}) });
+        o.emit({
+          type: 'delivery',
+          kind,
+          member,
+          placement,
+          name,
+          present: live,
+          ...(wasGap ? { gap: true } : {}),
+          ...(present ? {} : { gone: true }),
+        });
       }
     };
   const reflectors: Reflector[] = [
@@ -301,16 +313,28 @@ export function observe(o: ObserveOptions): Reflector[] {
           PLACEMENT_LABEL,
           `${member} ${plural}`,
           (object, present, wasGap) => {
-            if (!changed(`object|${member}|${kind}|${object.metadata!.name!}`, present)) return;
-            o.emit({
-              type: 'object',
-              member,
-              placement: object.metadata!.labels![PLACEMENT_LABEL]!,
-              kind,
-              name: object.metadata!.name!,
-              present,
-              ...(wasGap ? { gap: true } : {}),
-            });
+            const key = `object|${member}|${kind}|${object.metadata!.name!}`;
+            const uid = object.metadata?.uid;
+            const event = (here: boolean, id: string | undefined, foundByList: boolean) =>
+              o.emit({
+                type: 'object',
+                member,
+                placement: object.metadata!.labels![PLACEMENT_LABEL]!,
+                kind,
+                name: object.metadata!.name!,
+                present: here,
+                ...(foundByList ? { gap: true } : {}),
+                ...(id ? { uid: id } : {}),
+              });
+            const before = uids.get(key);
+            // Present under another uid: deleted and created again while the watch was away.
+            if (present && before !== undefined && uid !== undefined && before !== uid) {
+              event(false, before, true);
+              presence.set(key, false);
+            }
+            if (present && uid) uids.set(key, uid);
+            if (!changed(key, present)) return;
+            event(present, uid ?? before, wasGap);
           },
           gap,
         ),

@@ -185,6 +185,21 @@ export function htmlReport(r: ReportInput): string {
 <b class="${counts ? 'good' : 'bad'}">${counts ? 'the run counts' : 'the run does not count'}</b> invariant (b): ${escapeHtml(exemptionText(verdict))}</p></header>
 <section id="violations"><h2>Violations</h2>
 ${violations ? `<p class="note">Numbered as the dashed lines on the charts below.</p><ol class="events">${violations}</ol>` : '<p>None.</p>'}
+${
+  verdict.latePrunes.length
+    ? `<details><summary>${verdict.latePrunes.length} deletion(s) on a listed cluster judged to be an earlier removal's prune, landing after the cluster was listed again (not violations)</summary><ol class="events">${verdict.latePrunes
+        .map(
+          (p) =>
+            `<li>at ${seconds(p.t)}: ${escapeHtml(p.message)}<details><summary>events around it</summary><pre class="around">${eventsAround(
+              history,
+              p.t,
+            )
+              .map((e) => escapeHtml(`${seconds(e.t).padStart(9)}  ${describeEvent(e)}`))
+              .join('\n')}</pre></details></li>`,
+        )
+        .join('')}</ol></details>`
+    : ''
+}
 </section>
 <section id="timeline"><h2>Faults over time</h2>
 <p class="note">One lane per fault kind, a bar from each fault's start to its end; numbered dashed lines: the violations.</p>

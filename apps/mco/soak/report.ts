@@ -1,11 +1,11 @@
 // The soak's verdict: every checker over the history, and the text report.
 import { summarize } from '@mco/testkit';
 import {
-  checkDeletions,
   checkLeftovers,
   checkMinActive,
   checkRss,
   convergence,
+  judgeDeletions,
   type Bounds,
   type Convergence,
   type RssFigure,
@@ -20,6 +20,12 @@ export interface Verdict {
   readonly exemptedShare: number;
   readonly convergences: readonly Convergence[];
   readonly rss: readonly RssFigure[];
+  /**
+   * (a): deletions on a listed cluster judged to be an earlier removal's prune
+   * that landed after the cluster was listed again (held up while its member
+   * was unreachable); not violations, and shown.
+   */
+  readonly latePrunes: readonly Violation[];
 }
 
 /** Runs every checker: (a) deletions, (b) minimum ACTIVE, (c) convergence, (d) leftovers, (e) RSS. */
@@ -33,8 +39,9 @@ export function judge(
   const minActive = checkMinActive(history, endT, bounds);
   const converged = convergence(history, members, objectsPerCluster, endT, bounds);
   const rss = checkRss(history, endT, bounds);
+  const deletions = judgeDeletions(history);
   const violations = [
-    ...checkDeletions(history),
+    ...deletions.violations,
     ...minActive.violations,
     ...converged.violations,
     ...checkLeftovers(history, endT, bounds, objectsPerCluster),
@@ -45,6 +52,7 @@ export function judge(
     exemptedShare: minActive.exemptedShare,
     convergences: converged.convergences,
     rss: rss.figures,
+    latePrunes: deletions.latePrunes,
   };
 }
 
@@ -68,9 +76,9 @@ export function describeEvent(e: SoakEvent): string {
     case 'profile':
       return `ClusterProfile ${e.member} ${e.present ? 'present' : 'deleted'}`;
     case 'object':
-      return `${e.member}: ${e.kind} ${e.name} ${e.present ? 'present' : 'deleted'}${e.gap ? ' (re-list)' : ''}`;
+      return `${e.member}: ${e.kind} ${e.name} ${e.present ? 'present' : 'deleted'}${e.gap ? ' (re-list)' : ''}${e.uid ? ` uid ${e.uid.slice(0, 8)}` : ''}`;
     case 'delivery':
-      return `${e.kind === 'RepoSync' ? e.member : 'hub'}: ${e.kind ?? 'Kustomization'} ${e.name} (${e.placement} on ${e.member}) ${e.present ? 'present' : 'deleted'}`;
+      return `${e.kind === 'RepoSync' ? e.member : 'hub'}: ${e.kind ?? 'Kustomization'} ${e.name} (${e.placement} on ${e.member}) ${e.present ? 'present' : e.gone ? 'gone' : 'deletion asked'}`;
     case 'fault':
       return `fault ${e.id} ${e.phase} ${e.kind}${e.target ? ` ${e.target}` : ''}${e.error ? `: ${e.error}` : ''}`;
     case 'gap':
@@ -175,6 +183,11 @@ export function textReport(r: ReportInput): string {
     lines.push(`  (${v.invariant}) at ${seconds(v.t)}: ${v.message}`);
     for (const e of eventsAround(history, v.t)) lines.push(`      ${seconds(e.t).padStart(9)}  ${describeEvent(e)}`);
   }
+  lines.push(
+    '',
+    `invariant (a): ${verdict.latePrunes.length} deletion(s) on a listed cluster were an earlier removal's prune, held up while the member was unreachable, landing after it was listed again (the Kustomization of the new listing applies them again):`,
+  );
+  for (const p of verdict.latePrunes) lines.push(`  at ${seconds(p.t)}: ${p.message}`);
   lines.push('', `invariant (b): ${exemptionText(verdict)}`);
   const kinds = faultsByKind(history, verdict);
   lines.push('', `FAULTS: ${faultEnds(history).length} injected`);

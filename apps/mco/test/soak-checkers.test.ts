@@ -11,6 +11,7 @@ import {
   checkRss,
   convergence,
   DEFAULT_BOUNDS,
+  judgeDeletions,
   type SoakEvent,
 } from '../soak/history.js';
 import {
@@ -180,6 +181,80 @@ describe('invariant (a): no deletion on doubt', () => {
     expect(checkDeletions(history).map((v) => v.message)).toEqual([
       'Deployment p1-web of p1 on west deleted before the status removed west',
     ]);
+  });
+});
+
+describe("invariant (a): an earlier removal's prune landing after the cluster was listed again", () => {
+  // west leaves p1's rules; its Kustomization's deletion is asked for while west is down, so Flux's
+  // prune waits; west is listed again meanwhile; when west returns, the prune lands, the old
+  // Kustomization goes, and the new one applies the workload again.
+  const withUid = (e: SoakEvent, uid: string): SoakEvent => ({ ...e, uid }) as SoakEvent;
+  const kustomization = (t: number, present: boolean, gone = false): SoakEvent => ({
+    t,
+    type: 'delivery',
+    placement: 'p1',
+    member: 'west',
+    name: 'p1-west',
+    present,
+    ...(gone ? { gone } : {}),
+  });
+  const episode = (
+    o: { goneAt?: number; removedAs?: [string, string, string?]; bornAt?: number; uid?: boolean } = {},
+  ) => [
+    intent(0, ['east', 'west']),
+    status(100, 'p1', [['east', 'ACTIVE', 'Added'], o.removedAs ?? ['west', 'ACTIVE', 'Added']]),
+    kustomization(200, true),
+    withUid(object(300, 'east', true), 'e1'),
+    ...(o.uid === false
+      ? [object(o.bornAt ?? 300, 'west', true)]
+      : [withUid(object(o.bornAt ?? 300, 'west', true), 'w1')]),
+    fault(900, 0, 'start'),
+    ...(o.removedAs ? [] : [intent(1_000, ['east'])]),
+    status(1_100, 'p1', [['east', 'ACTIVE', 'Added']], 1_100),
+    kustomization(1_200, false),
+    intent(5_000, ['east', 'west']),
+    status(5_100, 'p1', [
+      ['east', 'ACTIVE', 'Added'],
+      ['west', 'ACTIVE', 'Added'],
+    ]),
+    ...(o.goneAt !== undefined && o.goneAt < 20_000 ? [kustomization(o.goneAt, false, true)] : []),
+    fault(19_000, 0, 'end'),
+    o.uid === false ? object(20_000, 'west', false) : withUid(object(20_000, 'west', false), 'w1'),
+    ...(o.goneAt === undefined || o.goneAt >= 20_000 ? [kustomization(o.goneAt ?? 20_100, false, true)] : []),
+    kustomization(20_200, true),
+    withUid(object(21_000, 'west', true), 'w2'),
+  ];
+
+  it('accepts it, and names it, while the old Kustomization still finalizes', () => {
+    const judged = judgeDeletions(episode().sort((a, b) => a.t - b.t));
+    expect(judged.violations).toEqual([]);
+    expect(judged.latePrunes.map((p) => p.message)).toEqual([
+      'Deployment p1-web of p1 on west deleted while listed again: the prune of Kustomization p1-west, whose deletion the removal of west at 1.1 s asked for, still running (it went at 20.1 s)',
+    ]);
+  });
+
+  it('flags it when that Kustomization had gone before the deletion (no prune was running)', () => {
+    const judged = judgeDeletions(episode({ goneAt: 6_000 }).sort((a, b) => a.t - b.t));
+    expect(judged.violations.map((v) => v.message)).toEqual([
+      'Deployment p1-web of p1 on west deleted while the placement lists west',
+    ]);
+    expect(judged.latePrunes).toEqual([]);
+  });
+
+  it('flags it when the removal was on doubt, or the object was created after the removal, or has no uid', () => {
+    for (const o of [
+      { removedAs: ['west', 'EVICTING', 'ClusterProfileMissing'] as [string, string, string] },
+      { bornAt: 1_150 },
+      { uid: false },
+    ]) {
+      const judged = judgeDeletions(episode(o).sort((a, b) => a.t - b.t));
+      const violations = judged.violations.filter((v) => v.message.startsWith('Deployment'));
+      expect({ o, violations: violations.length, excused: judged.latePrunes.length }).toEqual({
+        o,
+        violations: 1,
+        excused: 0,
+      });
+    }
   });
 });
 
