@@ -327,12 +327,13 @@ export function observe(o: ObserveOptions): Reflector[] {
                 ...(id ? { uid: id } : {}),
               });
             const before = uids.get(key);
-            // Present under another uid: deleted and created again while the watch was away.
-            if (present && before !== undefined && uid !== undefined && before !== uid) {
+            // Present under another uid while it was present: deleted and created again while the watch was away.
+            if (present && presence.get(key) === true && before !== undefined && uid !== undefined && before !== uid) {
               event(false, before, true);
               presence.set(key, false);
             }
             if (present && uid) uids.set(key, uid);
+            else if (!present) uids.delete(key);
             if (!changed(key, present)) return;
             event(present, uid ?? before, wasGap);
           },
