@@ -148,6 +148,38 @@ export class Reflector {
   }
 }
 
+/** What the history last said of a workload object. */
+export interface ObjectSeen {
+  readonly present: boolean;
+  readonly uid?: string | undefined;
+}
+
+type ObjectChange = { present: boolean; gap?: true; uid?: string };
+
+/**
+ * The history events for one observation of a workload object (present or
+ * not, by a watch event or a list after a gap), given what was last recorded:
+ * its presence changes only, each with its uid; present under another uid
+ * while it was present, a deletion the watch missed comes first.
+ */
+export function objectChanges(
+  before: ObjectSeen | undefined,
+  present: boolean,
+  uid: string | undefined,
+  gap: boolean,
+): { changes: ObjectChange[]; now: ObjectSeen } {
+  const withUid = (id: string | undefined) => (id ? { uid: id } : {});
+  const changes: ObjectChange[] = [];
+  let was = before?.present === true;
+  if (present && was && before?.uid !== undefined && uid !== undefined && before.uid !== uid) {
+    changes.push({ present: false, gap: true, ...withUid(before.uid) });
+    was = false;
+  }
+  if (present !== was)
+    changes.push({ present, ...(gap ? { gap: true as const } : {}), ...withUid(uid ?? before?.uid) });
+  return { changes, now: { present, uid: present ? uid : undefined } };
+}
+
 const keyOf = (o: KubernetesObject) => `${o.metadata?.namespace ?? ''}/${o.metadata?.name ?? ''}`;
 
 /** The label the soak's workload objects carry, with their placement's name. */
@@ -194,7 +226,7 @@ export function observe(o: ObserveOptions): Reflector[] {
     return true;
   };
   const lastStatus = new Map<string, string>();
-  const uids = new Map<string, string>();
+  const objects = new Map<string, ObjectSeen>();
   /** Records a delivery object's presence (one being deleted, its finalizer pending, no longer delivers). */
   const delivery =
     (kind: DeliveryKind, whose: (object: KubernetesObject) => { member?: string; placements: readonly string[] }) =>
@@ -313,29 +345,19 @@ export function observe(o: ObserveOptions): Reflector[] {
           PLACEMENT_LABEL,
           `${member} ${plural}`,
           (object, present, wasGap) => {
-            const key = `object|${member}|${kind}|${object.metadata!.name!}`;
-            const uid = object.metadata?.uid;
-            const event = (here: boolean, id: string | undefined, foundByList: boolean) =>
+            const key = `${member}|${kind}|${object.metadata!.name!}`;
+            const seen = objectChanges(objects.get(key), present, object.metadata?.uid, wasGap);
+            objects.set(key, seen.now);
+            for (const change of seen.changes) {
               o.emit({
                 type: 'object',
                 member,
                 placement: object.metadata!.labels![PLACEMENT_LABEL]!,
                 kind,
                 name: object.metadata!.name!,
-                present: here,
-                ...(foundByList ? { gap: true } : {}),
-                ...(id ? { uid: id } : {}),
+                ...change,
               });
-            const before = uids.get(key);
-            // Present under another uid while it was present: deleted and created again while the watch was away.
-            if (present && presence.get(key) === true && before !== undefined && uid !== undefined && before !== uid) {
-              event(false, before, true);
-              presence.set(key, false);
             }
-            if (present && uid) uids.set(key, uid);
-            else if (!present) uids.delete(key);
-            if (!changed(key, present)) return;
-            event(present, uid ?? before, wasGap);
           },
           gap,
         ),
