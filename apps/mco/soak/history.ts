@@ -262,8 +262,9 @@ const PRUNE_WATCH_SLACK_MS = 5_000;
 
 /**
  * Whether a workload object deleted while its placement lists the member is
- * the prune of an earlier removal, held up (the member unreachable) until
- * after the cluster was listed again; the reason, or undefined. All of: the
+ * the prune of an earlier removal, still running (its member unreachable,
+ * kustomize-controller restarted or retrying) when the cluster was listed
+ * again; the reason, or undefined. All of: the
  * object (by uid) existed before a removal of the member from the
  * placement, that removal was not on doubt (as `judgeDeletions` judges
  * one), and a delivery object of the placement on the member whose deletion

@@ -22,8 +22,8 @@ export interface Verdict {
   readonly rss: readonly RssFigure[];
   /**
    * (a): deletions on a listed cluster judged to be an earlier removal's prune
-   * that landed after the cluster was listed again (held up while its member
-   * was unreachable); not violations, and shown.
+   * that landed after the cluster was listed again (held up by an unreachable
+   * member, a restarted kustomize-controller or its retries); not violations, and shown.
    */
   readonly latePrunes: readonly Violation[];
 }
@@ -185,7 +185,7 @@ export function textReport(r: ReportInput): string {
   }
   lines.push(
     '',
-    `invariant (a): ${verdict.latePrunes.length} deletion(s) on a listed cluster were an earlier removal's prune, held up while the member was unreachable, landing after it was listed again (the Kustomization of the new listing applies them again):`,
+    `invariant (a): ${verdict.latePrunes.length} deletion(s) on a listed cluster were an earlier removal's prune, still running when the cluster was listed again (the Kustomization of the new listing applies them again):`,
   );
   for (const p of verdict.latePrunes) lines.push(`  at ${seconds(p.t)}: ${p.message}`);
   lines.push('', `invariant (b): ${exemptionText(verdict)}`);
