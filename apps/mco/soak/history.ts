@@ -243,10 +243,8 @@ export function judgeDeletions(history: readonly SoakEvent[]): { violations: Vio
       violations.push({ invariant: 'a', t: e.t, message: `${where} deleted before the status removed ${e.member}` });
       continue;
     }
-    const before = lastListed.clusters.find((c) => c.member === e.member)!;
-    // Doubt decides only while the placement still wants the cluster: once its rules drop it, leaving is intent.
-    const wanted = intentAt(history, e.placement, removal.t)?.includes(e.member) ?? true;
-    if (wanted && (before.state === 'UNHEALTHY' || (before.reason !== undefined && DOUBT_REASONS.has(before.reason)))) {
+    const before = removedOnDoubt(history, e.placement, e.member, lastListed, removal);
+    if (before) {
       violations.push({
         invariant: 'a',
         t: e.t,
@@ -255,6 +253,27 @@ export function judgeDeletions(history: readonly SoakEvent[]): { violations: Vio
     }
   }
   return { violations, latePrunes };
+}
+
+type StatusEvent = Extract<SoakEvent, { type: 'status' }>;
+
+/**
+ * The member's last listing before `removal` when that removal was on doubt
+ * (UNHEALTHY or a doubt reason, while the placement's rules still wanted the
+ * member), else undefined. Doubt decides only while the placement still wants
+ * the cluster: once its rules drop it, leaving is intent.
+ */
+function removedOnDoubt(
+  history: readonly SoakEvent[],
+  placement: string,
+  member: string,
+  lastListed: StatusEvent,
+  removal: StatusEvent,
+): ListedCluster | undefined {
+  const before = lastListed.clusters.find((c) => c.member === member)!;
+  const wanted = intentAt(history, placement, removal.t)?.includes(member) ?? true;
+  const doubt = before.state === 'UNHEALTHY' || (before.reason !== undefined && DOUBT_REASONS.has(before.reason));
+  return wanted && doubt ? before : undefined;
 }
 
 /** A Kustomization's finalizer may report its prune done this long before the member's watch shows a deletion. */
@@ -283,8 +302,8 @@ function latePrune(history: readonly SoakEvent[], e: Extract<SoakEvent, { type: 
       x.uid === e.uid,
   )?.t;
   if (bornAt === undefined) return undefined;
-  let lastListed: Extract<SoakEvent, { type: 'status' }> | undefined;
-  let removal: Extract<SoakEvent, { type: 'status' }> | undefined;
+  let lastListed: StatusEvent | undefined;
+  let removal: StatusEvent | undefined;
   for (const s of history) {
     if (s.t >= e.t) break;
     if (s.type !== 'status' || s.placement !== e.placement) continue;
@@ -294,11 +313,7 @@ function latePrune(history: readonly SoakEvent[], e: Extract<SoakEvent, { type: 
       break; // the first re-listing after the removal: the removal before it is the one
     else if (lastListed && s.t > bornAt) removal = s;
   }
-  if (!removal || !lastListed) return undefined;
-  const before = lastListed.clusters.find((c) => c.member === e.member)!;
-  const wanted = intentAt(history, e.placement, removal.t)?.includes(e.member) ?? true;
-  if (wanted && (before.state === 'UNHEALTHY' || (before.reason !== undefined && DOUBT_REASONS.has(before.reason))))
-    return undefined;
+  if (!removal || !lastListed || removedOnDoubt(history, e.placement, e.member, lastListed, removal)) return undefined;
   // The delivery object whose deletion the removal asked for, and when it went.
   for (const d of history) {
     if (d.t > e.t) break;

@@ -235,9 +235,10 @@ export function observe(o: ObserveOptions): Reflector[] {
       if (!member) return;
       const name = object.metadata!.name!;
       const live = present && !object.metadata?.deletionTimestamp;
+      const key = `delivery|${kind}|${member}|${name}`;
       // Its going, after a deletion asked for earlier, is an event too: a finalizer's work (a prune) ended.
-      const gone = !present && presence.get(`delivery|${kind}|${member}|${name}`) === false;
-      if (!changed(`delivery|${kind}|${member}|${name}`, live) && !gone) return;
+      const gone = !present && presence.get(key) === false;
+      if (!changed(key, live) && !gone) return;
       for (const placement of placements) {
         o.emit({
           type: 'delivery',

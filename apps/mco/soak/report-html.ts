@@ -3,7 +3,7 @@
 import { escapeHtml, laneChart, lineChart, REPORT_STYLE, SERIES_COLORS, type Marker } from '@mco/simulator';
 import { faultWindows, replay, type SoakEvent } from './history.js';
 import {
-  describeEvent,
+  eventLine,
   eventsAround,
   exemptionText,
   faultEnds,
@@ -121,6 +121,12 @@ const table = (head: readonly string[], rows: readonly (readonly string[])[], nu
   `<table><thead><tr>${head.map((h, i) => `<th${numeric.includes(i) ? ' class="num"' : ''}>${escapeHtml(h)}</th>`).join('')}</tr></thead>` +
   `<tbody>${rows.map((row) => `<tr>${row.map((c, i) => `<td${numeric.includes(i) ? ' class="num"' : ''}>${escapeHtml(c)}</td>`).join('')}</tr>`).join('')}</tbody></table>`;
 
+/** The events around `t`, folded. */
+const around = (history: ReportInput['history'], t: number) =>
+  `<details><summary>events around it</summary><pre class="around">${eventsAround(history, t)
+    .map((e) => escapeHtml(eventLine(e)))
+    .join('\n')}</pre></details>`;
+
 /**
  * The HTML report of a soak: the verdict, violations with the events around
  * each, a timeline of the faults (violations marked), ACTIVE clusters per
@@ -137,10 +143,7 @@ export function htmlReport(r: ReportInput): string {
   const violations = verdict.violations
     .map(
       (v) =>
-        `<li class="violation"><b>(${v.invariant})</b> at ${seconds(v.t)}: ${escapeHtml(v.message)}` +
-        `<details><summary>events around it</summary><pre class="around">${eventsAround(history, v.t)
-          .map((e) => escapeHtml(`${seconds(e.t).padStart(9)}  ${describeEvent(e)}`))
-          .join('\n')}</pre></details></li>`,
+        `<li class="violation"><b>(${v.invariant})</b> at ${seconds(v.t)}: ${escapeHtml(v.message)}${around(history, v.t)}</li>`,
     )
     .join('');
   const active = activeChart(r, markers);
@@ -188,15 +191,7 @@ ${violations ? `<p class="note">Numbered as the dashed lines on the charts below
 ${
   verdict.latePrunes.length
     ? `<details><summary>${verdict.latePrunes.length} deletion(s) on a listed cluster judged to be an earlier removal's prune, landing after the cluster was listed again (not violations)</summary><ol class="events">${verdict.latePrunes
-        .map(
-          (p) =>
-            `<li>at ${seconds(p.t)}: ${escapeHtml(p.message)}<details><summary>events around it</summary><pre class="around">${eventsAround(
-              history,
-              p.t,
-            )
-              .map((e) => escapeHtml(`${seconds(e.t).padStart(9)}  ${describeEvent(e)}`))
-              .join('\n')}</pre></details></li>`,
-        )
+        .map((p) => `<li>at ${seconds(p.t)}: ${escapeHtml(p.message)}${around(history, p.t)}</li>`)
         .join('')}</ol></details>`
     : ''
 }

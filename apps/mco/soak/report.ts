@@ -91,6 +91,9 @@ export function describeEvent(e: SoakEvent): string {
   }
 }
 
+/** One event as the reports print it: its time, then what it was. */
+export const eventLine = (e: SoakEvent) => `${seconds(e.t).padStart(9)}  ${describeEvent(e)}`;
+
 /** The 30 events nearest to `t` within a minute (watch gaps and RSS samples left out), in time order. */
 export function eventsAround(history: readonly SoakEvent[], t: number): SoakEvent[] {
   return history
@@ -181,7 +184,7 @@ export function textReport(r: ReportInput): string {
   lines.push('', `VIOLATIONS: ${verdict.violations.length}`);
   for (const v of verdict.violations) {
     lines.push(`  (${v.invariant}) at ${seconds(v.t)}: ${v.message}`);
-    for (const e of eventsAround(history, v.t)) lines.push(`      ${seconds(e.t).padStart(9)}  ${describeEvent(e)}`);
+    for (const e of eventsAround(history, v.t)) lines.push(`      ${eventLine(e)}`);
   }
   lines.push(
     '',
