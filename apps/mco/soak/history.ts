@@ -228,19 +228,21 @@ export function judgeDeletions(history: readonly SoakEvent[]): { violations: Vio
         removal = undefined;
       } else if (!removal && lastListed) removal = s;
     }
+    // A deletion the status had not (yet) asked for: a violation, unless an earlier removal's prune landed.
+    const flag = (message: string) => {
+      const prune = e.type === 'object' ? latePrune(history, e) : undefined;
+      if (prune) latePrunes.push({ invariant: 'a', t: e.t, message: `${where} deleted while listed again: ${prune}` });
+      else violations.push({ invariant: 'a', t: e.t, message: `${where} ${message}` });
+    };
     if (!removal || !lastListed) {
       const status = statusAt(history, e.placement, e.t);
       if (!lastListed && !status?.clusters.some((c) => c.member === e.member)) continue; // never listed: not ours
-      const prune = e.type === 'object' ? latePrune(history, e) : undefined;
-      if (prune) {
-        latePrunes.push({ invariant: 'a', t: e.t, message: `${where} deleted while listed again: ${prune}` });
-        continue;
-      }
-      violations.push({ invariant: 'a', t: e.t, message: `${where} deleted while the placement lists ${e.member}` });
+      flag(`deleted while the placement lists ${e.member}`);
       continue;
     }
+    // A later removal (up to 10 s after) does not explain a deletion that came first.
     if ((removal.removedAt ?? removal.t) > e.t + 1_000) {
-      violations.push({ invariant: 'a', t: e.t, message: `${where} deleted before the status removed ${e.member}` });
+      flag(`deleted before the status removed ${e.member}`);
       continue;
     }
     const before = removedOnDoubt(history, e.placement, e.member, lastListed, removal);

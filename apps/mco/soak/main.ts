@@ -2,11 +2,10 @@
 // soak of mco on real control planes and Flux (docs/reliability.md). Writes
 // the report to reports/soak-<seed>.txt and .html and exits 1 on any
 // violation, 3 when the run does not count (too much of it exempted).
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { MAX_EXEMPTED_SHARE } from './report.js';
-import { runSoak } from './run.js';
+import { runSoak, writeReports } from './run.js';
 import { DEFAULT_MEAN_GAP_MS } from './schedule.js';
 
 const { values } = parseArgs({
@@ -43,12 +42,7 @@ const result = await runSoak({
   ...(values.broken ? { broken: 'delete-on-doubt' as const } : {}),
   log: (line) => console.log(line),
 });
-const dir = join(import.meta.dirname, '..', 'reports');
-mkdirSync(dir, { recursive: true });
-const file = join(dir, `soak-${seed}.txt`);
-writeFileSync(file, result.report);
-writeFileSync(join(dir, `soak-${seed}.history.json`), JSON.stringify(result.history));
-writeFileSync(join(dir, `soak-${seed}.html`), result.html);
+const file = writeReports(join(import.meta.dirname, '..', 'reports'), seed, result);
 console.log(result.report);
 console.log(`report: ${file}`);
 // A run that does not count shows nothing either way: neither a pass nor a violation.

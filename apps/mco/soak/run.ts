@@ -1,7 +1,8 @@
 // One soak run: the stack, a baseline, the seeded faults and the load for N
 // minutes, then the checkers over the history and the report.
 import { createRandom } from '@mco/simulator';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   DEFAULT_BOUNDS,
   isConverged,
@@ -67,6 +68,16 @@ const INITIAL: Record<string, readonly string[]> = {
   p2: ['west', 'north'],
   p3: [...MEMBERS],
 };
+
+/** Writes the text and HTML reports and the history into `dir` (soak-<seed>.txt, .html, .history.json); returns the text report's path. */
+export function writeReports(dir: string, seed: number, result: SoakResult): string {
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `soak-${seed}.txt`);
+  writeFileSync(file, result.report);
+  writeFileSync(join(dir, `soak-${seed}.history.json`), JSON.stringify(result.history));
+  writeFileSync(join(dir, `soak-${seed}.html`), result.html);
+  return file;
+}
 
 export async function runSoak(o: SoakOptions): Promise<SoakResult> {
   const bounds = o.bounds ?? DEFAULT_BOUNDS;

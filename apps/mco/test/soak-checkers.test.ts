@@ -233,6 +233,20 @@ describe("invariant (a): an earlier removal's prune landing after the cluster wa
     ]);
   });
 
+  it('accepts it when the cluster is removed again within seconds after the prune landed', () => {
+    // Seed 98's 3-minute run: p1 left east 6 s after the old prune deleted east's Deployment.
+    const history = [
+      ...episode(),
+      intent(25_000, ['east']),
+      status(25_100, 'p1', [['east', 'ACTIVE', 'Added']], 25_100),
+    ];
+    const judged = judgeDeletions(history.sort((a, b) => a.t - b.t));
+    expect(judged.violations).toEqual([]);
+    expect(judged.latePrunes.map((p) => p.message)).toEqual([
+      'Deployment p1-web of p1 on west deleted while listed again: the prune of Kustomization p1-west, whose deletion the removal of west at 1.1 s asked for, still running (it went at 20.1 s)',
+    ]);
+  });
+
   it('flags it when that Kustomization had gone before the deletion (no prune was running)', () => {
     const judged = judgeDeletions(episode({ goneAt: 6_000 }).sort((a, b) => a.t - b.t));
     expect(judged.violations.map((v) => v.message)).toEqual([
