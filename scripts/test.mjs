@@ -135,7 +135,7 @@ const passes = nodeDir
 // Longest first: the packages with the most test files that start real servers
 // (or a browser) start first, so the long ones (apps/mco, @mco/flux) run side by
 // side from the start and the short ones fill the gaps. In turbo's own order
-// @mco/flux once started last and ran its 8 minutes alone on an idle core.
+// @mco/flux once started late and ran its last 5 minutes alone.
 const LANES = 2;
 const SERVER_TEST = /(\.integration|\.int|\.browser)\.test\.ts$|(^|\/)integration\//;
 const packages = workspaces
