@@ -78,7 +78,14 @@ async function handle(state: Omit<GkeHubServer, 'url' | 'close'>, req: IncomingM
 
   const match = LIST.exec(url.pathname);
   if (req.method !== 'GET' || !match) return error(res, 404, `no route for ${req.method} ${url.pathname}`);
-  if (state.delayMs > 0) await new Promise((resolve) => setTimeout(resolve, state.delayMs));
+  if (state.delayMs > 0) {
+    // A request whose client gave up during the delay must not consume a later
+    // test's failNext when its timer finally fires.
+    let gone = false;
+    res.once('close', () => (gone = true));
+    await new Promise((resolve) => setTimeout(resolve, state.delayMs));
+    if (gone) return;
+  }
   if (!state.validTokens.has(auth.replace(/^Bearer /, '')))
     return error(res, 401, 'Request had invalid authentication credentials.', 'UNAUTHENTICATED');
   if (state.failNext && state.failNext.count > 0) {
