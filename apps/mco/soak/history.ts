@@ -71,6 +71,8 @@ export type SoakEvent =
       readonly target: string;
       readonly phase: 'start' | 'end';
       readonly error?: string;
+      /** What the injector saw as it undid the fault (`profile-moved`: what delivery put on the other server). */
+      readonly detail?: string;
     }
   | { readonly t: number; readonly type: 'gap'; readonly source: string; readonly error: string }
   | { readonly t: number; readonly type: 'rss'; readonly process: string; readonly pid: number; readonly kb: number };
@@ -347,7 +349,21 @@ export interface ReplayState {
   readonly deliveries: Map<string, Set<DeliveryKind>>;
   /** placement -> the kinds of delivery object that follow it. */
   readonly deliveredBy: Map<string, readonly DeliveryKind[]>;
+  /**
+   * `placement|member` -> what a `profile-moved` fault left on the member's
+   * own server (workload objects as `Kind/name`, a RepoSync as its kind):
+   * present when the profile moved, for a cluster not listed when it came
+   * back. Delivery followed the profile to the other server, so nothing owes
+   * their removal: doubt, exempt from (c) and (d) until the placement lists
+   * the cluster again or they go.
+   */
+  readonly stranded: Map<string, Set<string>>;
+  /** Members whose ClusterProfile names another server now. */
+  readonly moved: Set<string>;
 }
+
+const listsMember = (s: ReplayState, placement: string, member: string) =>
+  (s.status.get(placement) ?? []).some((c) => c.member === member);
 
 export function replay(history: readonly SoakEvent[], visit: (state: ReplayState, e: SoakEvent) => void): ReplayState {
   const state: ReplayState = {
@@ -357,9 +373,14 @@ export function replay(history: readonly SoakEvent[], visit: (state: ReplayState
     objects: new Map(),
     deliveries: new Map(),
     deliveredBy: new Map(),
+    stranded: new Map(),
+    moved: new Set(),
   };
   for (const e of history) {
-    if (e.type === 'status') state.status.set(e.placement, e.clusters);
+    if (e.type === 'status') {
+      state.status.set(e.placement, e.clusters);
+      for (const c of e.clusters) if (!state.moved.has(c.member)) state.stranded.delete(`${e.placement}|${c.member}`);
+    } else if (e.type === 'fault' && e.kind === 'profile-moved') strand(state, e.target, e.phase);
     else if (e.type === 'intent') {
       state.intent.set(e.placement, e.members);
       state.deliveredBy.set(e.placement, e.deliveries ?? ['Kustomization']);
@@ -370,16 +391,45 @@ export function replay(history: readonly SoakEvent[], visit: (state: ReplayState
       if (e.present) set.add(`${e.kind}/${e.name}`);
       else set.delete(`${e.kind}/${e.name}`);
       state.objects.set(key, set);
+      state.stranded.get(key)?.delete(`${e.kind}/${e.name}`);
     } else if (e.type === 'delivery') {
       const key = `${e.placement}|${e.member}`;
       const set = state.deliveries.get(key) ?? new Set<DeliveryKind>();
       if (e.present) set.add(kindOf(e));
       else set.delete(kindOf(e));
       state.deliveries.set(key, set);
+      state.stranded.get(key)?.delete(kindOf(e));
     }
     visit(state, e);
   }
   return state;
+}
+
+/**
+ * A `profile-moved` fault on `member` starts: what is on its own server
+ * (its workload objects, a RepoSync) may be stranded there; or ends: what
+ * belongs to a placement that lists the member again is delivery's again.
+ */
+function strand(state: ReplayState, member: string, phase: 'start' | 'end'): void {
+  if (phase === 'start') {
+    state.moved.add(member);
+    for (const [key, objects] of state.objects) {
+      if (!key.endsWith(`|${member}`)) continue;
+      const onServer = [...objects, ...(state.deliveries.get(key)?.has('RepoSync') ? ['RepoSync'] : [])];
+      state.stranded.set(key, new Set([...(state.stranded.get(key) ?? []), ...onServer]));
+    }
+    return;
+  }
+  state.moved.delete(member);
+  for (const key of [...state.stranded.keys()]) {
+    const [placement, m] = key.split('|') as [string, string];
+    if (m === member && listsMember(state, placement, member)) state.stranded.delete(key);
+  }
+}
+
+/** What a moved ClusterProfile left on its members' own servers (`placement|member` -> names), for the report. */
+export function strandedObjects(s: ReplayState): Map<string, string[]> {
+  return new Map([...s.stranded].filter(([, names]) => names.size > 0).map(([key, names]) => [key, [...names].sort()]));
 }
 
 /** The state after the whole history. */
@@ -448,10 +498,11 @@ export function checkMinActive(
 function leftOver(s: ReplayState, placement: string, member: string): string[] {
   const key = `${placement}|${member}`;
   const present = s.deliveries.get(key) ?? new Set<DeliveryKind>();
+  const stranded = s.stranded.get(key);
   const kinds = (s.deliveredBy.get(placement) ?? []).filter(
     (k) => present.has(k) && deliveryWanted(k, false, s.profiles.get(member) !== false) === false,
   );
-  return [...(s.objects.get(key) ?? [])].concat(kinds);
+  return [...(s.objects.get(key) ?? [])].concat(kinds).filter((name) => !stranded?.has(name));
 }
 
 /**
@@ -470,12 +521,14 @@ export function isConverged(s: ReplayState, members: readonly string[], objectsP
     if (active.join() !== [...wanted(s, p)].sort().join()) return false;
     for (const m of members) {
       const on = listed.some((c) => c.member === m);
-      const objects = s.objects.get(`${p}|${m}`)?.size ?? 0;
+      const stranded = s.stranded.get(`${p}|${m}`);
+      const objects = [...(s.objects.get(`${p}|${m}`) ?? [])].filter((o) => on || !stranded?.has(o)).length;
       if (objects !== (on ? objectsPerCluster : 0)) return false;
       const present = s.deliveries.get(`${p}|${m}`);
       for (const kind of s.deliveredBy.get(p) ?? []) {
         const want = deliveryWanted(kind, on, s.profiles.get(m) !== false);
-        if (want !== undefined && want !== (present?.has(kind) ?? false)) return false;
+        const has = (present?.has(kind) ?? false) && (on || !stranded?.has(kind));
+        if (want !== undefined && want !== has) return false;
       }
     }
   }

@@ -31,7 +31,8 @@ async function bounce(stack: SoakStack, name: string, kill: boolean, downMs: num
   await stack.process(name).start();
 }
 
-async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
+/** Applies and undoes one fault; what it saw, for the history, when there is anything to say. */
+async function apply(o: InjectorOptions, fault: Fault): Promise<string | void> {
   const { stack } = o;
   switch (fault.kind) {
     case 'controller-kill':
@@ -50,7 +51,8 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
     case 'configsync-kill':
       return bounce(stack, 'mco-configsync', true, fault.durationMs);
     case 'argocd-sync-kill':
-      return bounce(stack, 'mco-argocd-sync', true, fault.durationMs);
+    case 'argocd-sync-restart':
+      return bounce(stack, 'mco-argocd-sync', fault.kind === 'argocd-sync-kill', fault.durationMs);
     case 'hub-restart':
       await stack.plane.hub.stop();
       await sleep(fault.durationMs);
@@ -86,6 +88,14 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<void> {
       await sleep(fault.durationMs);
       return stack.restoreProfiles(members);
     }
+    case 'profile-moved': {
+      await stack.moveProfile(fault.target);
+      await sleep(fault.durationMs);
+      // Shown with the fault's end: delivery followed the profile to the other server.
+      const there = await stack.onSpare().catch((e: Error) => [`(not listed: ${e.message.split('\n')[0]})`]);
+      await stack.restoreProfiles([fault.target]);
+      return `on the other server: ${there.join(', ') || 'nothing'}`;
+    }
     case 'placement-invalid': {
       const release = o.lock(fault.target);
       try {
@@ -117,12 +127,21 @@ export async function inject(o: InjectorOptions, faults: readonly Fault[], start
       await before;
       o.emit({ type: 'fault', id, kind: fault.kind, target: fault.target, phase: 'start' });
       let error: string | undefined;
+      let detail: string | void = undefined;
       try {
-        await apply(o, fault);
+        detail = await apply(o, fault);
       } catch (e) {
         error = (e as Error).message.split('\n')[0];
       }
-      o.emit({ type: 'fault', id, kind: fault.kind, target: fault.target, phase: 'end', ...(error ? { error } : {}) });
+      o.emit({
+        type: 'fault',
+        id,
+        kind: fault.kind,
+        target: fault.target,
+        phase: 'end',
+        ...(error ? { error } : {}),
+        ...(detail ? { detail } : {}),
+      });
       done();
     }),
   );

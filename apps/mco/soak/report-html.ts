@@ -195,6 +195,13 @@ ${
         .join('')}</ol></details>`
     : ''
 }
+${
+  verdict.stranded.length
+    ? `<details><summary>${verdict.stranded.length} placement(s) left objects on a member's own server when its ClusterProfile moved to another server (doubt: kept, not owed gone)</summary><ul>${verdict.stranded
+        .map((s) => `<li>${escapeHtml(s)}</li>`)
+        .join('')}</ul></details>`
+    : ''
+}
 </section>
 <section id="timeline"><h2>Faults over time</h2>
 <p class="note">One lane per fault kind, a bar from each fault's start to its end; numbered dashed lines: the violations.</p>

@@ -6,6 +6,8 @@ import {
   checkRss,
   convergence,
   judgeDeletions,
+  stateAfter,
+  strandedObjects,
   type Bounds,
   type Convergence,
   type RssFigure,
@@ -26,6 +28,11 @@ export interface Verdict {
    * member, a restarted kustomize-controller or its retries); not violations, and shown.
    */
   readonly latePrunes: readonly Violation[];
+  /**
+   * What `profile-moved` faults left on the members' own servers at the end
+   * (`placement on member: names`): doubt, so exempt from (c) and (d), and shown.
+   */
+  readonly stranded: readonly string[];
 }
 
 /** Runs every checker: (a) deletions, (b) minimum ACTIVE, (c) convergence, (d) leftovers, (e) RSS. */
@@ -53,6 +60,10 @@ export function judge(
     convergences: converged.convergences,
     rss: rss.figures,
     latePrunes: deletions.latePrunes,
+    stranded: [...strandedObjects(stateAfter(history))].map(([key, names]) => {
+      const [placement, member] = key.split('|');
+      return `${placement} on ${member}: ${names.join(', ')}`;
+    }),
   };
 }
 
@@ -80,7 +91,7 @@ export function describeEvent(e: SoakEvent): string {
     case 'delivery':
       return `${e.kind === 'RepoSync' ? e.member : 'hub'}: ${e.kind ?? 'Kustomization'} ${e.name} (${e.placement} on ${e.member}) ${e.present ? 'present' : e.gone ? 'gone' : 'deletion asked'}`;
     case 'fault':
-      return `fault ${e.id} ${e.phase} ${e.kind}${e.target ? ` ${e.target}` : ''}${e.error ? `: ${e.error}` : ''}`;
+      return `fault ${e.id} ${e.phase} ${e.kind}${e.target ? ` ${e.target}` : ''}${e.error ? `: ${e.error}` : ''}${e.detail ? ` (${e.detail})` : ''}`;
     case 'gap':
       return `watch gap ${e.source}: ${e.error}`;
     case 'rss':
@@ -191,6 +202,15 @@ export function textReport(r: ReportInput): string {
     `invariant (a): ${verdict.latePrunes.length} deletion(s) on a listed cluster were an earlier removal's prune, still running when the cluster was listed again (the Kustomization of the new listing applies them again):`,
   );
   for (const p of verdict.latePrunes) lines.push(`  at ${seconds(p.t)}: ${p.message}`);
+  lines.push(
+    '',
+    `invariants (c), (d): ${verdict.stranded.length} placement(s) left objects on a member's own server when its ClusterProfile moved to another server (doubt: kept, not owed gone):`,
+  );
+  for (const s of verdict.stranded) lines.push(`  ${s}`);
+  for (const e of history) {
+    if (e.type === 'fault' && e.kind === 'profile-moved' && e.phase === 'end')
+      lines.push(`  ${e.target}'s profile back at ${seconds(e.t)}; ${e.detail ?? e.error ?? ''}`);
+  }
   lines.push('', `invariant (b): ${exemptionText(verdict)}`);
   const kinds = faultsByKind(history, verdict);
   lines.push('', `FAULTS: ${faultEnds(history).length} injected`);

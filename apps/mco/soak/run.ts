@@ -94,7 +94,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     history.push(e);
     if (e.type === 'fault')
       log(
-        `${(e.t / 1000).toFixed(1)}s fault ${e.id} ${e.phase} ${e.kind} ${e.target}${e.error ? ` ERROR ${e.error}` : ''}`,
+        `${(e.t / 1000).toFixed(1)}s fault ${e.id} ${e.phase} ${e.kind} ${e.target}${e.error ? ` ERROR ${e.error}` : ''}${e.detail ? ` (${e.detail})` : ''}`,
       );
   };
   const members = Object.fromEntries(MEMBERS.map((m) => [m, stack.plane.members[m]!.adminKubeConfig()]));
@@ -198,7 +198,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       bounds,
       history,
       verdict,
-      setup: `stack: hub + ${MEMBERS.length} members (kube-apiserver, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; mco argocd-plugin, mco argocd-sync (refresh, cluster Secrets), Argo CD argocd-applicationset-controller, mco configsync; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster), ${ARGO_PLACEMENTS.join(', ')} also by Argo CD ApplicationSets, ${CONFIGSYNC_PLACEMENTS.join(', ')} also by mco configsync (RepoSyncs)`,
+      setup: `stack: hub + ${MEMBERS.length} members and a spare server for profile-moved (kube-apiservers, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; mco argocd-plugin, mco argocd-sync (refresh, cluster Secrets), Argo CD argocd-applicationset-controller, mco configsync; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster), ${ARGO_PLACEMENTS.join(', ')} also by Argo CD ApplicationSets, ${CONFIGSYNC_PLACEMENTS.join(', ')} also by mco configsync (RepoSyncs)`,
       crashes: Object.fromEntries(stack.processes.map((p) => [p.name, p.crashes])),
       ...(o.broken ? { broken: o.broken } : {}),
     };

@@ -29,6 +29,7 @@ import {
   type ClusterHandle,
   type ControlPlane,
   type GitServer,
+  type RawResponse,
   type ServerProcess,
 } from '@mco/testkit';
 import { stringify } from 'yaml';
@@ -47,6 +48,13 @@ export const SOAK_TOOLS = [
 ];
 
 export const MEMBERS = ['east', 'west', 'north'] as const;
+/**
+ * Another server for the `profile-moved` fault: a fourth kube-apiserver no
+ * ClusterProfile names until the fault rewrites a member's profile to it (a
+ * cluster re-created elsewhere under the same name). The checkers do not
+ * watch it: what lands there is the new server's, not the member's.
+ */
+export const SPARE = 'spare';
 export const PLACEMENTS = ['p1', 'p2', 'p3'] as const;
 export const CONTROLLERS = ['controller-0', 'controller-1'] as const;
 export const FLEET = 'fleet';
@@ -275,7 +283,7 @@ export class SoakStack {
   static async start(): Promise<SoakStack> {
     const mco = builtMco();
     const argocd = requireTool('argocd');
-    const plane = await startControlPlane({ clusters: [...MEMBERS] });
+    const plane = await startControlPlane({ clusters: [...MEMBERS, SPARE] });
     const dir = mkdtempSync(join(tmpdir(), 'mco-soak-'));
     let git: GitServer | undefined;
     const proxies: Record<string, FaultyProxy> = {};
@@ -290,7 +298,7 @@ export class SoakStack {
         ...fluxControllerCrds('source-controller'),
         join(argocd, 'crds'),
       ]);
-      for (const m of MEMBERS) {
+      for (const m of [...MEMBERS, SPARE]) {
         await plane.members[m]!.installCrds([thirdPartyCrd('configsync.gke.io_reposyncs.yaml')]);
         await plane.members[m]!.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: PLACEMENT_NS } }]);
       }
@@ -325,7 +333,7 @@ export class SoakStack {
                 command: credentialPlugin(dir, plane, proxies),
                 provideClusterInfo: true,
               },
-              allowedServers: MEMBERS.map((m) => proxies[m]!.url),
+              allowedServers: [...MEMBERS.map((m) => proxies[m]!.url), plane.members[SPARE]!.server],
             },
           ],
         }),
@@ -532,6 +540,38 @@ export class SoakStack {
     );
   }
 
+  /**
+   * Rewrites the member's ClusterProfile, same name, to name the spare
+   * server, emptied first as a new cluster would be: delivery follows the
+   * profile there, and what it delivered on the member's own server stays
+   * (doubt: mco cannot tell a moved cluster from a new one).
+   * `restoreProfiles` points it back.
+   */
+  async moveProfile(member: string): Promise<void> {
+    const spare = this.plane.members[SPARE]!;
+    const paths = [
+      ...WORKLOAD_KINDS.map(
+        ([prefix, plural]) => `${prefix}/namespaces/${WORKLOAD_NS}/${plural}?labelSelector=${PLACEMENT_LABEL}`,
+      ),
+      `/apis/configsync.gke.io/v1beta1/namespaces/${PLACEMENT_NS}/reposyncs`,
+    ];
+    for (const path of paths) await retry(120_000, () => ok(spare.request(path, { method: 'DELETE' })));
+    await retry(120_000, () => clusterProfiles(this.plane, FLEET, [{ name: member, member: spare }]));
+  }
+
+  /** What delivery put on the spare server: `Kind name` of its workload objects and RepoSyncs. */
+  async onSpare(): Promise<string[]> {
+    const spare = this.plane.members[SPARE]!;
+    const names: string[] = [];
+    const list = async (path: string, kind: string) => {
+      const { items } = JSON.parse((await ok(spare.request(path))).body) as { items: { metadata: { name: string } }[] };
+      names.push(...items.map((i) => `${kind} ${i.metadata.name}`));
+    };
+    await list(`/apis/apps/v1/namespaces/${WORKLOAD_NS}/deployments?labelSelector=${PLACEMENT_LABEL}`, 'Deployment');
+    await list(`/apis/configsync.gke.io/v1beta1/namespaces/${PLACEMENT_NS}/reposyncs`, 'RepoSync');
+    return names.sort();
+  }
+
   /** etcd killed (-9) and started again on its data, as its pod would be. */
   async restartEtcd(downMs: number): Promise<void> {
     const pid = this.etcd?.child.pid ?? etcdPid(this.plane.dir);
@@ -572,9 +612,10 @@ export class SoakStack {
  */
 function credentialPlugin(dir: string, plane: ControlPlane, proxies: Readonly<Record<string, FaultyProxy>>): string {
   const file = join(dir, CREDENTIAL_PLUGIN);
-  const cases = MEMBERS.map(
-    (m) => `  *'"server":"${proxies[m]!.url}"'*) token='${plane.members[m]!.token('admin')}' ;;`,
-  );
+  const cases = [
+    ...MEMBERS.map((m) => `  *'"server":"${proxies[m]!.url}"'*) token='${plane.members[m]!.token('admin')}' ;;`),
+    `  *'"server":"${plane.members[SPARE]!.server}"'*) token='${plane.members[SPARE]!.token('admin')}' ;;`,
+  ];
   writeFileSync(
     file,
     `#!/bin/sh
@@ -601,6 +642,13 @@ function etcdPid(planeDir: string): number {
     }
   }
   throw new Error(`no etcd process with ${marker}`);
+}
+
+/** The response, or an error naming its status. */
+async function ok(response: Promise<RawResponse>): Promise<RawResponse> {
+  const r = await response;
+  if (r.status >= 300) throw new Error(`HTTP ${r.status}: ${r.body.slice(0, 200)}`);
+  return r;
 }
 
 /** Retries `action` every second until it succeeds or `timeoutMs` passed (then throws its last error). */

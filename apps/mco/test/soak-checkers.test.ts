@@ -12,6 +12,8 @@ import {
   convergence,
   DEFAULT_BOUNDS,
   judgeDeletions,
+  stateAfter,
+  strandedObjects,
   type SoakEvent,
 } from '../soak/history.js';
 import {
@@ -570,5 +572,81 @@ describe('the Config Sync path: RepoSyncs on the members under (a), (c) and (d)'
       7_000,
     ]);
     expect(checkLeftovers(removed, 300_000, DEFAULT_BOUNDS, 1)).toEqual([]);
+  });
+});
+
+describe("a ClusterProfile moved to another server: its old server's objects under (c) and (d)", () => {
+  const repoSync = (t: number, member: string, present: boolean): SoakEvent => ({
+    t,
+    type: 'delivery',
+    kind: 'RepoSync',
+    placement: 'p1',
+    member,
+    name: 'p1',
+    present,
+  });
+  const SYNCED: SoakEvent[] = [
+    { ...(BASE[0] as Extract<SoakEvent, { type: 'intent' }>), deliveries: ['Kustomization', 'RepoSync'] },
+    ...BASE.slice(1),
+    repoSync(200, 'east', true),
+    repoSync(200, 'west', true),
+  ];
+  // west's profile names another server from 1 s to 60 s; west leaves p1 meanwhile. Delivery removes
+  // the Kustomization (its prune runs on the new server), and the old server keeps what it had.
+  const movedAndLeft: SoakEvent[] = [
+    ...SYNCED,
+    fault(1_000, 0, 'start', 'profile-moved', 'west'),
+    { t: 2_000, type: 'intent', placement: 'p1', members: ['east'], deliveries: ['Kustomization', 'RepoSync'] },
+    status(2_500, 'p1', [['east', 'ACTIVE', 'Added']], 2_400),
+    { t: 2_600, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false },
+    fault(60_000, 0, 'end', 'profile-moved', 'west'),
+  ];
+
+  it('exempts them from (d) and (c), and reports them', () => {
+    expect(checkLeftovers(movedAndLeft, 300_000, DEFAULT_BOUNDS, 1)).toEqual([]);
+    expect(convergence(movedAndLeft, ['east', 'west'], 1, 300_000, DEFAULT_BOUNDS).convergences).toEqual([
+      { id: 0, kind: 'profile-moved', target: 'west', end: 60_000, ms: 0 },
+    ]);
+    expect(strandedObjects(stateAfter(movedAndLeft))).toEqual(
+      new Map([['p1|west', ['Deployment/p1-web', 'RepoSync']]]),
+    );
+  });
+
+  it('still owes the removal when the cluster left with no move (the same history without the fault)', () => {
+    const unmoved = movedAndLeft.filter((e) => e.type !== 'fault');
+    expect(checkLeftovers(unmoved, 300_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
+      'Deployment/p1-web, RepoSync of p1 still for west 120 s after it left',
+    ]);
+  });
+
+  it('owes them again once the placement lists the cluster after the move, and they are its objects then', () => {
+    const back = [
+      ...movedAndLeft,
+      status(70_000, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'ACTIVE', 'Added'],
+      ]),
+      { t: 70_100, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: true } as SoakEvent,
+      status(80_000, 'p1', [['east', 'ACTIVE', 'Added']], 80_000),
+      { t: 80_100, type: 'delivery', placement: 'p1', member: 'west', name: 'p1-west', present: false } as SoakEvent,
+    ];
+    expect(strandedObjects(stateAfter(back))).toEqual(new Map());
+    expect(checkLeftovers(back, 400_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
+      'Deployment/p1-web, RepoSync of p1 still for west 120 s after it left',
+    ]);
+  });
+
+  it('does not exempt a cluster that is still listed when the profile comes back', () => {
+    const stayed: SoakEvent[] = [
+      ...SYNCED,
+      fault(1_000, 0, 'start', 'profile-moved', 'west'),
+      fault(60_000, 0, 'end', 'profile-moved', 'west'),
+      { t: 61_000, type: 'intent', placement: 'p1', members: ['east'], deliveries: ['Kustomization', 'RepoSync'] },
+      status(62_000, 'p1', [['east', 'ACTIVE', 'Added']], 62_000),
+    ];
+    expect(strandedObjects(stateAfter(stayed))).toEqual(new Map());
+    expect(checkLeftovers(stayed, 400_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
+      'Deployment/p1-web, Kustomization, RepoSync of p1 still for west 120 s after it left',
+    ]);
   });
 });
