@@ -304,6 +304,23 @@ describe('invariant (b): the minimum of ACTIVE clusters', () => {
   });
 });
 
+const repoSync = (t: number, member: string, present: boolean): SoakEvent => ({
+  t,
+  type: 'delivery',
+  kind: 'RepoSync',
+  placement: 'p1',
+  member,
+  name: 'p1',
+  present,
+});
+/** BASE delivered by Config Sync too: a RepoSync on each cluster. */
+const SYNCED: SoakEvent[] = [
+  { ...(BASE[0] as Extract<SoakEvent, { type: 'intent' }>), deliveries: ['Kustomization', 'RepoSync'] },
+  ...BASE.slice(1),
+  repoSync(200, 'east', true),
+  repoSync(200, 'west', true),
+];
+
 describe('invariant (d): nothing left behind', () => {
   const left = [
     ...BASE,
@@ -528,21 +545,6 @@ describe('the Argo CD path: Applications and cluster Secrets under (a), (c) and 
 });
 
 describe('the Config Sync path: RepoSyncs on the members under (a), (c) and (d)', () => {
-  const repoSync = (t: number, member: string, present: boolean): SoakEvent => ({
-    t,
-    type: 'delivery',
-    kind: 'RepoSync',
-    placement: 'p1',
-    member,
-    name: 'p1',
-    present,
-  });
-  const SYNCED: SoakEvent[] = [
-    { ...(BASE[0] as Extract<SoakEvent, { type: 'intent' }>), deliveries: ['Kustomization', 'RepoSync'] },
-    ...BASE.slice(1),
-    repoSync(200, 'east', true),
-    repoSync(200, 'west', true),
-  ];
   const westLeaves: SoakEvent[] = [
     { t: 1_000, type: 'intent', placement: 'p1', members: ['east'], deliveries: ['Kustomization', 'RepoSync'] },
     status(1_500, 'p1', [['east', 'ACTIVE', 'Added']], 1_400),
@@ -576,21 +578,6 @@ describe('the Config Sync path: RepoSyncs on the members under (a), (c) and (d)'
 });
 
 describe("a ClusterProfile moved to another server: its old server's objects under (c) and (d)", () => {
-  const repoSync = (t: number, member: string, present: boolean): SoakEvent => ({
-    t,
-    type: 'delivery',
-    kind: 'RepoSync',
-    placement: 'p1',
-    member,
-    name: 'p1',
-    present,
-  });
-  const SYNCED: SoakEvent[] = [
-    { ...(BASE[0] as Extract<SoakEvent, { type: 'intent' }>), deliveries: ['Kustomization', 'RepoSync'] },
-    ...BASE.slice(1),
-    repoSync(200, 'east', true),
-    repoSync(200, 'west', true),
-  ];
   // west's profile names another server from 1 s to 60 s; west leaves p1 meanwhile. Delivery removes
   // the Kustomization (its prune runs on the new server), and the old server keeps what it had.
   const movedAndLeft: SoakEvent[] = [
