@@ -49,7 +49,8 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<string | void> {
     case 'appset-kill':
       return bounce(stack, APPSET_CONTROLLER, true, fault.durationMs);
     case 'configsync-kill':
-      return bounce(stack, 'mco-configsync', true, fault.durationMs);
+    case 'configsync-restart':
+      return bounce(stack, 'mco-configsync', fault.kind === 'configsync-kill', fault.durationMs);
     case 'argocd-sync-kill':
     case 'argocd-sync-restart':
       return bounce(stack, 'mco-argocd-sync', fault.kind === 'argocd-sync-kill', fault.durationMs);

@@ -19,6 +19,7 @@ export const FAULT_KINDS = [
   'plugin-restart', // SIGTERM of `mco argocd-plugin`
   'appset-kill', // Argo CD's argocd-applicationset-controller killed (-9), started again
   'configsync-kill', // kill -9 of `mco configsync`, started again
+  'configsync-restart', // SIGTERM of `mco configsync`, started again
   'argocd-sync-kill', // kill -9 of `mco argocd-sync` (cluster Secrets, ApplicationSet refresh), started again
   'argocd-sync-restart', // SIGTERM of `mco argocd-sync`, started again
   'profile-moved', // a member's ClusterProfile rewritten to name another server (a spare apiserver), then back
@@ -26,11 +27,10 @@ export const FAULT_KINDS = [
 export type FaultKind = (typeof FAULT_KINDS)[number];
 
 /**
- * Mean time between two fault starts by default: at 7.5 s an hour draws each
- * of the 18 kinds at least 11 times (seeds 1-20; at 9 s seed 3 drew only 8 of
- * one).
+ * Mean time between two fault starts by default: at 9 s an hour draws 330 to
+ * 400 faults, each of the 19 kinds at least 17 times (seeds 1-20).
  */
-export const DEFAULT_MEAN_GAP_MS = 7_500;
+export const DEFAULT_MEAN_GAP_MS = 9_000;
 
 export interface Fault {
   /** Milliseconds after the soak's start. */
@@ -99,27 +99,33 @@ export function slotOf(f: Pick<Fault, 'kind' | 'target'>): string {
   if (f.kind.startsWith('flux-')) return 'flux';
   if (f.kind.startsWith('plugin-')) return 'plugin';
   if (f.kind.startsWith('argocd-sync-')) return 'argocd-sync';
+  if (f.kind.startsWith('configsync-')) return 'configsync';
   // One spare server, and a deletion must not restore a profile another fault has moved.
   if (f.kind === 'profiles-deleted' || f.kind === 'profile-moved') return 'profiles';
   return `${f.kind}/${f.target}`;
 }
 
 /**
- * The faults of a run, in start order. A fault whose slot is still busy is
- * drawn again (another target or kind) so that one process is not killed
- * while it is already down; otherwise faults overlap freely.
+ * The faults of a run, in start order. Kinds are dealt from a shuffled deck
+ * of every kind, shuffled again when it runs out, so that each kind comes
+ * about equally often and a short run still meets most of them. A kind whose
+ * slot is still busy stays in the deck and the next is tried (another target
+ * or kind), so that one process is not killed while it is already down;
+ * otherwise faults overlap freely.
  */
 export function faultSchedule(o: ScheduleOptions): Fault[] {
   const random = createRandom(o.seed);
   const kinds = o.kinds ?? FAULT_KINDS;
   const busyUntil = new Map<string, number>();
   const faults: Fault[] = [];
+  let deck: FaultKind[] = [];
   let at = 0;
   for (;;) {
     at += Math.max(1_000, Math.round(-Math.log(1 - random()) * o.meanGapMs));
     if (at > o.durationMs - o.quietTailMs) return faults;
-    for (let attempt = 0; attempt < 8; attempt++) {
-      const kind = pick(random, kinds);
+    if (deck.length === 0) deck = shuffled(random, kinds);
+    for (let attempt = 0; attempt < Math.min(8, deck.length); attempt++) {
+      const kind = deck[attempt]!;
       const target = pick(random, targetsOf(kind, o));
       const durationMs = durationOf(kind, random);
       const latency = kind === 'member-slow' ? (random() < 0.25 ? 0 : between(random, 500, 5_000)) : undefined;
@@ -128,7 +134,18 @@ export function faultSchedule(o: ScheduleOptions): Fault[] {
       // Restart time and slack: the next fault of the slot waits for this one to be undone.
       busyUntil.set(slot, at + durationMs + 20_000);
       faults.push({ atMs: at, kind, target, durationMs, ...(latency === undefined ? {} : { latencyMs: latency }) });
+      deck.splice(attempt, 1);
       break;
     }
   }
+}
+
+/** A copy of `items` in random order (Fisher-Yates). */
+function shuffled<T>(random: Random, items: readonly T[]): T[] {
+  const out = [...items];
+  for (let i = out.length - 1; i > 0; i--) {
+    const j = Math.floor(random() * (i + 1));
+    [out[i], out[j]] = [out[j]!, out[i]!];
+  }
+  return out;
 }
