@@ -315,7 +315,7 @@ function latePrune(history: readonly SoakEvent[], e: Extract<SoakEvent, { type: 
     if (listed && !removal) lastListed = s;
     else if (listed)
       break; // the first re-listing after the removal: the removal before it is the one
-    else if (lastListed && s.t > bornAt) removal = s;
+    else if (lastListed && !removal && s.t > bornAt) removal = s; // the first status without it: later ones only list others
   }
   if (!removal || !lastListed || removedOnDoubt(history, e.placement, e.member, lastListed, removal)) return undefined;
   // The delivery object whose deletion the removal asked for, and when it went.

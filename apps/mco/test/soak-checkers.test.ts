@@ -249,6 +249,21 @@ describe("invariant (a): an earlier removal's prune landing after the cluster wa
     ]);
   });
 
+  it('accepts it when the placement changed again without the cluster before listing it again', () => {
+    // Seed 2026's 60-minute run: p3 left east (down), its status changed twice more without east
+    // (more than 10 s after the removal), then listed east again; the prune landed when east returned.
+    const history = [
+      ...episode(),
+      status(3_000, 'p1', [['east', 'ACTIVE', 'EligibleAgain']], 1_100),
+      status(4_000, 'p1', [['east', 'ACTIVE', 'Added']], 1_100),
+    ].map((e) => (e.t >= 3_000 && e.t < 21_500 ? { ...e, t: e.t + 12_000 } : e));
+    const judged = judgeDeletions(history.sort((a, b) => a.t - b.t));
+    expect(judged.violations).toEqual([]);
+    expect(judged.latePrunes.map((p) => p.message)).toEqual([
+      'Deployment p1-web of p1 on west deleted while listed again: the prune of Kustomization p1-west, whose deletion the removal of west at 1.1 s asked for, still running (it went at 32.1 s)',
+    ]);
+  });
+
   it('flags it when that Kustomization had gone before the deletion (no prune was running)', () => {
     const judged = judgeDeletions(episode({ goneAt: 6_000 }).sort((a, b) => a.t - b.t));
     expect(judged.violations.map((v) => v.message)).toEqual([
