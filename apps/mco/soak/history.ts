@@ -30,6 +30,8 @@ export type SoakEvent =
       readonly placement: string;
       readonly members: readonly string[];
       readonly deliveries?: readonly DeliveryKind[];
+      /** An autoscaling placement: `members` are those its signals make it need, not its rules. */
+      readonly scaling?: boolean;
     }
   | { readonly t: number; readonly type: 'profile'; readonly member: string; readonly present: boolean }
   /** A delivered workload object on a member; `gap`: its deletion was found by a re-list after a watch gap. */
@@ -430,6 +432,27 @@ function strand(state: ReplayState, member: string, phase: 'start' | 'end'): voi
 /** What a moved ClusterProfile left on its members' own servers (`placement|member` -> names), for the report. */
 export function strandedObjects(s: ReplayState): Map<string, string[]> {
   return new Map([...s.stranded].filter(([, names]) => names.size > 0).map(([key, names]) => [key, [...names].sort()]));
+}
+
+/**
+ * How often an autoscaling placement's status moved on its signals: clusters
+ * newly listed (scale-out, rule P1: ACTIVE, `Added`) and clusters moved to
+ * SCALING_IN for scale-in (rule P2, `ScaleIn`).
+ */
+export function scalingMoves(history: readonly SoakEvent[], placement: string): { outs: number; ins: number } {
+  let outs = 0;
+  let ins = 0;
+  let before: readonly ListedCluster[] | undefined;
+  for (const e of history) {
+    if (e.type !== 'status' || e.placement !== placement) continue;
+    for (const c of e.clusters) {
+      const was = before?.find((b) => b.member === c.member);
+      if (before && !was && c.state === 'ACTIVE' && c.reason === 'Added') outs++;
+      if (c.state === 'SCALING_IN' && c.reason === 'ScaleIn' && was?.state !== 'SCALING_IN') ins++;
+    }
+    before = e.clusters;
+  }
+  return { outs, ins };
 }
 
 /** The state after the whole history. */

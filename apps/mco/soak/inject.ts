@@ -42,7 +42,7 @@ async function apply(o: InjectorOptions, fault: Fault): Promise<string | void> {
     case 'flux-restart':
       return bounce(stack, 'mco-flux', fault.kind === 'flux-kill', fault.durationMs);
     case 'engine-kill':
-      return bounce(stack, 'kustomize-controller', true, fault.durationMs);
+      return bounce(stack, fault.target || 'kustomize-controller', true, fault.durationMs);
     case 'plugin-kill':
     case 'plugin-restart':
       return bounce(stack, 'mco-argocd-plugin', fault.kind === 'plugin-kill', fault.durationMs);

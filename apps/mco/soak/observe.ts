@@ -291,7 +291,8 @@ export function observe(o: ObserveOptions): Reflector[] {
     new Reflector(
       o.hub,
       `/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/${o.fluxNamespace}/kustomizations`,
-      'app.kubernetes.io/managed-by=mco-flux',
+      // mco's rendered ones and those flux-operator generates for operator placements carry it.
+      'orchestra.multicluster.x-k8s.io/placement',
       'hub kustomizations',
       delivery('Kustomization', (object) => {
         const labels = object.metadata?.labels ?? {};

@@ -6,6 +6,7 @@ import {
   checkRss,
   convergence,
   judgeDeletions,
+  scalingMoves,
   stateAfter,
   strandedObjects,
   type Bounds,
@@ -33,6 +34,8 @@ export interface Verdict {
    * (`placement on member: names`): doubt, so exempt from (c) and (d), and shown.
    */
   readonly stranded: readonly string[];
+  /** Each autoscaling placement's moves on its signals (scale-outs, scale-ins), so that a run shows the signals moved it. */
+  readonly scaling: readonly { readonly placement: string; readonly outs: number; readonly ins: number }[];
 }
 
 /** Runs every checker: (a) deletions, (b) minimum ACTIVE, (c) convergence, (d) leftovers, (e) RSS. */
@@ -64,6 +67,9 @@ export function judge(
       const [placement, member] = key.split('|');
       return `${placement} on ${member}: ${names.join(', ')}`;
     }),
+    scaling: [...new Set(history.flatMap((e) => (e.type === 'intent' && e.scaling ? [e.placement] : [])))].map(
+      (placement) => ({ placement, ...scalingMoves(history, placement) }),
+    ),
   };
 }
 
@@ -83,7 +89,7 @@ export function describeEvent(e: SoakEvent): string {
     case 'status':
       return `status ${e.placement}: ${e.clusters.map((c) => `${c.member} ${c.state}${c.reason ? ` (${c.reason})` : ''}`).join(', ') || 'no clusters'}`;
     case 'intent':
-      return `intent ${e.placement}: ${e.members.join(',')}`;
+      return `intent ${e.placement}: ${e.members.join(',')}${e.scaling ? ' (signals)' : ''}`;
     case 'profile':
       return `ClusterProfile ${e.member} ${e.present ? 'present' : 'deleted'}`;
     case 'object':
@@ -212,6 +218,9 @@ export function textReport(r: ReportInput): string {
       lines.push(`  ${e.target}'s profile back at ${seconds(e.t)}; ${e.detail ?? e.error ?? ''}`);
   }
   lines.push('', `invariant (b): ${exemptionText(verdict)}`);
+  lines.push(
+    `autoscaling on signals: ${verdict.scaling.map((s) => `${s.placement} scaled out ${s.outs} and in ${s.ins} time(s)`).join('; ') || 'none'}`,
+  );
   const kinds = faultsByKind(history, verdict);
   lines.push('', `FAULTS: ${faultEnds(history).length} injected`);
   lines.push('  kind                 count  errors  converged p50 / p99 / max      not converged');

@@ -16,18 +16,22 @@ import { inject } from './inject.js';
 import { observe } from './observe.js';
 import { htmlReport } from './report-html.js';
 import { judge, textReport, type ReportInput, type Verdict } from './report.js';
-import { DEFAULT_MEAN_GAP_MS, faultSchedule, type FaultKind } from './schedule.js';
+import { DEFAULT_MEAN_GAP_MS, faultSchedule, shuffled, type FaultKind } from './schedule.js';
 import {
   ARGO_PLACEMENTS,
   ARGOCD_NS,
   CONFIGSYNC_PLACEMENTS,
   CONTROLLERS,
+  ENGINES,
   FLEET,
   FLUX_NS,
+  hpaLevels,
   MEMBERS,
+  OPERATOR_PLACEMENTS,
   PLACEMENT_NS,
   PLACEMENTS,
   placementSpec,
+  SCALING_PLACEMENTS,
   SoakStack,
   WORKLOAD_KINDS,
   WORKLOAD_NS,
@@ -62,11 +66,16 @@ const deliveries = (placement: string): DeliveryKind[] => [
   ...(CONFIGSYNC_PLACEMENTS.includes(placement) ? (['RepoSync'] as const) : []),
 ];
 
-/** The initial clusters of each placement: two, two and three of the members. */
+/**
+ * The initial clusters of each placement (an autoscaling placement's first
+ * ones, which its signals make it need): the load's first move of `p3` is
+ * then a scale-in and of `p4` a scale-out.
+ */
 const INITIAL: Record<string, readonly string[]> = {
   p1: ['east', 'west'],
-  p2: ['west', 'north'],
+  p2: ['east', 'west'],
   p3: [...MEMBERS],
+  p4: ['east'],
 };
 
 /** Writes the text and HTML reports and the history into `dir` (soak-<seed>.txt, .html, .history.json); returns the text report's path. */
@@ -118,8 +127,18 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     const intent = new Map<string, readonly string[]>();
     for (const p of PLACEMENTS) {
       intent.set(p, INITIAL[p]!);
-      emit({ type: 'intent', placement: p, members: INITIAL[p]!, deliveries: deliveries(p) });
-      await stack.writePlacement(p, placementSpec(INITIAL[p]!));
+      emit({
+        type: 'intent',
+        placement: p,
+        members: INITIAL[p]!,
+        deliveries: deliveries(p),
+        scaling: SCALING_PLACEMENTS.includes(p),
+      });
+      if (SCALING_PLACEMENTS.includes(p)) {
+        stack.setLevels(p, hpaLevels(INITIAL[p]!.length));
+        await stack.levelsWritten();
+      }
+      await stack.writePlacement(p, placementSpec(p, INITIAL[p]!));
     }
     await until(
       () => converged(history),
@@ -144,6 +163,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       controllers: CONTROLLERS,
       members: MEMBERS,
       placements: PLACEMENTS,
+      engines: ENGINES,
       quietTailMs: Math.min(60_000, durationMs / 4),
       ...(o.kinds ? { kinds: o.kinds } : {}),
     });
@@ -159,23 +179,36 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
     };
     const start = Date.now();
     const injected = inject(
-      { stack, emit, specOf: (p) => placementSpec(intent.get(p)!), lock, ...(o.broken ? { broken: o.broken } : {}) },
+      { stack, emit, specOf: (p) => placementSpec(p, intent.get(p)!), lock, ...(o.broken ? { broken: o.broken } : {}) },
       faults,
       start,
     );
-    // The load: every 10-30 s one placement moves to another non-empty set of members (seeded).
+    // The load: every 10-30 s one placement moves (seeded), dealt from a shuffled deck of all of them
+    // so that a short run moves each: a cluster-list placement to another
+    // non-empty set of members; an autoscaling one to another demand of 1-3 clusters, written as its HPAs'
+    // status on the members, which its signals carry to the controller.
     const random = createRandom(o.seed ^ 0x10ad);
+    let deck: string[] = [];
     const load = (async () => {
       while (Date.now() - start < durationMs - Math.min(60_000, durationMs / 4)) {
         await sleep(10_000 + random() * 20_000);
-        const p = PLACEMENTS[Math.floor(random() * PLACEMENTS.length)]!;
+        if (deck.length === 0) deck = shuffled(random, PLACEMENTS);
+        const p = deck.shift()!;
         const chosen = MEMBERS.filter(() => random() < 0.6);
-        const next = chosen.length ? chosen : [MEMBERS[Math.floor(random() * MEMBERS.length)]!];
+        const scaling = SCALING_PLACEMENTS.includes(p);
+        // Another demand than now, so that every move of an autoscaling placement is a scale-out or a scale-in.
+        const demands = MEMBERS.map((_, i) => i + 1).filter((k) => k !== intent.get(p)!.length);
+        const next = scaling
+          ? MEMBERS.slice(0, demands[Math.floor(random() * demands.length)]!)
+          : chosen.length
+            ? chosen
+            : [MEMBERS[Math.floor(random() * MEMBERS.length)]!];
         await locks.get(p);
         intent.set(p, next);
         // Recorded before the write: the controller may act on it before the write returns.
-        emit({ type: 'intent', placement: p, members: next, deliveries: deliveries(p) });
-        await stack.writePlacement(p, placementSpec(next));
+        emit({ type: 'intent', placement: p, members: next, deliveries: deliveries(p), scaling });
+        if (scaling) stack.setLevels(p, hpaLevels(next.length));
+        else await stack.writePlacement(p, placementSpec(p, next));
       }
     })();
     await Promise.all([injected, load]);
@@ -198,7 +231,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakResult> {
       bounds,
       history,
       verdict,
-      setup: `stack: hub + ${MEMBERS.length} members and a spare server for profile-moved (kube-apiservers, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode), Flux source-controller + kustomize-controller; mco argocd-plugin, mco argocd-sync (refresh, cluster Secrets), Argo CD argocd-applicationset-controller, mco configsync; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster), ${ARGO_PLACEMENTS.join(', ')} also by Argo CD ApplicationSets, ${CONFIGSYNC_PLACEMENTS.join(', ')} also by mco configsync (RepoSyncs)`,
+      setup: `stack: hub + ${MEMBERS.length} members and a spare server for profile-moved (kube-apiservers, one etcd), ${CONTROLLERS.length} controller replicas over 2 shards, mco flux (rendering mode, and input providers for ${OPERATOR_PLACEMENTS.join(', ')}), Flux source-controller + kustomize-controller + flux-operator (a ResourceSet per operator placement); mco argocd-plugin, mco argocd-sync (refresh, cluster Secrets), Argo CD argocd-applicationset-controller, mco configsync; placements ${PLACEMENTS.join(', ')} (${OBJECTS_PER_CLUSTER} workload objects per cluster; ${SCALING_PLACEMENTS.join(', ')} autoscaling on the kubernetes signal source, its load written as HPA status on the members), ${ARGO_PLACEMENTS.join(', ')} also by Argo CD ApplicationSets, ${CONFIGSYNC_PLACEMENTS.join(', ')} also by mco configsync (RepoSyncs)`,
       crashes: Object.fromEntries(stack.processes.map((p) => [p.name, p.crashes])),
       ...(o.broken ? { broken: o.broken } : {}),
     };

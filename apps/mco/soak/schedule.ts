@@ -14,7 +14,7 @@ export const FAULT_KINDS = [
   'member-slow', // a member reached through a proxy adding 0.5-5 s latency, or refusing connections, for 10-60 s
   'profiles-deleted', // 40% of the ClusterProfiles deleted, restored later
   'placement-invalid', // a placement edited to an invalid spec, then back
-  'engine-kill', // Flux's kustomize-controller killed (-9), started again
+  'engine-kill', // a Flux engine killed (-9), kustomize-controller or flux-operator, started again
   'plugin-kill', // kill -9 of `mco argocd-plugin`, the server Argo CD's plugin generator calls
   'plugin-restart', // SIGTERM of `mco argocd-plugin`
   'appset-kill', // Argo CD's argocd-applicationset-controller killed (-9), started again
@@ -52,6 +52,8 @@ export interface ScheduleOptions {
   readonly controllers: readonly string[];
   readonly members: readonly string[];
   readonly placements: readonly string[];
+  /** The engines `engine-kill` chooses from (default: one, unnamed). */
+  readonly engines?: readonly string[];
   /** No fault starts this long before the end, so that the last ones are seen to converge. */
   readonly quietTailMs: number;
   readonly kinds?: readonly FaultKind[];
@@ -70,6 +72,7 @@ function targetsOf(kind: FaultKind, o: ScheduleOptions): readonly string[] {
   if (kind === 'controller-kill' || kind === 'controller-restart') return o.controllers;
   if (kind === 'member-down' || kind === 'member-slow' || kind === 'profile-moved') return o.members;
   if (kind === 'placement-invalid') return o.placements;
+  if (kind === 'engine-kill') return o.engines ?? [''];
   if (kind === 'profiles-deleted') return subsets(o.members, Math.ceil(o.members.length * 0.4)).map((s) => s.join(','));
   return [''];
 }
@@ -141,7 +144,7 @@ export function faultSchedule(o: ScheduleOptions): Fault[] {
 }
 
 /** A copy of `items` in random order (Fisher-Yates). */
-function shuffled<T>(random: Random, items: readonly T[]): T[] {
+export function shuffled<T>(random: Random, items: readonly T[]): T[] {
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));

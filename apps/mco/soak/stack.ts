@@ -6,7 +6,12 @@
 // `mco argocd-plugin` and `mco argocd-sync` (ApplicationSet refresh and
 // cluster Secret sync) with Argo CD's real argocd-applicationset-controller
 // generating an Application per cluster of two placements; and `mco
-// configsync` applying a RepoSync per cluster of one placement on its members.
+// configsync` applying a RepoSync per cluster of one placement on its members;
+// and one placement delivered by flux-operator: `mco flux --input-providers`
+// writes its ResourceSetInputProviders, and a ResourceSet generates the
+// Kustomizations. Three placements, one per delivery path, autoscale on the
+// controller's `kubernetes` signal source, which reads an HPA on each member
+// whose status the load writes.
 // Every process here can be killed and started again by the fault injector.
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,6 +49,7 @@ const REPO = fileURLToPath(new URL('../../../', import.meta.url));
 export const SOAK_TOOLS = [
   fluxControllerTool('source-controller'),
   fluxControllerTool('kustomize-controller'),
+  fluxControllerTool('flux-operator'),
   'argocd',
 ];
 
@@ -55,7 +61,7 @@ export const MEMBERS = ['east', 'west', 'north'] as const;
  * watch it: what lands there is the new server's, not the member's.
  */
 export const SPARE = 'spare';
-export const PLACEMENTS = ['p1', 'p2', 'p3'] as const;
+export const PLACEMENTS = ['p1', 'p2', 'p3', 'p4'] as const;
 export const CONTROLLERS = ['controller-0', 'controller-1'] as const;
 export const FLEET = 'fleet';
 export const FLUX_NS = 'flux-system';
@@ -66,6 +72,27 @@ export const APPSET_CONTROLLER = 'argocd-applicationset-controller';
 /** The placements `mco configsync` delivers too: a RepoSync on each listed member, named after the placement. */
 export const CONFIGSYNC_PLACEMENTS: readonly string[] = ['p3'];
 const TEMPLATE_ANNOTATION = 'configsync.mco.x-k8s.io/template';
+/**
+ * The placements flux-operator delivers (docs/flux.md, Flux Operator mode): a
+ * ResourceSet templates a Kustomization per input provider `mco flux` writes
+ * for them; `mco flux` renders no Kustomization of its own for them.
+ */
+export const OPERATOR_PLACEMENTS: readonly string[] = ['p4'];
+/** The delivery engines the `engine-kill` fault kills: Flux's kustomize-controller and flux-operator. */
+export const ENGINES = ['kustomize-controller', 'flux-operator'] as const;
+/**
+ * The placements that autoscale for capacity on the controller's `kubernetes`
+ * signal source (docs/signals.md), every member eligible in the order of
+ * MEMBERS; the others follow the `cluster-list` the load writes. One per
+ * delivery path at least: `p2` goes by Flux and Argo CD, `p3` by Flux and
+ * Config Sync, `p4` by flux-operator.
+ */
+export const SCALING_PLACEMENTS: readonly string[] = ['p2', 'p3', 'p4'];
+const SIGNAL_SOURCE = 'members';
+/** An autoscaling placement's HPA on each member: its maximum (its minimum is 1). */
+const HPA_MAX = 4;
+/** What the load makes a member's HPA report: at its maximum and limited, within range, or at its minimum and limited. */
+export type HpaLevel = 'ceiling' | 'busy' | 'quiet';
 export const PLACEMENT_NS = 'soak';
 export const WORKLOAD_NS = 'default';
 /** What delivery applies per placement on a member: [API path prefix, plural, kind]. */
@@ -108,6 +135,62 @@ function workload(placement: string): string {
     .map((o) => stringify(o))
     .join('---\n');
 }
+
+/** A placement's Kustomization, as `mco flux` renders it and the ResourceSet templates it: its workload from Git. */
+const kustomizationSpec = (placement: string) => ({
+  interval: '1m',
+  retryInterval: '10s',
+  timeout: '30s',
+  path: `./${placement}`,
+  prune: true,
+  sourceRef: { kind: 'GitRepository', name: 'soak' },
+});
+
+/**
+ * A ResourceSet per operator placement, as examples/flux/resourceset.yaml:
+ * a Kustomization per input provider of the placement, labelled with the
+ * placement and cluster slug as `mco flux` labels what it renders.
+ */
+const resourceSets = () =>
+  OPERATOR_PLACEMENTS.map((p) => ({
+    apiVersion: 'fluxcd.controlplane.io/v1',
+    kind: 'ResourceSet',
+    metadata: { name: p, namespace: FLUX_NS },
+    spec: {
+      inputsFrom: [
+        {
+          apiVersion: 'fluxcd.controlplane.io/v1',
+          kind: 'ResourceSetInputProvider',
+          selector: {
+            matchLabels: {
+              'app.kubernetes.io/managed-by': 'mco-flux',
+              'orchestra.multicluster.x-k8s.io/placement': p,
+              'orchestra.multicluster.x-k8s.io/placement-namespace': PLACEMENT_NS,
+            },
+          },
+        },
+      ],
+      resources: [
+        {
+          apiVersion: 'kustomize.toolkit.fluxcd.io/v1',
+          kind: 'Kustomization',
+          metadata: {
+            name: `${p}-<< inputs.clusterSlug >>`,
+            namespace: FLUX_NS,
+            labels: {
+              'orchestra.multicluster.x-k8s.io/placement': p,
+              'orchestra.multicluster.x-k8s.io/cluster': '<< inputs.clusterSlug >>',
+            },
+          },
+          spec: {
+            ...kustomizationSpec(p),
+            kubeConfig: { secretRef: { name: '<< inputs.kubeconfigSecretName >>', key: 'value' } },
+            postBuild: { substitute: { MCO_CLUSTER_NAME: '<< inputs.clusterName | quote >>' } },
+          },
+        },
+      ],
+    },
+  }));
 
 /**
  * What argocd-server would have created (the `default` AppProject, Argo CD's
@@ -263,14 +346,81 @@ async function healthy(url: string, server: ServerProcess, timeoutMs = 60_000): 
   throw new Error(`${url} not healthy within ${timeoutMs} ms; log:\n${tailOf(server.logFile)}`);
 }
 
-/** The placement's spec for the clusters the load wants it on. */
-export const placementSpec = (members: readonly string[]) => ({
-  rules: [{ type: 'cluster-list', arguments: { clusters: members.map((m) => `${FLEET}/${m}`).join(',') } }],
-});
+const clusterList = (members: readonly string[]) => [
+  { type: 'cluster-list', arguments: { clusters: members.map((m) => `${FLEET}/${m}`).join(',') } },
+];
+
+/**
+ * A placement's spec: the clusters the load wants it on (`cluster-list`), or
+ * for an autoscaling placement every member, scaled on the signals of its HPA
+ * (`members` unused): one cluster below its ceiling at least, timers short so
+ * that scale-in follows the load within seconds.
+ */
+export const placementSpec = (placement: string, members: readonly string[]) =>
+  SCALING_PLACEMENTS.includes(placement)
+    ? {
+        rules: clusterList(MEMBERS),
+        scaling: {
+          autoscaleForCapacity: {
+            minClustersBelowCapacityCeiling: 1,
+            maxClusters: MEMBERS.length,
+            signalSource: SIGNAL_SOURCE,
+            workloadDetails: {
+              namespace: WORKLOAD_NS,
+              deploymentName: `${placement}-web`,
+              hpaName: `${placement}-web`,
+            },
+            behavior: { scaleIn: { stabilizationWindowSeconds: 5, cooldownSeconds: 5 } },
+          },
+        },
+      }
+    : { rules: clusterList(members) };
+
+/**
+ * The HPA levels for an autoscaling placement whose load needs its first
+ * `demand` members: those before the last at their ceiling, the last within
+ * range, the rest at their minimum (wanting scale-in). §4 of
+ * docs/placement-rules.md then lists exactly those `demand` members: it adds
+ * the next while every listed one is at its ceiling, and scales in the
+ * lowest-priority one that wants it while another has headroom.
+ */
+export function hpaLevels(demand: number): Record<string, HpaLevel> {
+  return Object.fromEntries(
+    MEMBERS.map((m, i) => [m, i < demand - 1 ? 'ceiling' : i === demand - 1 ? 'busy' : 'quiet'] as const),
+  );
+}
+
+/** The HPA status the kubernetes source reads for a level (docs/signals.md). */
+function hpaStatus(level: HpaLevel) {
+  const replicas = level === 'ceiling' ? HPA_MAX : level === 'busy' ? 2 : 1;
+  const [status, reason] =
+    level === 'ceiling'
+      ? ['True', 'TooManyReplicas']
+      : level === 'quiet'
+        ? ['True', 'TooFewReplicas']
+        : ['False', 'DesiredWithinRange'];
+  return {
+    currentReplicas: replicas,
+    desiredReplicas: replicas,
+    conditions: [
+      {
+        type: 'ScalingLimited',
+        status,
+        reason,
+        message: `soak load: ${level}`,
+        lastTransitionTime: new Date().toISOString(),
+      },
+    ],
+  };
+}
 
 export class SoakStack {
   readonly processes: Managed[] = [];
   private etcd: ServerProcess | undefined;
+  private stopped = false;
+  /** `placement|member` -> the HPA level the load wants there, and the chain of writes that puts it there. */
+  private readonly levels = new Map<string, HpaLevel>();
+  private readonly levelWrites = new Map<string, Promise<void>>();
 
   private constructor(
     readonly plane: ControlPlane,
@@ -296,11 +446,29 @@ export class SoakStack {
         join(REPO, 'apps/mco/chart/crds'),
         thirdPartyCrd('kustomize.toolkit.fluxcd.io_kustomizations.yaml'),
         ...fluxControllerCrds('source-controller'),
+        ...fluxControllerCrds('flux-operator'),
         join(argocd, 'crds'),
       ]);
       for (const m of [...MEMBERS, SPARE]) {
         await plane.members[m]!.installCrds([thirdPartyCrd('configsync.gke.io_reposyncs.yaml')]);
         await plane.members[m]!.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: PLACEMENT_NS } }]);
+      }
+      // The autoscaling placements' HPAs, on the members only (a moved profile's new server has none:
+      // no signal, so nothing scales on it). Not delivered: the load writes their status, which no
+      // HPA controller overwrites here.
+      for (const m of MEMBERS) {
+        await plane.members[m]!.apply(
+          SCALING_PLACEMENTS.map((p) => ({
+            apiVersion: 'autoscaling/v2',
+            kind: 'HorizontalPodAutoscaler',
+            metadata: { name: `${p}-web`, namespace: WORKLOAD_NS },
+            spec: {
+              scaleTargetRef: { apiVersion: 'apps/v1', kind: 'Deployment', name: `${p}-web` },
+              minReplicas: 1,
+              maxReplicas: HPA_MAX,
+            },
+          })) as never[],
+        );
       }
       await plane.hub.apply(
         [FLUX_NS, PLACEMENT_NS, 'mco-system', ARGOCD_NS].map((name) => ({
@@ -316,6 +484,7 @@ export class SoakStack {
           metadata: { name: 'soak', namespace: FLUX_NS },
           spec: { url: git.repoUrl('soak'), interval: '10m', ref: { branch: 'main' } },
         } as never,
+        ...(resourceSets() as never[]),
       ]);
       const hubFile = join(dir, 'hub.kubeconfig');
       writeFileSync(hubFile, plane.hub.adminKubeConfig().exportConfig(), { mode: 0o600 });
@@ -338,29 +507,36 @@ export class SoakStack {
           ],
         }),
       );
+      const signalSources = join(dir, 'signal-sources.yaml');
+      writeFileSync(
+        signalSources,
+        stringify({
+          sources: [
+            {
+              name: SIGNAL_SOURCE,
+              plugin: 'kubernetes',
+              config: { providersFile: providers, qps: 20, burst: 40 },
+              placementNamespaces: [PLACEMENT_NS],
+            },
+          ],
+        }),
+      );
       const templates = join(dir, 'templates.yaml');
       writeFileSync(
         templates,
         stringify({
-          templates: PLACEMENTS.map((p) => ({
+          templates: PLACEMENTS.filter((p) => !OPERATOR_PLACEMENTS.includes(p)).map((p) => ({
             placement: { namespace: PLACEMENT_NS, name: p },
             kustomization: {
               metadata: { name: p },
-              spec: {
-                interval: '1m',
-                retryInterval: '10s',
-                timeout: '30s',
-                path: `./${p}`,
-                prune: true,
-                sourceRef: { kind: 'GitRepository', name: 'soak' },
-              },
+              spec: kustomizationSpec(p),
             },
           })),
         }),
       );
 
       // Flux's engines.
-      for (const name of ['source-controller', 'kustomize-controller'] as const) {
+      for (const name of ['source-controller', ...ENGINES] as const) {
         const engine = new Managed(
           name,
           async () => (await startFluxController(name, { kubeconfig: hubFile, namespace: FLUX_NS, dir })).process,
@@ -390,6 +566,10 @@ export class SoakStack {
             '--renew-deadline=6s',
             '--retry-period=1s',
             `--cluster-profile-namespaces=${FLEET}`,
+            `--signal-sources=${signalSources}`,
+            '--signal-poll-interval=3s',
+            // The HPAs sit beside the delivered Deployment, in WORKLOAD_NS, not the placements' namespace.
+            '--allow-cross-namespace-workloads',
           ]),
         );
       }
@@ -399,6 +579,7 @@ export class SoakStack {
           `--kubeconfig=${hubFile}`,
           `--provider-file=${providers}`,
           `--templates=${templates}`,
+          '--input-providers',
           '--no-helm-releases',
           `--listen=${listen}`,
           `--cluster-profile-namespaces=${FLEET}`,
@@ -506,6 +687,45 @@ export class SoakStack {
     );
   }
 
+  /**
+   * Sets the HPA level the load wants for an autoscaling placement on each
+   * member. Each member's status is written in the background, retried while
+   * the member is down, always with the latest level; `levelsWritten` waits
+   * for every write.
+   */
+  setLevels(placement: string, levels: Readonly<Record<string, HpaLevel>>): void {
+    for (const [member, level] of Object.entries(levels)) {
+      const key = `${placement}|${member}`;
+      this.levels.set(key, level);
+      const write = async () => {
+        while (!this.stopped) {
+          const latest = this.levels.get(key)!;
+          const done = await ok(
+            this.plane.members[member]!.request(
+              `/apis/autoscaling/v2/namespaces/${WORKLOAD_NS}/horizontalpodautoscalers/${placement}-web/status`,
+              {
+                method: 'PATCH',
+                headers: { 'content-type': 'application/merge-patch+json' },
+                body: JSON.stringify({ status: hpaStatus(latest) }),
+                timeoutMs: 10_000,
+              },
+            ),
+          ).then(
+            () => true,
+            () => false,
+          );
+          if (done) return;
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
+      };
+      this.levelWrites.set(key, (this.levelWrites.get(key) ?? Promise.resolve()).then(write));
+    }
+  }
+
+  async levelsWritten(): Promise<void> {
+    await Promise.all(this.levelWrites.values());
+  }
+
   async deleteProfiles(members: readonly string[]): Promise<void> {
     const custom = this.hub().makeApiClient(CustomObjectsApi);
     for (const name of members) {
@@ -597,6 +817,7 @@ export class SoakStack {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     for (const p of [...this.processes].reverse()) await p.stop(true).catch(() => undefined);
     await this.git.stop().catch(() => undefined);
     for (const p of Object.values(this.proxies)) await p.stop();

@@ -2,7 +2,8 @@
 // of the seed, and its invariant checkers, fed recorded histories, flag a
 // forbidden deletion, a lasting shortfall, a leftover and a slow convergence,
 // and accept the legitimate versions of each, on the Flux path, the Argo CD
-// path (Applications and cluster Secrets) and the Config Sync path (RepoSyncs).
+// path (Applications and cluster Secrets) and the Config Sync path (RepoSyncs);
+// and an autoscaling placement's moves on its signals are counted.
 import { describe, expect, it } from 'vitest';
 import {
   checkDeletions,
@@ -12,6 +13,7 @@ import {
   convergence,
   DEFAULT_BOUNDS,
   judgeDeletions,
+  scalingMoves,
   stateAfter,
   strandedObjects,
   type SoakEvent,
@@ -67,6 +69,20 @@ describe('the fault schedule', () => {
       const fewest = Math.min(...FAULT_KINDS.map((kind) => faults.filter((f) => f.kind === kind).length));
       expect({ seed, fewest: fewest >= 10 }).toEqual({ seed, fewest: true });
     }
+  });
+
+  it('kills each engine it is given, each in a slot of its own; without engines the target is empty', () => {
+    const engines = ['kustomize-controller', 'flux-operator'];
+    const faults = faultSchedule({ ...SCHEDULE, engines });
+    const killed = faults.filter((f) => f.kind === 'engine-kill');
+    expect(new Set(killed.map((f) => f.target))).toEqual(new Set(engines));
+    // One engine's kill does not keep the other's slot busy.
+    expect(new Set(killed.map(slotOf)).size).toBe(2);
+    expect(
+      faultSchedule(SCHEDULE)
+        .filter((f) => f.kind === 'engine-kill')
+        .every((f) => f.target === ''),
+    ).toBe(true);
   });
 });
 
@@ -650,5 +666,44 @@ describe("a ClusterProfile moved to another server: its old server's objects und
     expect(checkLeftovers(stayed, 400_000, DEFAULT_BOUNDS, 1).map((v) => v.message)).toEqual([
       'Deployment/p1-web, Kustomization, RepoSync of p1 still for west 120 s after it left',
     ]);
+  });
+});
+
+describe("an autoscaling placement's moves on its signals", () => {
+  it('counts clusters added (P1) and moved to SCALING_IN for scale-in (P2), not a reactivation, a standby or a removal', () => {
+    const history: SoakEvent[] = [
+      { t: 0, type: 'intent', placement: 'p1', members: ['east'], scaling: true },
+      status(100, 'p1', [['east', 'ACTIVE', 'Added']]),
+      status(200, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'ACTIVE', 'Added'],
+      ]),
+      status(300, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'SCALING_IN', 'ScaleIn'],
+      ]),
+      // The same SCALING_IN in the next status is not a second scale-in.
+      status(350, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'SCALING_IN', 'ScaleIn'],
+      ]),
+      status(400, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'ACTIVE', 'Reactivated'],
+      ]),
+      status(500, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['west', 'SCALING_IN', 'WarmStandby'],
+      ]),
+      status(600, 'p1', [['east', 'ACTIVE', 'Added']]),
+      status(700, 'p1', [
+        ['east', 'ACTIVE', 'Added'],
+        ['north', 'ACTIVE', 'Added'],
+      ]),
+      status(800, 'p2', [['west', 'ACTIVE', 'Added']]),
+    ];
+    expect(scalingMoves(history, 'p1')).toEqual({ outs: 2, ins: 1 });
+    // The first status lists the placement's first clusters: no scale-out.
+    expect(scalingMoves(history, 'p2')).toEqual({ outs: 0, ins: 0 });
   });
 });

@@ -1,14 +1,15 @@
 // The soak in `npm test` (docs/reliability.md, "In npm test"): three minutes
 // of seeded, overlapping faults on the real stack (every delivery path), so
 // that CI catches a regression the hour-long run would. Seed 27 draws 25
-// overlapping faults of all 19 kinds in three minutes.
+// overlapping faults of all 19 kinds in three minutes; the load moves every
+// placement in turn, the autoscaling ones through their signals.
 import { join } from 'node:path';
 import { describeWithControlPlane } from '@mco/testkit';
 import { expect, it, vi } from 'vitest';
 import { MAX_EXEMPTED_SHARE } from '../soak/report.js';
 import { runSoak, writeReports } from '../soak/run.js';
 import { FAULT_KINDS } from '../soak/schedule.js';
-import { SOAK_TOOLS } from '../soak/stack.js';
+import { SCALING_PLACEMENTS, SOAK_TOOLS } from '../soak/stack.js';
 
 vi.setConfig({ testTimeout: 900_000 });
 
@@ -28,6 +29,17 @@ describeWithControlPlane(`the 3-minute soak, seed ${SEED}`, { tools: SOAK_TOOLS 
       report,
     ).toEqual([]);
     expect(verdict.exemptedShare, report).toBeLessThanOrEqual(MAX_EXEMPTED_SHARE);
+    // The load moved each autoscaling placement through its signals, and between them both ways.
+    expect(verdict.scaling.map((s) => s.placement).sort(), report).toEqual([...SCALING_PLACEMENTS].sort());
+    for (const s of verdict.scaling) expect(s.outs + s.ins, `${s.placement}'s moves\n${report}`).toBeGreaterThan(0);
+    expect(
+      verdict.scaling.map((s) => s.outs).reduce((a, b) => a + b),
+      `scale-outs\n${report}`,
+    ).toBeGreaterThan(0);
+    expect(
+      verdict.scaling.map((s) => s.ins).reduce((a, b) => a + b),
+      `scale-ins\n${report}`,
+    ).toBeGreaterThan(0);
     // Every fault's effects converged before the run ended.
     expect(
       verdict.convergences.filter((c) => c.ms === undefined),
