@@ -469,8 +469,12 @@ const activeCount = (s: ReplayState, placement: string) =>
  * (b) Each placement has at least its minimum of ACTIVE clusters (the
  * clusters it wants whose ClusterProfile exists) except within a shortfall of
  * `minActiveMs` plus the time of overlapping faults that stop decisions (or
- * the placement's own invalid edit). Returns the violations and the
- * exempted share: shortfall time allowed, over run time times placements.
+ * the placement's own invalid edit; for an autoscaling placement, a moved
+ * ClusterProfile too: the other server has no HPA, so the moved cluster's
+ * signal is missing and counts as below its ceiling, fail static, and the
+ * scale-out that needs its ceiling waits for the profile to come back).
+ * Returns the violations and the exempted share: shortfall time allowed,
+ * over run time times placements.
  */
 export function checkMinActive(
   history: readonly SoakEvent[],
@@ -479,10 +483,12 @@ export function checkMinActive(
 ): { violations: Violation[]; exemptedShare: number } {
   const windows = faultWindows(history, endT);
   const placements = new Set<string>();
+  const scaling = new Set<string>();
   const episodes: { placement: string; start: number; end: number }[] = [];
   const openSince = new Map<string, number>();
   replay(history, (s, e) => {
     if (e.type === 'intent') placements.add(e.placement);
+    if (e.type === 'intent' && e.scaling) scaling.add(e.placement);
     for (const p of placements) {
       const short = activeCount(s, p) < wanted(s, p).length;
       if (short && !openSince.has(p)) openSince.set(p, e.t);
@@ -497,7 +503,12 @@ export function checkMinActive(
   let exempted = 0;
   for (const ep of episodes) {
     const stalled = windows
-      .filter((w) => STALLING.has(w.kind) || (w.kind === 'placement-invalid' && w.target === ep.placement))
+      .filter(
+        (w) =>
+          STALLING.has(w.kind) ||
+          (w.kind === 'placement-invalid' && w.target === ep.placement) ||
+          (w.kind === 'profile-moved' && scaling.has(ep.placement)),
+      )
       .reduce((sum, w) => sum + overlap(ep.start, ep.end, w.start, w.end), 0);
     const allowed = bounds.minActiveMs + stalled;
     const length = ep.end - ep.start;

@@ -333,6 +333,20 @@ describe('invariant (b): the minimum of ACTIVE clusters', () => {
     ];
     expect(checkMinActive(outage, 100_000, DEFAULT_BOUNDS).violations).toEqual([]);
   });
+
+  it("extends an autoscaling placement's bound by a moved ClusterProfile (its cluster has no signal), not a cluster-list placement's", () => {
+    const moved = [fault(5_000, 0, 'start', 'profile-moved', 'east'), fault(75_000, 0, 'end', 'profile-moved', 'east')];
+    const listed = [...BASE, intent(10_000, ['east', 'west', 'north']), ...moved].sort((a, b) => a.t - b.t);
+    expect(checkMinActive(listed, 100_000, DEFAULT_BOUNDS).violations.map((v) => v.message)).toEqual([
+      'p1 below its minimum of ACTIVE clusters for 90 s (allowed 30 s)',
+    ]);
+    const scaling = listed.map((e) => (e.type === 'intent' ? { ...e, scaling: true } : e));
+    expect(checkMinActive(scaling, 100_000, DEFAULT_BOUNDS).violations).toEqual([]);
+    // Past the profile's return plus the bound, the shortfall is a violation again.
+    expect(checkMinActive(scaling, 200_000, DEFAULT_BOUNDS).violations.map((v) => v.message)).toEqual([
+      'p1 below its minimum of ACTIVE clusters for 190 s (allowed 95 s)',
+    ]);
+  });
 });
 
 const repoSync = (t: number, member: string, present: boolean): SoakEvent => ({
