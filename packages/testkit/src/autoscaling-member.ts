@@ -157,8 +157,10 @@ export async function startAutoscalingMember(
     start('karpenter', join(karpenter, 'karpenter-kwok'), [], {
       KUBECONFIG: kubeconfig,
       DISABLE_LEADER_ELECTION: 'true',
-      METRICS_PORT: String(await freePort()),
-      HEALTH_PROBE_PORT: String(await freePort()),
+      // Port 0: the kernel picks a free one as Karpenter binds (":0"); nothing here reads them, and a port
+      // picked beforehand can be taken by another process before Karpenter binds it (it then panics).
+      METRICS_PORT: '0',
+      HEALTH_PROBE_PORT: '0',
       LOG_LEVEL: 'info',
       // Karpenter's own defaults (1 s idle, 10 s max): a batch as on a real cluster.
     });
