@@ -182,6 +182,116 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
   });
 });
 
+describe('F2: a node size limit caps the room fail-back counts on, for the peak lookback', () => {
+  const limitOf = (cluster: string, replicas: number, ago: number) => ({
+    cluster,
+    replicas,
+    observedAt: at(NOW - ago),
+  });
+  it.each<{ name: string; input: Case; moves: string[]; why?: RegExp }>([
+    {
+      name: "a's node pool held 8 at a size limit an hour ago, the workload needed 9: waits, though its HPA holds 10",
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(9, 1800)], nodeLimits: [limitOf('fleet/a', 8, 3600)] }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: the preferred clusters hold 8 replica\(s\) at their HPA maximum or node limit, and the workload needed 9 within the last 7200s .*\(fleet\/a's node pool held 8 at a node size limit at /,
+    },
+    {
+      name: 'the same limit with a peak that fits (8 in 8): moves',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(8, 1800)], nodeLimits: [limitOf('fleet/a', 8, 3600)] }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'a limit older than the lookback no longer counts: moves',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, {
+          recentPeaks: [peakOf(9, 1800)],
+          nodeLimits: [limitOf('fleet/a', 8, LOOKBACK + 60)],
+        }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'the limit also caps the room for the replicas moved (a runs 6, held 8): waits',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, { nodeLimits: [limitOf('fleet/a', 8, 600)] }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 6), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: the preferred clusters have room for 2 replica\(s\), 3 would move/,
+    },
+  ])('$name', ({ input, moves: expected, why }) => {
+    const d = runThroughProbe(input);
+    expect(moves(d)).toEqual(expected);
+    if (why)
+      expect(
+        explainOf(input)
+          .clusters.find((c) => c.cluster === 'fleet/b')
+          ?.notes.join('\n'),
+      ).toMatch(why);
+  });
+
+  it.each([
+    {
+      name: 'pods waiting on a size limit record what the pool holds: current less pending',
+      previous: [],
+      signal: steady('fleet/a', 10, { pendingPods: 3, failedScaleUp: true, nodeLimitReached: true, readyReplicas: 7 }),
+      expected: [limitOf('fleet/a', 7, 0)],
+    },
+    {
+      name: 'a stockout (a failed scale-up that is not a size limit) records nothing',
+      previous: [],
+      signal: steady('fleet/a', 10, { pendingPods: 3, failedScaleUp: true, readyReplicas: 7 }),
+      expected: [],
+    },
+    {
+      name: 'a size limit with no pod waiting records nothing',
+      previous: [],
+      signal: steady('fleet/a', 10, { pendingPods: 0, nodeLimitReached: true }),
+      expected: [],
+    },
+    {
+      name: 'a pool later seen holding more than its record raises it, and keeps its time',
+      previous: [limitOf('fleet/a', 7, 900)],
+      signal: steady('fleet/a', 9),
+      expected: [limitOf('fleet/a', 9, 900)],
+    },
+    {
+      name: 'a record past the lookback is dropped',
+      previous: [limitOf('fleet/a', 7, LOOKBACK + 30)],
+      signal: steady('fleet/a', 2),
+      expected: [],
+    },
+  ])('status.failBack.nodeLimits: $name', ({ previous, signal, expected }) => {
+    const d = run({
+      spec: spec(),
+      status: afterStockout(undefined, { recentPeaks: [peakOf(13, 1800)], nodeLimits: previous }),
+      profiles: fleet,
+      signals: [signal, steady('fleet/b', 3)],
+      now: NOW,
+    });
+    expect(d.status.failBack?.nodeLimits ?? []).toEqual(expected);
+  });
+});
+
 describe('F4 during a fail-back drain: a burst beyond the recent peak reactivates the cluster', () => {
   const draining = (peak: number): Case => ({
     spec: spec(),

@@ -357,6 +357,99 @@ describe('fail-back and the recent peak (rule F2)', () => {
     expect(failBacks).toBeGreaterThan(10); // the generator does reach fail-back and M1
   });
 
+  it('never moves load (fail-back, or rule M1) to a preferred cluster whose node pool, at a size limit within the lookback, would not hold the replicas the workload needed', () => {
+    // c0 (preferred) sometimes reports pods waiting on a node size limit: its pool then holds `limit`.
+    const small = fc.oneof(
+      { weight: 6, arbitrary: fc.integer({ min: 1, max: 4 }) },
+      { weight: 2, arbitrary: fc.integer({ min: 0, max: 9 }) },
+    );
+    const arbLimited = fc.array(
+      fc.record({
+        advance: fc.integer({ min: 10, max: 120 }),
+        replicas: fc.tuple(
+          small.map((r) => Math.max(1, r)),
+          small,
+          small,
+        ),
+        // c0's pods waiting on a node size limit: its pool holds `held`, `pending` more wait.
+        limit: fc.oneof(
+          { weight: 8, arbitrary: fc.constant(null) },
+          {
+            weight: 1,
+            arbitrary: fc.record({ held: fc.integer({ min: 1, max: 6 }), pending: fc.integer({ min: 1, max: 3 }) }),
+          },
+        ),
+      }),
+      { minLength: 1, maxLength: 120, size: 'max' },
+    );
+    type LimitedStep = (typeof arbLimited extends fc.Arbitrary<infer A> ? A : never)[number];
+    /** The moves of load onto c0 whose recent peak its recorded pool would not hold; `reported` false drops the field. */
+    function overLimit(steps: readonly LimitedStep[], reported: boolean): number {
+      let status: PlacementStatus | undefined;
+      let now = 0;
+      let over = 0;
+      const seen: { now: number; total: number | undefined; limit: number | undefined; a: number }[] = [];
+      for (const step of steps) {
+        now += step.advance;
+        const a = step.limit ? step.limit.held + step.limit.pending : step.replicas[0];
+        const c0 = aSteadySignal(KEYS[0], iso(now - 5), a);
+        const signals = [
+          step.limit
+            ? {
+                ...c0,
+                readyReplicas: step.limit.held,
+                pendingPods: step.limit.pending,
+                failedScaleUp: true,
+                ...(reported ? { nodeLimitReached: true } : {}),
+              }
+            : c0,
+          ...step.replicas.slice(1).flatMap((r, i) => (r === 0 ? [] : [aSteadySignal(KEYS[i + 1]!, iso(now - 5), r)])),
+        ];
+        const d = decide({
+          now: new Date(T0 + now * 1000),
+          placement: { metadata: { name: 'p', namespace: 'default', generation: 1 }, spec, status },
+          clusterProfiles: PROFILES.slice(0, 3),
+          signals,
+        });
+        const byKey = new Map(KEYS.slice(0, 3).map((k, i) => [k as string, i === 0 ? a : step.replicas[i]!]));
+        const serving = (d.status.clusters ?? []).filter((c) => c.state === 'ACTIVE' || c.state === 'SCALING_IN');
+        const replicas = serving.map((c) => byKey.get(`${c.namespace}/${c.name}`) ?? 0);
+        const asked = status?.failBack?.probe?.replicas ?? 0;
+        seen.push({
+          now,
+          total: replicas.includes(0) ? undefined : replicas.reduce((x, y) => x + y, 0) - asked,
+          limit: step.limit?.held,
+          a,
+        });
+        const receivers = (d.status.clusters ?? [])
+          .filter((c) => c.state === 'ACTIVE')
+          .map((c) => `${c.namespace}/${c.name}`);
+        if (d.transitions.some((tr) => tr.id === 'P2') && receivers.includes(KEYS[0])) {
+          // c0's pool by the record: its last size limit within the lookback, raised by what it placed since.
+          let held: number | undefined;
+          for (const e of seen.filter((x) => x.now > now - LOOKBACK)) {
+            if (e.limit !== undefined) held = e.limit;
+            else if (held !== undefined) held = Math.max(held, e.a);
+          }
+          const capacity = Math.min(10, held ?? 10) + 10 * (receivers.length - 1);
+          if (seen.some((e) => e.now >= now - LOOKBACK && e.total !== undefined && e.total > capacity)) over++;
+        }
+        status = d.status;
+      }
+      return over;
+    }
+    let withoutTheField = 0;
+    fc.assert(
+      fc.property(arbLimited, (steps) => {
+        expect(overLimit(steps, true)).toBe(0);
+        withoutTheField += overLimit(steps, false);
+      }),
+      { numRuns: 300 },
+    );
+    // The same steps without nodeLimitReached do move load past the limit: the property is not vacuous.
+    expect(withoutTheField).toBeGreaterThan(10);
+  });
+
   it('rule F6: a fail-back drain steps only once the receivers have as many more ready replicas as it has handed over', () => {
     let steps = 0;
     fc.assert(

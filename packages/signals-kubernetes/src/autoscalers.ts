@@ -26,12 +26,14 @@ export const NOT_TRIGGER_SCALE_UP = 'NotTriggerScaleUp';
  * grow (a node group that rejected the pod, e.g. "didn't match Pod's node
  * affinity/selector" or "Insufficient cpu", could not take it even if it grew).
  */
-export const CLUSTER_AUTOSCALER_CEILING_PHRASES = [
+/**
+ * The ceiling phrases that are a size limit: a maximum someone configured,
+ * which stays until raised (fail-back reads it, rule F2). The backoff after
+ * a failed scale-up is not one: a stockout passes.
+ */
+export const CLUSTER_AUTOSCALER_LIMIT_PHRASES = [
   // core/scaleup/orchestrator/skippedreasons.go (1.28 to 1.36.1) MaxLimitReachedReason: a group at its max size.
   'max node group size reached',
-  // skippedreasons.go BackoffReason: a group whose scale-up failed (stockout, quota, nodes that never
-  // registered) is skipped for --initial-node-group-backoff-duration (5m), doubling up to 30m.
-  'in backoff after failed scale-up',
   // processors/status/eventing_scale_up_processor.go (1.34+): --max-nodes-total reached.
   'max total nodes in cluster reached',
   // core/scaleup/orchestrator/orchestrator.go: an atomic group would pass --max-nodes-total.
@@ -43,11 +45,25 @@ export const CLUSTER_AUTOSCALER_CEILING_PHRASES = [
   'max cluster ',
 ] as const;
 
+export const CLUSTER_AUTOSCALER_CEILING_PHRASES = [
+  ...CLUSTER_AUTOSCALER_LIMIT_PHRASES,
+  // skippedreasons.go BackoffReason: a group whose scale-up failed (stockout, quota, nodes that never
+  // registered) is skipped for --initial-node-group-backoff-duration (5m), doubling up to 30m.
+  'in backoff after failed scale-up',
+] as const;
+
 /** Whether a cluster-autoscaler Event (of one of `eventReasons`) says the cluster cannot grow for its pod. */
 export function clusterAutoscalerCeiling(event: CoreEvent): boolean {
   if (event.reason !== NOT_TRIGGER_SCALE_UP) return true;
   const message = event.message ?? '';
   return CLUSTER_AUTOSCALER_CEILING_PHRASES.some((phrase) => message.includes(phrase));
+}
+
+/** Whether a cluster-autoscaler Event says its pod waits on a size limit (not a failed scale-up, which passes). */
+export function clusterAutoscalerLimit(event: CoreEvent): boolean {
+  if (event.reason !== NOT_TRIGGER_SCALE_UP) return false;
+  const message = event.message ?? '';
+  return CLUSTER_AUTOSCALER_LIMIT_PHRASES.some((phrase) => message.includes(phrase));
 }
 
 // ---- Karpenter (sigs.k8s.io/karpenter v1.15.0). Its recorder is core/v1's, named "karpenter"
@@ -119,7 +135,32 @@ export function karpenterCeiling(
   since: number,
   time: (event: CoreEvent) => number,
 ): boolean {
-  const latest = new Map<string, { at: number; verdict: 'ceiling' | 'placed' }>();
+  return latestCeilings(events, waiting, reporter, since, time).length > 0;
+}
+
+/**
+ * Whether one of those ceilings is a NodePool at its `limits` (a size limit,
+ * which stays until raised), not insufficient capacity (a stockout, which passes).
+ */
+export function karpenterLimit(
+  events: readonly CoreEvent[],
+  waiting: ReadonlySet<string>,
+  reporter: string,
+  since: number,
+  time: (event: CoreEvent) => number,
+): boolean {
+  return latestCeilings(events, waiting, reporter, since, time).some((e) => e.reason === KARPENTER_FAILED_SCHEDULING);
+}
+
+/** Per waiting pod, its latest Karpenter verdict when that is a ceiling seen at `since` or later. */
+function latestCeilings(
+  events: readonly CoreEvent[],
+  waiting: ReadonlySet<string>,
+  reporter: string,
+  since: number,
+  time: (event: CoreEvent) => number,
+): CoreEvent[] {
+  const latest = new Map<string, { at: number; verdict: 'ceiling' | 'placed'; event: CoreEvent }>();
   for (const event of events) {
     const pod = event.involvedObject.name;
     if (pod === undefined || !waiting.has(pod) || event.source?.component !== reporter) continue;
@@ -128,8 +169,7 @@ export function karpenterCeiling(
     const at = time(event);
     const seen = latest.get(pod);
     // On the same instant a placement wins: never a ceiling on doubt.
-    if (!seen || at > seen.at || (at === seen.at && verdict === 'placed')) latest.set(pod, { at, verdict });
+    if (!seen || at > seen.at || (at === seen.at && verdict === 'placed')) latest.set(pod, { at, verdict, event });
   }
-  for (const { at, verdict } of latest.values()) if (verdict === 'ceiling' && at >= since) return true;
-  return false;
+  return [...latest.values()].filter((l) => l.verdict === 'ceiling' && l.at >= since).map((l) => l.event);
 }

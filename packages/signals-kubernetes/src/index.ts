@@ -1,8 +1,11 @@
 export {
   CLUSTER_AUTOSCALER_CEILING_PHRASES,
+  CLUSTER_AUTOSCALER_LIMIT_PHRASES,
   KARPENTER_LIMIT_PHRASES,
   clusterAutoscalerCeiling,
+  clusterAutoscalerLimit,
   karpenterCeiling,
+  karpenterLimit,
   karpenterVerdict,
   type AutoscalerSetting,
 } from './autoscalers.js';

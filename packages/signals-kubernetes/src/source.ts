@@ -18,7 +18,9 @@ import {
 import {
   KARPENTER_REPEAT_SECONDS,
   clusterAutoscalerCeiling,
+  clusterAutoscalerLimit,
   karpenterCeiling,
+  karpenterLimit,
   type AutoscalerSetting,
 } from './autoscalers.js';
 import type { KubernetesSignalsConfig } from './config.js';
@@ -151,32 +153,32 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
     if (pending) result.pendingPods = pending.length;
     if (pods) {
       // Each autoscaler read says true, false, or unknown (its read failed); null: not read.
+      // `limits`: whether a ceiling is a size limit (rule F2 of fail-back), read the same way.
       const verdicts: (boolean | undefined)[] = [];
+      const limits: (boolean | undefined)[] = [];
       if (caEvents !== null) {
         const names = new Set(pods.map((p) => p.metadata?.name));
         const since = observedAt.getTime() - config.eventWindowSeconds * 1000;
-        verdicts.push(
-          caEvents?.some(
-            (e) =>
-              names.has(e.involvedObject.name) &&
-              reportedBy(e, config.eventReporter) &&
-              eventTime(e) >= since &&
-              clusterAutoscalerCeiling(e),
-          ),
+        const recent = caEvents?.filter(
+          (e) => names.has(e.involvedObject.name) && reportedBy(e, config.eventReporter) && eventTime(e) >= since,
         );
+        verdicts.push(recent?.some(clusterAutoscalerCeiling));
+        limits.push(recent?.some(clusterAutoscalerLimit));
       }
       if (karpenterEvents !== null) {
         // Only pods still waiting for a node; Karpenter repeats its verdict at most every 5 minutes.
         const waiting = new Set(pending!.filter((p) => !p.spec?.nodeName).map((p) => p.metadata?.name ?? ''));
         const windowSeconds = Math.max(config.eventWindowSeconds, KARPENTER_REPEAT_SECONDS);
         const since = observedAt.getTime() - windowSeconds * 1000;
-        verdicts.push(
-          karpenterEvents && karpenterCeiling(karpenterEvents, waiting, config.karpenterReporter, since, eventTime),
-        );
+        const reporter = config.karpenterReporter;
+        verdicts.push(karpenterEvents && karpenterCeiling(karpenterEvents, waiting, reporter, since, eventTime));
+        limits.push(karpenterEvents && karpenterLimit(karpenterEvents, waiting, reporter, since, eventTime));
       }
       // One autoscaler saying so is enough; "not at the ceiling" needs every read.
       if (verdicts.includes(true)) result.failedScaleUp = true;
       else if (verdicts.every((v) => v === false)) result.failedScaleUp = false;
+      if (limits.includes(true)) result.nodeLimitReached = true;
+      else if (limits.every((v) => v === false)) result.nodeLimitReached = false;
     }
     // A Deployment omits readyReplicas when none is ready.
     if (deployment) result.readyReplicas = deployment.status?.readyReplicas ?? 0;

@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { clusterAutoscalerCeiling, eventTime, karpenterCeiling, karpenterVerdict } from '../src/index.js';
+import {
+  clusterAutoscalerCeiling,
+  clusterAutoscalerLimit,
+  eventTime,
+  karpenterCeiling,
+  karpenterLimit,
+  karpenterVerdict,
+} from '../src/index.js';
 import type { CoreEvent } from '../src/kube-types.js';
 
 const podEvent = (reason: string, message: string, component: string, pod = 'web-1', at?: string): CoreEvent => ({
@@ -88,6 +95,27 @@ describe('clusterAutoscalerCeiling', () => {
 
   it('counts any other configured reason whatever its message, as before', () => {
     expect(clusterAutoscalerCeiling(podEvent('FailedScaleUp', 'anything', 'cluster-autoscaler'))).toBe(true);
+  });
+});
+
+describe('clusterAutoscalerLimit: a size limit stays, a failed scale-up passes (fail-back rule F2)', () => {
+  it.each([
+    { message: "pod didn't trigger scale-up: 1 max node group size reached", want: true },
+    { message: "pod didn't trigger scale-up: max total nodes in cluster reached: 100", want: true },
+    { message: 'pod didn\'t trigger scale-up: 1 exceeded quota: "cluster-wide", resources: cpu', want: true },
+    { message: "pod didn't trigger scale-up: 1 in backoff after failed scale-up", want: false },
+    {
+      message: "pod didn't trigger scale-up: 1 in backoff after failed scale-up, 1 max node group size reached",
+      want: true,
+    },
+  ])('NotTriggerScaleUp "$message": $want', ({ message, want }) => {
+    expect(clusterAutoscalerLimit(podEvent('NotTriggerScaleUp', message, 'cluster-autoscaler'))).toBe(want);
+  });
+
+  it('another configured reason (FailedScaleUp) is a ceiling but says nothing of a limit', () => {
+    expect(clusterAutoscalerLimit(podEvent('FailedScaleUp', 'max node group size reached', 'cluster-autoscaler'))).toBe(
+      false,
+    );
   });
 });
 
@@ -212,5 +240,39 @@ describe('karpenterCeiling', () => {
     },
   ])('$name', ({ events, want }) => {
     expect(karpenterCeiling(events, new Set(['web-1', 'web-2']), 'karpenter', since, eventTime)).toBe(want);
+  });
+});
+
+describe('karpenterLimit: a NodePool at its limits, not insufficient capacity', () => {
+  const since = Date.parse('2026-01-01T00:00:00Z');
+  const LIMITS = 'Failed to schedule pod, all available instance types exceed limits for nodepool (NodePool=default)';
+  const ice = 'NodeClaim default-x nominated for this pod failed to launch: insufficient capacity, no offering';
+  it.each([
+    {
+      name: 'the limits FailedScheduling',
+      events: [podEvent('FailedScheduling', LIMITS, 'karpenter', 'web-1', '2026-01-01T00:01:00Z')],
+      want: true,
+    },
+    {
+      name: 'insufficient capacity (a stockout)',
+      events: [podEvent('InsufficientCapacityError', ice, 'karpenter', 'web-1', '2026-01-01T00:01:00Z')],
+      want: false,
+    },
+    {
+      name: 'a limit followed by a nomination',
+      events: [
+        podEvent('FailedScheduling', LIMITS, 'karpenter', 'web-1', '2026-01-01T00:01:00Z'),
+        podEvent(
+          'Nominated',
+          'Pod should schedule on: nodeclaim/default-x',
+          'karpenter',
+          'web-1',
+          '2026-01-01T00:02:00Z',
+        ),
+      ],
+      want: false,
+    },
+  ])('$name: $want', ({ events, want }) => {
+    expect(karpenterLimit(events, new Set(['web-1']), 'karpenter', since, eventTime)).toBe(want);
   });
 });

@@ -259,6 +259,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
           },
           pendingPods: 2,
           failedScaleUp: true,
+          nodeLimitReached: false, // a FailedScaleUp says nothing of a size limit
           readyReplicas: 5,
           workloadHealthy: true,
         },
@@ -268,6 +269,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
           hpa: { currentReplicas: 3, desiredReplicas: 4, minReplicas: 1, maxReplicas: 10 },
           pendingPods: 1,
           failedScaleUp: true,
+          nodeLimitReached: true, // "max node group size reached"
           readyReplicas: 3,
           workloadHealthy: true,
         },
@@ -292,6 +294,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
           },
           pendingPods: 1,
           failedScaleUp: false,
+          nodeLimitReached: false,
           readyReplicas: 2,
           workloadHealthy: false,
         },
@@ -370,6 +373,7 @@ describeWithControlPlane('the kubernetes signal source against real member kube-
           observedAt: 'T',
           pendingPods: 2,
           failedScaleUp: true,
+          nodeLimitReached: false, // a FailedScaleUp says nothing of a size limit
           readyReplicas: 5,
           workloadHealthy: true,
         },

@@ -1,5 +1,8 @@
 import type { Hpa, NodePool } from './scenario.js';
 
+/** The cluster autoscaler's reason for a node group at its max size (skippedreasons.go MaxLimitReachedReason). */
+const MAX_SIZE_REACHED = 'max node group size reached';
+
 /*
  * The parts of one member cluster, each as close to the real controller as a
  * tick-based model allows: the HorizontalPodAutoscaler (autoscaling/v2
@@ -247,7 +250,7 @@ export class NodePoolModel {
       }
       const room = this.spec.maxNodes - this.nodes - this.provisioning.length;
       if (room <= 0) {
-        this.emit(t, 'NotTriggerScaleUp', `pod didn't trigger scale-up: max node group size reached`);
+        this.emit(t, 'NotTriggerScaleUp', `pod didn't trigger scale-up: ${MAX_SIZE_REACHED}`);
         return;
       }
       const add = Math.min(wanted, room);
@@ -274,6 +277,16 @@ export class NodePoolModel {
    */
   holdScaleDown(): void {
     this.unneededSince = undefined;
+  }
+
+  /** A NotTriggerScaleUp for the pool at its maximum size within `window` seconds before `t`: a size limit, not a stockout. */
+  nodeLimitWithin(t: number, window: number): boolean {
+    for (let i = this.events.length - 1; i >= 0; i--) {
+      const e = this.events[i]!;
+      if (e.t <= t - window) return false;
+      if (e.reason === 'NotTriggerScaleUp' && e.message.endsWith(MAX_SIZE_REACHED)) return true;
+    }
+    return false;
   }
 
   /** An event of one of `reasons` (FailedScaleUp, NotTriggerScaleUp) within `window` seconds before `t`. */

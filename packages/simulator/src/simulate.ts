@@ -697,6 +697,8 @@ class Run {
         this.scenario.signals.failedScaleUpWindow,
         autoscalerEventsRead(this.policy),
       ),
+      // What the Kubernetes source reads from the same Events: the pool is at its maximum size, not stocked out.
+      nodeLimitReached: c.cluster.pool.nodeLimitWithin(t, this.scenario.signals.failedScaleUpWindow),
       ...(healthy !== undefined && usesHealth(this.policy) ? { workloadHealthy: healthy } : {}),
     };
   }

@@ -503,6 +503,23 @@ export const FailBackStatusSchema = z
       .describe(
         'The most replicas the workload needed (HPA current, desired or ready, summed over its clusters), per eighth of failBack.peakLookbackSeconds, oldest first.',
       ),
+    nodeLimits: z
+      .array(
+        z.object({
+          cluster: z.string().max(512).describe('The cluster (namespace/name).'),
+          replicas: z
+            .number()
+            .int()
+            .min(0)
+            .describe("The workload's pods that had a node when the cluster's node autoscaler reported a size limit."),
+          observedAt: TimestampSchema.describe('When it last reported it.'),
+        }),
+      )
+      .max(64)
+      .optional()
+      .describe(
+        'Rule F2: per cluster, the replicas its node pool held at the last node size limit its signal reported within failBack.peakLookbackSeconds; fail-back counts no more than that as its room.',
+      ),
     probe: z
       .object({
         cluster: z.string().max(512).describe('The cluster (namespace/name) fail-back would move.'),

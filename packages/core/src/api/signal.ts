@@ -21,6 +21,12 @@ export const SignalSchema = z.object({
     .optional(),
   pendingPods: z.number().int().min(0).optional(),
   failedScaleUp: z.boolean().optional(),
+  nodeLimitReached: z
+    .boolean()
+    .optional()
+    .describe(
+      "true: the node autoscaler's report behind failedScaleUp is a size limit (a node group or NodePool at its maximum, a cluster-wide node or resource limit), which stays until someone raises it, not a failed or backed-off scale-up (a stockout), which passes. Fail-back reads it (rule F2). Absent: unknown.",
+    ),
   workloadHealthy: z.boolean().optional(),
   atCapacityCeiling: z.boolean().optional(),
   wantsScaleIn: z.boolean().optional(),

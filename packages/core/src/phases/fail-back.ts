@@ -8,9 +8,11 @@ import {
   recordFailBack,
   neededReplicas,
   nextRecentPeaks,
+  nextNodeLimits,
   type BackoffSettings,
   type FailBackCluster,
   type RecentPeak,
+  capacityOf,
 } from '../scaling/fail-back.js';
 import type { AutoscaleForCapacity, FailBackStatus } from '../api/placement.js';
 import { drainStepSize, nextStepSize } from '../scaling/draining.js';
@@ -38,8 +40,9 @@ function backoffSettings(run: Evaluation): BackoffSettings {
 }
 
 /** The listed clusters as fail-back (and rule M1) read them, in priority order. */
-export const failBackView = (run: Evaluation): FailBackCluster[] =>
-  run.byPriority(run.live()).map((e) => ({
+export const failBackView = (run: Evaluation): FailBackCluster[] => {
+  const limits = new Map((run.failBackStatus?.nodeLimits ?? []).map((l) => [l.cluster, l]));
+  return run.byPriority(run.live()).map((e) => ({
     key: e.key,
     state: e.state,
     eligible: run.selected.rankOf(e.key) !== undefined,
@@ -47,7 +50,9 @@ export const failBackView = (run: Evaluation): FailBackCluster[] =>
     belowCeilingSince: e.belowCeilingSince,
     reason: e.reason,
     lastTransitionTime: e.lastTransitionTime,
+    nodeLimit: limits.get(e.key),
   }));
+};
 
 /**
  * The replicas the workload needs now, summed over its ACTIVE and SCALING_IN
@@ -123,18 +128,20 @@ export function trackFailBack(run: Evaluation): void {
     if (t.id !== 'P1' && t.id !== 'P3') continue;
     run.failBackStatus = recordCycle(run.failBackStatus, t.cluster, run.nowMs, backoffSettings(run));
   }
-  const { roomSince: previous, recentPeaks: peaks, probe, ...rest } = run.failBackStatus ?? {};
+  const { roomSince: previous, recentPeaks: peaks, nodeLimits: limits, probe, ...rest } = run.failBackStatus ?? {};
   const recentPeaks = nextRecentPeaks(
     peaks,
     workloadReplicas(run),
     run.nowMs,
     run.behavior.failBackPeakLookbackSeconds,
   );
+  const nodeLimits = nextNodeLimits(limits, run.live(), run.nowMs, run.behavior.failBackPeakLookbackSeconds);
   const ended = probe && probeEndsBecause(run, probe);
   if (ended) run.note(probe.cluster, `fail-back probe ended: ${ended}; the fail-back window restarts (rule F7)`);
   run.failBackStatus = {
     ...rest,
     ...(recentPeaks.length > 0 ? { recentPeaks } : {}),
+    ...(nodeLimits.length > 0 ? { nodeLimits } : {}),
     ...(probe && !ended ? { probe } : {}),
   };
   // A refused probe shows the room fail-back waited for was not real: a whole window again, from now.
@@ -180,10 +187,11 @@ function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
   const receivers = receiversOf(run, l);
   if (receivers.length === 0) return 'no other cluster is ACTIVE';
   const peak = recentPeak(run);
+  const view = new Map(failBackView(run).map((c) => [c.key, c]));
   let capacity = 0;
-  for (const e of receivers) capacity += (e.signal.fresh ? e.signal.maxReplicas : undefined) ?? 0;
+  for (const e of receivers) capacity += capacityOf(view.get(e.key)!, (e.signal.fresh ? e.signal.maxReplicas : 0) ?? 0);
   if (peak && capacity < peak.replicas)
-    return `the receivers hold ${capacity} replica(s) at their HPA maximum, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (rule F2)`;
+    return `the receivers hold ${capacity} replica(s) at their HPA maximum or node limit, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (rule F2)`;
   for (const e of receivers) {
     const s = e.signal;
     if (!s.fresh) return `${e.key} has no fresh signal`;

@@ -196,6 +196,53 @@ export function nextRecentPeaks(
   return [...kept, { since: formatTime(nowMs), replicas: needed }].slice(-(PEAK_PERIODS + 1));
 }
 
+/** A node size limit a cluster's signal reported (status.failBack.nodeLimits). */
+export interface NodeLimit {
+  readonly cluster: string;
+  /** The workload's pods that had a node then: HPA currentReplicas less the pending pods. */
+  readonly replicas: number;
+  readonly observedAt: string;
+}
+
+/**
+ * Rule F2: the node size limits kept (status.failBack.nodeLimits). A cluster
+ * whose fresh signal reports pods waiting on a node size limit
+ * (`nodeLimitReached`, not a stockout, which passes) records the pods its
+ * pool holds, replacing what it recorded before (a limit can be raised);
+ * records older than the lookback are dropped.
+ */
+export function nextNodeLimits(
+  previous: readonly NodeLimit[] | undefined,
+  clusters: readonly { readonly key: string; readonly signal: SignalAssessment }[],
+  nowMs: number,
+  lookbackSeconds: number,
+): NodeLimit[] {
+  const now = formatTime(nowMs);
+  const seen = new Map<string, NodeLimit>();
+  for (const l of previous ?? []) {
+    const at = parseTime(l.observedAt);
+    if (at !== undefined && at <= nowMs && at > nowMs - lookbackSeconds * SECOND) seen.set(l.cluster, l);
+  }
+  for (const { key, signal: s } of clusters) {
+    if (!s.fresh || s.currentReplicas === undefined || s.pendingPods === undefined) continue;
+    const placed = Math.max(0, s.currentReplicas - s.pendingPods);
+    const kept = seen.get(key);
+    if (s.nodeLimitReached) seen.set(key, { cluster: key, replicas: placed, observedAt: now });
+    // A pool seen holding more than its record was given room since (a limit raised, a shared quota freed).
+    else if (kept && placed > kept.replicas) seen.set(key, { ...kept, replicas: placed });
+  }
+  return [...seen.values()].sort((a, b) => a.cluster.localeCompare(b.cluster));
+}
+
+/**
+ * The replicas a cluster can hold as fail-back counts them: its HPA
+ * maxReplicas, or fewer when its node pool reported a size limit within the
+ * peak lookback (rule F2).
+ */
+export function capacityOf(c: FailBackCluster, max: number): number {
+  return c.nodeLimit ? Math.min(max, c.nodeLimit.replicas) : max;
+}
+
 /**
  * Rule F2, rising load: why the workload is growing now, or undefined: a
  * preferred (higher-priority ACTIVE) cluster's HPA asks for more replicas
@@ -230,6 +277,7 @@ export function noRoomBecause(
   if (moving === undefined) return 'the replicas to move are unknown (no currentReplicas in its signal)';
   let room = 0;
   let capacity = 0;
+  const limited: string[] = [];
   for (const c of higher) {
     const s = c.signal;
     if (s.maxReplicas === undefined || s.currentReplicas === undefined)
@@ -242,12 +290,16 @@ export function noRoomBecause(
     if (s.pendingPods > 0) return `${c.key} has ${s.pendingPods} pending pod(s)`;
     if (s.failedScaleUp === undefined) return `${c.key} reports no FailedScaleUp status`;
     if (s.failedScaleUp) return `${c.key} saw a FailedScaleUp`;
-    room += Math.max(0, s.maxReplicas - s.currentReplicas);
-    capacity += s.maxReplicas;
+    const max = capacityOf(c, s.maxReplicas);
+    if (max < s.maxReplicas)
+      limited.push(`${c.key}'s node pool held ${max} at a node size limit at ${c.nodeLimit!.observedAt}`);
+    room += Math.max(0, max - s.currentReplicas);
+    capacity += max;
   }
-  if (room < moving) return `the preferred clusters have room for ${room} replica(s), ${moving} would move`;
+  const why = limited.length > 0 ? ` (${limited.join('; ')})` : '';
+  if (room < moving) return `the preferred clusters have room for ${room} replica(s), ${moving} would move${why}`;
   if (peak && capacity < peak.replicas)
-    return `the preferred clusters hold ${capacity} replica(s) at their HPA maximum, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (its recent peak; failBack.peakLookbackSeconds)`;
+    return `the preferred clusters hold ${capacity} replica(s) at their HPA maximum${limited.length > 0 ? ' or node limit' : ''}, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (its recent peak; failBack.peakLookbackSeconds)${why}`;
   return undefined;
 }
 
@@ -280,6 +332,8 @@ export interface FailBackCluster {
   readonly belowCeilingSince: string | undefined;
   readonly reason: string | undefined;
   readonly lastTransitionTime: string;
+  /** Rule F2: the replicas its node pool held at its last node size limit within the peak lookback. */
+  readonly nodeLimit?: NodeLimit | undefined;
 }
 
 export interface FailBackInput {

@@ -24,6 +24,8 @@ export interface SignalAssessment {
   readonly reportsReadyReplicas: boolean;
   readonly pendingPods: number | undefined;
   readonly failedScaleUp: boolean | undefined;
+  /** true only when a fresh signal says its pending pods wait on a node size limit (rule F2). */
+  readonly nodeLimitReached: boolean;
   /**
    * The source could not reach the cluster on 2 or more consecutive polls
    * (refused, timeout, TLS): it leaves the headroom count. A single failed
@@ -53,6 +55,7 @@ export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
   reportsReadyReplicas: true,
   pendingPods: undefined,
   failedScaleUp: undefined,
+  nodeLimitReached: false,
   unreachable: false,
   transportError: undefined,
   staleAt: undefined,
@@ -159,6 +162,7 @@ export function assessSignal(signal: Signal | undefined, nowMs: number, staleAft
     reportsReadyReplicas: sourceReportsReadyReplicas(signal),
     pendingPods: signal.pendingPods,
     failedScaleUp: signal.failedScaleUp,
+    nodeLimitReached: signal.nodeLimitReached === true && (signal.pendingPods ?? 0) > 0,
     unreachable: false,
     transportError: undefined,
     staleAt,

@@ -180,6 +180,7 @@ export const arbSignal = (cluster: fc.Arbitrary<string> = arbClusterKey): fc.Arb
           })),
         pendingPods: fc.integer({ min: 0, max: 5 }),
         failedScaleUp: fc.boolean(),
+        nodeLimitReached: fc.boolean(),
         workloadHealthy: fc.boolean(),
         atCapacityCeiling: fc.boolean(),
         wantsScaleIn: fc.boolean(),
