@@ -22,11 +22,6 @@ export type AutoscalerSetting = 'auto' | 'cluster-autoscaler' | 'karpenter';
 export const NOT_TRIGGER_SCALE_UP = 'NotTriggerScaleUp';
 
 /**
- * The reasons of a NotTriggerScaleUp message that mean a node group could not
- * grow (a node group that rejected the pod, e.g. "didn't match Pod's node
- * affinity/selector" or "Insufficient cpu", could not take it even if it grew).
- */
-/**
  * The ceiling phrases that are a size limit: a maximum someone configured,
  * which stays until raised (fail-back reads it, rule F2). The backoff after
  * a failed scale-up is not one: a stockout passes.
@@ -45,6 +40,11 @@ export const CLUSTER_AUTOSCALER_LIMIT_PHRASES = [
   'max cluster ',
 ] as const;
 
+/**
+ * The reasons of a NotTriggerScaleUp message that mean a node group could not
+ * grow (a node group that rejected the pod, e.g. "didn't match Pod's node
+ * affinity/selector" or "Insufficient cpu", could not take it even if it grew).
+ */
 export const CLUSTER_AUTOSCALER_CEILING_PHRASES = [
   ...CLUSTER_AUTOSCALER_LIMIT_PHRASES,
   // skippedreasons.go BackoffReason: a group whose scale-up failed (stockout, quota, nodes that never

@@ -189,7 +189,7 @@ function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
   const peak = recentPeak(run);
   const view = new Map(failBackView(run).map((c) => [c.key, c]));
   let capacity = 0;
-  for (const e of receivers) capacity += capacityOf(view.get(e.key)!, (e.signal.fresh ? e.signal.maxReplicas : 0) ?? 0);
+  for (const e of receivers) capacity += capacityOf(view.get(e.key)!, e.signal.fresh ? (e.signal.maxReplicas ?? 0) : 0);
   if (peak && capacity < peak.replicas)
     return `the receivers hold ${capacity} replica(s) at their HPA maximum or node limit, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (rule F2)`;
   for (const e of receivers) {
