@@ -31,6 +31,18 @@ const spec = (failBack = true): PlacementSpec =>
   });
 const peakOf = (replicas: number, ago: number) => ({ since: at(NOW - ago), replicas });
 
+/** A table row: the moves after the probe, and what `mco explain` says on fleet/b. */
+function checkRow({ input, moves: expected, why }: { input: Case; moves: string[]; why?: RegExp }): void {
+  const d = runThroughProbe(input);
+  expect(moves(d)).toEqual(expected);
+  if (why)
+    expect(
+      explainOf(input)
+        .clusters.find((c) => c.cluster === 'fleet/b')
+        ?.notes.join('\n'),
+    ).toMatch(why);
+}
+
 describe('nextRecentPeaks: the most replicas needed per eighth of the lookback, bounded', () => {
   const ms = (s: number) => Date.parse(at(s));
   it.each([
@@ -159,16 +171,7 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       moves: [],
       why: /fail-back waits for room: fleet\/a's signal source does not report readyReplicas: a fail-back drain could not check that it serves before each step/,
     },
-  ])('$name', ({ input, moves: expected, why }) => {
-    const d = runThroughProbe(input);
-    expect(moves(d)).toEqual(expected);
-    if (why)
-      expect(
-        explainOf(input)
-          .clusters.find((c) => c.cluster === 'fleet/b')
-          ?.notes.join('\n'),
-      ).toMatch(why);
-  });
+  ])('$name', checkRow);
 
   it('records the workload replicas of every evaluation in status.failBack.recentPeaks', () => {
     const d = run({
@@ -238,16 +241,7 @@ describe('F2: a node size limit caps the room fail-back counts on, for the peak 
       moves: [],
       why: /fail-back waits for room: the preferred clusters have room for 2 replica\(s\), 3 would move/,
     },
-  ])('$name', ({ input, moves: expected, why }) => {
-    const d = runThroughProbe(input);
-    expect(moves(d)).toEqual(expected);
-    if (why)
-      expect(
-        explainOf(input)
-          .clusters.find((c) => c.cluster === 'fleet/b')
-          ?.notes.join('\n'),
-      ).toMatch(why);
-  });
+  ])('$name', checkRow);
 
   it.each([
     {
