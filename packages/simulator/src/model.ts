@@ -281,12 +281,7 @@ export class NodePoolModel {
 
   /** A NotTriggerScaleUp for the pool at its maximum size within `window` seconds before `t`: a size limit, not a stockout. */
   nodeLimitWithin(t: number, window: number): boolean {
-    for (let i = this.events.length - 1; i >= 0; i--) {
-      const e = this.events[i]!;
-      if (e.t <= t - window) return false;
-      if (e.reason === 'NotTriggerScaleUp' && e.message.endsWith(MAX_SIZE_REACHED)) return true;
-    }
-    return false;
+    return this.eventWithin(t, window, (e) => e.reason === 'NotTriggerScaleUp' && e.message.endsWith(MAX_SIZE_REACHED));
   }
 
   /** An event of one of `reasons` (FailedScaleUp, NotTriggerScaleUp) within `window` seconds before `t`. */
@@ -295,10 +290,15 @@ export class NodePoolModel {
     window: number,
     reasons: readonly AutoscalerEventReason[] = ['FailedScaleUp', 'NotTriggerScaleUp'],
   ): boolean {
+    return this.eventWithin(t, window, (e) => reasons.includes(e.reason));
+  }
+
+  /** Whether an event matching `match` was emitted within `window` seconds before `t` (newest first). */
+  private eventWithin(t: number, window: number, match: (e: (typeof this.events)[number]) => boolean): boolean {
     for (let i = this.events.length - 1; i >= 0; i--) {
       const e = this.events[i]!;
       if (e.t <= t - window) return false;
-      if (reasons.includes(e.reason)) return true;
+      if (match(e)) return true;
     }
     return false;
   }
