@@ -1,5 +1,5 @@
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AccessCache,
@@ -133,6 +133,21 @@ describe('the dashboard server', () => {
     expect(status).toBe(200);
     return view as View;
   }
+
+  it('close() ends connections with a request still arriving, so SIGTERM stops `mco dashboard` at once', async () => {
+    const server = createDashboardServer({ model: new FleetModel(), synced: () => true, auth: 'none' });
+    const { port } = await server.listen('127.0.0.1', 0);
+    const socket = connect(port, '127.0.0.1');
+    socket.on('error', () => {}); // the reset is the point
+    const ended = new Promise<void>((resolve) => socket.on('close', () => resolve()));
+    await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+    // Headers sent, body not: the server waits for it (up to its request timeout, without the fix).
+    socket.write('POST /api/session HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n\r\n{');
+    await new Promise((resolve) => setImmediate(resolve));
+    await server.close();
+    await ended;
+    expect(socket.destroyed).toBe(true);
+  });
 
   it('serves the page, script and stylesheet with a strict Content-Security-Policy', async () => {
     const { base } = await start();

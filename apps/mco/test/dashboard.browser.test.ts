@@ -8,7 +8,7 @@ import { connectionFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { CoordinationV1Api, V1MicroTime } from '@kubernetes/client-node';
 import * as fluxNames from '@mco/flux';
-import { freePort, preparedTool, thirdPartyCrd, type ThirdPartyCrd } from '@mco/testkit';
+import { preparedTool, thirdPartyCrd, type ThirdPartyCrd } from '@mco/testkit';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { DEFAULT_GROUP_HEADERS, DEFAULT_USERNAME_HEADERS } from '../src/dashboard/auth.js';
 import { startDashboard, type Dashboard } from '../src/dashboard/index.js';
@@ -457,29 +457,36 @@ describeInBrowser('mco dashboard in headless Chromium, on a real kube-apiserver 
   }, 60_000);
 
   it('the built `mco dashboard` serves the page from the hub kubeconfig on 127.0.0.1, and stops on SIGTERM', async () => {
-    const port = await freePort();
+    // Port 0: the kernel picks a free port as the dashboard binds (a port picked beforehand can be taken meanwhile).
     const child = spawn(
       process.execPath,
-      [builtMco(), 'dashboard', '--kubeconfig', kubeconfig, '--listen', `127.0.0.1:${port}`],
+      [builtMco(), 'dashboard', '--kubeconfig', kubeconfig, '--listen', '127.0.0.1:0'],
       {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+    let exitCode: number | null | undefined;
+    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve((exitCode = code))));
+    const serving = /mco dashboard: serving (http:\/\/127\.0\.0\.1:\d+\/) \(auth none\)/;
     try {
-      const url = `http://127.0.0.1:${port}/`;
-      await expect.poll(() => stderr, { timeout: 30_000 }).toContain(`mco dashboard: serving ${url} (auth none)`);
+      await expect
+        .poll(() => (exitCode === undefined ? serving.test(stderr) : `exited ${exitCode}: ${stderr}`), {
+          timeout: 60_000,
+          interval: 100,
+        })
+        .toBe(true);
+      const url = serving.exec(stderr)![1]!;
       const { page, problems } = await open(url);
       await page.goto(url);
-      await page.locator('tr[data-placement="team-a/web"]').waitFor();
+      await page.locator('tr[data-placement="team-a/web"]').waitFor({ timeout: 60_000 });
       expect(problems).toEqual([]);
     } finally {
       child.kill('SIGTERM');
     }
-    expect(await exited).toBe(0);
-  }, 60_000);
+    expect(await exited, stderr).toBe(0);
+  }, 180_000);
 
   const PLACEMENTS_API = {
     group: 'orchestra.multicluster.x-k8s.io',

@@ -298,7 +298,10 @@ export function createDashboardServer(options: DashboardServerOptions) {
     },
     async close(): Promise<void> {
       for (const res of streams) res.destroy();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      // A stream or request that arrived meanwhile would hold close() open: at shutdown, end every connection.
+      server.closeAllConnections();
+      await closed;
     },
   };
 }
