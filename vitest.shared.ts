@@ -1,3 +1,4 @@
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // Tests run against TypeScript sources of sibling packages through the
@@ -9,6 +10,7 @@ export default defineConfig({
   ssr: { resolve: { conditions: ['@mco/source'], externalConditions: ['@mco/source'] } },
   test: {
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
+    globalSetup: [fileURLToPath(new URL('./vitest.tmpdir.ts', import.meta.url))],
     // scripts/test.mjs sums these reports; each Node.js pass writes its own.
     reporters: ['default', ['json', { outputFile: process.env.MCO_VITEST_REPORT ?? 'reports/vitest.json' }]],
     testTimeout: 120_000, // CPU-bound property tests on a 2-core machine with both cores busy; a timeout is not a benchmark
