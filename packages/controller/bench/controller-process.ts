@@ -4,7 +4,14 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Signal } from '@mco/core';
 import { loadKubeConfig } from '@mco/kube-runtime';
-import { silentLogger, type CapacitySignalSource, type SignalObservation, type SignalRequest } from '@mco/runtime';
+import {
+  createLogger,
+  silentLogger,
+  type Logger,
+  type CapacitySignalSource,
+  type SignalObservation,
+  type SignalRequest,
+} from '@mco/runtime';
 import { createController, type DecisionTrace, type ReconcileTrace } from '../src/index.js';
 import { shardOf } from '../src/shards.js';
 
@@ -47,7 +54,9 @@ const controller = createController({
     if (trace.statusWritten) traces?.push(trace);
   },
   onDecisions: (trace) => lags?.push(trace),
-  logger: silentLogger,
+  // BENCH_LOG=1: the controller's own log on stderr, but for its per-placement lines (where a start-up
+  // or restart spends its time).
+  logger: process.env.BENCH_LOG ? startUpLog() : silentLogger,
   // BENCH_REPLICAS > 1 (replicas.ts): a replica sharing the shards.
   ...(process.env.BENCH_LEADER_ELECTION
     ? { identity: process.env.BENCH_IDENTITY, leaderElection: JSON.parse(process.env.BENCH_LEADER_ELECTION) }
@@ -57,6 +66,15 @@ const controller = createController({
   signalPollIntervalMs: 3_600_000, // label changes drive the measurements, not polling
   resyncPeriodMs: 3_600_000,
 });
+
+function startUpLog(): Logger {
+  const quiet = (logger: Logger): Logger => ({
+    ...logger,
+    info: (message, fields) => (fields && 'placement' in fields ? undefined : logger.info(message, fields)),
+    child: (fields) => quiet(logger.child(fields)),
+  });
+  return quiet(createLogger({ level: 'info' }, { replica: process.env.BENCH_IDENTITY ?? 'bench' }));
+}
 
 async function counter(name: string, labels: Record<string, string> = {}): Promise<number> {
   const { values } = await controller.metrics.registry.getSingleMetric(name)!.get();

@@ -15,7 +15,8 @@
 // controller's workers x replicas, as the controller's account, PUT the statuses
 // a label change writes (those of region-and-tier placements), in windows of
 // BENCH_CEILING_SECONDS until the last three agree within 10%. The last line
-// is the run's row: floor, p50/p99, p99 / floor, start-up / its floor, restart,
+// is the run's row: floor, p50/p99, p99 / floor, start-up / its floor, restart (to every shard Lease
+// held and the first changed status written, and to every placement reconciled),
 // peak RSS per replica, cores.
 import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -33,13 +34,15 @@ import {
   PLACEMENTS,
   resourcePath,
   type KubeObject,
+  type Lease,
 } from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { summarize } from '@mco/testkit';
 import type { DecisionTrace, ReconcileTrace } from '../src/index.js';
 import { Fleet, renderChart, startHub } from '../test/support.js';
 import { controlPlaneCpu } from './control-plane-cpu.js';
-import { REPLICAS, startReplicas } from './replicas.js';
+import { REPLICAS, SHARD_LEASES, SHARDS, startReplicas } from './replicas.js';
+import { shardLeaseName } from '../src/shards.js';
 
 const PROFILES = Number(process.env.BENCH_PROFILES ?? 1000);
 const PLACEMENT_COUNT = Number(process.env.BENCH_PLACEMENTS ?? 1000);
@@ -248,6 +251,22 @@ interface Ceiling {
  * agree within CEILING_AGREEMENT; then their statuses are put back as they were
  * (so that a controller started after finds nothing to change).
  */
+/** When (performance.now()) every shard's Lease is held by a replica that took it after `sinceWall` (epoch ms). */
+async function shardLeasesHeld(client: KubeClient, sinceWall: number): Promise<number> {
+  const path = (i: number) =>
+    `/apis/coordination.k8s.io/v1/namespaces/${SHARD_LEASES.namespace}/leases/${shardLeaseName(SHARD_LEASES.name, i)}`;
+  for (;;) {
+    const leases = await Promise.all(
+      Array.from({ length: SHARDS }, (_, i) => client.get<Lease>(path(i)).catch(() => undefined)),
+    );
+    const held = leases.every(
+      (l) => l?.spec?.holderIdentity && Date.parse(l.spec.acquireTime ?? '') >= sinceWall - 1_000,
+    );
+    if (held) return performance.now();
+    await sleep(100);
+  }
+}
+
 async function steadyCeiling(client: KubeClient, placements: readonly KubeObject[], concurrency: number) {
   const latest = new Map(placements.map((p) => [objectKey(p), p]));
   const windows: number[] = [];
@@ -372,9 +391,52 @@ async function main() {
     );
     const ceilingBefore = await steadyCeiling(client, moving, concurrency);
 
-    // 3. Restart with nothing changed (the ceiling put every status back as it was).
+    let onPlacement: ((key: string) => void) | undefined;
+    watcher.addHandler((_event, object) => onPlacement?.(objectKey(object)));
+    /** Moves a profile to the next tier: the placements that must follow, and whether each then lists it. */
+    const nextTier = (p: (typeof profiles)[number]) => {
+      const next = `t${(Number(p.labels.tier.slice(1)) + 1) % TIERS}`;
+      const expected = new Map<string, boolean>();
+      for (let i = 0; i < PLACEMENT_COUNT; i++) {
+        if (i % 5 > 1 || `r${i % REGIONS}` !== p.labels.region) continue;
+        const tier = `t${i % TIERS}`;
+        if (tier === p.labels.tier || tier === next) expected.set(placementKey(i), tier === next);
+      }
+      return { next, expected };
+    };
+    /** Whether a placement's status lists the profile as `expected` says (undefined: not one that moves). */
+    const follows = (placement: string, profile: string, expected: Map<string, boolean>) => {
+      const listed = expected.get(placement);
+      if (listed === undefined) return false;
+      const clusters =
+        (watcher.get(placement)?.status as { clusters?: { namespace?: string; name: string }[] })?.clusters ?? [];
+      return clusters.some((c) => `${c.namespace}/${c.name}` === profile) === listed;
+    };
+
+    // 3. Restart (the ceiling put every status back as it was), with one ClusterProfile moved to the next
+    //    tier while no controller ran: from start to every shard Lease held and the first changed status
+    //    written (the restart the scale issue measures), and on to every placement reconciled; no
+    //    unchanged status may be written.
+    const downChange = profiles.find((p) => nextTier(p).expected.size > 0)!;
+    const downKey = `${downChange.namespace}/${downChange.name}`;
+    const { next: downTier, expected: downMoves } = nextTier(downChange);
+    await admin.patch(objectPath(CLUSTER_PROFILES, downChange.namespace, downChange.name), 'merge', {
+      metadata: { labels: { tier: downTier } },
+    });
+    downChange.labels.tier = downTier;
     const restartAt = performance.now();
+    const restartWall = Date.now();
+    let firstChangedMs: number | undefined;
+    let allChangedMs: number | undefined;
+    const downPending = new Set(downMoves.keys());
+    onPlacement = (key) => {
+      if (!downPending.has(key) || !follows(key, downKey, downMoves)) return;
+      downPending.delete(key);
+      firstChangedMs ??= performance.now() - restartAt;
+      if (downPending.size === 0) allChangedMs = performance.now() - restartAt;
+    };
     first = await startReplicas((env) => startControllerProcess(script, kubeconfig, env));
+    const leasesMs = REPLICAS > 1 ? (await shardLeasesHeld(admin, restartWall)) - restartAt : undefined;
     stats = await first.call<Stats>('stats');
     while (!stats.synced || stats.reconciles < PLACEMENT_COUNT || stats.queue > 0 || stats.deferred > 0) {
       await sleep(100);
@@ -383,15 +445,15 @@ async function main() {
     const restartMs = performance.now() - restartAt;
     await sleep(1000);
     stats = await first.call<Stats>('stats');
+    onPlacement = undefined;
+    const operationalMs = Math.max(leasesMs ?? 0, firstChangedMs ?? Infinity);
     console.log(
-      `restart with nothing changed: all reconciled after ${ms(restartMs)}; writes ${stats.statusWrites} status, ${stats.decisionWrites} PlacementDecision, ${stats.events} Events; ${stats.reconciles} reconciles (${stats.conflicts} conflicts); peak RSS ${mib(stats.peakRss)}`,
+      `restart, ${downKey} moved to ${downTier} while down (${downMoves.size} placements to change): ${leasesMs === undefined ? '' : `every shard Lease held after ${ms(leasesMs)}, `}first changed status after ${firstChangedMs === undefined ? 'never' : ms(firstChangedMs)}, all ${downMoves.size} after ${allChangedMs === undefined ? 'never' : ms(allChangedMs)}; every placement reconciled after ${ms(restartMs)}; writes ${stats.statusWrites} status (${stats.statusWrites - downMoves.size} unchanged), ${stats.decisionWrites} PlacementDecision, ${stats.events} Events; ${stats.reconciles} reconciles (${stats.conflicts} conflicts); peak RSS ${mib(stats.peakRss)}`,
     );
 
     // 4. Event-to-status latency: one ClusterProfile changes tier; each
     //    placement selecting its region and old or new tier must follow.
     const latencies: number[] = [];
-    let onPlacement: ((key: string) => void) | undefined;
-    watcher.addHandler((_event, object) => onPlacement?.(objectKey(object)));
     // How many placements each change must move (the profile's region decides: not every region has
     // region-and-tier placements), so that the latency percentiles can be read against it.
     const touched: number[] = [];
@@ -403,13 +465,7 @@ async function main() {
     for (let k = 0; k < LABEL_CHANGES; k++) {
       const p = profiles[(k * 37) % PROFILES]!;
       const key = `${p.namespace}/${p.name}`;
-      const next = `t${(Number(p.labels.tier.slice(1)) + 1) % TIERS}`;
-      const expected = new Map<string, boolean>();
-      for (let i = 0; i < PLACEMENT_COUNT; i++) {
-        if (i % 5 > 1 || `r${i % REGIONS}` !== p.labels.region) continue;
-        const tier = `t${i % TIERS}`;
-        if (tier === p.labels.tier || tier === next) expected.set(placementKey(i), tier === next);
-      }
+      const { next, expected } = nextTier(p);
       touched.push(expected.size);
       const sent = performance.now();
       await admin.patch(objectPath(CLUSTER_PROFILES, p.namespace, p.name), 'merge', {
@@ -419,11 +475,7 @@ async function main() {
       // Checked as each update arrives (no polling: the benchmark's CPU is the controller's and the API server's too).
       const pending = new Map(expected);
       const followed = (placement: string) => {
-        const listed = pending.get(placement);
-        if (listed === undefined) return;
-        const clusters =
-          (watcher.get(placement)?.status as { clusters?: { namespace?: string; name: string }[] })?.clusters ?? [];
-        if (clusters.some((c) => `${c.namespace}/${c.name}` === key) !== listed) return;
+        if (!follows(placement, key, pending)) return;
         latencies.push(performance.now() - sent);
         pending.delete(placement);
         if (pending.size === 0) allFollowed();
@@ -539,10 +591,10 @@ async function main() {
       `  ceiling ${ceiling.toFixed(0)} writes/s (before ${ceilingBefore.perSecond.toFixed(0)}, after ${ceilingAfter.perSecond.toFixed(0)}); mco's write rate as a share of it: cold start ${((coldRate / ceiling) * 100).toFixed(0)}%, label changes ${((labelWrites / (labelMs / 1000) / ceiling) * 100).toFixed(0)}%`,
     );
     console.log(
-      '| fleet | replicas x workers | ceiling (before / after) | floor | p50 / p99 | p99 / floor | start-up / (placements / ceiling) | restart | peak RSS per replica | cores (load average) | flags |',
+      '| fleet | replicas x workers | ceiling (before / after) | floor | p50 / p99 | p99 / floor | start-up / (placements / ceiling) | restart: Leases held and first change / all reconciled | peak RSS per replica | cores (load average) | flags |',
     );
     console.log(
-      `| ${PROFILES} x ${PLACEMENT_COUNT} | ${REPLICAS} x ${WORKERS} | ${ceiling.toFixed(0)}/s (${ceilingBefore.perSecond.toFixed(0)} / ${ceilingAfter.perSecond.toFixed(0)}) | ${s1(floorMs)} (${moved} / ${ceiling.toFixed(0)}) | ${s1(change.p50)} / ${s1(change.p99)} | ${(change.p99 / floorMs).toFixed(2)} | ${s1(decidedMs)} / ${s1(startupFloorMs)} = ${(decidedMs / startupFloorMs).toFixed(2)} | ${s1(restartMs)} | ${mib(peakRss)} | ${availableParallelism()} (${load()}) | ${flags.join('; ') || 'none'} |`,
+      `| ${PROFILES} x ${PLACEMENT_COUNT} | ${REPLICAS} x ${WORKERS} | ${ceiling.toFixed(0)}/s (${ceilingBefore.perSecond.toFixed(0)} / ${ceilingAfter.perSecond.toFixed(0)}) | ${s1(floorMs)} (${moved} / ${ceiling.toFixed(0)}) | ${s1(change.p50)} / ${s1(change.p99)} | ${(change.p99 / floorMs).toFixed(2)} | ${s1(decidedMs)} / ${s1(startupFloorMs)} = ${(decidedMs / startupFloorMs).toFixed(2)} | ${s1(operationalMs)} / ${s1(restartMs)} | ${mib(peakRss)} | ${availableParallelism()} (${load()}) | ${flags.join('; ') || 'none'} |`,
     );
     console.log(`load average at the end: ${load()}`);
   } finally {

@@ -4,7 +4,9 @@
 import type { ChildProcess } from 'node:child_process';
 
 export const REPLICAS = Number(process.env.BENCH_REPLICAS ?? 1);
-const SHARDS = Number(process.env.BENCH_SHARDS ?? 8);
+export const SHARDS = Number(process.env.BENCH_SHARDS ?? 8);
+/** The replicas' shard Leases: kube-system/mco-controller, mco-controller-1, ... */
+export const SHARD_LEASES = { namespace: 'kube-system', name: 'mco-controller' };
 
 interface ControllerProcess {
   call<T>(command: string): Promise<T>;
@@ -16,7 +18,7 @@ export async function startReplicas(
   start: (env: Record<string, string>) => Promise<ControllerProcess>,
 ): Promise<ControllerProcess> {
   if (REPLICAS <= 1) return start({});
-  const election = { namespace: 'kube-system', name: 'mco-controller', shards: SHARDS };
+  const election = { ...SHARD_LEASES, shards: SHARDS };
   const all = await Promise.all(
     Array.from({ length: REPLICAS }, (_, i) =>
       start({

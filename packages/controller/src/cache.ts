@@ -1,5 +1,5 @@
 import { McoError } from '@mco/runtime';
-import { Informer, objectKey, type InformerOptions, type KubeObject, type ListWatch } from '@mco/kube-runtime';
+import { Informer, objectKey, type InformerOptions, type KubeObject } from '@mco/kube-runtime';
 
 /*
  * Cache transforms (the Informer's `transform`): each cached kind keeps only
@@ -114,7 +114,6 @@ export class ShardedInformer extends Informer<KubeObject> {
   private readonly holds: (object: KubeObject) => boolean;
   private readonly keep: (object: KubeObject) => KubeObject;
   private readonly read: ShardedInformerOptions['read'];
-  private readonly source: ListWatch<KubeObject>;
 
   constructor(options: ShardedInformerOptions) {
     const { holds, stub: toStub, read, transform, ...rest } = options;
@@ -123,7 +122,6 @@ export class ShardedInformer extends Informer<KubeObject> {
     this.holds = holds;
     this.keep = keep;
     this.read = read;
-    this.source = options.listWatch;
     this.addHandler((_event, object) => {
       const key = objectKey(object);
       if (this.whole.has(key) && this.wholeOf(key) === undefined) this.whole.delete(key);
@@ -165,13 +163,10 @@ export class ShardedInformer extends Informer<KubeObject> {
    * list, far fewer requests than a read per reconcile at start-up or a
    * takeover (`readWhole` reads what it missed).
    */
-  async readHeld(pageSize = 500): Promise<void> {
-    let next: string | undefined;
-    do {
-      const page = await this.source.list({ limit: pageSize, continue: next });
-      for (const item of page.items) if (this.holds(item)) this.keepWhole(objectKey(item), item);
-      next = page.continue || undefined;
-    } while (next);
+  async readHeld(): Promise<void> {
+    await this.listPages((items) => {
+      for (const item of items) if (this.holds(item)) this.keepWhole(objectKey(item), item);
+    });
   }
 
   /** Keeps `read` as the whole copy of the stub the cache holds now, if it is of its version. */

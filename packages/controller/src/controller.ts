@@ -18,7 +18,9 @@ import {
   PLACEMENT_DECISIONS,
   PLACEMENTS,
   PRIORITY,
+  WakeableSleep,
   WorkQueue,
+  backoffDelay,
   type KubeObject,
   type ListWatch,
   type Priority,
@@ -166,6 +168,9 @@ const DECISIONS_MAX_DEFER_MS = 30_000;
  * waited behind the slices of the ones before).
  */
 const OVERDUE_WORKER_SHARE = 0.25;
+
+/** Retries of the list after shards were taken: 1 s, doubling, at most 30 s. */
+const LIST_BACKOFF = { baseMs: 1_000, maxMs: 30_000, jitter: 0.2 };
 
 /** Above this many ClusterProfile changes at once (a relist, a provider's sync), every placement is simply queued. */
 const MAX_TARGETED_CHANGES = 16;
@@ -610,22 +615,32 @@ export function createController(options: ControllerOptions): Controller {
     for (const key of placementDecisions.list().map((d) => Reconciler.placementKeyOf(d)))
       if (key && mine(key)) queue.add(key);
   };
-  // One list after shards were taken (again once more if another was taken while it ran).
+  // One list after shards were taken (again once more if another was taken while it ran, and after
+  // a failure: until it succeeds, each reconcile of those shards reads its objects one by one).
   let listing: Promise<void> | undefined;
   let listAgain = false;
+  let listFailures = 0;
+  const listRetry = new WakeableSleep();
   const readHeld = () => {
     if (listing) {
       listAgain = true;
       return;
     }
+    const started = performance.now();
     listing = Promise.all([placements.readHeld(), placementDecisions.readHeld()])
-      .then(() => undefined)
-      .catch((error: unknown) =>
-        logger.warn('cannot list the objects of shards taken; reconciles read them', { error }),
-      )
+      .then(() => {
+        listFailures = 0;
+        logger.info('listed the objects of shards taken', { ms: Math.round(performance.now() - started) });
+      })
+      .catch((error: unknown) => {
+        listAgain = true;
+        const retryInMs = backoffDelay(listFailures++, LIST_BACKOFF);
+        logger.warn('cannot list the objects of shards taken; reconciles read them meanwhile', { error, retryInMs });
+        return listRetry.sleep(retryInMs);
+      })
       .finally(() => {
         listing = undefined;
-        if (listAgain && !stopped) {
+        if (listAgain && !stopped && shards?.owned().length) {
           listAgain = false;
           readHeld();
         }
@@ -707,6 +722,7 @@ export function createController(options: ControllerOptions): Controller {
     },
     async stop(stopOptions = {}) {
       stopped = true;
+      listRetry.wake();
       stopLeading(true);
       queue.shutDown();
       const timeout = new Promise((resolve) => setTimeout(resolve, options.shutdownTimeoutMs ?? 20_000).unref());

@@ -187,13 +187,17 @@ export class ShardCoordinator {
 
   private async round(): Promise<void> {
     const now = performance.now();
-    await Promise.all(this.state.map((_, i) => this.read(i, now)));
+    // Held shards are renewed first, beside the reads of the others: on a loaded API server, reads and
+    // the members heartbeat must not use up the time a renewal has before the renew deadline.
+    const [renewed] = await Promise.all([
+      Promise.all(this.state.map((s, i) => (s.held ? this.renew(i) : true))),
+      Promise.all(this.state.map((s, i) => (s.held ? undefined : this.read(i, now)))),
+    ]);
     this.noteHolder(this.holderOf(0, now));
 
     // Another install holds shard 0: it reconciles; this one gives everything up and waits.
     const standBy = this.options.otherInstall?.(this.holder ?? '') === true;
     const live = this.shards > 1 ? await this.heartbeat(!standBy) : 1;
-    const renewed = await Promise.all(this.state.map((s, i) => (s.held ? this.renew(i) : true)));
     renewed.forEach((ok, i) => {
       const s = this.state[i]!;
       if (!ok && s.held && performance.now() - s.renewedAt >= this.settings.renewDeadlineMs) {
@@ -336,22 +340,33 @@ export class ShardCoordinator {
     }
   }
 
-  private async renew(shard: number): Promise<boolean> {
+  /**
+   * Renews a held shard from the Lease as this replica last wrote it. A conflict means the Lease
+   * changed since: read, it is lost if another replica holds it, renewed once more if not (a renewal
+   * that timed out after the API server applied it). A renewal may take what is left of the renew
+   * deadline: ownership counts from when it was sent, so a slow answer is as safe as a quick one.
+   */
+  private async renew(shard: number, again = true): Promise<boolean> {
     const s = this.state[shard]!;
     if (!s.lease || s.releasing) return true;
     const sentAt = performance.now();
+    const left = this.settings.renewDeadlineMs - (sentAt - s.renewedAt);
     try {
       const lease = await this.client.replace<Lease>(
         this.leasePath(shardLeaseName(this.settings.name, shard)),
         { ...s.lease, spec: this.spec(s.lease.spec, false, Date.now()) },
-        this.requestOptions,
+        { timeoutMs: Math.max(this.requestOptions.timeoutMs, left) },
       );
       this.observe(s, lease, sentAt);
       s.renewedAt = sentAt;
       return true;
     } catch (error) {
-      if (httpStatusOf(error) !== 409) this.logger.warn('cannot renew a shard lease', { shard, error });
-      return false;
+      if (httpStatusOf(error) !== 409) {
+        this.logger.warn('cannot renew a shard lease', { shard, error });
+        return false;
+      }
+      await this.read(shard, performance.now());
+      return s.held && again ? this.renew(shard, false) : false;
     }
   }
 

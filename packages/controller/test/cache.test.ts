@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { PLACEMENT_API_VERSION, PLACEMENT_DECISION_API_VERSION, PLACEMENT_KEY_LABEL, PLACEMENT_KIND } from '@mco/core';
-import { Informer, type KubeObject, type ListWatch, type WatchEventType } from '@mco/kube-runtime';
+import {
+  Informer,
+  ResponseTooLargeError,
+  type KubeObject,
+  type ListWatch,
+  type WatchEventType,
+} from '@mco/kube-runtime';
 import { createLogger } from '@mco/runtime';
 import type { HubClient } from '../src/kube.js';
 import {
@@ -163,13 +169,54 @@ describe('caches that follow the shards a replica holds', () => {
     informer.start();
     await informer.waitForSync();
     held.add('apps/a'); // a's shard is taken; b's is another replica's
-    await informer.readHeld(1);
+    await informer.readHeld();
     const read = await informer.readWhole('apps/a');
     expect({ read, stubs: informer.list().map(isStub), spec: informer.get('apps/a')?.spec, reads }).toEqual({
       read: true,
       stubs: [false, true],
       spec: { workload: { name: 'a' } },
       reads: [],
+    });
+    await informer.stop();
+  });
+
+  it('shards taken: the list pages as the cache learned to (a page larger than the client accepts is listed smaller)', async () => {
+    // Two placements per page is more than the client accepts (at 10,000 placements, 500 of their statuses were
+    // over 16 MiB: the list failed, and every reconcile read its placement and decisions one by one).
+    const items = [placement('a', '1'), placement('b', '2'), placement('c', '3')];
+    const limits: number[] = [];
+    const listWatch: ListWatch<KubeObject> = {
+      list: async ({ limit, continue: from }) => {
+        limits.push(limit);
+        if (limit > 1) throw new ResponseTooLargeError('the answer is larger than 100 bytes', 100);
+        const at = Number(from ?? 0);
+        return {
+          items: [structuredClone(items[at]!)],
+          resourceVersion: '10',
+          continue: at + 1 < items.length ? String(at + 1) : undefined,
+        };
+      },
+      watch: async () => () => {},
+    };
+    const held = new Set<string>();
+    const informer = new ShardedInformer({
+      name: 'placements',
+      listWatch,
+      transform: trimPlacement,
+      holds: (o) => held.has(`${o.metadata?.namespace}/${o.metadata?.name}`),
+      stub: stubPlacement,
+      read: async () => undefined,
+      logger: createLogger({ write: () => {} }),
+    });
+    informer.start();
+    await informer.waitForSync();
+    const synced = limits.splice(0);
+    held.add('apps/a').add('apps/c');
+    await informer.readHeld();
+    expect({ synced, readHeld: limits, stubs: informer.list().map(isStub) }).toEqual({
+      synced: [500, 250, 125, 62, 31, 15, 7, 3, 1, 1, 1],
+      readHeld: [1, 1, 1],
+      stubs: [false, true, false],
     });
     await informer.stop();
   });

@@ -296,11 +296,6 @@ export class Informer<T extends KubeObject> {
           continue;
         }
         this.lastError = toMcoError(error).message;
-        if (needList && error instanceof ResponseTooLargeError && this.pageSize > 1) {
-          this.pageSize = Math.max(1, Math.floor(this.pageSize / 2));
-          this.logger.warn('a list page was too large; listing in smaller pages', { error, pageSize: this.pageSize });
-          continue;
-        }
         // A watch line too long ends the watch on an event that resuming would replay: relist instead.
         if (error instanceof ResponseTooLargeError) needList = true;
         // The same request gets the same answer: wait the longest backoff, not the first short ones.
@@ -328,18 +323,37 @@ export class Informer<T extends KubeObject> {
     this.watching = false;
   }
 
+  /**
+   * Lists every page of the resource at the page size this cache lists with, and halves it (for
+   * this list and later ones) while a page is larger than the client accepts. Resolves with the
+   * list's resourceVersion, or undefined when the informer stopped meanwhile.
+   */
+  protected async listPages(visit: (items: readonly T[]) => void): Promise<string | undefined> {
+    let next: string | undefined;
+    for (;;) {
+      let page: ListPage<T>;
+      try {
+        page = await this.listWatch.list({ limit: this.pageSize, continue: next });
+      } catch (error) {
+        if (!(error instanceof ResponseTooLargeError) || this.pageSize <= 1) throw error;
+        this.pageSize = Math.max(1, Math.floor(this.pageSize / 2));
+        this.logger.warn('a list page was too large; listing in smaller pages', { error, pageSize: this.pageSize });
+        continue; // the same page again, smaller: a continue token does not fix the limit
+      }
+      if (this.stopped) return undefined;
+      visit(page.items);
+      next = page.continue || undefined;
+      if (!next) return page.resourceVersion;
+    }
+  }
+
   /** Lists every page and replaces the cache, emitting only real differences. */
   private async relist(): Promise<void> {
     const items: T[] = [];
-    let resourceVersion = '';
-    let next: string | undefined;
-    do {
-      const page = await this.listWatch.list({ limit: this.pageSize, continue: next });
-      if (this.stopped) return;
-      for (const item of page.items) items.push(this.transform(item));
-      resourceVersion = page.resourceVersion;
-      next = page.continue || undefined;
-    } while (next);
+    const resourceVersion = await this.listPages((page) => {
+      for (const item of page) items.push(this.transform(item));
+    });
+    if (resourceVersion === undefined) return;
     this.lists++;
     this.lastActivityAt = Date.now();
     this.resourceVersion = resourceVersion;
