@@ -350,7 +350,7 @@ export class ShardCoordinator {
     const s = this.state[shard]!;
     if (!s.lease || s.releasing) return true;
     const sentAt = performance.now();
-    const left = this.settings.renewDeadlineMs - (sentAt - s.renewedAt);
+    const left = Math.floor(this.settings.renewDeadlineMs - (sentAt - s.renewedAt));
     try {
       const lease = await this.client.replace<Lease>(
         this.leasePath(shardLeaseName(this.settings.name, shard)),

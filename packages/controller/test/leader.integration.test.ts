@@ -57,6 +57,34 @@ describeWithHub('leader election and the idle watchdog on a real kube-apiserver'
     await waitFor('cleaned up', async () => (await env.fleet.decisions('ha')).length === 0);
   });
 
+  it('a leader keeps its Lease: renewed round after round, never lost and taken again, no renewal failing', async () => {
+    const warnings: string[] = [];
+    const logger = createLogger({ level: 'warn', write: (line) => warnings.push(line) });
+    const leader = start(
+      testController(env.hub.controllerKubeConfig(), { identity: 'keeper', leaderElection, logger }),
+    );
+    await waitFor('the leader', () => leader.isLeader());
+    const leases = env.hub.admin.makeApiClient(CoordinationV1Api);
+    const read = () => leases.readNamespacedLease({ namespace: LEASE_NAMESPACE, name: LEASE_NAME });
+    const taken = await read();
+    // Ten renewals (each a new resourceVersion): about 3 s at the 300 ms retry period, twice the renew deadline.
+    const versions = new Set([taken.metadata?.resourceVersion]);
+    await waitFor('ten renewals', async () => versions.add((await read()).metadata?.resourceVersion).size > 10);
+    const now = await read();
+    await leader.stop();
+    expect({
+      holder: now.spec?.holderIdentity,
+      transitions: now.spec?.leaseTransitions,
+      acquired: String(now.spec?.acquireTime),
+      warnings: warnings.filter((w) => w.includes('lease')),
+    }).toEqual({
+      holder: 'keeper',
+      transitions: taken.spec?.leaseTransitions,
+      acquired: String(taken.spec?.acquireTime),
+      warnings: [],
+    });
+  });
+
   it('two installs share the Lease: only the first reconciles, the second stands by (not ready, logging the holder) and takes over when the first is removed', async () => {
     await env.fleet.namespace('installs');
     await env.fleet.namespace('fleet-installs');

@@ -188,7 +188,8 @@ export class KubeClient {
 
   /** One request; resolves with the parsed JSON body, rejects with a KubeApiError or a network/timeout error. */
   async request<T>(request: KubeRequest): Promise<T> {
-    const timeoutMs = request.timeoutMs ?? this.timeoutMs;
+    // AbortSignal.timeout takes whole milliseconds only.
+    const timeoutMs = Math.ceil(request.timeoutMs ?? this.timeoutMs);
     const deadline = AbortSignal.timeout(timeoutMs);
     const signal = request.signal ? AbortSignal.any([request.signal, deadline]) : deadline;
     const { response, url } = await this.send(request, signal, timeoutMs);
