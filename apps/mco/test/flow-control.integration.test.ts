@@ -7,7 +7,8 @@
 // loaded phases of the same window.
 //
 // What is asserted is what APF guarantees: every request of mco's account runs
-// in mco's level and the other client's in its own, none is rejected, and the
+// in mco's level (its Lease requests in a level of their own, so that shard
+// Leases are renewed however many writes queue) and the other client's in its own, none is rejected, and the
 // other client's requests do not wait behind mco's (its APF wait p99 is below
 // the median wait of mco's requests, which queue for their level's seats). The
 // other client's latency p99, idle and loaded, is printed, not asserted: on
@@ -62,7 +63,10 @@ interface FlowSchema {
     priorityLevelConfiguration: { name: string };
     matchingPrecedence: number;
     distinguisherMethod?: { type: string };
-    rules: { subjects: { kind: string; serviceAccount?: { name: string; namespace: string } }[] }[];
+    rules: {
+      subjects: { kind: string; serviceAccount?: { name: string; namespace: string } }[];
+      resourceRules?: unknown[];
+    }[];
   };
 }
 interface PriorityLevel {
@@ -79,9 +83,12 @@ const subjectsOf = (objects: KubernetesObject[]) =>
 describeWithControlPlane("the chart's API Priority and Fairness objects", { tools: ['helm'] }, () => {
   it("puts the controller's account, and every enabled writer's, in a Limited level of mco's own; not the readers", () => {
     const defaults = flowObjects({});
-    const level = defaults.find((o) => o.kind === 'PriorityLevelConfiguration') as
+    const named = (kind: string, name: string) => defaults.find((o) => o.kind === kind && o.metadata?.name === name);
+    const level = named('PriorityLevelConfiguration', NAME) as (KubernetesObject & PriorityLevel) | undefined;
+    const schema = named('FlowSchema', NAME) as (KubernetesObject & FlowSchema) | undefined;
+    const leaseLevel = named('PriorityLevelConfiguration', `${NAME}-leases`) as
       (KubernetesObject & PriorityLevel) | undefined;
-    const schema = defaults.find((o) => o.kind === 'FlowSchema') as (KubernetesObject & FlowSchema) | undefined;
+    const leaseSchema = named('FlowSchema', `${NAME}-leases`) as (KubernetesObject & FlowSchema) | undefined;
     const allOn = renderChart(ALL_ON);
     const accounts = allOn.filter((o) => o.kind === 'ServiceAccount').map((o) => o.metadata!.name!);
     expect({
@@ -93,16 +100,36 @@ describeWithControlPlane("the chart's API Priority and Fairness objects", { tool
         precedence: schema.spec.matchingPrecedence,
         distinguisher: schema.spec.distinguisherMethod?.type,
       },
+      // Lease requests of the same accounts: a small level of their own, matched first.
+      leases: leaseSchema && {
+        level: leaseSchema.spec.priorityLevelConfiguration.name,
+        precedence: leaseSchema.spec.matchingPrecedence,
+        rules: leaseSchema.spec.rules.map((r) => r.resourceRules),
+        shares: leaseLevel?.spec.limited?.nominalConcurrencyShares,
+        subjects: leaseSchema.spec.rules.flatMap((r) => r.subjects.map((x) => x.serviceAccount?.name)),
+      },
       subjects: subjectsOf(defaults),
       allOn: subjectsOf(allOn.filter((o) => FLOW_KINDS.includes(o.kind ?? ''))),
       // The subjects are accounts the chart makes; the plugin (Argo CD's reads) and the dashboard (people's) are not.
       readers: accounts.filter((a) => a.endsWith('argocd-plugin') || a.endsWith('dashboard')),
       accounts: accounts.sort(),
     }).toEqual({
-      names: [`FlowSchema/${NAME}`, `PriorityLevelConfiguration/${NAME}`],
+      names: [
+        `FlowSchema/${NAME}`,
+        `FlowSchema/${NAME}-leases`,
+        `PriorityLevelConfiguration/${NAME}`,
+        `PriorityLevelConfiguration/${NAME}-leases`,
+      ],
       level: 'Limited',
       limitResponse: 'Queue',
       schema: { level: NAME, precedence: 850, distinguisher: 'ByUser' },
+      leases: {
+        level: `${NAME}-leases`,
+        precedence: 849,
+        rules: [[{ verbs: ['*'], apiGroups: ['coordination.k8s.io'], resources: ['leases'], namespaces: ['*'] }]],
+        shares: 5,
+        subjects: ['mco'],
+      },
       subjects: [`${RELEASE_NAMESPACE}/mco`],
       allOn: [
         `${RELEASE_NAMESPACE}/mco`,
@@ -325,6 +352,12 @@ describeWithControlPlane(
       const counts = await command('pause');
       reading = false;
       await reader;
+      // A Lease request of mco's account (its answer does not matter: APF runs before authorization).
+      const leases = kubeClientFromKubeConfig(account);
+      await leases
+        .get('/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/mco-controller')
+        .catch(() => undefined);
+      leases.close();
       const after = await metrics();
       await command('stop');
 
@@ -335,7 +368,7 @@ describeWithControlPlane(
         ) as Record<string, number>;
       };
       const dispatched = delta('apiserver_flowcontrol_dispatched_requests_total', (l) =>
-        l.flow_schema === NAME || l.flow_schema === 'global-default'
+        l.flow_schema === NAME || l.flow_schema === `${NAME}-leases` || l.flow_schema === 'global-default'
           ? `${l.flow_schema} -> ${l.priority_level}`
           : undefined,
       );
@@ -369,7 +402,8 @@ describeWithControlPlane(
       );
       expect({
         otherErrors,
-        // Every request of mco's account went to mco's level, and nothing else did; the other client's to its own.
+        // Every request of mco's account went to mco's level (its Lease request to the Lease level), and nothing
+        // else did; the other client's to its own.
         mco: dispatched[`${NAME} -> ${NAME}`],
         other: (dispatched['global-default -> global-default'] ?? 0) >= otherRequests,
         levels: Object.keys(dispatched).sort(),
@@ -380,7 +414,7 @@ describeWithControlPlane(
         otherErrors: 0,
         mco: counts.requests,
         other: true,
-        levels: ['global-default -> global-default', `${NAME} -> ${NAME}`],
+        levels: ['global-default -> global-default', `${NAME} -> ${NAME}`, `${NAME}-leases -> ${NAME}-leases`],
         rejected: {},
         otherWaitsLessThanMco: true,
       });
