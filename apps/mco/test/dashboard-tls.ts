@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { tmpdir } from 'node:os';
@@ -22,17 +22,12 @@ function pem(dir: string, name: string): Pem {
   return { certFile, keyFile, cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
 }
 
-/** The CAs' directories (keys included), removed when the test process exits. */
-const caDirs = new Set<string>();
-
 /**
  * A throwaway CA (openssl, valid for a day) that signs the dashboard's serving
  * certificate and proxies' client certificates for the tests.
  */
 export function testCA(name: string) {
   const dir = mkdtempSync(join(tmpdir(), `mco-tls-${name}-`));
-  if (caDirs.size === 0) process.once('exit', () => caDirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
-  caDirs.add(dir);
   openssl(
     dir,
     'req',

@@ -342,8 +342,8 @@ export class ShardCoordinator {
 
   /**
    * Renews a held shard from the Lease as this replica last wrote it. A conflict means the Lease
-   * changed since: read, it is lost if another replica holds it, renewed once more if not (a renewal
-   * that timed out after the API server applied it). A renewal may take what is left of the renew
+   * changed since (a missing one, that it was deleted): read, it is lost if another replica holds it
+   * or it is gone, renewed once more if not (a renewal that timed out after the API server applied it). A renewal may take what is left of the renew
    * deadline: ownership counts from when it was sent, so a slow answer is as safe as a quick one.
    */
   private async renew(shard: number, again = true): Promise<boolean> {
@@ -361,7 +361,8 @@ export class ShardCoordinator {
       s.renewedAt = sentAt;
       return true;
     } catch (error) {
-      if (httpStatusOf(error) !== 409) {
+      const status = httpStatusOf(error);
+      if (status !== 409 && status !== 404) {
         this.logger.warn('cannot renew a shard lease', { shard, error });
         return false;
       }
