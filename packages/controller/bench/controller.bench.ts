@@ -246,11 +246,6 @@ interface Ceiling {
   steady: boolean;
 }
 
-/**
- * The ceiling for the statuses of `placements`, in windows until the last three
- * agree within CEILING_AGREEMENT; then their statuses are put back as they were
- * (so that a controller started after finds nothing to change).
- */
 /** When (performance.now()) every shard's Lease is held by a replica that took it after `sinceWall` (epoch ms). */
 async function shardLeasesHeld(client: KubeClient, sinceWall: number): Promise<number> {
   const path = (i: number) =>
@@ -267,6 +262,11 @@ async function shardLeasesHeld(client: KubeClient, sinceWall: number): Promise<n
   }
 }
 
+/**
+ * The ceiling for the statuses of `placements`, in windows until the last three
+ * agree within CEILING_AGREEMENT; then their statuses are put back as they were
+ * (so that a controller started after finds nothing to change).
+ */
 async function steadyCeiling(client: KubeClient, placements: readonly KubeObject[], concurrency: number) {
   const latest = new Map(placements.map((p) => [objectKey(p), p]));
   const windows: number[] = [];

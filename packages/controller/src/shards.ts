@@ -343,8 +343,9 @@ export class ShardCoordinator {
   /**
    * Renews a held shard from the Lease as this replica last wrote it. A conflict means the Lease
    * changed since (a missing one, that it was deleted): read, it is lost if another replica holds it
-   * or it is gone, renewed once more if not (a renewal that timed out after the API server applied it). A renewal may take what is left of the renew
-   * deadline: ownership counts from when it was sent, so a slow answer is as safe as a quick one.
+   * or it is gone, renewed once more if not (a renewal that timed out after the API server applied
+   * it). A renewal may take what is left of the renew deadline: ownership counts from when it was
+   * sent, so a slow answer is as safe as a quick one.
    */
   private async renew(shard: number, again = true): Promise<boolean> {
     const s = this.state[shard]!;
