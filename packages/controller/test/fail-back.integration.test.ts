@@ -77,6 +77,13 @@ describeWithHub('controller: fail-back to the preferred cluster (real kube-apise
 
     await statesAre(`${a}:ACTIVE`);
     await waitFor('a below its ceiling is recorded', async () => (await clusters())[0]?.belowCeilingSince);
+    // a serves the whole load first (10 ready): fail-back's room is room it has seen serve (rule F2).
+    source.set(a, { ...room, hpa: { currentReplicas: 10, desiredReplicas: 10, maxReplicas: 12 }, readyReplicas: 10 });
+    await waitFor('a seen running 10 ready', async () => {
+      const status = (await env.fleet.placement('fb', 'gpu')).status as
+        { failBack?: { provenReplicas?: { cluster: string; replicas: number }[] } } | undefined;
+      return status?.failBack?.provenReplicas?.some((p) => p.cluster === a && p.replicas === 10);
+    });
 
     // Stockout: pods pending and the cluster-autoscaler's FailedScaleUp. The fallback takes the load.
     source.set(a, { ...room, pendingPods: 3, failedScaleUp: true });

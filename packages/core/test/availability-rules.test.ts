@@ -30,6 +30,7 @@ import {
   states,
   steady,
   type Case,
+  PROVEN,
 } from './helpers.js';
 
 // The rules of docs/placement-rules.md: safe fail-back (F1 backoff, F2
@@ -60,10 +61,10 @@ const specOf = (o: Options = {}): PlacementSpec =>
 const withFailBack = (extra: NonNullable<Behavior['failBack']> = {}) => specOf({ failBack: extra });
 
 /** What a row checks of a decision: states, transitions, status.failBack and the requeue. */
-/** status.failBack without its recent peaks (rule F2's peak has its own table in fail-back-peak.test.ts). */
+/** status.failBack without its recent peaks and proven sizes (rule F2 has its own table in fail-back-peak.test.ts). */
 const withoutPeaks = (f: FailBackStatus | undefined): FailBackStatus | undefined => {
   if (!f) return f;
-  const { recentPeaks: _, ...rest } = f;
+  const { recentPeaks: _, provenReplicas: __, ...rest } = f;
   return Object.keys(rest).length > 0 ? rest : undefined;
 };
 const outcome = (d: Decision) => ({
@@ -168,7 +169,11 @@ describe('F1, F2: fail-back waits for room, and backs off after each cycle', () 
       expected: {
         states: ['fleet/a ACTIVE', 'fleet/b ACTIVE'],
         moves: [],
-        failBack: { backoffLevel: 1, lastCycleTime: at(NOW - 1000), roomSince: at(NOW - WINDOW) },
+        failBack: {
+          backoffLevel: 1,
+          lastCycleTime: at(NOW - 1000),
+          roomSince: at(NOW - WINDOW),
+        },
         requeue: 170, // the window ends in 1800 s; the signals turn stale first
       },
     },
@@ -297,7 +302,7 @@ const failBackCase = (o: { b: number; hpaMin?: number; standbyReplicas?: number 
         listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
       ],
       lastAdditionTime: at(3000),
-      failBack: { roomSince: at(NOW - WINDOW) },
+      failBack: { roomSince: at(NOW - WINDOW), provenReplicas: PROVEN },
     },
     profiles: fleet,
     signals: [signal('fleet/a', 2), signal('fleet/b', o.b)],
@@ -1028,7 +1033,7 @@ describe('mco explain names each new reason', () => {
       listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
     ],
     lastAdditionTime: at(3000),
-    failBack: { ...failBack, roomSince: at(NOW - room) },
+    failBack: { provenReplicas: PROVEN, ...failBack, roomSince: at(NOW - room) },
   });
 
   it.each<{ name: string; input: Case; cluster: string | undefined; note: RegExp }>([

@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec, aSteadySignal } from '@mco/core/testing';
 import { type PlacementSpec } from '@mco/core';
-import { nextRecentPeaks, PEAK_PERIODS } from '../src/scaling/fail-back.js';
+import {
+  nextProvenReplicas,
+  nextRecentPeaks,
+  PEAK_PERIODS,
+  unprovenBecause,
+  type FailBackCluster,
+} from '../src/scaling/fail-back.js';
+import { UNKNOWN_SIGNAL } from '../src/scaling/signals.js';
+import { MAX_PROVEN_REPLICAS } from '../src/api/placement.js';
 import {
   afterStockout,
   at,
@@ -43,44 +51,51 @@ function checkRow({ input, moves: expected, why }: { input: Case; moves: string[
     ).toMatch(why);
 }
 
-describe('nextRecentPeaks: the most replicas needed per eighth of the lookback, bounded', () => {
+describe('nextRecentPeaks: the most and fewest replicas needed per eighth of the lookback, bounded', () => {
   const ms = (s: number) => Date.parse(at(s));
+  const period = (replicas: number, ago: number, fewest = replicas) => ({ ...peakOf(replicas, ago), fewest });
   it.each([
     {
       name: 'the first evaluation starts a period',
       previous: undefined,
       needed: 7,
-      expected: [peakOf(7, 0)],
+      expected: [period(7, 0)],
     },
     {
-      name: 'within the newest period it keeps the most seen',
-      previous: [peakOf(9, 300)],
+      name: 'within the newest period it keeps the most and the fewest seen',
+      previous: [period(9, 300)],
       needed: 7,
-      expected: [peakOf(9, 300)],
+      expected: [period(9, 300, 7)],
     },
     {
       name: 'a higher need raises the newest period',
-      previous: [peakOf(5, 300)],
+      previous: [period(5, 300)],
       needed: 7,
-      expected: [peakOf(7, 300)],
+      expected: [period(7, 300, 5)],
+    },
+    {
+      name: 'a period kept before mco kept the fewest takes it from then',
+      previous: [peakOf(9, 300)],
+      needed: 10,
+      expected: [period(10, 300, 9)],
     },
     {
       name: 'after an eighth of the lookback a new period starts',
-      previous: [peakOf(9, LOOKBACK / PEAK_PERIODS)],
+      previous: [period(9, LOOKBACK / PEAK_PERIODS)],
       needed: 4,
-      expected: [peakOf(9, LOOKBACK / PEAK_PERIODS), peakOf(4, 0)],
+      expected: [period(9, LOOKBACK / PEAK_PERIODS), period(4, 0)],
     },
     {
       name: 'a period that ended before the lookback is dropped',
-      previous: [peakOf(20, LOOKBACK + LOOKBACK / PEAK_PERIODS), peakOf(9, 1000)],
+      previous: [period(20, LOOKBACK + LOOKBACK / PEAK_PERIODS), period(9, 1000)],
       needed: 4,
-      expected: [peakOf(9, 1000), peakOf(4, 0)],
+      expected: [period(9, 1000), period(4, 0)],
     },
     {
       name: 'a missing signal records nothing and keeps what was',
-      previous: [peakOf(9, 1000)],
+      previous: [period(9, 1000)],
       needed: undefined,
-      expected: [peakOf(9, 1000)],
+      expected: [period(9, 1000)],
     },
   ])('$name', ({ previous, needed, expected }) => {
     expect(nextRecentPeaks(previous, needed, ms(NOW), LOOKBACK)).toEqual(expected);
@@ -181,7 +196,144 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       signals: [steady('fleet/a', 4), steady('fleet/b', 3)],
       now: NOW,
     });
-    expect(d.status.failBack?.recentPeaks).toEqual([peakOf(13, 1800), peakOf(7, 0)]);
+    expect(d.status.failBack?.recentPeaks).toEqual([peakOf(13, 1800), { ...peakOf(7, 0), fewest: 7 }]);
+  });
+});
+
+describe('F2: room seen, not assumed: a preferred cluster counts at most its proven size toward the recent peak', () => {
+  // The recent peak of 9 an hour and a half ago, then a trough: the periods kept cover the lookback.
+  const trough = [peakOf(9, 6600), peakOf(9, 5400), peakOf(4, 3600), peakOf(5, 1800), peakOf(5, 900)].map((p) => ({
+    ...p,
+    fewest: p.replicas,
+  }));
+  const proven = (replicas: number) => [{ cluster: 'fleet/a', replicas }];
+  it.each<{ name: string; input: Case; moves: string[]; why?: RegExp }>([
+    {
+      name: 'a was seen running 6 ready at most and the load fell since the peak of 9: waits, though its HPA holds 10',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, { recentPeaks: trough, provenReplicas: proven(6) }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: the preferred clusters have been seen running 6 ready replica\(s\) at most \(status\.failBack\.provenReplicas\), short of the 9 the workload needed within the last 7200s, and its load fell to 4 in that time: fail-back counts only room seen serving/,
+    },
+    {
+      name: 'a was seen running 9: moves',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, { recentPeaks: trough, provenReplicas: proven(9) }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'never seen (no proven size, e.g. listed after the stockout) with the load steady at its peak for the whole lookback: moves (rule F6 shows the room as it moves)',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, {
+          recentPeaks: trough.map((p) => ({ ...p, replicas: 5, fewest: 5 })),
+          provenReplicas: [],
+        }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'the periods kept reach back only half the lookback (fail-back just turned on): the load over them counts',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, {
+          recentPeaks: trough.slice(3).map((p) => ({ ...p, fewest: 5 })),
+          provenReplicas: [],
+        }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
+      name: 'a peak kept before mco kept the fewest counts as a dip (no fewest): waits for the proven size',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, {
+          recentPeaks: trough.map(({ fewest: _, ...p }) => ({ ...p, replicas: 5 })),
+          provenReplicas: proven(2),
+        }),
+        profiles: fleet,
+        signals: [steady('fleet/a', 2), steady('fleet/b', 3)],
+        now: NOW,
+      },
+      moves: [],
+      why: /and its load fell to 0 in that time/,
+    },
+  ])('$name', checkRow);
+
+  it.each([
+    { proven: 10, low: 2, peak: 11, waits: false },
+    { proven: 10, low: 2, peak: 12, waits: true },
+    { proven: 2, low: 10, peak: 11, waits: false },
+    { proven: 2, low: 10, peak: 12, waits: true },
+  ])(
+    'within the HPA tolerance (10%): seen $proven, the load at least $low, a peak of $peak: waits $waits',
+    ({ proven, low, peak, waits }) => {
+      const a: FailBackCluster = {
+        key: 'fleet/a',
+        state: 'ACTIVE',
+        eligible: true,
+        signal: { ...UNKNOWN_SIGNAL, fresh: true, maxReplicas: 20 },
+        belowCeilingSince: undefined,
+        reason: undefined,
+        lastTransitionTime: at(0),
+        proven,
+      };
+      expect(unprovenBecause([a], { replicas: peak, low, lookbackSeconds: LOOKBACK }) !== undefined).toBe(waits);
+    },
+  );
+
+  it("records each listed cluster's most ready replicas in status.failBack.provenReplicas, and drops a cluster no longer listed", () => {
+    const status = afterStockout(WINDOW, {
+      provenReplicas: [
+        { cluster: 'fleet/a', replicas: 10 },
+        { cluster: 'fleet/b', replicas: 2 },
+        { cluster: 'fleet/gone', replicas: 7 },
+      ],
+    });
+    const d = run({
+      spec: spec(),
+      status,
+      profiles: fleet,
+      signals: [steady('fleet/a', 4), steady('fleet/b', 3)],
+      now: NOW,
+    });
+    expect(d.status.failBack?.provenReplicas).toEqual([
+      { cluster: 'fleet/a', replicas: 10 },
+      { cluster: 'fleet/b', replicas: 3 },
+    ]);
+    // Past 64 listed clusters the smallest go (the CRD's bound): they count 0, and fail-back waits longer.
+    const many = Array.from({ length: 70 }, (_, i) => ({ key: `fleet/m${String(i).padStart(2, '0')}`, replicas: i }));
+    const kept = nextProvenReplicas(
+      undefined,
+      many.map((m) => ({ key: m.key, signal: { ...UNKNOWN_SIGNAL, fresh: true, readyReplicas: m.replicas } })),
+    );
+    expect(kept).toHaveLength(MAX_PROVEN_REPLICAS);
+    expect(kept[0]).toEqual({ cluster: 'fleet/m06', replicas: 6 });
+    // A stale signal raises nothing.
+    const stale = run({
+      spec: spec(),
+      status,
+      profiles: fleet,
+      signals: [steady('fleet/a', 4), { ...steady('fleet/b', 9), observedAt: at(NOW - 3600) }],
+      now: NOW,
+    });
+    expect(stale.status.failBack?.provenReplicas).toContainEqual({ cluster: 'fleet/b', replicas: 2 });
   });
 });
 

@@ -1,7 +1,19 @@
 import { describe, expect, it } from 'vitest';
 import { aClusterProfile, anAutoscalingSpec } from '@mco/core/testing';
 import { type Decision, type PlacementSpec, type Signal } from '@mco/core';
-import { afterStockout, at, clusterOf, explainOf, listed, moves, NOW, run, steady, type Case } from './helpers.js';
+import {
+  afterStockout,
+  at,
+  clusterOf,
+  explainOf,
+  listed,
+  moves,
+  NOW,
+  run,
+  steady,
+  type Case,
+  PROVEN,
+} from './helpers.js';
 
 // Rule F7 (docs/placement-rules.md §10.3): once fail-back's conditions hold,
 // the preferred clusters are first asked for the drain's first step
@@ -29,7 +41,7 @@ const probing = (after: number, a: Signal, extra: { roomSince?: number; b?: numb
       listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
     ],
     lastAdditionTime: at(3000),
-    failBack: { roomSince: at(extra.roomSince ?? NOW - WINDOW), probe: PROBE },
+    failBack: { roomSince: at(extra.roomSince ?? NOW - WINDOW), provenReplicas: PROVEN, probe: PROBE },
   },
   profiles: fleet,
   signals: [a, steady('fleet/b', extra.b ?? 8)].map((s) => ({ ...s, observedAt: at(NOW + after - 10) })),

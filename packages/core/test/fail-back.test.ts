@@ -7,7 +7,7 @@ import {
   aSteadySignal,
 } from '@mco/core/testing';
 import type { PlacementSpec, Signal } from '@mco/core';
-import { at, condition, listed, moves, run, runThroughProbe, states, type Case } from './helpers.js';
+import { at, condition, listed, moves, run, runThroughProbe, states, type Case, PROVEN } from './helpers.js';
 
 // Fail-back to preferred clusters (docs/placement-rules.md §10.3): fleet/a is
 // preferred over fleet/b (namespace/name order, no preferences).
@@ -27,8 +27,9 @@ const failBack = (extra: { min?: number; window?: number; useDraining?: boolean 
 const NOW = 10_000;
 const fresh = NOW - 10;
 /**
- * a is preferred and has had room since `since` (below its ceiling, and room for b's replicas:
- * status.failBack.roomSince); b took the workload during a stockout.
+ * a is preferred, ran its HPA maximum of 10 before (its proven size, rule F2) and has had room since
+ * `since` (below its ceiling, and room for b's replicas: status.failBack.roomSince); b took the
+ * workload during a stockout.
  */
 const afterStockout = (since: number | undefined, extra: { lastAddition?: number } = {}): Case['status'] => ({
   clusters: [
@@ -36,7 +37,10 @@ const afterStockout = (since: number | undefined, extra: { lastAddition?: number
     listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
   ],
   lastAdditionTime: at(extra.lastAddition ?? 3000),
-  ...(since !== undefined ? { failBack: { roomSince: at(since) } } : {}),
+  failBack: {
+    ...(since !== undefined ? { roomSince: at(since) } : {}),
+    provenReplicas: PROVEN,
+  },
 });
 // a has room (HPA max 10, 2 replicas) for the 8 replicas b would hand back (rule F2).
 const bothSteady: Signal[] = [aSteadySignal('fleet/a', at(fresh), 2), aSteadySignal('fleet/b', at(fresh), 8)];
@@ -203,7 +207,7 @@ const rows: Row[] = [
           listed('fleet/b', 'ACTIVE', NOW - 250, { reason: 'Reactivated' }),
         ],
         lastAdditionTime: at(3000),
-        failBack: { roomSince: at(NOW - WINDOW) },
+        failBack: { roomSince: at(NOW - WINDOW), provenReplicas: PROVEN },
       },
       profiles: fleet,
       signals: bothSteady,
@@ -241,7 +245,7 @@ const rows: Row[] = [
           listed('fleet/c', 'ACTIVE', 3000, { reason: 'Added' }),
         ],
         lastAdditionTime: at(3000),
-        failBack: { roomSince: at(NOW - WINDOW) },
+        failBack: { roomSince: at(NOW - WINDOW), provenReplicas: PROVEN },
       },
       profiles: fleet,
       signals: [...bothSteady, anAtCeilingSignal('fleet/c', at(fresh), 4)],
@@ -385,7 +389,8 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
       lastFailBackCluster: 'fleet/b',
       lastFailBackTime: at(NOW),
       // a runs the first step (4 of its 10): room for 6 of b's 8 now, which the drain no longer needs (rule F7).
-      recentPeaks: [{ since: at(NOW), replicas: 10 }], // a's 2 and b's 8
+      recentPeaks: [{ since: at(NOW), replicas: 10, fewest: 10 }], // a's 2 and b's 8
+      provenReplicas: PROVEN, // a ran its maximum before; b runs 8 ready now
     });
   });
 
@@ -460,7 +465,7 @@ describe('fail-back to preferred clusters (docs/placement-rules.md §10.3)', () 
           listed('fleet/a', 'ACTIVE', 0, { belowCeilingSince: at(NOW - WINDOW) }),
         ],
         lastAdditionTime: at(0),
-        failBack: { roomSince: at(NOW - WINDOW) },
+        failBack: { roomSince: at(NOW - WINDOW), provenReplicas: PROVEN },
       },
       profiles,
       signals: [aSteadySignal('fleet/a', at(fresh), 2), aSteadySignal('fleet/b', at(fresh))],

@@ -71,6 +71,12 @@ export function listed(
   return { name, namespace, state, lastTransitionTime: at(since), ...extra };
 }
 
+/** status.failBack.provenReplicas where fleet/a and fleet/b each ran their HPA maximum of 10 before (rule F2). */
+export const PROVEN = [
+  { cluster: 'fleet/a', replicas: 10 },
+  { cluster: 'fleet/b', replicas: 10 },
+];
+
 /** The evaluation time of the fail-back and drain tables (seconds after T0), and a fresh observation. */
 export const NOW = 100_000;
 export const FRESH = NOW - 10;
@@ -87,8 +93,9 @@ export const clusterOf = (d: Decision, key: string): PlacementCluster | undefine
 
 /**
  * The status after a stockout: fleet/b took load (added at 3000 s) beside the
- * preferred fleet/a, which has had room (rule F2) for `room` seconds at NOW
- * (undefined: none); `failBack` adds to status.failBack.
+ * preferred fleet/a, which ran its HPA maximum of 10 before (its proven size,
+ * rule F2) and has had room for `room` seconds at NOW (undefined: none);
+ * `failBack` adds to status.failBack.
  */
 export const afterStockout = (room: number | undefined, failBack: FailBackStatus = {}): PlacementStatus => ({
   clusters: [
@@ -96,9 +103,11 @@ export const afterStockout = (room: number | undefined, failBack: FailBackStatus
     listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
   ],
   lastAdditionTime: at(3000),
-  ...(room !== undefined || Object.keys(failBack).length > 0
-    ? { failBack: { ...(room !== undefined ? { roomSince: at(NOW - room) } : {}), ...failBack } }
-    : {}),
+  failBack: {
+    ...(room !== undefined ? { roomSince: at(NOW - room) } : {}),
+    provenReplicas: PROVEN,
+    ...failBack,
+  },
 });
 
 /** `ns/name state` for every listed cluster, in status order. */

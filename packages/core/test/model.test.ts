@@ -129,7 +129,18 @@ function evaluate(w: World): void {
   );
   const d = decide({
     now: new Date(Date.UTC(2026, 0, 1) + w.now * 1000),
-    placement: aPlacement('default/m', specOf(w.failBack), w.status),
+    // Every cluster counts as seen running its HPA maximum (rule F2's proven size; its own property
+    // is in fail-back.properties.test.ts), so these random events reach fail-back.
+    placement: aPlacement(
+      'default/m',
+      specOf(w.failBack),
+      w.failBack && w.status
+        ? {
+            ...w.status,
+            failBack: { ...w.status.failBack, provenReplicas: KEYS.map((cluster) => ({ cluster, replicas: 8 })) },
+          }
+        : w.status,
+    ),
     clusterProfiles: profiles,
     signals,
   });

@@ -26,6 +26,9 @@ export const MAX_REGEX_PROGRAM_SIZE = 2000;
 export const MAX_REGEX_POSITIONS = 64;
 
 // Generous: a too-long regex must reach the engine to be reported as InvalidRegex.
+/** The most entries status.failBack.provenReplicas keeps (rule F2). */
+export const MAX_PROVEN_REPLICAS = 64;
+
 const shortString = z.string().max(4096);
 const seconds = (description: string) => z.number().int().min(0).max(31_536_000).optional().describe(description);
 
@@ -496,6 +499,12 @@ export const FailBackStatusSchema = z
         z.object({
           since: TimestampSchema.describe('Start of the period.'),
           replicas: z.number().int().min(0).describe('The most replicas the workload needed in the period.'),
+          fewest: z
+            .number()
+            .int()
+            .min(0)
+            .optional()
+            .describe('The fewest replicas the workload needed in the period (rule F2: a load steady at its peak).'),
         }),
       )
       .max(16)
@@ -519,6 +528,22 @@ export const FailBackStatusSchema = z
       .optional()
       .describe(
         'Rule F2: per cluster, the replicas its node pool held at the last node size limit its signal reported within failBack.peakLookbackSeconds; fail-back counts no more than that as its room.',
+      ),
+    provenReplicas: z
+      .array(
+        z.object({
+          cluster: z.string().max(512).describe('The cluster (namespace/name).'),
+          replicas: z
+            .number()
+            .int()
+            .min(0)
+            .describe('The most ready replicas of the workload it has been seen running while listed.'),
+        }),
+      )
+      .max(MAX_PROVEN_REPLICAS)
+      .optional()
+      .describe(
+        "Rule F2: per listed cluster, the most ready replicas it has been seen running (its proven size); fail-back counts no more than that toward the workload's recent peak, unless the load held near its peak for the whole lookback.",
       ),
     probe: z
       .object({

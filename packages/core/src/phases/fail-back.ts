@@ -9,10 +9,12 @@ import {
   neededReplicas,
   nextRecentPeaks,
   nextNodeLimits,
+  nextProvenReplicas,
   type BackoffSettings,
   type FailBackCluster,
   type RecentPeak,
   capacityOf,
+  unprovenBecause,
 } from '../scaling/fail-back.js';
 import type { AutoscaleForCapacity, FailBackStatus } from '../api/placement.js';
 import { drainStepSize, nextStepSize } from '../scaling/draining.js';
@@ -42,6 +44,7 @@ function backoffSettings(run: Evaluation): BackoffSettings {
 /** The listed clusters as fail-back (and rule M1) read them, in priority order. */
 export const failBackView = (run: Evaluation): FailBackCluster[] => {
   const limits = new Map((run.failBackStatus?.nodeLimits ?? []).map((l) => [l.cluster, l]));
+  const proven = new Map((run.failBackStatus?.provenReplicas ?? []).map((p) => [p.cluster, p.replicas]));
   return run.byPriority(run.live()).map((e) => ({
     key: e.key,
     state: e.state,
@@ -51,6 +54,7 @@ export const failBackView = (run: Evaluation): FailBackCluster[] => {
     reason: e.reason,
     lastTransitionTime: e.lastTransitionTime,
     nodeLimit: limits.get(e.key),
+    proven: proven.get(e.key),
   }));
 };
 
@@ -83,8 +87,11 @@ function keptPeak(run: Evaluation): number | undefined {
 export function recentPeak(run: Evaluation): RecentPeak | undefined {
   const kept = keptPeak(run);
   if (kept === undefined) return undefined;
+  const current = workloadReplicas(run);
+  const periods = run.failBackStatus?.recentPeaks ?? [];
   return {
-    replicas: Math.max(kept, workloadReplicas(run) ?? 0),
+    replicas: Math.max(kept, current ?? 0),
+    low: Math.min(...periods.map((p) => p.fewest ?? 0), current ?? Infinity),
     lookbackSeconds: run.behavior.failBackPeakLookbackSeconds,
   };
 }
@@ -128,7 +135,15 @@ export function trackFailBack(run: Evaluation): void {
     if (t.id !== 'P1' && t.id !== 'P3') continue;
     run.failBackStatus = recordCycle(run.failBackStatus, t.cluster, run.nowMs, backoffSettings(run));
   }
-  const { roomSince: previous, recentPeaks: peaks, nodeLimits: limits, probe, ...rest } = run.failBackStatus ?? {};
+  const {
+    roomSince: previous,
+    recentPeaks: peaks,
+    nodeLimits: limits,
+    provenReplicas: proven,
+    probe,
+    ...rest
+  } = run.failBackStatus ?? {};
+  const provenReplicas = nextProvenReplicas(proven, run.live());
   const recentPeaks = nextRecentPeaks(
     peaks,
     workloadReplicas(run),
@@ -142,6 +157,7 @@ export function trackFailBack(run: Evaluation): void {
     ...rest,
     ...(recentPeaks.length > 0 ? { recentPeaks } : {}),
     ...(nodeLimits.length > 0 ? { nodeLimits } : {}),
+    ...(provenReplicas.length > 0 ? { provenReplicas } : {}),
     ...(probe && !ended ? { probe } : {}),
   };
   // A refused probe shows the room fail-back waited for was not real: a whole window again, from now.
@@ -192,6 +208,11 @@ function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
   for (const e of receivers) capacity += capacityOf(view.get(e.key)!, e.signal.fresh ? (e.signal.maxReplicas ?? 0) : 0);
   if (peak && capacity < peak.replicas)
     return `the receivers hold ${capacity} replica(s) at their HPA maximum or node limit, and the workload needed ${peak.replicas} within the last ${peak.lookbackSeconds}s (rule F2)`;
+  const unproven = unprovenBecause(
+    receivers.map((e) => view.get(e.key)!),
+    peak,
+  );
+  if (unproven) return unproven;
   for (const e of receivers) {
     const s = e.signal;
     if (!s.fresh) return `${e.key} has no fresh signal`;

@@ -1,4 +1,4 @@
-import type { ClusterState, FailBackStatus, PlacementSpec } from '../api/placement.js';
+import { MAX_PROVEN_REPLICAS, type ClusterState, type FailBackStatus, type PlacementSpec } from '../api/placement.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
 import { formatTime, parseTime, SECOND } from '../time.js';
 import { sourceReportsReadyReplicas, type SignalAssessment } from './signals.js';
@@ -156,8 +156,13 @@ export function burstBecause(key: string, s: SignalAssessment): string | undefin
 /** The recent peak fail-back makes room for (rule F2), and how far back it looks. */
 export interface RecentPeak {
   readonly replicas: number;
+  /** The fewest replicas the workload needed in the periods kept, now included. */
+  readonly low: number;
   readonly lookbackSeconds: number;
 }
+
+/** A load within this share of its peak counts as at its peak (the HPA's default tolerance). */
+export const PEAK_TOLERANCE = 0.1;
 
 /**
  * The replicas the workload needs on a cluster now, from a fresh signal: the
@@ -174,16 +179,16 @@ export const PEAK_PERIODS = 8;
 
 /**
  * Adds the replicas needed now to the recent peaks (status.failBack.recentPeaks):
- * the newest period keeps the most seen in it, a new period starts every
+ * the newest period keeps the most and the fewest seen in it, a new period starts every
  * eighth of the lookback, and periods older than the lookback are dropped.
  * `needed` undefined (a signal missing) records nothing.
  */
 export function nextRecentPeaks(
-  previous: readonly { since: string; replicas: number }[] | undefined,
+  previous: readonly RecentPeriod[] | undefined,
   needed: number | undefined,
   nowMs: number,
   lookbackSeconds: number,
-): { since: string; replicas: number }[] {
+): RecentPeriod[] {
   const period = (lookbackSeconds * SECOND) / PEAK_PERIODS;
   const kept = (previous ?? []).filter((p) => {
     const since = parseTime(p.since);
@@ -192,8 +197,24 @@ export function nextRecentPeaks(
   if (needed === undefined) return kept;
   const last = kept.at(-1);
   if (last && parseTime(last.since)! + period > nowMs)
-    return [...kept.slice(0, -1), { since: last.since, replicas: Math.max(last.replicas, needed) }];
-  return [...kept, { since: formatTime(nowMs), replicas: needed }].slice(-(PEAK_PERIODS + 1));
+    return [
+      ...kept.slice(0, -1),
+      {
+        since: last.since,
+        replicas: Math.max(last.replicas, needed),
+        fewest: Math.min(last.fewest ?? last.replicas, needed),
+      },
+    ];
+  return [...kept, { since: formatTime(nowMs), replicas: needed, fewest: needed }].slice(-(PEAK_PERIODS + 1));
+}
+
+/** A period of status.failBack.recentPeaks. */
+export interface RecentPeriod {
+  readonly since: string;
+  /** The most replicas the workload needed in the period. */
+  readonly replicas: number;
+  /** The fewest (absent in a status written before mco kept it: read as 0, a dip). */
+  readonly fewest?: number | undefined;
 }
 
 /** A node size limit a cluster's signal reported (status.failBack.nodeLimits). */
@@ -241,6 +262,37 @@ export function nextNodeLimits(
  */
 export function capacityOf(c: FailBackCluster, max: number): number {
   return c.nodeLimit ? Math.min(max, c.nodeLimit.replicas) : max;
+}
+
+/** A cluster's proven size (status.failBack.provenReplicas). */
+export interface ProvenReplicas {
+  readonly cluster: string;
+  /** The most ready replicas of the workload it has been seen running while listed. */
+  readonly replicas: number;
+}
+
+/**
+ * Rule F2: the proven sizes kept (status.failBack.provenReplicas): each listed
+ * cluster's most `readyReplicas` seen on a fresh signal, raised whenever it
+ * runs more; a cluster no longer listed is dropped (listed again, it starts
+ * from what it runs then). Past MAX_PROVEN_REPLICAS clusters the smallest go: a
+ * cluster without one counts 0, so fail-back only waits longer.
+ */
+export function nextProvenReplicas(
+  previous: readonly ProvenReplicas[] | undefined,
+  clusters: readonly { readonly key: string; readonly signal: SignalAssessment }[],
+): ProvenReplicas[] {
+  const before = new Map((previous ?? []).map((p) => [p.cluster, p.replicas]));
+  const next: ProvenReplicas[] = [];
+  for (const { key, signal: s } of clusters) {
+    const ready = s.fresh ? s.readyReplicas : undefined;
+    const was = before.get(key);
+    if (was !== undefined || ready !== undefined) next.push({ cluster: key, replicas: Math.max(was ?? 0, ready ?? 0) });
+  }
+  return next
+    .sort((a, b) => b.replicas - a.replicas || a.cluster.localeCompare(b.cluster))
+    .slice(0, MAX_PROVEN_REPLICAS)
+    .sort((a, b) => a.cluster.localeCompare(b.cluster));
 }
 
 /**
@@ -304,6 +356,24 @@ export function noRoomBecause(
 }
 
 /**
+ * Rule F2, room seen: why the preferred clusters' room for the recent peak is
+ * not shown yet, or undefined. Their HPA maximum says nothing of nodes that
+ * were never asked for, so each counts at most its proven size (the most
+ * ready replicas it has been seen running); that must reach the recent peak
+ * (within PEAK_TOLERANCE), unless the load held near its peak for the whole
+ * lookback: then the move itself shows the room, as rule F6 has the preferred
+ * clusters run the load ready before the fallback hands it over.
+ */
+export function unprovenBecause(higher: readonly FailBackCluster[], peak?: RecentPeak): string | undefined {
+  if (!peak) return undefined;
+  let proven = 0;
+  for (const c of higher) proven += Math.min(c.proven ?? 0, capacityOf(c, c.signal.maxReplicas ?? 0));
+  const atPeak = (replicas: number) => replicas * (1 + PEAK_TOLERANCE) >= peak.replicas;
+  if (atPeak(proven) || atPeak(peak.low)) return undefined;
+  return `the preferred clusters have been seen running ${proven} ready replica(s) at most (status.failBack.provenReplicas), short of the ${peak.replicas} the workload needed within the last ${peak.lookbackSeconds}s, and its load fell to ${peak.low} in that time: fail-back counts only room seen serving, unless the load held within ${PEAK_TOLERANCE * 100}% of its peak for the whole lookback (then the move shows it, rule F6)`;
+}
+
+/**
  * Since when the room rule has held continuously, with load not rising, for
  * the lowest-priority ACTIVE cluster of `clusters` (priority order);
  * undefined when it does not hold now. Kept in status, so a restart loses nothing.
@@ -317,7 +387,13 @@ export function nextRoomSince(
   const active = clusters.filter((c) => c.state === 'ACTIVE');
   const l = active.at(-1);
   const higher = active.slice(0, -1);
-  if (!l || higher.length === 0 || risingBecause(higher) || noRoomBecause(higher, l.signal.currentReplicas, peak))
+  if (
+    !l ||
+    higher.length === 0 ||
+    risingBecause(higher) ||
+    noRoomBecause(higher, l.signal.currentReplicas, peak) ||
+    unprovenBecause(higher, peak)
+  )
     return undefined;
   return previous ?? now;
 }
@@ -334,6 +410,8 @@ export interface FailBackCluster {
   readonly lastTransitionTime: string;
   /** Rule F2: the replicas its node pool held at its last node size limit within the peak lookback. */
   readonly nodeLimit?: NodeLimit | undefined;
+  /** Rule F2: its proven size, the most ready replicas it has been seen running while listed. */
+  readonly proven?: number | undefined;
 }
 
 export interface FailBackInput {
@@ -397,7 +475,10 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
       cluster: l.key,
       why: `${l.key} runs ${replicas} replica(s), no more than the ${input.warmSize} it would linger at: a fail-back would move no load, only cap its autoscaler`,
     };
-  const noRoom = risingBecause(higher) ?? noRoomBecause(higher, l.signal.currentReplicas, input.peak);
+  const noRoom =
+    risingBecause(higher) ??
+    noRoomBecause(higher, l.signal.currentReplicas, input.peak) ??
+    unprovenBecause(higher, input.peak);
   if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
   let dueMs = parseTime(input.roomSince) ?? input.nowMs;
