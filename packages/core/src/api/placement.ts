@@ -25,10 +25,10 @@ export const MAX_REGEX_PROGRAM_SIZE = 2000;
  */
 export const MAX_REGEX_POSITIONS = 64;
 
-// Generous: a too-long regex must reach the engine to be reported as InvalidRegex.
 /** The most entries status.failBack.provenReplicas keeps (rule F2). */
 export const MAX_PROVEN_REPLICAS = 64;
 
+// Generous: a too-long regex must reach the engine to be reported as InvalidRegex.
 const shortString = z.string().max(4096);
 const seconds = (description: string) => z.number().int().min(0).max(31_536_000).optional().describe(description);
 
