@@ -72,6 +72,38 @@ const growing = (replicas: number, ready: number, extra: Omit<Signal, 'cluster' 
   steady('fleet/a', replicas, { readyReplicas: ready, pendingPods: replicas - ready, ...extra });
 
 describe('F7: fail-back asks the preferred clusters for its first step before the move', () => {
+  it('a receiver that became ACTIVE after the probe began ends it: its ready pods are not the step, and it has not had the window', () => {
+    // a2 was added (another cluster went unhealthy meanwhile): its 4 ready replicas must not count as
+    // the 2 a was asked for. Found by the model test (seed -351384947): the P2 said a2 had been below its
+    // ceiling for the window, added that very second.
+    const input: Case = {
+      spec,
+      status: {
+        clusters: [
+          listed('fleet/a', 'ACTIVE', 0, { belowCeilingSince: at(NOW - WINDOW), desiredMinReplicas: 4 }),
+          listed('fleet/b', 'ACTIVE', 3000, { reason: 'Added' }),
+          listed('fleet/a2', 'ACTIVE', NOW + 30, { reason: 'Added', belowCeilingSince: at(NOW + 30) }),
+        ],
+        lastAdditionTime: at(3000),
+        failBack: { roomSince: at(NOW - WINDOW), provenReplicas: PROVEN, probe: PROBE },
+      },
+      profiles: [...fleet, aClusterProfile('fleet/a2')],
+      signals: [growing(4, 2), steady('fleet/b', 8), steady('fleet/a2', 4)].map((x) => ({
+        ...x,
+        observedAt: at(NOW + 50),
+      })),
+      now: NOW + 60,
+    };
+    const d = run(input);
+    expect(moves(d)).toEqual([]);
+    expect(d.status.failBack?.probe).toBeUndefined();
+    expect(
+      explainOf(input)
+        .clusters.find((c) => c.cluster === 'fleet/b')
+        ?.notes.join('\n'),
+    ).toMatch(/fail-back probe ended: fleet\/a2 became ACTIVE after the probe began/);
+  });
+
   it('when the window has passed, a is asked for the first step and b stays ACTIVE', () => {
     const input: Case = {
       spec,

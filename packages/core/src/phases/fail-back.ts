@@ -191,7 +191,8 @@ const lowestActive = (run: Evaluation): Entry | undefined =>
 
 /**
  * Rule F7: why the probe ends without a move, or undefined while it stands:
- * its cluster is no longer the lowest-priority ACTIVE one, the receivers no
+ * its cluster is no longer the lowest-priority ACTIVE one, a receiver became
+ * ACTIVE after it began, the receivers no
  * longer hold the recent peak (rule F2), a receiver has no fresh signal,
  * refuses the replicas (a FailedScaleUp or NotTriggerScaleUp, its ceiling),
  * or its own load rises past what the probe asked of it, or the replicas are
@@ -202,6 +203,11 @@ function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
   if (!l || l.removed || lowestActive(run) !== l) return `${p.cluster} is no longer the lowest-priority ACTIVE cluster`;
   const receivers = receiversOf(run, l);
   if (receivers.length === 0) return 'no other cluster is ACTIVE';
+  // The probe counts the receivers' ready replicas from when it began: a cluster that became ACTIVE
+  // since (added, or reactivated) would pass its own pods off as the step, and has not had the window.
+  const since = parseTime(p.since) ?? -Infinity;
+  const joined = receivers.find((e) => (parseTime(e.lastTransitionTime) ?? -Infinity) >= since);
+  if (joined) return `${joined.key} became ACTIVE after the probe began: its pods are not the step asked for`;
   const peak = recentPeak(run);
   const view = new Map(failBackView(run).map((c) => [c.key, c]));
   let capacity = 0;
