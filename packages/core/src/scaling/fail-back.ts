@@ -374,6 +374,19 @@ export function unprovenBecause(higher: readonly FailBackCluster[], peak?: Recen
 }
 
 /**
+ * Rule F2 as fail-back reads it, for the room window and the move alike: why
+ * the preferred clusters `higher` cannot take `moving` replicas now (load
+ * rising, no room, or room not seen), or undefined.
+ */
+function roomBecause(
+  higher: readonly FailBackCluster[],
+  moving: number | undefined,
+  peak: RecentPeak | undefined,
+): string | undefined {
+  return risingBecause(higher) ?? noRoomBecause(higher, moving, peak) ?? unprovenBecause(higher, peak);
+}
+
+/**
  * Since when the room rule has held continuously, with load not rising, for
  * the lowest-priority ACTIVE cluster of `clusters` (priority order);
  * undefined when it does not hold now. Kept in status, so a restart loses nothing.
@@ -387,14 +400,7 @@ export function nextRoomSince(
   const active = clusters.filter((c) => c.state === 'ACTIVE');
   const l = active.at(-1);
   const higher = active.slice(0, -1);
-  if (
-    !l ||
-    higher.length === 0 ||
-    risingBecause(higher) ||
-    noRoomBecause(higher, l.signal.currentReplicas, peak) ||
-    unprovenBecause(higher, peak)
-  )
-    return undefined;
+  if (!l || higher.length === 0 || roomBecause(higher, l.signal.currentReplicas, peak)) return undefined;
   return previous ?? now;
 }
 
@@ -475,10 +481,7 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
       cluster: l.key,
       why: `${l.key} runs ${replicas} replica(s), no more than the ${input.warmSize} it would linger at: a fail-back would move no load, only cap its autoscaler`,
     };
-  const noRoom =
-    risingBecause(higher) ??
-    noRoomBecause(higher, l.signal.currentReplicas, input.peak) ??
-    unprovenBecause(higher, input.peak);
+  const noRoom = roomBecause(higher, l.signal.currentReplicas, input.peak);
   if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
   let dueMs = parseTime(input.roomSince) ?? input.nowMs;
