@@ -161,6 +161,39 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       why: /fail-back waits for room: load is rising: fleet\/a's HPA asks for 5 replica\(s\), it runs 2/,
     },
     {
+      name: "the fallback's own load rising (b's HPA asks for 5, runs 3, below its maximum): waits, and the room window restarts",
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [
+          steady('fleet/a', 2),
+          steady('fleet/b', 3, { hpa: { ...aSteadySignal('b', '').hpa!, currentReplicas: 3, desiredReplicas: 5 } }),
+        ],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: load is rising: fleet\/b's HPA asks for 5 replica\(s\), it runs 3/,
+    },
+    {
+      name: 'the fallback asking for more at its capacity ceiling (pods pending on a FailedScaleUp): load a can take, moves',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW),
+        profiles: fleet,
+        signals: [
+          steady('fleet/a', 2),
+          steady('fleet/b', 3, {
+            hpa: { ...aSteadySignal('b', '').hpa!, currentReplicas: 3, desiredReplicas: 5 },
+            pendingPods: 2,
+            failedScaleUp: true,
+          }),
+        ],
+        now: NOW,
+      },
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+    },
+    {
       name: 'a fallback whose signal has no readyReplicas: the HPA tells its need, and fail-back still moves',
       input: {
         spec: spec(),

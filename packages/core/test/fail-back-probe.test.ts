@@ -33,7 +33,11 @@ const spec: PlacementSpec = anAutoscalingSpec(1, {
 const PROBE = { cluster: 'fleet/b', since: at(NOW), receiversReadyReplicas: 2, replicas: 2 };
 
 /** a, asked at NOW for b's first step (2 ready + 25% of 8), evaluated `after` seconds later with `a`'s signal. */
-const probing = (after: number, a: Signal, extra: { roomSince?: number; b?: number } = {}): Case => ({
+const probing = (
+  after: number,
+  a: Signal,
+  extra: { roomSince?: number; b?: number; bHpa?: Signal['hpa'] } = {},
+): Case => ({
   spec,
   status: {
     clusters: [
@@ -44,7 +48,10 @@ const probing = (after: number, a: Signal, extra: { roomSince?: number; b?: numb
     failBack: { roomSince: at(extra.roomSince ?? NOW - WINDOW), provenReplicas: PROVEN, probe: PROBE },
   },
   profiles: fleet,
-  signals: [a, steady('fleet/b', extra.b ?? 8)].map((s) => ({ ...s, observedAt: at(NOW + after - 10) })),
+  signals: [a, steady('fleet/b', extra.b ?? 8, extra.bHpa ? { hpa: extra.bHpa } : {})].map((s) => ({
+    ...s,
+    observedAt: at(NOW + after - 10),
+  })),
   now: NOW + after,
 });
 
@@ -154,6 +161,11 @@ describe('F7: fail-back asks the preferred clusters for its first step before th
     {
       name: "a's own load rises past what it was asked for: the probe ends (rule F2, load rising)",
       input: probing(60, growing(4, 4, { hpa: { ...steady('a', 4).hpa!, desiredReplicas: 6 } })),
+      expected: ENDED,
+    },
+    {
+      name: "b's own HPA asks for more (10, runs 8): the workload's load rises, the probe ends (rule F2, load rising)",
+      input: probing(60, steady('fleet/a', 4), { bHpa: { ...steady('b', 8).hpa!, desiredReplicas: 10 } }),
       expected: ENDED,
     },
     {

@@ -219,6 +219,16 @@ function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
     peak,
   );
   if (unproven) return unproven;
+  // L's own HPA asking for more below its ceiling: the workload's load rises, and the step asked would not hold it.
+  const own = l.signal;
+  if (
+    own.fresh &&
+    !own.atCapacityCeiling &&
+    own.desiredReplicas !== undefined &&
+    own.currentReplicas !== undefined &&
+    own.desiredReplicas > own.currentReplicas
+  )
+    return `load is rising: ${l.key}'s HPA asks for ${own.desiredReplicas} replica(s), it runs ${own.currentReplicas}`;
   for (const e of receivers) {
     const s = e.signal;
     if (!s.fresh) return `${e.key} has no fresh signal`;

@@ -296,11 +296,9 @@ export function nextProvenReplicas(
 }
 
 /**
- * Rule F2, rising load: why the workload is growing now, or undefined: a
- * preferred (higher-priority ACTIVE) cluster's HPA asks for more replicas
- * than it runs. Load moved back then lands on clusters that are still
- * growing. (The fallback's own HPA may ask for more at its ceiling: that is
- * load the preferred clusters can take.)
+ * Rule F2, rising load: why the workload is growing now, or undefined: an
+ * HPA of `clusters` asks for more replicas than it runs. Load moved back
+ * then lands on clusters that are still growing.
  */
 export function risingBecause(higher: readonly FailBackCluster[]): string | undefined {
   for (const c of higher) {
@@ -375,15 +373,22 @@ export function unprovenBecause(higher: readonly FailBackCluster[], peak?: Recen
 
 /**
  * Rule F2 as fail-back reads it, for the room window and the move alike: why
- * the preferred clusters `higher` cannot take `moving` replicas now (load
- * rising, no room, or room not seen), or undefined.
+ * the preferred clusters `higher` cannot take the replicas of `l` now (load
+ * rising, no room, or room not seen), or undefined. Load rises when any of
+ * them grows, `l` included: its HPA asking for more below its ceiling is the
+ * workload's load rising, where at its ceiling it is load the preferred
+ * clusters can take.
  */
 function roomBecause(
   higher: readonly FailBackCluster[],
-  moving: number | undefined,
+  l: FailBackCluster,
   peak: RecentPeak | undefined,
 ): string | undefined {
-  return risingBecause(higher) ?? noRoomBecause(higher, moving, peak) ?? unprovenBecause(higher, peak);
+  return (
+    risingBecause(l.signal.atCapacityCeiling ? higher : [...higher, l]) ??
+    noRoomBecause(higher, l.signal.currentReplicas, peak) ??
+    unprovenBecause(higher, peak)
+  );
 }
 
 /**
@@ -400,7 +405,7 @@ export function nextRoomSince(
   const active = clusters.filter((c) => c.state === 'ACTIVE');
   const l = active.at(-1);
   const higher = active.slice(0, -1);
-  if (!l || higher.length === 0 || roomBecause(higher, l.signal.currentReplicas, peak)) return undefined;
+  if (!l || higher.length === 0 || roomBecause(higher, l, peak)) return undefined;
   return previous ?? now;
 }
 
@@ -481,7 +486,7 @@ export function chooseFailBack(input: FailBackInput): FailBackVerdict {
       cluster: l.key,
       why: `${l.key} runs ${replicas} replica(s), no more than the ${input.warmSize} it would linger at: a fail-back would move no load, only cap its autoscaler`,
     };
-  const noRoom = roomBecause(higher, l.signal.currentReplicas, input.peak);
+  const noRoom = roomBecause(higher, l, input.peak);
   if (noRoom) return { kind: 'noRoom', cluster: l.key, why: noRoom };
 
   let dueMs = parseTime(input.roomSince) ?? input.nowMs;
