@@ -10,6 +10,7 @@ import {
   nextRecentPeaks,
   nextNodeLimits,
   nextProvenReplicas,
+  risingBecause,
   type BackoffSettings,
   type FailBackCluster,
   type RecentPeak,
@@ -220,15 +221,8 @@ function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
   );
   if (unproven) return unproven;
   // L's own HPA asking for more below its ceiling: the workload's load rises, and the step asked would not hold it.
-  const own = l.signal;
-  if (
-    own.fresh &&
-    !own.atCapacityCeiling &&
-    own.desiredReplicas !== undefined &&
-    own.currentReplicas !== undefined &&
-    own.desiredReplicas > own.currentReplicas
-  )
-    return `load is rising: ${l.key}'s HPA asks for ${own.desiredReplicas} replica(s), it runs ${own.currentReplicas}`;
+  const rising = l.signal.fresh && !l.signal.atCapacityCeiling ? risingBecause([view.get(l.key)!]) : undefined;
+  if (rising) return rising;
   for (const e of receivers) {
     const s = e.signal;
     if (!s.fresh) return `${e.key} has no fresh signal`;

@@ -300,8 +300,8 @@ export function nextProvenReplicas(
  * HPA of `clusters` asks for more replicas than it runs. Load moved back
  * then lands on clusters that are still growing.
  */
-export function risingBecause(higher: readonly FailBackCluster[]): string | undefined {
-  for (const c of higher) {
+export function risingBecause(clusters: readonly FailBackCluster[]): string | undefined {
+  for (const c of clusters) {
     const s = c.signal;
     if (s.desiredReplicas !== undefined && s.currentReplicas !== undefined && s.desiredReplicas > s.currentReplicas)
       return `load is rising: ${c.key}'s HPA asks for ${s.desiredReplicas} replica(s), it runs ${s.currentReplicas}`;
