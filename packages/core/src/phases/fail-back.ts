@@ -10,7 +10,7 @@ import {
   nextRecentPeaks,
   nextNodeLimits,
   nextProvenReplicas,
-  risingBecause,
+  fallbackRisingBecause,
   type BackoffSettings,
   type FailBackCluster,
   type RecentPeak,
@@ -220,8 +220,8 @@ function probeEndsBecause(run: Evaluation, p: Probe): string | undefined {
     peak,
   );
   if (unproven) return unproven;
-  // L's own HPA asking for more below its ceiling: the workload's load rises, and the step asked would not hold it.
-  const rising = l.signal.fresh && !l.signal.atCapacityCeiling ? risingBecause([view.get(l.key)!]) : undefined;
+  // L's own load rising: the step asked would not hold it.
+  const rising = l.signal.fresh ? fallbackRisingBecause(view.get(l.key)!) : undefined;
   if (rising) return rising;
   for (const e of receivers) {
     const s = e.signal;

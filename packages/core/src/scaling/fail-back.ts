@@ -372,12 +372,17 @@ export function unprovenBecause(higher: readonly FailBackCluster[], peak?: Recen
 }
 
 /**
+ * Rule F2, rising load on the fallback `l` itself: its HPA asking for more
+ * below its ceiling is the workload's load rising, where at its ceiling it is
+ * load the preferred clusters can take.
+ */
+export const fallbackRisingBecause = (l: FailBackCluster): string | undefined =>
+  l.signal.atCapacityCeiling ? undefined : risingBecause([l]);
+
+/**
  * Rule F2 as fail-back reads it, for the room window and the move alike: why
  * the preferred clusters `higher` cannot take the replicas of `l` now (load
- * rising, no room, or room not seen), or undefined. Load rises when any of
- * them grows, `l` included: its HPA asking for more below its ceiling is the
- * workload's load rising, where at its ceiling it is load the preferred
- * clusters can take.
+ * rising on any of them or on `l`, no room, or room not seen), or undefined.
  */
 function roomBecause(
   higher: readonly FailBackCluster[],
@@ -385,7 +390,8 @@ function roomBecause(
   peak: RecentPeak | undefined,
 ): string | undefined {
   return (
-    risingBecause(l.signal.atCapacityCeiling ? higher : [...higher, l]) ??
+    risingBecause(higher) ??
+    fallbackRisingBecause(l) ??
     noRoomBecause(higher, l.signal.currentReplicas, peak) ??
     unprovenBecause(higher, peak)
   );
