@@ -687,37 +687,57 @@ export function createController(options: ControllerOptions): Controller {
     informers: { placements, clusterProfiles, placementDecisions, inventoryLossConfirmation },
     queue,
     start() {
-      for (const informer of informers) informer.start();
+      // With Leases, the shards come first (a cold start takes them in a round or two): the placements
+      // and PlacementDecisions then list once, whole for the shards held, stubs for the rest. A shard
+      // taken after their list began is read again once they synced (readHeld).
+      const sharded: Informer<KubeObject>[] = [placements, placementDecisions];
+      for (const informer of informers) if (!options.leaderElection || !sharded.includes(informer)) informer.start();
+      let listed = false;
+      let synced = false;
+      let readAfterSync = false;
+      if (options.leaderElection) {
+        shards = new ShardCoordinator({
+          client: hub,
+          ...options.leaderElection,
+          identity,
+          logger,
+          onAcquired: (shard) => {
+            if (!listed) return;
+            if (!synced) {
+              readAfterSync = true;
+              return;
+            }
+            readHeld();
+            startLeading(shard);
+          },
+          onLost: () => {
+            placements.dropUnheld();
+            placementDecisions.dropUnheld();
+            stopLeading();
+          },
+          onHolderChanged,
+          otherInstall: (holder) => holder !== '' && installOf(holder) !== installOf(identity),
+        });
+        shards.start();
+        void shards.tookFirst().then(() => {
+          listed = true;
+          if (!stopped) for (const informer of sharded) informer.start();
+        });
+      }
       void waitForSync().then(() => {
         if (stopped) return;
+        synced = true;
         reconciler.watchInventoryLoss();
         logger.info('caches synced', {
           placements: placements.size,
           clusterProfiles: clusterProfiles.size,
           placementDecisions: placementDecisions.size,
+          ...(shards ? { shards: shards.owned() } : {}),
         });
-        if (options.leaderElection) {
-          shards = new ShardCoordinator({
-            client: hub,
-            ...options.leaderElection,
-            identity,
-            logger,
-            onAcquired: (shard) => {
-              readHeld();
-              startLeading(shard);
-            },
-            onLost: () => {
-              placements.dropUnheld();
-              placementDecisions.dropUnheld();
-              stopLeading();
-            },
-            onHolderChanged,
-            otherInstall: (holder) => holder !== '' && installOf(holder) !== installOf(identity),
-          });
-          shards.start();
-        } else {
-          startLeading();
-        }
+        if (!shards) return startLeading();
+        shards.setSynced();
+        if (readAfterSync) readHeld();
+        for (const shard of shards.owned()) startLeading(shard);
       });
     },
     async stop(stopOptions = {}) {

@@ -6,8 +6,15 @@ import { Gauge, type Registry } from 'prom-client';
 
 /** The shard count a Lease was taken with: replicas configured with another count never share shards. */
 export const SHARDS_ANNOTATION = 'mco.x-k8s.io/shards';
-/** The members Lease's map of replica identity -> its last heartbeat (RFC 3339). */
+/**
+ * The members Lease's map of replica identity -> its last heartbeat: RFC 3339 once its caches synced,
+ * `starting <RFC 3339>` before (written only in a cold start, when no member had synced).
+ */
 export const MEMBERS_ANNOTATION = 'mco.x-k8s.io/members';
+const STARTING = 'starting ';
+
+/** A replica's first round only announces it; it takes shards from this round on (0-based). */
+const FIRST_TAKING_ROUND = 1;
 
 export interface ShardSettings {
   /** Namespace of the Leases, shared by every install on the hub. */
@@ -86,6 +93,13 @@ interface Shard {
  * releases any beyond it (after its in-flight work on them ended), so shards
  * rebalance when a replica joins or leaves. One shard is the former leader
  * election: the same Lease, no members Lease.
+ *
+ * A replica starts before its caches synced (`setSynced` says when they have), so that in a cold start
+ * it holds its shards before it lists and keeps their objects whole from that one list. Its first
+ * round only reads and announces it; it takes shards from the second, so replicas that start together
+ * share them from the start. A starting replica announces itself only when no live member has synced
+ * (a cold start, or every synced one gone): where one has (a rolling update, a replica added), it
+ * stays out of the count until synced, so no synced replica gives it shards it cannot work on yet.
  */
 export class ShardCoordinator {
   readonly shards: number;
@@ -102,6 +116,12 @@ export class ShardCoordinator {
   private stopped = false;
   private holder: string | undefined;
   private blockedBy: string | undefined;
+  private synced = false;
+  /** Counted as a member: synced, or starting in a cold start (once announced, it stays). */
+  private announced = false;
+  private rounds = 0;
+  private resolveFirstTake: () => void = () => {};
+  private readonly firstTake = new Promise<void>((resolve) => (this.resolveFirstTake = resolve));
 
   constructor(private readonly options: ShardCoordinatorOptions) {
     this.shards = options.shards ?? 1;
@@ -122,6 +142,18 @@ export class ShardCoordinator {
       inFlight: 0,
       idle: [],
     }));
+  }
+
+  /** Resolves once the first round that could take shards ended (taken or not), or on stop. */
+  tookFirst(): Promise<void> {
+    return this.firstTake;
+  }
+
+  /** This replica's caches synced: it may now be given shards by its peers (the next round says so). */
+  setSynced(): void {
+    if (this.synced) return;
+    this.synced = true;
+    this.sleeper.wake();
   }
 
   /** True while this replica holds the shard's Lease, renewed it within the renew deadline, and is not releasing it. */
@@ -161,6 +193,7 @@ export class ShardCoordinator {
     this.stopped = true;
     this.sleeper.wake();
     await this.loop;
+    this.resolveFirstTake();
     this.loop = undefined;
     if (options.release === false) {
       for (let i = 0; i < this.shards; i++) this.lose(i);
@@ -178,6 +211,9 @@ export class ShardCoordinator {
       } catch (error) {
         this.logger.warn('shard coordination round failed', { error });
       }
+      // Its caches may list once it took what it takes now: at once when it is not counted yet.
+      this.rounds++;
+      if (this.shards === 1 || this.rounds > FIRST_TAKING_ROUND || !this.announced) this.resolveFirstTake();
       // Rounds start every retry period (with jitter, so replicas do not move in lockstep), however
       // long one took: a slow API server must not stretch the time to notice an expired Lease.
       const period = this.settings.retryPeriodMs * (1 + Math.random() * 0.2);
@@ -197,7 +233,9 @@ export class ShardCoordinator {
 
     // Another install holds shard 0: it reconciles; this one gives everything up and waits.
     const standBy = this.options.otherInstall?.(this.holder ?? '') === true;
-    const live = this.shards > 1 ? await this.heartbeat(!standBy) : 1;
+    const members = this.shards > 1 ? await this.heartbeat(!standBy) : [this.identity];
+    const live = members.length || 1;
+    const counted = this.shards === 1 || this.announced;
     renewed.forEach((ok, i) => {
       const s = this.state[i]!;
       if (!ok && s.held && performance.now() - s.renewedAt >= this.settings.renewDeadlineMs) {
@@ -206,11 +244,13 @@ export class ShardCoordinator {
       }
     });
 
-    const target = standBy ? 0 : Math.ceil(this.shards / live);
+    const target = standBy || !counted ? 0 : Math.ceil(this.shards / live);
     const held = this.state.flatMap((s, i) => (s.held && !s.releasing ? [i] : []));
     // The highest shards go first, so shard 0 (the install's claim) stays put.
     await Promise.all(held.slice(target).map((i) => this.release(i)));
-    if (standBy) return;
+    // Not counted by its peers (starting while a synced member is live), or in its first round (it
+    // announced itself only now): it takes nothing yet.
+    if (standBy || !counted || (this.shards > 1 && this.rounds < FIRST_TAKING_ROUND)) return;
 
     const blocker = this.blocker(performance.now());
     if (blocker !== this.blockedBy) {
@@ -228,12 +268,25 @@ export class ShardCoordinator {
     const at = performance.now();
     const crashTarget = Math.ceil(this.shards / Math.max(1, live - 1));
     const picks: number[] = [];
-    this.state.forEach((s, i) => {
-      if (s.held || this.holderOf(i, at) !== '') return;
+    for (const i of this.takingOrder(members)) {
+      const s = this.state[i]!;
+      if (s.held || this.holderOf(i, at) !== '') continue;
       const expired = (s.lease?.spec?.holderIdentity ?? '') !== '';
       if (held.length + picks.length < (expired ? crashTarget : target)) picks.push(i);
-    });
+    }
     await Promise.all(picks.map((i) => this.acquire(i)));
+  }
+
+  /**
+   * The order in which free shards are taken: the k-th of n live members (by identity) first tries
+   * shards k, k + n, k + 2n, ..., then the rest. Replicas that start together and see the same members
+   * take disjoint shards, rather than all racing for the lowest free ones and all but one losing.
+   */
+  private takingOrder(members: readonly string[]): number[] {
+    const n = Math.max(1, members.length);
+    const k = Math.max(0, [...members].sort().indexOf(this.identity));
+    const order = Array.from({ length: this.shards }, (_, i) => i);
+    return order.sort((a, b) => ((a - k + n) % n) - ((b - k + n) % n) || a - b);
   }
 
   /** The live holder of a shard's Lease ('' when free or expired), as last read. */
@@ -416,9 +469,20 @@ export class ShardCoordinator {
 
   /**
    * Renews this replica's entry in the members Lease (or removes it: `present` false), drops members
-   * not renewed within a lease duration as seen on this clock, and returns the live count (at least 1).
+   * not renewed within a lease duration as seen on this clock, and returns the live members, this
+   * replica included when it counts. A conflict (another member wrote at the same time) is read and
+   * written again at once, a few times: replicas that start together must all be counted in the
+   * round after.
    */
-  private async heartbeat(present: boolean): Promise<number> {
+  private async heartbeat(present: boolean): Promise<string[]> {
+    for (let attempt = 1; ; attempt++) {
+      const written = await this.heartbeatOnce(present);
+      if (written !== 'conflict') return written;
+      if (attempt === 3) return this.counted(this.liveMembers(performance.now()), present);
+    }
+  }
+
+  private async heartbeatOnce(present: boolean): Promise<string[] | 'conflict'> {
     const name = membersLeaseName(this.settings.name);
     const now = performance.now();
     let lease: Lease | undefined;
@@ -427,7 +491,7 @@ export class ShardCoordinator {
     } catch (error) {
       if (httpStatusOf(error) !== 404) {
         this.logger.warn('cannot read the members lease', { error });
-        return this.liveMembers(now).length || 1;
+        return this.counted(this.liveMembers(now), present);
       }
     }
     let listed: Record<string, unknown> = {};
@@ -444,7 +508,8 @@ export class ShardCoordinator {
     this.members.delete(this.identity);
     const live = this.liveMembers(now);
     const members: Record<string, string> = Object.fromEntries(live.map((id) => [id, this.members.get(id)!.value]));
-    if (present) members[this.identity] = new Date().toISOString();
+    this.announced ||= this.synced || live.every((id) => this.members.get(id)!.value.startsWith(STARTING));
+    if (present && this.announced) members[this.identity] = `${this.synced ? '' : STARTING}${new Date().toISOString()}`;
     const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',
       kind: 'Lease',
@@ -458,10 +523,15 @@ export class ShardCoordinator {
       if (lease) await this.client.replace(this.leasePath(name), body, this.requestOptions);
       else await this.client.create(this.path, body, this.requestOptions);
     } catch (error) {
-      // A conflict: another member wrote at the same time; the next round writes again.
-      if (httpStatusOf(error) !== 409) this.logger.warn('cannot write the members lease', { error });
+      if (httpStatusOf(error) === 409) return 'conflict';
+      this.logger.warn('cannot write the members lease', { error });
     }
-    return live.length + (present ? 1 : 0) || 1;
+    return this.counted(live, present);
+  }
+
+  /** The live members with this replica, when it counts itself (present and announced). */
+  private counted(live: string[], present: boolean): string[] {
+    return present && this.announced ? [...live, this.identity] : live;
   }
 
   private liveMembers(now: number): string[] {
