@@ -1,5 +1,5 @@
 import { McoError } from '@mco/runtime';
-import { Informer, objectKey, type InformerOptions, type KubeObject } from '@mco/kube-runtime';
+import { Informer, isPartialObjectMetadata, objectKey, type InformerOptions, type KubeObject } from '@mco/kube-runtime';
 
 /*
  * Cache transforms (the Informer's `transform`): each cached kind keeps only
@@ -118,7 +118,11 @@ export class ShardedInformer extends Informer<KubeObject> {
   constructor(options: ShardedInformerOptions) {
     const { holds, stub: toStub, read, transform, ...rest } = options;
     const keep = transform ?? ((object: KubeObject) => object);
-    super({ ...rest, transform: (object) => (holds(object) ? keep(object) : toStub(object)) });
+    // An item of a metadata-only list is a stub whatever its shard: a reconcile reads it whole.
+    super({
+      ...rest,
+      transform: (object) => (holds(object) && !isPartialObjectMetadata(object) ? keep(object) : toStub(object)),
+    });
     this.holds = holds;
     this.keep = keep;
     this.read = read;
@@ -174,7 +178,8 @@ export class ShardedInformer extends Informer<KubeObject> {
     const now = super.get(key);
     if (!now || !isStub(now)) return true;
     if (this.wholeOf(key)) return true;
-    if (!read || read.metadata?.resourceVersion !== now.metadata?.resourceVersion) return false;
+    if (!read || isPartialObjectMetadata(read) || read.metadata?.resourceVersion !== now.metadata?.resourceVersion)
+      return false;
     const whole = this.keep(read);
     if (this.holds(whole)) this.whole.set(key, whole);
     return this.wholeOf(key) !== undefined;

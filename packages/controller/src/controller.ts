@@ -223,6 +223,10 @@ export function createController(options: ControllerOptions): Controller {
   const lw = <T extends KubeObject>(given: ListWatch<T> | undefined, make: () => ListWatch<T>) => given ?? make();
   // With shards, placements and their PlacementDecisions are whole only for the shards held (cache.ts).
   const sharded = options.leaderElection !== undefined;
+  // With more than one shard a replica holds a share of them: their lists bring metadata only (stubs,
+  // a fraction of the API server's work), and each reconcile reads its own objects whole. With one
+  // shard the holder keeps everything, which one whole list reads fastest.
+  const metadataOnlyList = (options.leaderElection?.shards ?? 1) > 1;
   const readFrom = (resource: typeof PLACEMENTS) => async (key: string, signal?: AbortSignal) => {
     const [namespace = '', name = ''] = key.split('/');
     try {
@@ -238,7 +242,7 @@ export function createController(options: ControllerOptions): Controller {
     ...cached(
       'placements',
       PLACEMENTS,
-      lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs })),
+      lw(options.listWatch?.placements, () => createListWatch(hub, PLACEMENTS, { requestTimeoutMs, metadataOnlyList })),
     ),
     transform: trimPlacement,
     holds: (placement) => !sharded || ownsKey(objectKey(placement)),
@@ -260,7 +264,11 @@ export function createController(options: ControllerOptions): Controller {
       'placementdecisions',
       PLACEMENT_DECISIONS,
       lw(options.listWatch?.placementDecisions, () =>
-        createListWatch(hub, PLACEMENT_DECISIONS, { requestTimeoutMs, labelSelector: DECISIONS_LABEL_SELECTOR }),
+        createListWatch(hub, PLACEMENT_DECISIONS, {
+          requestTimeoutMs,
+          labelSelector: DECISIONS_LABEL_SELECTOR,
+          metadataOnlyList,
+        }),
       ),
     ),
     transform: trimPlacementDecision,
@@ -615,13 +623,15 @@ export function createController(options: ControllerOptions): Controller {
     for (const key of placementDecisions.list().map((d) => Reconciler.placementKeyOf(d)))
       if (key && mine(key)) queue.add(key);
   };
-  // One list after shards were taken (again once more if another was taken while it ran, and after
-  // a failure: until it succeeds, each reconcile of those shards reads its objects one by one).
+  // One whole list after shards were taken (again once more if another was taken while it ran, and after
+  // a failure: until it succeeds, each reconcile of those shards reads its objects one by one). Not with
+  // metadata-only lists: there every reconcile reads its own objects.
   let listing: Promise<void> | undefined;
   let listAgain = false;
   let listFailures = 0;
   const listRetry = new WakeableSleep();
   const readHeld = () => {
+    if (metadataOnlyList) return;
     if (listing) {
       listAgain = true;
       return;
@@ -687,9 +697,9 @@ export function createController(options: ControllerOptions): Controller {
     informers: { placements, clusterProfiles, placementDecisions, inventoryLossConfirmation },
     queue,
     start() {
-      // With Leases, the shards come first (a cold start takes them in a round or two): the placements
-      // and PlacementDecisions then list once, whole for the shards held, stubs for the rest. A shard
-      // taken after their list began is read again once they synced (readHeld).
+      // With Leases, the shards come first (a cold start takes them in a round or two), then the placements
+      // and PlacementDecisions list: with one shard whole once held; with more, metadata only. A shard
+      // taken after a whole list began is read again once they synced (readHeld).
       const sharded: Informer<KubeObject>[] = [placements, placementDecisions];
       for (const informer of informers) if (!options.leaderElection || !sharded.includes(informer)) informer.start();
       let listed = false;

@@ -127,6 +127,42 @@ describe('caches that follow the shards a replica holds', () => {
     await Promise.all([placements.stop(), decisions.stop()]);
   });
 
+  it('a metadata-only list: every item a stub, of shards held too; a reconcile reads it whole, and a watch event keeps it whole', async () => {
+    const partial = (object: KubeObject): KubeObject => ({
+      apiVersion: 'meta.k8s.io/v1',
+      kind: 'PartialObjectMetadata',
+      metadata: object.metadata!,
+    });
+    const mine = placement('mine', '1');
+    const api = new Map([['apps/mine', mine]]);
+    const { informer, reads, watching, emit } = placementsInformer(
+      [partial(mine), partial(placement('theirs', '2'))],
+      new Set(['apps/mine']),
+      api,
+    );
+    informer.start();
+    await informer.waitForSync();
+    const listed = informer.list().map(isStub);
+    const readHeldKeepsNone = (await informer.readHeld(), isStub(informer.get('apps/mine')!));
+    await readWhole(informer, informer, 'apps/mine', []);
+    const read = { stub: isStub(informer.get('apps/mine')!), spec: informer.get('apps/mine')?.spec, reads: [...reads] };
+    await watching();
+    emit('MODIFIED', placement('mine', '5'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect({
+      listed,
+      readHeldKeepsNone,
+      read,
+      watched: [isStub(informer.get('apps/mine')!), informer.get('apps/mine')?.metadata?.resourceVersion],
+    }).toEqual({
+      listed: [true, true],
+      readHeldKeepsNone: true,
+      read: { stub: false, spec: mine.spec, reads: ['apps/mine'] },
+      watched: [false, '5'],
+    });
+    await informer.stop();
+  });
+
   it('a shard taken later: a reconcile reads its stubs whole from the API server once, its events keep them whole, and losing it brings stubs back', async () => {
     const held = new Set<string>();
     const api = new Map([['apps/p', placement('p', '5')]]);

@@ -9,7 +9,7 @@ import { describeWithHub, LEASE_NAME, LEASE_NAMESPACE, waitFor } from './support
 import { testController, useControllerHub } from './support-controller.js';
 
 // When replicas take their shards, measured from their placement lists and logs: in a cold start
-// before they list (one list, whole for the shards held); beside synced replicas only once synced.
+// before they list (one list each); beside synced replicas only once synced.
 
 const SHARDS = 8;
 // A retry period long enough that three replicas' first rounds (their announcements) all land before
@@ -76,7 +76,7 @@ describeWithHub('when replicas take their shards, on a real kube-apiserver', () 
     return JSON.parse(lease.metadata?.annotations?.[MEMBERS_ANNOTATION] ?? '{}') as Record<string, string>;
   };
 
-  it('three replicas started together hold their shares before they list: one list each, whole for the shards held, no list again', async () => {
+  it('three replicas started together hold their shares before they list: one list each (metadata only with 8 shards), no list again', async () => {
     const decided = await setUp('cold');
     const replicas = ['cold-a', 'cold-b', 'cold-c'].map((id) => replica(id));
     for (const r of replicas) env.start(r.controller);

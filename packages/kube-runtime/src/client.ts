@@ -80,6 +80,8 @@ export interface KubeRequest {
   readonly query?: Query;
   readonly body?: unknown;
   readonly contentType?: string;
+  /** The `Accept` header (default `application/json`), e.g. a metadata-only list's. */
+  readonly accept?: string;
   /**
    * Server-side dry run (`All`): validated and admitted, nothing stored. It
    * goes in the body of a DELETE (DeleteOptions; the API server ignores the
@@ -285,7 +287,7 @@ export class KubeClient {
       ? { apiVersion: 'v1', kind: 'DeleteOptions', ...(request.body as object | undefined), dryRun: ['All'] }
       : request.body;
     const body = payload === undefined ? undefined : JSON.stringify(payload);
-    const headers: Record<string, string> = { Accept: 'application/json' };
+    const headers: Record<string, string> = { Accept: request.accept ?? 'application/json' };
     if (credential.token) headers.Authorization = `Bearer ${credential.token}`;
     if (body !== undefined) {
       headers['Content-Type'] = request.contentType ?? 'application/json';

@@ -27,6 +27,7 @@ export {
   SECRETS,
   createInformer,
   createListWatch,
+  isPartialObjectMetadata,
   objectPath,
   resourcePath,
   type InformerTuning,

@@ -59,10 +59,25 @@ export interface ListWatchScope {
 }
 
 /** List and watch one resource (in all namespaces, in `namespace`, or in `namespaces`). */
+/** Asks a list for PartialObjectMetadataList (metadata only; JSON where the server cannot). */
+const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+
+/** An item of a metadata-only list (`metadataOnlyList`): its `metadata`, nothing else. */
+export function isPartialObjectMetadata(object: KubeObject): boolean {
+  return object.kind === 'PartialObjectMetadata';
+}
+
 export function createListWatch<T extends KubeObject>(
   client: KubeClient,
   resource: Resource,
-  options: ListWatchScope & { requestTimeoutMs?: number } = {},
+  options: ListWatchScope & {
+    requestTimeoutMs?: number;
+    /**
+     * Lists return only each object's metadata (`PartialObjectMetadata`, far less for the API server
+     * to encode and this process to decode); watches still deliver whole objects.
+     */
+    metadataOnlyList?: boolean;
+  } = {},
 ): ListWatch<T> {
   const only = options.namespaces?.length ? [...new Set(options.namespaces)].sort() : undefined;
   if (only && options.namespace && !only.includes(options.namespace)) {
@@ -158,16 +173,18 @@ function createScopedListWatch<T extends KubeObject>(
     fieldSelector?: string | undefined;
     requestTimeoutMs?: number | undefined;
     namespace?: string | undefined;
+    metadataOnlyList?: boolean | undefined;
   },
 ): ListWatch<T> {
   const { namespace, labelSelector, fieldSelector } = options;
   const path = resourcePath(resource, namespace);
   const timeoutMs = options.requestTimeoutMs ?? 60_000;
+  const accept = options.metadataOnlyList ? METADATA_LIST_ACCEPT : undefined;
   return {
     async list({ limit, continue: next }): Promise<ListPage<T>> {
       const result = await client.get<{ items?: T[]; metadata?: { resourceVersion?: string; continue?: string } }>(
         path,
-        { query: { limit, continue: next, labelSelector, fieldSelector }, timeoutMs },
+        { query: { limit, continue: next, labelSelector, fieldSelector }, timeoutMs, ...(accept ? { accept } : {}) },
       );
       return {
         items: result.items ?? [],

@@ -9,7 +9,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { serviceAccountKubeConfig } from '@mco/testkit';
 import {
   createInformer,
+  createListWatch,
   createObjectWriter,
+  isPartialObjectMetadata,
   KubeApiError,
   KubeClient,
   LeaderElector,
@@ -192,6 +194,60 @@ describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
     await until(() => events.length >= 3);
     stop();
     expect({ events, done }).toEqual({ events: ['ADDED w', 'MODIFIED w', 'DELETED w'], done: 'not called' });
+  });
+
+  it('a metadata-only list (metadataOnlyList): each item its metadata, labels and owners, no data; its watch delivers whole objects', async () => {
+    const owner = await client.create<KubeObject>(resourcePath(CONFIGMAPS, ns), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'meta-owner' },
+    });
+    await client.create(resourcePath(CONFIGMAPS, ns), {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'meta-a',
+        labels: { meta: '1' },
+        ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'meta-owner', uid: owner.metadata!.uid! }],
+      },
+      data: { big: 'x'.repeat(10_000) },
+    });
+    const listWatch = createListWatch<KubeObject>(client, CONFIGMAPS, {
+      namespace: ns,
+      labelSelector: 'meta=1',
+      metadataOnlyList: true,
+    });
+    const page = await listWatch.list({ limit: 10 });
+    const item = page.items[0]!;
+    const events: KubeObject[] = [];
+    const stop = await listWatch.watch(
+      page.resourceVersion,
+      60,
+      (_type, object) => events.push(object),
+      () => {},
+    );
+    await client.patch(path('meta-a'), 'merge', { data: { big: 'y' } });
+    await until(() => events.length >= 1);
+    stop();
+    expect({
+      items: page.items.length,
+      partial: isPartialObjectMetadata(item),
+      name: item.metadata?.name,
+      labels: item.metadata?.labels,
+      owner: item.metadata?.ownerReferences?.[0]?.name,
+      resourceVersion: Boolean(item.metadata?.resourceVersion),
+      data: (item as { data?: unknown }).data,
+      watched: [events[0]!.kind, isPartialObjectMetadata(events[0]!), (events[0] as { data?: unknown }).data],
+    }).toEqual({
+      items: 1,
+      partial: true,
+      name: 'meta-a',
+      labels: { meta: '1' },
+      owner: 'meta-owner',
+      resourceVersion: true,
+      data: undefined,
+      watched: ['ConfigMap', false, { big: 'y' }],
+    });
   });
 
   // 410 Gone on a watch from an expired resourceVersion, and the relist after it, are tested through the
