@@ -234,7 +234,7 @@ describeWithControlPlane('KubeClient against a real kube-apiserver', () => {
       partial: isPartialObjectMetadata(item),
       name: item.metadata?.name,
       labels: item.metadata?.labels,
-      owner: item.metadata?.ownerReferences?.[0]?.name,
+      owner: (item.metadata?.ownerReferences as { name?: string }[] | undefined)?.[0]?.name,
       resourceVersion: Boolean(item.metadata?.resourceVersion),
       data: (item as { data?: unknown }).data,
       watched: [events[0]!.kind, isPartialObjectMetadata(events[0]!), (events[0] as { data?: unknown }).data],
