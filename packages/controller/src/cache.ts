@@ -194,11 +194,12 @@ export class ShardedInformer extends Informer<KubeObject> {
 /**
  * Before a reconcile: the placement and its PlacementDecisions whole. A
  * shard comes to a replica at start-up, on a rebalance or from a crashed
- * peer's Lease, and its objects were cached as stubs: the controller lists
+ * peer's Lease, and its objects were cached as stubs (with metadata-only
+ * lists, every listed object is one): with whole lists the controller lists
  * them once when it takes shards (`readHeld`; the informer's own relist would
  * keep a stub of an unchanged resourceVersion as it is), and a reconcile reads
- * from the API server what that list missed (it ran while the reconcile
- * started, or the object changed since). A cache behind the API server is a
+ * from the API server what is still a stub (every object of its shards with
+ * metadata-only lists; what that list missed otherwise). A cache behind the API server is a
  * conflict: the reconcile is retried once its event arrived, and nothing is
  * written from a stub.
  */

@@ -700,8 +700,8 @@ export function createController(options: ControllerOptions): Controller {
       // With Leases, the shards come first (a cold start takes them in a round or two), then the placements
       // and PlacementDecisions list: with one shard whole once held; with more, metadata only. A shard
       // taken after a whole list began is read again once they synced (readHeld).
-      const sharded: Informer<KubeObject>[] = [placements, placementDecisions];
-      for (const informer of informers) if (!options.leaderElection || !sharded.includes(informer)) informer.start();
+      const byShard: Informer<KubeObject>[] = [placements, placementDecisions];
+      for (const informer of informers) if (!options.leaderElection || !byShard.includes(informer)) informer.start();
       let listed = false;
       let synced = false;
       let readAfterSync = false;
@@ -731,7 +731,7 @@ export function createController(options: ControllerOptions): Controller {
         shards.start();
         void shards.tookFirst().then(() => {
           listed = true;
-          if (!stopped) for (const informer of sharded) informer.start();
+          if (!stopped) for (const informer of byShard) informer.start();
         });
       }
       void waitForSync().then(() => {

@@ -95,7 +95,7 @@ interface Shard {
  * election: the same Lease, no members Lease.
  *
  * A replica starts before its caches synced (`setSynced` says when they have), so that in a cold start
- * it holds its shards before it lists and keeps their objects whole from that one list. Its first
+ * it holds its shards before it lists, and need not list their objects again after taking them. Its first
  * round only reads and announces it; it takes shards from the second, so replicas that start together
  * share them from the start. A starting replica announces itself only when no live member has synced
  * (a cold start, or every synced one gone): where one has (a rolling update, a replica added), it
