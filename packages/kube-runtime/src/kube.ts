@@ -58,7 +58,6 @@ export interface ListWatchScope {
   readonly fieldSelector?: string;
 }
 
-/** List and watch one resource (in all namespaces, in `namespace`, or in `namespaces`). */
 /** Asks a list for PartialObjectMetadataList (metadata only; JSON where the server cannot). */
 const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
 
@@ -67,6 +66,7 @@ export function isPartialObjectMetadata(object: KubeObject): boolean {
   return object.kind === 'PartialObjectMetadata';
 }
 
+/** List and watch one resource (in all namespaces, in `namespace`, or in `namespaces`). */
 export function createListWatch<T extends KubeObject>(
   client: KubeClient,
   resource: Resource,
