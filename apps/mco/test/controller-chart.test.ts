@@ -47,6 +47,17 @@ describeWithControlPlane("the chart's controller process", { tools: ['helm'] }, 
     });
   });
 
+  it("sizes V8's heap by fleetSize: semi-spaces of 16 MiB from large on (fewer young-generation collections under load)", () => {
+    const nodeOptions = (fleetSize: string) =>
+      controllerContainer({ fleetSize }).env?.find((e) => e.name === 'NODE_OPTIONS')?.value;
+    expect(['small', 'medium', 'large', 'xlarge'].map(nodeOptions)).toEqual([
+      '--max-semi-space-size=1 --max-old-space-size=64',
+      '--max-semi-space-size=1 --max-old-space-size=128',
+      '--max-semi-space-size=16 --max-old-space-size=320',
+      '--max-semi-space-size=16 --max-old-space-size=640',
+    ]);
+  });
+
   it('runs replicaCount 3 over the shards: --shards, the Lease RBAC for every shard, a PodDisruptionBudget; refuses 0 shards', () => {
     const objects = renderChart({ replicaCount: '3', 'controller.leaderElection.shards': '4' });
     const deployment = objects.find((o) => o.kind === 'Deployment' && o.metadata?.name === 'mco-controller') as

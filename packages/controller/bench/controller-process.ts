@@ -44,14 +44,14 @@ setInterval(() => {
 
 // Where the time of each reconcile that wrote a status went, and how far each PlacementDecision write
 // trailed its status, while the benchmark asks for it.
-let traces: ReconcileTrace[] | undefined;
+let traces: (ReconcileTrace & { doneAt: number })[] | undefined;
 let lags: DecisionTrace[] | undefined;
 
 const controller = createController({
   hub,
   workers: Number(process.env.BENCH_WORKERS ?? 4),
   onReconcile: (trace) => {
-    if (trace.statusWritten) traces?.push(trace);
+    if (trace.statusWritten) traces?.push({ ...trace, doneAt: Date.now() });
   },
   onDecisions: (trace) => lags?.push(trace),
   // BENCH_LOG=1: the controller's own log on stderr, but for its per-placement lines (where a start-up
@@ -158,3 +158,6 @@ process.on('message', (message: { id: number; command: string }) => {
 });
 controller.start();
 process.send!({ id: 0, value: 'started' });
+// Exit on the benchmark's SIGTERM rather than be killed by it, so that `--cpu-prof` in
+// BENCH_NODE_OPTIONS writes its profile.
+process.once('SIGTERM', () => process.exit(0));

@@ -459,6 +459,8 @@ async function main() {
     const touched: number[] = [];
     /** Per change that moved placements: how many, and when its last status came (ms after the change). */
     const lastOf: { moved: number; ms: number }[] = [];
+    /** When each change was sent (epoch ms, the clock the controller's traces use). */
+    const sentAt: number[] = [];
     const labelStart = performance.now();
     const before = { stats, plane: planeCpu() };
     await first.call('trace');
@@ -468,6 +470,7 @@ async function main() {
       const { next, expected } = nextTier(p);
       touched.push(expected.size);
       const sent = performance.now();
+      sentAt.push(Date.now());
       await admin.patch(objectPath(CLUSTER_PROFILES, p.namespace, p.name), 'merge', {
         metadata: { labels: { tier: next } },
       });
@@ -495,7 +498,7 @@ async function main() {
       await sleep(100);
       stats = await first.call<Stats>('stats');
     }
-    const traces = await first.call<ReconcileTrace[]>('traces');
+    const traces = await first.call<(ReconcileTrace & { doneAt: number })[]>('traces');
     const lags = await first.call<DecisionTrace[]>('lags');
     const labelMs = performance.now() - labelStart;
     stats = await first.call<Stats>('stats');
@@ -541,6 +544,20 @@ async function main() {
       console.log(
         `  per status written (${traces.length}, ${high} at high priority): ${part('queue wait', (t) => t.queueWaitMs)}; ${part('evaluate', (t) => t.evaluateMs)}; ${part('write', (t) => t.writeMs)}`,
       );
+      // The part of a change's latency before its placements were queued: the change's own write and
+      // watch event, and finding the placements it affects.
+      const queuedAfter = sentAt.flatMap((at, k) => {
+        const queued = traces
+          .map((t) => t.doneAt - t.writeMs - t.evaluateMs - t.queueWaitMs)
+          .filter((q) => q >= at && q < (sentAt[k + 1] ?? Infinity));
+        return queued.length > 0 ? [Math.min(...queued) - at] : [];
+      });
+      if (queuedAfter.length > 0) {
+        const f = summarize('change -> queued', queuedAfter);
+        console.log(
+          `  label change -> its first placement queued (${queuedAfter.length} changes): p50 ${ms(f.p50)}, max ${ms(f.max)}`,
+        );
+      }
     }
 
     // 5. Full resync with nothing to change.

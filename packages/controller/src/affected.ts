@@ -1,5 +1,4 @@
 import {
-  clusterKey,
   compilePlacementSpec,
   createInventory,
   selectClusters,
@@ -30,11 +29,14 @@ export function placementsAffectedBy(
   placements: Iterable<KubeObject>,
   nowMs: number,
 ): string[] {
-  const changed = new Set<string>();
+  // Namespaces of each changed name: a placement's listed clusters are matched without building keys.
+  const changed = new Map<string, Set<string>>();
   const inventories: Inventory[] = [];
   for (const { before, after } of changes) {
     const object = (after ?? before)!;
-    changed.add(clusterKey(object.metadata?.namespace ?? '', object.metadata?.name ?? ''));
+    const name = object.metadata?.name ?? '';
+    const namespaces = changed.get(name) ?? new Set<string>();
+    changed.set(name, namespaces.add(object.metadata?.namespace ?? ''));
     for (const profile of [before, after]) {
       if (!profile) continue;
       const inventory = createInventory([profile as unknown as ClusterProfile]);
@@ -49,7 +51,7 @@ export function placementsAffectedBy(
     if (!compiled.ok) continue;
     const clusters = (placement.status as PlacementStatus | undefined)?.clusters ?? [];
     if (
-      clusters.some((c) => changed.has(clusterKey(c.namespace, c.name))) ||
+      clusters.some((c) => changed.get(c.name)?.has(c.namespace ?? '')) ||
       inventories.some(
         (inventory) => selectClusters(compiled.value.selection, inventory, undefined, nowMs).eligible.length > 0,
       )

@@ -129,10 +129,10 @@ the table; docs/performance.md the measurements behind it).
 */}}
 {{- define "mco.fleetPreset" -}}
 {{- $presets := dict
-  "small" (dict "workers" 4 "maxOldSpace" 64 "memoryRequest" "160Mi" "memoryLimit" "256Mi")
-  "medium" (dict "workers" 4 "maxOldSpace" 128 "memoryRequest" "256Mi" "memoryLimit" "384Mi")
-  "large" (dict "workers" 8 "maxOldSpace" 320 "memoryRequest" "512Mi" "memoryLimit" "768Mi")
-  "xlarge" (dict "workers" 8 "maxOldSpace" 640 "memoryRequest" "1Gi" "memoryLimit" "1536Mi")
+  "small" (dict "workers" 4 "maxSemiSpace" 1 "maxOldSpace" 64 "memoryRequest" "160Mi" "memoryLimit" "256Mi")
+  "medium" (dict "workers" 4 "maxSemiSpace" 1 "maxOldSpace" 128 "memoryRequest" "256Mi" "memoryLimit" "384Mi")
+  "large" (dict "workers" 8 "maxSemiSpace" 16 "maxOldSpace" 320 "memoryRequest" "512Mi" "memoryLimit" "768Mi")
+  "xlarge" (dict "workers" 8 "maxSemiSpace" 16 "maxOldSpace" 640 "memoryRequest" "1Gi" "memoryLimit" "1536Mi")
 -}}
 {{- $preset := get $presets (toString .Values.fleetSize) -}}
 {{- if not $preset -}}

@@ -4,7 +4,7 @@ import { err, ok, type Result, type SpecError } from '../result.js';
 import type { Inventory, InventoryCluster } from './inventory.js';
 import { compileRule, type CompiledRule } from './rules.js';
 import { compilePropertySorter, scoreBySorter, type CompiledSorter } from './properties.js';
-import { compileClusterSelector, compileTerm, type ClusterMatcher } from './selectors.js';
+import { compileClusterSelector, compileTerm, type ClusterMatcher, type LabelIn } from './selectors.js';
 import { compileTolerations, formatTaint, type TaintVerdict, type Tolerations } from './taints.js';
 
 /** A placement's selection policy, compiled once per spec. */
@@ -104,6 +104,50 @@ export interface SelectionResult {
   readonly unknownClusters: readonly string[];
 }
 
+const NONE: readonly InventoryCluster[] = [];
+/** Per inventory (immutable), per label key, the clusters of each value, in inventory order; built when first asked. */
+const labelIndexes = new WeakMap<Inventory, Map<string, Map<string, InventoryCluster[]>>>();
+
+function withLabel(inventory: Inventory, key: string, value: string): readonly InventoryCluster[] {
+  let index = labelIndexes.get(inventory);
+  if (!index) labelIndexes.set(inventory, (index = new Map()));
+  let byValue = index.get(key);
+  if (!byValue) {
+    byValue = new Map();
+    for (const c of inventory.clusters) {
+      if (!Object.hasOwn(c.labels, key)) continue;
+      const v = c.labels[key]!;
+      const list = byValue.get(v);
+      if (list) list.push(c);
+      else byValue.set(v, [c]);
+    }
+    index.set(key, byValue);
+  }
+  return byValue.get(value) ?? NONE;
+}
+
+/**
+ * The clusters a selector bounded by `In` requirements can match (a superset: the selector still
+ * judges each), in inventory order: per term, those of its requirement with the fewest.
+ */
+function candidatesOf(inventory: Inventory, terms: readonly (readonly LabelIn[])[]): readonly InventoryCluster[] {
+  const lists: (readonly InventoryCluster[])[] = [];
+  for (const requirements of terms) {
+    let best: (readonly InventoryCluster[])[] = [];
+    let fewest = Infinity;
+    for (const { key, values } of requirements) {
+      const parts = values.map((v) => withLabel(inventory, key, v));
+      const count = parts.reduce((n, p) => n + p.length, 0);
+      if (count < fewest) [best, fewest] = [parts, count];
+    }
+    lists.push(...best);
+  }
+  const nonEmpty = lists.filter((l) => l.length > 0);
+  if (nonEmpty.length <= 1) return nonEmpty[0] ?? NONE;
+  const union = [...new Set(nonEmpty.flat())];
+  return union.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+}
+
 /** Up to this many tracked clusters, each is looked up in the eligible list when its rank is asked. */
 const FEW_TRACKED = 16;
 
@@ -139,13 +183,16 @@ export function selectClusters(
     return verdict;
   };
   const report = { unknownClusters: [] as string[] };
-  let list: readonly InventoryCluster[] = inventory.clusters;
+  const required = selection.required;
+  // Without v0.1 rules (which see the whole inventory), a selector bounded by label values looks its
+  // candidates up instead of testing every cluster.
+  let list: readonly InventoryCluster[] =
+    !selection.rules && required?.labelIn ? candidatesOf(inventory, required.labelIn) : inventory.clusters;
   let ruleKeys: Set<ClusterKey> | undefined;
   if (selection.rules) {
     for (const rule of selection.rules) list = rule(list, inventory, report);
     ruleKeys = new Set(list.map((c) => c.key));
   }
-  const required = selection.required;
   let eligible: readonly InventoryCluster[] = list.filter((c) => (!required || required(c)) && !verdictOf(c).noSelect);
   if (selection.preferences.length > 0 || selection.sorters.length > 0)
     eligible = sortByPreference(eligible, selection);

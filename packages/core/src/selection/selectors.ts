@@ -3,7 +3,20 @@ import { err, ok, type Result, type SpecError } from '../result.js';
 import type { InventoryCluster } from './inventory.js';
 import { compilePropertySelector } from './properties.js';
 
-export type ClusterMatcher = (cluster: InventoryCluster) => boolean;
+/** A label requirement `key In values`: a cluster without one of these values does not match. */
+export interface LabelIn {
+  readonly key: string;
+  readonly values: readonly string[];
+}
+
+export type ClusterMatcher = ((cluster: InventoryCluster) => boolean) & {
+  /**
+   * For a selector whose every term has a `labelSelector` `In` requirement: per term (ORed), those
+   * requirements (any one of them bounds the term). selectClusters looks the candidates up by label
+   * instead of testing the whole fleet.
+   */
+  readonly labelIn?: readonly (readonly LabelIn[])[];
+};
 
 const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist']);
 const FIELDS: Record<string, (c: InventoryCluster) => string> = {
@@ -59,6 +72,7 @@ function compileRequirement(
 /** A term: its expressions ANDed; a term without expressions matches every cluster. */
 export function compileTerm(term: ClusterSelectorTerm, path: string): Result<ClusterMatcher, SpecError> {
   const parts: ClusterMatcher[] = [];
+  const labelIn: LabelIn[] = [];
   const expressions = term.matchExpressions ?? [];
   for (let i = 0; i < expressions.length; i++) {
     const expression = expressions[i]!;
@@ -77,6 +91,7 @@ export function compileTerm(term: ClusterSelectorTerm, path: string): Result<Clu
       );
       if (!matcher.ok) return matcher;
       parts.push(matcher.value);
+      if (operator === 'In') labelIn.push({ key, values: values! });
     }
     if (expression.fieldSelector) {
       const { field, operator, values } = expression.fieldSelector;
@@ -99,7 +114,8 @@ export function compileTerm(term: ClusterSelectorTerm, path: string): Result<Clu
       parts.push(matcher.value);
     }
   }
-  return ok(all(parts));
+  // With an In requirement, `all` returns a closure of this term's own: the hint may go on it.
+  return ok(labelIn.length > 0 ? Object.assign(all(parts), { labelIn: [labelIn] }) : all(parts));
 }
 
 // Matchers run once per (placement, cluster): small arities avoid the loop.
@@ -125,8 +141,10 @@ export function compileClusterSelector(selector: ClusterSelector, path: string):
     terms.push(term.value);
   }
   if (terms.length === 1) return ok(terms[0]!);
-  return ok((c) => {
+  const any = (c: InventoryCluster) => {
     for (const term of terms) if (term(c)) return true;
     return false;
-  });
+  };
+  const bounded = terms.length > 0 && terms.every((t) => t.labelIn);
+  return ok(bounded ? Object.assign(any, { labelIn: terms.flatMap((t) => t.labelIn!) }) : any);
 }
