@@ -4,8 +4,24 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** A free TCP port on 127.0.0.1 (the OS picks it; callers retry if a race loses it). */
-export function freePort(): Promise<number> {
+/** Ports handed out lately by this process: the OS may offer a port again as soon as it is released. */
+const handedOut: number[] = [];
+
+/**
+ * A free TCP port on 127.0.0.1 (the OS picks it; callers retry if a race loses it), never one this
+ * process got lately: two calls in a row (a server's health and storage ports) get two ports.
+ */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await osPort();
+    if (handedOut.includes(port)) continue;
+    handedOut.push(port);
+    if (handedOut.length > 256) handedOut.shift();
+    return port;
+  }
+}
+
+function osPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.unref();
