@@ -461,6 +461,8 @@ async function main() {
     const lastOf: { moved: number; ms: number }[] = [];
     /** When each change was sent (epoch ms, the clock the controller's traces use). */
     const sentAt: number[] = [];
+    /** When the benchmark's watch saw each placement follow a change (epoch ms). */
+    const seenAt = new Map<string, number[]>();
     const labelStart = performance.now();
     const before = { stats, plane: planeCpu() };
     await first.call('trace');
@@ -480,6 +482,7 @@ async function main() {
       const followed = (placement: string) => {
         if (!follows(placement, key, pending)) return;
         latencies.push(performance.now() - sent);
+        seenAt.set(placement, [...(seenAt.get(placement) ?? []), Date.now()]);
         pending.delete(placement);
         if (pending.size === 0) allFollowed();
       };
@@ -556,6 +559,17 @@ async function main() {
         const f = summarize('change -> queued', queuedAfter);
         console.log(
           `  label change -> its first placement queued (${queuedAfter.length} changes): p50 ${ms(f.p50)}, max ${ms(f.max)}`,
+        );
+      }
+      // And after: from the controller's write answered to the benchmark's watch showing it.
+      const shown = traces.flatMap((t) => {
+        const at = seenAt.get(t.key)?.find((seen) => seen >= t.doneAt - 50);
+        return at === undefined ? [] : [Math.max(0, at - t.doneAt)];
+      });
+      if (shown.length > 0) {
+        const f = summarize('written -> seen', shown);
+        console.log(
+          `  status written -> seen by the benchmark's watch (${shown.length}): p50 ${ms(f.p50)}, p99 ${ms(f.p99)}, max ${ms(f.max)}`,
         );
       }
     }
