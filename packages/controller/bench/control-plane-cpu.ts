@@ -36,3 +36,40 @@ export function controlPlaneCpu(server: string): () => { apiserver: number; etcd
     : undefined;
   return () => ({ apiserver: cpuMsOf(apiserver), etcd: cpuMsOf(etcd) });
 }
+
+/**
+ * Requests the API server answered, by verb and resource (`apiserver_request_total` of its /metrics),
+ * for the difference between two points of a run: what a phase asked of it.
+ */
+export async function requestCounts(get: (path: string) => Promise<string>): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const line of (await get('/metrics')).split('\n')) {
+    if (!line.startsWith('apiserver_request_total{')) continue;
+    const close = line.lastIndexOf('}');
+    const labels = Object.fromEntries(
+      [...line.slice(0, close).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!] as const),
+    );
+    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
+    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(close + 1)));
+  }
+  return counts;
+}
+
+/** `after - before`, largest first, as `VERB resource N` items (none under `min`). */
+export function requestDelta(before: Map<string, number>, after: Map<string, number>, min = 1): string {
+  return [...after]
+    .map(([key, n]) => [key, n - (before.get(key) ?? 0)] as const)
+    .filter(([, n]) => n >= min)
+    .sort(([, a], [, b]) => b - a)
+    .map(([key, n]) => `${key} ${n}`)
+    .join(', ');
+}
+
+/**
+ * CPU time the hypervisor gave to other guests (steal, summed over this machine's cores, from /proc/stat):
+ * on a shared host a phase with steal had fewer cores than the row says.
+ */
+export function stealMs(): number {
+  const fields = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+  return Number(fields[8] ?? 0) * 10;
+}

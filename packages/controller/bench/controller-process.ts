@@ -65,6 +65,9 @@ const controller = createController({
   defaultSignalSource: 'instant',
   signalPollIntervalMs: 3_600_000, // label changes drive the measurements, not polling
   resyncPeriodMs: 3_600_000,
+  ...(process.env.BENCH_DECISIONS_MAX_DEFER_MS
+    ? { decisionsMaxDeferMs: Number(process.env.BENCH_DECISIONS_MAX_DEFER_MS) }
+    : {}),
 });
 
 function startUpLog(): Logger {

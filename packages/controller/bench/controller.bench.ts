@@ -9,7 +9,8 @@
 // through a watch of its own. BENCH_NODE_OPTIONS passes V8 flags to it.
 //
 // The API server runs with API Priority and Fairness and the chart's FlowSchema
-// and PriorityLevelConfiguration, as a hub with the chart does. Its write
+// and PriorityLevelConfiguration, as a hub with the chart does, and without the
+// watch cache's periodic consistency check (see startHub below). Its write
 // ceiling (the floor's denominator) is measured with no controller running,
 // after the cold start and again after the label changes: as many loops as the
 // controller's workers x replicas, as the controller's account, PUT the statuses
@@ -20,6 +21,7 @@
 // peak RSS per replica, cores.
 import { fork, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
+import https from 'node:https';
 import { availableParallelism, loadavg } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -36,11 +38,12 @@ import {
   type KubeObject,
   type Lease,
 } from '@mco/kube-runtime';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { summarize } from '@mco/testkit';
 import type { DecisionTrace, ReconcileTrace } from '../src/index.js';
 import { Fleet, renderChart, startHub } from '../test/support.js';
-import { controlPlaneCpu } from './control-plane-cpu.js';
+import { controlPlaneCpu, requestCounts, requestDelta, stealMs } from './control-plane-cpu.js';
 import { REPLICAS, SHARD_LEASES, SHARDS, startReplicas } from './replicas.js';
 import { shardLeaseName } from '../src/shards.js';
 
@@ -238,6 +241,27 @@ async function writeCeiling(
   return { writes, errors, perSecond: writes / ((performance.now() - started) / 1000), latency };
 }
 
+/** BENCH_APISERVER_PROFILE=seconds: a Go CPU profile of the API server from the label changes' start, to `file`. */
+async function profileApiserver(kc: KubeConfig, seconds: number, file: string): Promise<void> {
+  const options: https.RequestOptions = {};
+  await kc.applyToHTTPSOptions(options);
+  const url = new URL(`${kc.getCurrentCluster()!.server}/debug/pprof/profile?seconds=${seconds}`);
+  const body = await new Promise<Buffer>((resolve, reject) =>
+    https
+      .get(url, options, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve(Buffer.concat(chunks)));
+        res.on('error', reject);
+      })
+      .on('error', reject),
+  );
+  writeFileSync(file, body);
+  console.log(`  API server CPU profile (${seconds} s from the first change): ${file}, ${body.length} bytes`);
+}
+
+const cpuMs = (usage: NodeJS.CpuUsage) => (usage.user + usage.system) / 1000;
+
 const statusPath = (p: KubeObject) => `${objectPath(PLACEMENTS, p.metadata!.namespace!, p.metadata!.name!)}/status`;
 
 interface Ceiling {
@@ -273,8 +297,11 @@ async function steadyCeiling(client: KubeClient, placements: readonly KubeObject
   const latency: number[] = [];
   let errors = 0;
   let steady = false;
+  const stolen: number[] = [];
   while (!steady && windows.length < CEILING_WINDOWS) {
+    const stealBefore = stealMs();
     const window = await writeCeiling(client, latest, concurrency, CEILING_SECONDS);
+    stolen.push(stealMs() - stealBefore);
     windows.push(window.perSecond);
     latency.push(...window.latency);
     errors += window.errors;
@@ -289,7 +316,7 @@ async function steadyCeiling(client: KubeClient, placements: readonly KubeObject
   const ceiling: Ceiling = { perSecond: last.reduce((a, b) => a + b, 0) / last.length, windows, steady };
   const at = summarize('ceiling write latency', latency);
   console.log(
-    `  ${windows.map((w) => w.toFixed(0)).join(', ')} writes/s in ${CEILING_SECONDS} s windows: ${ceiling.perSecond.toFixed(0)}/s${steady ? '' : ` (NOT STEADY: the last three differ by more than ${CEILING_AGREEMENT * 100}%)`} (${errors} errors; latency p50 ${ms(at.p50)}, p99 ${ms(at.p99)}); load average ${load()}`,
+    `  ${windows.map((w) => w.toFixed(0)).join(', ')} writes/s in ${CEILING_SECONDS} s windows: ${ceiling.perSecond.toFixed(0)}/s${steady ? '' : ` (NOT STEADY: the last three differ by more than ${CEILING_AGREEMENT * 100}%)`} (${errors} errors; latency p50 ${ms(at.p50)}, p99 ${ms(at.p99)}); CPU stolen by the host per window: ${stolen.map((m) => `${(m / 1000).toFixed(1)} s`).join(', ')}; load average ${load()}`,
   );
   return ceiling;
 }
@@ -299,7 +326,17 @@ async function main() {
     `controller benchmark: ${PROFILES} ClusterProfiles x ${PLACEMENT_COUNT} placements, ${WORKERS} workers${REPLICAS > 1 ? `, ${REPLICAS} replicas (memory figures: the largest replica)` : ''}; load average ${load()}`,
   );
   const setupStart = performance.now();
-  const hub = await startHub({ extraApiserverFlags: ['--enable-priority-and-fairness=true'] });
+  const hub = await startHub({
+    extraApiserverFlags: [
+      '--enable-priority-and-fairness=true',
+      // The watch cache's consistency checker (on by default since Kubernetes 1.34) lists every object of a
+      // resource from etcd every 5-7.5 minutes: at 10,000 placements one check of them took about 15 s of the
+      // API server's CPU. Whether one lands in a ceiling window or in a change is chance, and it made runs
+      // differ more than anything the controller does; BENCH_CACHE_CHECKS=1 keeps it (docs/performance.md).
+      ...(process.env.BENCH_CACHE_CHECKS ? [] : ['--feature-gates=DetectCacheInconsistency=false']),
+      ...(process.env.BENCH_APISERVER_PROFILE ? ['--profiling=true'] : []),
+    ],
+  });
   await hub.plane.hub.apply(
     renderChart().filter((o) => o.kind === 'FlowSchema' || o.kind === 'PriorityLevelConfiguration'),
   );
@@ -464,8 +501,18 @@ async function main() {
     /** When the benchmark's watch saw each placement follow a change (epoch ms). */
     const seenAt = new Map<string, number[]>();
     const labelStart = performance.now();
-    const before = { stats, plane: planeCpu() };
+    const metricsText = async (path: string) => (await hub.plane.hub.request(path)).body;
+    const before = {
+      stats,
+      plane: planeCpu(),
+      requests: await requestCounts(metricsText),
+      own: process.cpuUsage(),
+      steal: stealMs(),
+    };
     await first.call('trace');
+    const apiserverProfile = process.env.BENCH_APISERVER_PROFILE
+      ? profileApiserver(hub.admin, Number(process.env.BENCH_APISERVER_PROFILE), '/tmp/apiserver-label.pprof')
+      : undefined;
     for (let k = 0; k < LABEL_CHANGES; k++) {
       const p = profiles[(k * 37) % PROFILES]!;
       const key = `${p.namespace}/${p.name}`;
@@ -506,12 +553,17 @@ async function main() {
     const labelMs = performance.now() - labelStart;
     stats = await first.call<Stats>('stats');
     const planeAfter = planeCpu();
+    const requestsAfter = await requestCounts(metricsText);
+    await apiserverProfile;
     const labelWrites =
       stats.statusWrites +
       stats.decisionWrites +
       stats.events -
       (before.stats.statusWrites + before.stats.decisionWrites + before.stats.events);
     const statusDelta = stats.statusWrites - before.stats.statusWrites;
+    console.log(
+      `  requests the API server answered over the label changes: ${requestDelta(before.requests, requestsAfter)}`,
+    );
     const change = summarize('label change -> status', latencies);
     console.log(
       `ClusterProfile label change -> placement status (${latencies.length} updates, ${LABEL_CHANGES} changes): p50 ${ms(change.p50)}, p99 ${ms(change.p99)}, max ${ms(change.max)}`,
@@ -524,7 +576,7 @@ async function main() {
       `  placements each change moves: ${sizes.join(', ')} (${share.toFixed(1)}% of the placements on average)`,
     );
     console.log(
-      `  over those ${s1(labelMs)}: ${labelWrites} writes (${(labelWrites / (labelMs / 1000)).toFixed(0)}/s); CPU: controller ${s1(stats.cpuMs - before.stats.cpuMs)}, kube-apiserver ${s1(planeAfter.apiserver - before.plane.apiserver)}, etcd ${s1(planeAfter.etcd - before.plane.etcd)}`,
+      `  over those ${s1(labelMs)}: ${labelWrites} writes (${(labelWrites / (labelMs / 1000)).toFixed(0)}/s); CPU: controller ${s1(stats.cpuMs - before.stats.cpuMs)}, kube-apiserver ${s1(planeAfter.apiserver - before.plane.apiserver)}, etcd ${s1(planeAfter.etcd - before.plane.etcd)}, this benchmark ${s1(cpuMs(process.cpuUsage(before.own)))}; stolen by the host ${s1(stealMs() - before.steal)}`,
     );
     console.log(
       `  per status written (${statusDelta}): ${((stats.decisionWrites - before.stats.decisionWrites) / statusDelta).toFixed(2)} PlacementDecision writes, ${((stats.events - before.stats.events) / statusDelta).toFixed(2)} Events`,

@@ -1,12 +1,14 @@
 // What one placement status write costs the API server, by the number of
 // clusters the status lists and with or without a message per cluster: as
 // many loops as the controller has workers PUT statuses of 200 placements
-// for a few seconds each, with no controller running. Prints figures; asserts
+// for a few seconds each, with no controller running. Then the same for
+// PlacementDecision slices (100 decisions, a full slice; 34, a 333-cluster
+// placement's last one), the controller's lower lane. Prints figures; asserts
 // nothing.
 //
 //   npm run bench:status-size -w @mco/controller   (BENCH_WORKERS, BENCH_CEILING_SECONDS)
 import { loadavg } from 'node:os';
-import { objectPath, PLACEMENTS, resourcePath, type KubeObject } from '@mco/kube-runtime';
+import { objectPath, PLACEMENT_DECISIONS, PLACEMENTS, resourcePath, type KubeObject } from '@mco/kube-runtime';
 import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import { startHub } from '../test/support.js';
 import { controlPlaneCpu } from './control-plane-cpu.js';
@@ -64,30 +66,65 @@ try {
   );
   console.log('| clusters listed | per-cluster message | status size | writes/s | kube-apiserver CPU per write |');
   console.log('| ---: | --- | ---: | ---: | ---: |');
+  /** WORKERS loops of `write` over the 200 objects for SECONDS: writes/s and the API server's CPU per write. */
+  const measure = async (write: (i: number) => Promise<void>) => {
+    for (let i = 0; i < PLACEMENTS_WRITTEN; i++) await write(i); // every object at this size first
+    let writes = 0;
+    let next = 0;
+    const cpuBefore = planeCpu().apiserver;
+    const started = performance.now();
+    const until = started + SECONDS * 1000;
+    await Promise.all(
+      Array.from({ length: WORKERS }, async () => {
+        while (performance.now() < until) {
+          await write(next++ % PLACEMENTS_WRITTEN);
+          writes++;
+        }
+      }),
+    );
+    const perSecond = writes / ((performance.now() - started) / 1000);
+    return `${perSecond.toFixed(0)} | ${((planeCpu().apiserver - cpuBefore) / writes).toFixed(1)} ms`;
+  };
   for (const count of CLUSTER_COUNTS) {
     for (const message of [true, false]) {
       const listed = clusters(count, message);
-      for (let i = 0; i < PLACEMENTS_WRITTEN; i++) await write(i, listed); // every status at this size first
-      let writes = 0;
-      let next = 0;
-      const cpuBefore = planeCpu().apiserver;
-      const started = performance.now();
-      const until = started + SECONDS * 1000;
-      await Promise.all(
-        Array.from({ length: WORKERS }, async () => {
-          while (performance.now() < until) {
-            await write(next++ % PLACEMENTS_WRITTEN, listed);
-            writes++;
-          }
-        }),
-      );
-      const perSecond = writes / ((performance.now() - started) / 1000);
-      const cpuPerWrite = (planeCpu().apiserver - cpuBefore) / writes;
       const size = JSON.stringify({ clusters: listed }).length;
-      console.log(
-        `| ${count} | ${message ? 'yes' : 'no'} | ${(size / 1024).toFixed(1)} KB | ${perSecond.toFixed(0)} | ${cpuPerWrite.toFixed(1)} ms |`,
-      );
+      const figures = await measure((i) => write(i, listed));
+      console.log(`| ${count} | ${message ? 'yes' : 'no'} | ${(size / 1024).toFixed(1)} KB | ${figures} |`);
     }
+  }
+
+  // PlacementDecision slices as the controller writes them, each write moving one cluster so that it reaches etcd.
+  const decisions: KubeObject[] = [];
+  for (let i = 0; i < PLACEMENTS_WRITTEN; i++) {
+    decisions.push(
+      await client.create<KubeObject>(resourcePath(PLACEMENT_DECISIONS, 'apps'), {
+        apiVersion: 'multicluster.x-k8s.io/v1alpha1',
+        kind: 'PlacementDecision',
+        metadata: { name: `p-${i}-0`, namespace: 'apps' },
+        schedulerName: 'mco',
+        decisions: [],
+      }),
+    );
+  }
+  console.log('');
+  console.log('| PlacementDecision decisions | slice size | writes/s | kube-apiserver CPU per write |');
+  console.log('| ---: | ---: | ---: | ---: |');
+  for (const count of [100, 34]) {
+    const slice = (shift: number) =>
+      clusters(count, false).map((c, i) => ({
+        clusterProfileRef: { name: i === 0 ? `c-moved-${shift}` : c.name, namespace: c.namespace },
+        reason: c.state,
+      }));
+    const writeSlice = async (i: number) => {
+      const d = decisions[i]!;
+      decisions[i] = await client.replace<KubeObject>(objectPath(PLACEMENT_DECISIONS, 'apps', d.metadata!.name!), {
+        ...d,
+        decisions: slice(sequence++ % 2),
+      });
+    };
+    const size = JSON.stringify({ decisions: slice(0) }).length;
+    console.log(`| ${count} | ${(size / 1024).toFixed(1)} KB | ${await measure(writeSlice)} |`);
   }
 } finally {
   await hub.stop();

@@ -162,12 +162,14 @@ export interface DecisionTrace {
  */
 const DECISIONS_MAX_DEFER_MS = 30_000;
 /**
- * At most this share of the workers writes overdue PlacementDecisions while
- * status work waits: enough to drain them, while a burst of status work keeps
- * the rest (with every worker on overdue writes, a long burst's statuses
- * waited behind the slices of the ones before).
+ * At most this many workers write overdue PlacementDecisions while status
+ * work waits: a slow, steady drain. A busy API server gives each request in
+ * flight about an equal share of its CPU, whatever the request's size (a
+ * 100-decision slice costs it a third of a 333-cluster status), so each
+ * overdue writer takes a worker's share from the statuses still queued
+ * (docs/performance.md).
  */
-const OVERDUE_WORKER_SHARE = 0.25;
+const OVERDUE_WRITERS = 1;
 
 /** Retries of the list after shards were taken: 1 s, doubling, at most 30 s. */
 const LIST_BACKOFF = { baseMs: 1_000, maxMs: 30_000, jitter: 0.2 };
@@ -576,10 +578,10 @@ export function createController(options: ControllerOptions): Controller {
     const behind = backlog.size > 0 && peersQuietNow() ? backlog.take() : undefined;
     return behind ? writeDecisions(behind, abort) : events?.sendNext();
   };
-  /** PlacementDecisions behind for decisionsMaxDeferMs, written ahead of waiting status work by a share of the workers. */
+  /** PlacementDecisions behind for decisionsMaxDeferMs, written ahead of waiting status work by one worker. */
   let overdueWriters = 0;
   const overdueDecisions = (abort: AbortSignal): Promise<void> | undefined => {
-    if (overdueWriters >= Math.max(1, Math.floor(workers * OVERDUE_WORKER_SHARE))) return undefined;
+    if (overdueWriters >= OVERDUE_WRITERS) return undefined;
     const behind = backlog.take(options.decisionsMaxDeferMs ?? DECISIONS_MAX_DEFER_MS);
     if (!behind) return undefined;
     overdueWriters++;

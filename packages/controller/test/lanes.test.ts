@@ -224,7 +224,7 @@ describe('the lanes of the controller', () => {
     expect(hub.maxInFlight).toBeLessThanOrEqual(3);
   });
 
-  it('writes overdue PlacementDecisions ahead of waiting status work with a quarter of the workers, no more', async () => {
+  it('writes overdue PlacementDecisions ahead of waiting status work with one worker, no more', async () => {
     // Overdue at once: every PlacementDecision behind may jump ahead of the statuses still queued.
     const names = Array.from({ length: 40 }, (_, i) => `p${i}`);
     const { hub } = start(names, ['c0', 'c1'], 8, 0);
@@ -234,7 +234,7 @@ describe('the lanes of the controller', () => {
     expect({
       decisionBeforeLastStatus: kinds.indexOf('create') < kinds.lastIndexOf('status'),
       maxDecisionsWhileQueued: hub.maxDecisionsWhileQueued,
-    }).toEqual({ decisionBeforeLastStatus: true, maxDecisionsWhileQueued: 2 });
+    }).toEqual({ decisionBeforeLastStatus: true, maxDecisionsWhileQueued: 1 });
   });
 
   it('writes PlacementDecisions once, from the latest status, after the status changed twice', async () => {
