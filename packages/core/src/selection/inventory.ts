@@ -79,7 +79,11 @@ export function createInventory(profiles: readonly ClusterProfile[]): Inventory 
       profile,
     });
   }
-  // Byte order of namespace/name; Kubernetes names are ASCII, where UTF-16 order is byte order.
-  const clusters = [...byKey.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const clusters = [...byKey.values()].sort(inventoryOrder);
   return { clusters, byKey, deleting };
+}
+
+/** An inventory's order: byte order of namespace/name (Kubernetes names are ASCII, where UTF-16 order is byte order). */
+export function inventoryOrder(a: InventoryCluster, b: InventoryCluster): number {
+  return a.key < b.key ? -1 : a.key > b.key ? 1 : 0;
 }

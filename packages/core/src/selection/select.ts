@@ -1,7 +1,7 @@
 import type { ClusterKey } from '../api/common.js';
 import type { PlacementSpec } from '../api/placement.js';
 import { err, ok, type Result, type SpecError } from '../result.js';
-import type { Inventory, InventoryCluster } from './inventory.js';
+import { inventoryOrder, type Inventory, type InventoryCluster } from './inventory.js';
 import { compileRule, type CompiledRule } from './rules.js';
 import { compilePropertySorter, scoreBySorter, type CompiledSorter } from './properties.js';
 import { compileClusterSelector, compileTerm, type ClusterMatcher, type LabelIn } from './selectors.js';
@@ -145,7 +145,7 @@ function candidatesOf(inventory: Inventory, terms: readonly (readonly LabelIn[])
   const nonEmpty = lists.filter((l) => l.length > 0);
   if (nonEmpty.length <= 1) return nonEmpty[0] ?? NONE;
   const union = [...new Set(nonEmpty.flat())];
-  return union.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  return union.sort(inventoryOrder);
 }
 
 /** Up to this many tracked clusters, each is looked up in the eligible list when its rank is asked. */
