@@ -65,6 +65,7 @@ const controller = createController({
   defaultSignalSource: 'instant',
   signalPollIntervalMs: 3_600_000, // label changes drive the measurements, not polling
   resyncPeriodMs: 3_600_000,
+  // BENCH_DECISIONS_MAX_DEFER_MS: how long PlacementDecisions may trail their status before they are overdue.
   ...(process.env.BENCH_DECISIONS_MAX_DEFER_MS
     ? { decisionsMaxDeferMs: Number(process.env.BENCH_DECISIONS_MAX_DEFER_MS) }
     : {}),

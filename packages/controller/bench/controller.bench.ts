@@ -249,6 +249,11 @@ async function profileApiserver(kc: KubeConfig, seconds: number, file: string): 
   const body = await new Promise<Buffer>((resolve, reject) =>
     https
       .get(url, options, (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`API server profile: HTTP ${res.statusCode}`));
+          return;
+        }
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve(Buffer.concat(chunks)));
@@ -330,9 +335,9 @@ async function main() {
     extraApiserverFlags: [
       '--enable-priority-and-fairness=true',
       // The watch cache's consistency checker (on by default since Kubernetes 1.34) lists every object of a
-      // resource from etcd every 5-7.5 minutes: at 10,000 placements one check of them took about 15 s of the
-      // API server's CPU. Whether one lands in a ceiling window or in a change is chance, and it made runs
-      // differ more than anything the controller does; BENCH_CACHE_CHECKS=1 keeps it (docs/performance.md).
+      // resource from etcd every 5-7.5 minutes: at 10,000 x 10,000 the checks took 15 s of the API server's
+      // CPU in one profiled minute. Whether one lands in a ceiling window or in a change is chance, and it made
+      // runs differ more than anything the controller does; BENCH_CACHE_CHECKS=1 keeps it (docs/performance.md).
       ...(process.env.BENCH_CACHE_CHECKS ? [] : ['--feature-gates=DetectCacheInconsistency=false']),
       ...(process.env.BENCH_APISERVER_PROFILE ? ['--profiling=true'] : []),
     ],
@@ -511,7 +516,9 @@ async function main() {
     };
     await first.call('trace');
     const apiserverProfile = process.env.BENCH_APISERVER_PROFILE
-      ? profileApiserver(hub.admin, Number(process.env.BENCH_APISERVER_PROFILE), '/tmp/apiserver-label.pprof')
+      ? profileApiserver(hub.admin, Number(process.env.BENCH_APISERVER_PROFILE), '/tmp/apiserver-label.pprof').catch(
+          (error: Error) => console.log(`  API server CPU profile failed: ${error.message}`),
+        )
       : undefined;
     for (let k = 0; k < LABEL_CHANGES; k++) {
       const p = profiles[(k * 37) % PROFILES]!;
