@@ -92,12 +92,13 @@ describe('the cluster Secret syncer under load', () => {
   it('refreshes a credential at its jittered time, before the credential cache would, and rewrites the Secret', async () => {
     const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
     const secrets = new FakeSecrets();
-    // The syncer and the cache read one clock that stops 2.5 s after the start: past the syncer's refresh
-    // time (about 1.75 s) and short of the cache's (3.5 s, 500 ms before expiry). So a second credential can
-    // only come from the syncer invalidating the first at its own time, however late a loaded machine
-    // fires its timer.
-    const t0 = Date.now();
-    const clock = () => Math.min(Date.now(), t0 + 2500);
+    // The syncer and the cache read one clock that stops 2.5 s after the first credential is minted: past
+    // the syncer's refresh time (about 1.75 s after it) and short of the cache's (3.5 s, 500 ms before
+    // expiry). So a second credential can only come from the syncer invalidating the first at its own time,
+    // however late a loaded machine starts the syncer or fires its timer. (A clock stopped 2.5 s after the
+    // test's start never reached the refresh time once the start took more than 0.75 s.)
+    let firstMintedAt: number | undefined;
+    const clock = () => (firstMintedAt === undefined ? Date.now() : Math.min(Date.now(), firstMintedAt + 2500));
     let minted = 0;
     let cached: { token: string; expiresAt: Date } | undefined;
     let invalidations = 0;
@@ -106,6 +107,7 @@ describe('the cluster Secret syncer under load', () => {
       insecureSkipTlsVerify: false,
       async getCredential() {
         if (!cached || cached.expiresAt.getTime() - clock() < 500) {
+          firstMintedAt ??= Date.now();
           minted++;
           cached = { token: `t${minted}`, expiresAt: new Date(clock() + 4000) };
         }
