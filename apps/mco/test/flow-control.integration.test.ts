@@ -25,6 +25,7 @@ import {
   RELEASE_NAMESPACE,
   describeWithControlPlane,
   eventually,
+  metricSums,
   renderChart,
   serviceAccountKubeConfig,
   startControlPlane,
@@ -164,21 +165,6 @@ describeWithControlPlane("the chart's API Priority and Fairness objects", { tool
     }).toEqual({ off: [], sameRbac: true, flowcontrolRules: false });
   });
 });
-
-/** `name{labels} value` lines of /metrics, summed by the labels `by` picks. */
-function metric(text: string, name: string, by: (labels: Record<string, string>) => string | undefined) {
-  const sums = new Map<string, number>();
-  for (const line of text.split('\n')) {
-    if (!line.startsWith(`${name}{`)) continue;
-    const close = line.lastIndexOf('}');
-    const labels = Object.fromEntries(
-      [...line.slice(name.length + 1, close).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]),
-    );
-    const key = by(labels);
-    if (key !== undefined) sums.set(key, (sums.get(key) ?? 0) + Number(line.slice(close + 1)));
-  }
-  return sums;
-}
 
 describeWithControlPlane(
   "mco's status writes at the controller's concurrency, in the chart's priority level, on a real kube-apiserver with APF",
@@ -362,9 +348,9 @@ describeWithControlPlane(
       await command('stop');
 
       const delta = (name: string, by: (labels: Record<string, string>) => string | undefined) => {
-        const was = metric(before, name, by);
+        const was = metricSums(before, name, by);
         return Object.fromEntries(
-          [...metric(after, name, by)].map(([k, v]) => [k, v - (was.get(k) ?? 0)]).filter(([, v]) => v !== 0),
+          [...metricSums(after, name, by)].map(([k, v]) => [k, v - (was.get(k) ?? 0)]).filter(([, v]) => v !== 0),
         ) as Record<string, number>;
       };
       const dispatched = delta('apiserver_flowcontrol_dispatched_requests_total', (l) =>

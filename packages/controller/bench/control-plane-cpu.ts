@@ -1,5 +1,6 @@
 // CPU time of the test control plane's processes, read from /proc: what the benchmarks print as the API server's share.
 import { readdirSync, readFileSync } from 'node:fs';
+import { metricSums } from '@mco/testkit';
 
 /** CPU time (user + system) of a process of this machine, from /proc (clock ticks of 10 ms). */
 function cpuMsOf(pid: number | undefined): number {
@@ -42,24 +43,18 @@ export function controlPlaneCpu(server: string): () => { apiserver: number; etcd
  * for the difference between two points of a run: what a phase asked of it.
  */
 export async function requestCounts(get: (path: string) => Promise<string>): Promise<Map<string, number>> {
-  const counts = new Map<string, number>();
-  for (const line of (await get('/metrics')).split('\n')) {
-    if (!line.startsWith('apiserver_request_total{')) continue;
-    const close = line.lastIndexOf('}');
-    const labels = Object.fromEntries(
-      [...line.slice(0, close).matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!] as const),
-    );
-    const key = `${labels.verb} ${labels.resource}${labels.subresource ? `/${labels.subresource}` : ''}`;
-    counts.set(key, (counts.get(key) ?? 0) + Number(line.slice(close + 1)));
-  }
-  return counts;
+  return metricSums(
+    await get('/metrics'),
+    'apiserver_request_total',
+    (l) => `${l.verb} ${l.resource}${l.subresource ? `/${l.subresource}` : ''}`,
+  );
 }
 
-/** `after - before`, largest first, as `VERB resource N` items (none under `min`). */
-export function requestDelta(before: Map<string, number>, after: Map<string, number>, min = 1): string {
+/** `after - before`, largest first, as `VERB resource N` items (those that grew). */
+export function requestDelta(before: Map<string, number>, after: Map<string, number>): string {
   return [...after]
     .map(([key, n]) => [key, n - (before.get(key) ?? 0)] as const)
-    .filter(([, n]) => n >= min)
+    .filter(([, n]) => n > 0)
     .sort(([, a], [, b]) => b - a)
     .map(([key, n]) => `${key} ${n}`)
     .join(', ');

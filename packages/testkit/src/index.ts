@@ -53,6 +53,7 @@ export {
   type FluxControllerOptions,
 } from './flux.js';
 export { checkSamples, percentile, summarize } from './figures.js';
+export { metricSums } from './metrics-text.js';
 export { controlPlaneSkipReason, describeWithControlPlane, type RequirementOptions } from './vitest.js';
 export { sharedCrdsDir, THIRD_PARTY_CRDS, thirdPartyCrd, type ThirdPartyCrd } from './crds.js';
 export {
