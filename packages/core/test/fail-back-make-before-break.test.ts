@@ -29,6 +29,12 @@ const drainingB = (desired: number, reason = 'FailBack', stepAgo = 120): Placeme
       receiversReadyReplicas: 2,
     },
   });
+/** The same placement that also keeps two clusters warm (rule W1). */
+const withStandby: PlacementSpec = anAutoscalingSpec(1, {
+  useDraining: true,
+  warmStandbyClusters: 2,
+  behavior: { scaleIn: { cooldownSeconds: 300 }, failBack: { enabled: true } },
+});
 const during = (b: PlacementCluster, a: Partial<PlacementCluster> = {}): Case['status'] => ({
   clusters: [listed('fleet/a', 'ACTIVE', 0, a), b],
   lastAdditionTime: at(3000),
@@ -119,6 +125,20 @@ describe('F6: a fail-back drain hands load over only to replicas that are ready 
     },
   ])('$name', ({ input, expected }) => {
     expect(outcome(run(input))).toEqual(expected);
+  });
+
+  it('a warm standby added in this evaluation was never a receiver: the baseline keeps its ready replicas out', () => {
+    // c is added as ACTIVE and moved to SCALING_IN at once (rule W1); its 3 ready replicas were never a's.
+    const d = run({
+      ...caseOf(during(drainingB(8)), [steady('fleet/a', 2), steady('fleet/b', 8), steady('fleet/c', 3)]),
+      spec: withStandby,
+    });
+    expect(moves(d)).toEqual(['P1 fleet/c -->ACTIVE', 'P2 fleet/c ACTIVE->SCALING_IN']);
+    expect(clusterOf(d, 'fleet/b')?.draining).toMatchObject({
+      desiredMaxReplicas: 8,
+      receiversReadyReplicas: 2,
+      pausedReason: 'ReceiversNotReady',
+    });
   });
 
   it('a floor stops at the receiver HPA maximum; the rest goes to the next receiver in priority order', () => {

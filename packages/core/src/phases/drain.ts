@@ -1,3 +1,4 @@
+import { clusterKey } from '../api/common.js';
 import type { Draining } from '../api/placement.js';
 import {
   drainPause,
@@ -237,12 +238,18 @@ export function giveFailBackFloors(
 /**
  * A receiver that leaves ACTIVE in this evaluation (a scale-in, an eviction)
  * takes its ready replicas out of the receivers: a fail-back drain counts its
- * receivers' growth (rule F6) from a baseline without them.
+ * receivers' growth (rule F6) from a baseline without them. Only a cluster
+ * that was ACTIVE before this evaluation was a receiver: a warm standby
+ * added and drained in this one was never in the baseline.
  */
 function rebaseFailBackDrains(run: Evaluation): void {
+  const wasActive = new Set(
+    (run.previous.clusters ?? []).filter((c) => c.state === 'ACTIVE').map((c) => clusterKey(c.namespace, c.name)),
+  );
   let left = 0;
   for (const e of run.live())
-    if (e.enteredDrain && e.reason !== FAIL_BACK && e.signal.fresh) left += e.signal.readyReplicas ?? 0;
+    if (e.enteredDrain && e.reason !== FAIL_BACK && e.signal.fresh && wasActive.has(e.key))
+      left += e.signal.readyReplicas ?? 0;
   if (left === 0) return;
   for (const e of run.live()) {
     const base = e.draining?.receiversReadyReplicas;
