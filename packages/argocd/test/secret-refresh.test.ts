@@ -92,13 +92,16 @@ describe('the cluster Secret syncer under load', () => {
   it('refreshes a credential at its jittered time, before the credential cache would, and rewrites the Secret', async () => {
     const profile = aClusterProfile('fleet/a', { server: 'https://a.example' });
     const secrets = new FakeSecrets();
-    // The syncer and the cache read one clock that stops 2.5 s after the first credential is minted: past
-    // the syncer's refresh time (about 1.75 s after it) and short of the cache's (3.5 s, 500 ms before
-    // expiry). So a second credential can only come from the syncer invalidating the first at its own time,
-    // however late a loaded machine starts the syncer or fires its timer. (A clock stopped 2.5 s after the
-    // test's start never reached the refresh time once the start took more than 0.75 s.)
+    // The syncer and the cache read one clock that stops where the cache would mint again by itself (500 ms
+    // before expiry: 7.5 s after the first credential is minted). The syncer plans its refresh halfway to that
+    // point from when it plans (jitter 0.5, random 0.999): about 3.75 s after the mint when it plans at once,
+    // and short of the stopped clock as long as it plans within 6.5 s of the mint (its 1 s minimum). So a
+    // second credential can only come from the syncer invalidating the first at its own time, however late a
+    // loaded machine runs it. (A clock stopped 2.5 s after the mint left 1.5 s, and a loaded CI took more.)
+    const LIFETIME_MS = 8000;
     let firstMintedAt: number | undefined;
-    const clock = () => (firstMintedAt === undefined ? Date.now() : Math.min(Date.now(), firstMintedAt + 2500));
+    const clock = () =>
+      firstMintedAt === undefined ? Date.now() : Math.min(Date.now(), firstMintedAt + LIFETIME_MS - 500);
     let minted = 0;
     let cached: { token: string; expiresAt: Date } | undefined;
     let invalidations = 0;
@@ -109,7 +112,7 @@ describe('the cluster Secret syncer under load', () => {
         if (!cached || cached.expiresAt.getTime() - clock() < 500) {
           firstMintedAt ??= Date.now();
           minted++;
-          cached = { token: `t${minted}`, expiresAt: new Date(clock() + 4000) };
+          cached = { token: `t${minted}`, expiresAt: new Date(clock() + LIFETIME_MS) };
         }
         return cached;
       },
@@ -129,7 +132,7 @@ describe('the cluster Secret syncer under load', () => {
       resolveAccess: async () => access,
     });
     await syncer.start();
-    // Latest refresh point 3.5 s after minting, brought forward by ~50%: a timer of about 1.75 s.
+    // Latest refresh point 7.5 s after minting, brought forward by ~50%: a timer of about 3.75 s.
     await until(() => secrets.writes.length === 2, 30_000);
     syncer.stop();
     const expires = secrets.store.get('fleet.a')!.metadata!.annotations![CREDENTIAL_EXPIRES_ANNOTATION]!;
