@@ -279,7 +279,16 @@ describe('rules of docs/placement-rules.md over random timelines', () => {
             // Every receiver reports its ready replicas.
             expect(receivers.every((s) => s?.readyReplicas !== undefined)).toBe(true);
             if (was.receiversReadyReplicas === undefined) continue; // counted from this step on
-            const ready = receivers.reduce((sum, s) => sum + s!.readyReplicas!, 0);
+            // A cluster reactivated in this step served its ready replicas before: they are no growth.
+            const ready = after
+              .filter((r) => r.state === 'ACTIVE')
+              .filter(
+                (r) =>
+                  !['SCALING_IN', 'EVICTING'].includes(
+                    e.before?.clusters?.find((b) => keyOf(b) === keyOf(r))?.state ?? '',
+                  ),
+              )
+              .reduce((sum, r) => sum + signals.get(keyOf(r))!.readyReplicas!, 0);
             const drop = (was.initialDesiredMaxReplicas ?? was.desiredMaxReplicas) - was.desiredMaxReplicas;
             const settled = receivers.every(
               (s) => s!.readyReplicas! >= (s!.hpa?.desiredReplicas ?? Infinity) && (s!.pendingPods ?? 1) === 0,

@@ -1,8 +1,20 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { aClusterProfile, anAutoscalingSpec } from '@mco/core/testing';
+import { aClusterProfile, anAtCeilingSignal, anAutoscalingSpec } from '@mco/core/testing';
 import { type Draining, type PlacementCluster, type PlacementSpec } from '@mco/core';
-import { afterStockout, at, clusterOf, explainOf, listed, moves, NOW, run, steady, type Case } from './helpers.js';
+import {
+  afterStockout,
+  at,
+  clusterOf,
+  explainOf,
+  FRESH,
+  listed,
+  moves,
+  NOW,
+  run,
+  steady,
+  type Case,
+} from './helpers.js';
 
 // Rule F6 (docs/placement-rules.md §10.3): a fail-back drain is
 // make-before-break. The receivers get a desiredMinReplicas floor of what
@@ -140,6 +152,42 @@ describe('F6: a fail-back drain hands load over only to replicas that are ready 
       pausedReason: 'ReceiversNotReady',
     });
   });
+
+  it.each([
+    { name: 'a fail-back drain, its first step due', reason: 'FailBack', desired: 8 },
+    { name: 'a scale-in drain (rule D1), 2 replicas dropped so far', reason: 'ScaledIn', desired: 6 },
+  ])(
+    'a draining cluster reactivated in this evaluation brings its ready replicas into the baseline, they are no growth: $name',
+    ({ reason, desired }) => {
+      // a reaches its ceiling; scale-out reactivates fleet/b (scaled in earlier, higher priority than c) with 3
+      // ready replicas. They served before, so c's due step still waits for growth beyond them.
+      const three = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
+      const d = run({
+        spec,
+        profiles: three,
+        now: NOW,
+        status: {
+          clusters: [
+            listed('fleet/a', 'ACTIVE', 0),
+            listed('fleet/b', 'SCALING_IN', NOW - 900, {
+              reason: 'ScaledIn',
+              draining: { desiredMaxReplicas: 3, lastReplicaCountDecrease: at(NOW - 30), receiversReadyReplicas: 2 },
+            }),
+            { ...drainingB(desired, reason), name: 'c' },
+          ],
+          lastAdditionTime: at(3000),
+          failBack: { backoffLevel: 0, lastFailBackCluster: 'fleet/c', lastFailBackTime: at(NOW - 600) },
+        },
+        signals: [anAtCeilingSignal('fleet/a', at(FRESH), 2), steady('fleet/b', 3), steady('fleet/c', desired)],
+      });
+      expect(moves(d)).toEqual(['P3 fleet/b SCALING_IN->ACTIVE']);
+      expect(clusterOf(d, 'fleet/c')?.draining).toMatchObject({
+        desiredMaxReplicas: desired,
+        receiversReadyReplicas: 5,
+        pausedReason: 'ReceiversNotReady',
+      });
+    },
+  );
 
   it('a floor stops at the receiver HPA maximum; the rest goes to the next receiver in priority order', () => {
     const c = listed('fleet/c', 'SCALING_IN', NOW - 600, {

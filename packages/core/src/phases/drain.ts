@@ -52,7 +52,7 @@ function receivers(run: Evaluation): ReceiverCheck {
 export function drain(run: Evaluation, useDraining: boolean): void {
   const b = run.behavior;
   const ready = receivers(run);
-  rebaseFailBackDrains(run);
+  rebaseDrains(run);
   for (const entry of run.live()) {
     if (!useDraining || (entry.state !== 'SCALING_IN' && entry.state !== 'EVICTING')) {
       entry.draining = undefined;
@@ -236,25 +236,29 @@ export function giveFailBackFloors(
 }
 
 /**
- * A receiver that leaves ACTIVE in this evaluation (a scale-in, an eviction)
- * takes its ready replicas out of the receivers: a fail-back drain counts its
- * receivers' growth (rule F6) from a baseline without them. Only a cluster
- * that was ACTIVE before this evaluation was a receiver: a warm standby
- * added and drained in this one was never in the baseline.
+ * A drain counts its receivers' growth (rules D1 and F6) from a baseline of
+ * the clusters that were receivers then. A receiver that leaves ACTIVE in this
+ * evaluation (a scale-in, an eviction) takes its ready replicas out of it; a
+ * draining cluster that returns to ACTIVE (P3) brings its ready replicas in:
+ * they served before, so they are no growth. A cluster that was not ACTIVE
+ * before and enters a drain now (a warm standby added and parked in one
+ * evaluation) was never a receiver and changes nothing.
  */
-function rebaseFailBackDrains(run: Evaluation): void {
+function rebaseDrains(run: Evaluation): void {
   const wasActive = new Set(
     (run.previous.clusters ?? []).filter((c) => c.state === 'ACTIVE').map((c) => clusterKey(c.namespace, c.name)),
   );
-  let left = 0;
-  for (const e of run.live())
-    if (e.enteredDrain && e.reason !== FAIL_BACK && e.signal.fresh && wasActive.has(e.key))
-      left += e.signal.readyReplicas ?? 0;
-  if (left === 0) return;
+  let change = 0;
+  for (const e of run.live()) {
+    if (!e.signal.fresh) continue;
+    if (e.enteredDrain && e.reason !== FAIL_BACK && wasActive.has(e.key)) change -= e.signal.readyReplicas ?? 0;
+    else if (e.reactivated && e.state === 'ACTIVE') change += e.signal.readyReplicas ?? 0;
+  }
+  if (change === 0) return;
   for (const e of run.live()) {
     const base = e.draining?.receiversReadyReplicas;
-    if (e.enteredDrain || e.reason !== FAIL_BACK || base === undefined) continue;
-    e.draining = { ...e.draining!, receiversReadyReplicas: Math.max(0, base - left) };
+    if (e.enteredDrain || base === undefined) continue;
+    e.draining = { ...e.draining!, receiversReadyReplicas: Math.max(0, base + change) };
   }
 }
 
