@@ -251,7 +251,7 @@ function rebaseDrains(run: Evaluation): void {
   let change = 0;
   for (const e of run.live()) {
     if (!e.signal.fresh) continue;
-    if (e.enteredDrain && e.reason !== FAIL_BACK && wasActive.has(e.key)) change -= e.signal.readyReplicas ?? 0;
+    if (e.enteredDrain && wasActive.has(e.key)) change -= e.signal.readyReplicas ?? 0;
     else if (e.reactivated && e.state === 'ACTIVE') change += e.signal.readyReplicas ?? 0;
   }
   if (change === 0) return;
