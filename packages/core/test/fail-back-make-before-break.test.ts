@@ -24,10 +24,11 @@ import {
 
 const fleet = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
 const WINDOW = 600;
-const spec: PlacementSpec = anAutoscalingSpec(1, {
+const options = {
   useDraining: true,
   behavior: { scaleIn: { cooldownSeconds: 300 }, failBack: { enabled: true } },
-});
+} as const;
+const spec: PlacementSpec = anAutoscalingSpec(1, options);
 
 /** b, drained by fail-back (or `reason`) from 8 with a's 2 ready replicas as the baseline, last stepped `stepAgo` s ago at `desired`. */
 const drainingB = (desired: number, reason = 'FailBack', stepAgo = 120): PlacementCluster =>
@@ -42,11 +43,7 @@ const drainingB = (desired: number, reason = 'FailBack', stepAgo = 120): Placeme
     },
   });
 /** The same placement that also keeps two clusters warm (rule W1). */
-const withStandby: PlacementSpec = anAutoscalingSpec(1, {
-  useDraining: true,
-  warmStandbyClusters: 2,
-  behavior: { scaleIn: { cooldownSeconds: 300 }, failBack: { enabled: true } },
-});
+const withStandby: PlacementSpec = anAutoscalingSpec(1, { ...options, warmStandbyClusters: 2 });
 const during = (b: PlacementCluster, a: Partial<PlacementCluster> = {}): Case['status'] => ({
   clusters: [listed('fleet/a', 'ACTIVE', 0, a), b],
   lastAdditionTime: at(3000),
@@ -161,10 +158,9 @@ describe('F6: a fail-back drain hands load over only to replicas that are ready 
     ({ reason, desired }) => {
       // a reaches its ceiling; scale-out reactivates fleet/b (scaled in earlier, higher priority than c) with 3
       // ready replicas. They served before, so c's due step still waits for growth beyond them.
-      const three = [aClusterProfile('fleet/a'), aClusterProfile('fleet/b'), aClusterProfile('fleet/c')];
       const d = run({
         spec,
-        profiles: three,
+        profiles: fleet,
         now: NOW,
         status: {
           clusters: [

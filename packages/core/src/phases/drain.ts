@@ -245,14 +245,17 @@ export function giveFailBackFloors(
  * evaluation) was never a receiver and changes nothing.
  */
 function rebaseDrains(run: Evaluation): void {
-  const wasActive = new Set(
-    (run.previous.clusters ?? []).filter((c) => c.state === 'ACTIVE').map((c) => clusterKey(c.namespace, c.name)),
-  );
+  // Built only when a cluster entered a drain: most evaluations change nothing, and this runs on every one.
+  let wasActive: Set<string> | undefined;
   let change = 0;
   for (const e of run.live()) {
     if (!e.signal.fresh) continue;
-    if (e.enteredDrain && wasActive.has(e.key)) change -= e.signal.readyReplicas ?? 0;
-    else if (e.reactivated && e.state === 'ACTIVE') change += e.signal.readyReplicas ?? 0;
+    if (e.enteredDrain) {
+      wasActive ??= new Set(
+        (run.previous.clusters ?? []).filter((c) => c.state === 'ACTIVE').map((c) => clusterKey(c.namespace, c.name)),
+      );
+      if (wasActive.has(e.key)) change -= e.signal.readyReplicas ?? 0;
+    } else if (e.reactivated && e.state === 'ACTIVE') change += e.signal.readyReplicas ?? 0;
   }
   if (change === 0) return;
   for (const e of run.live()) {
