@@ -203,15 +203,16 @@ function countReports(report) {
 }
 
 // Each failed test (or a file that failed outside any test) with the first
-// lines of its error, so the last lines of a CI log name what failed.
+// lines of its error (a timeout's message carries the logs that say why), so
+// the last lines of a CI log name what failed and why.
 function failuresOf(ws, json) {
   const out = [];
   const firstLines = (text) =>
     (text ?? '')
       .split('\n')
       .filter((line) => line.trim() && !/node_modules|node:internal|<anonymous>/.test(line))
-      .slice(0, 4)
-      .map((line) => `      ${line.trim().slice(0, 300)}`)
+      .slice(0, 40)
+      .map((line) => `      ${line.trim().slice(0, 600)}`)
       .join('\n');
   for (const file of json.testResults ?? []) {
     const where = file.name?.startsWith(root) ? file.name.slice(root.length) : (file.name ?? ws);

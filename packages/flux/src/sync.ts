@@ -136,6 +136,8 @@ const KEY = 'flux';
 const FLUX_FINALIZER = 'finalizers.fluxcd.io';
 /** A Kustomization's Ready reasons after an apply that went through: its inventory is written after its conditions. */
 const APPLIED_THEN_FAILED = new Set(['HealthCheckFailed', 'PruneFailed']);
+/** How soon a pass whose delete was refused on a stale copy (409) looks again. */
+const CONFLICT_RETRY_MS = 1000;
 /** In the set of Secrets being applied: every one (the live read failed). */
 const ALL = '*';
 
@@ -350,9 +352,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     let pruned = 0;
     let kept = 0;
     let writeFailures = 0;
+    let conflicts = 0;
     for (const plan of plans) {
       const { kind } = plan;
       const overlay = overlays.get(kind)!;
+      // The version each write replaces, as the cache holds it before the write (see WriteOverlay.set).
+      const cachedVersions = new Map(kind.cache.list().map((o) => [keyOf(o), o.metadata?.resourceVersion]));
       const report = await syncOwnedObjects(options.hub, {
         resource: kind.resource,
         namespace: options.namespace,
@@ -363,7 +368,7 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
         fieldManager: options.manager,
         writer: kind.writer,
         concurrency: options.concurrency ?? 8,
-        onWritten: (key, written) => overlay.set(key, kind.cache.get(key)?.metadata?.resourceVersion, written),
+        onWritten: (key, written) => overlay.set(key, cachedVersions.get(key), written),
         logger,
         logFields,
       });
@@ -371,6 +376,12 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
       pruned += report.deleted.length;
       kept += report.kept.length;
       writeFailures += report.failed.length;
+      conflicts += report.conflicted.length;
+      for (const key of report.conflicted) {
+        logger.debug('not deleted: changed since it was read; looking again', {
+          object: `${kind.resource.plural} ${key}`,
+        });
+      }
       for (const { key, error } of report.failed) logger.warn('write failed; retrying', { object: key, error });
       for (const key of report.notOwned) {
         logger.warn('an object of this name exists and is not managed by mco; leaving it alone', {
@@ -383,6 +394,8 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     if (nextRefresh !== Infinity) queue.addAfter(KEY, nextRefresh);
     if (secretsMayGo.recheckMs !== undefined) queue.addAfter(KEY, secretsMayGo.recheckMs);
     if (applying && applying.size > 0) queue.addAfter(KEY, 5000);
+    // A delete refused on a stale copy: the change that made it stale may bring no event of its own.
+    if (conflicts > 0) queue.addAfter(KEY, CONFLICT_RETRY_MS);
     return { applied, pruned, kept, credentialFailures, writeFailures, secretsHeld: secretsMayGo.held };
   }
 

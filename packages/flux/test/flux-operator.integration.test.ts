@@ -13,6 +13,7 @@ import { createClusterAccess } from '@mco/cluster-access';
 import type { PlacementStatus } from '@mco/core';
 import { CLUSTER_PROFILES, PLACEMENTS } from '@mco/kube-runtime';
 import { connectionFromKubeConfig, requestOptions } from '@mco/kube-runtime/client-node';
+import { createLogger } from '@mco/runtime';
 import {
   describeWithControlPlane,
   fluxControllerCrds,
@@ -72,10 +73,14 @@ describeWithControlPlane(
     let operator: FluxController | undefined;
     let delivery: FluxDelivery | undefined;
 
-    // On a timeout, the operator's last log lines say why.
+    // mco's own log (debug), kept for a timeout's message.
+    const mcoLog: string[] = [];
+    // On a timeout, the operator's and mco's last log lines say why.
     const waitFor = <V>(what: string, probe: () => Promise<V>, accept: (value: V) => boolean) =>
       eventually(what, probe, accept).catch((error: Error) => {
-        throw new Error(`${error.message}\nflux-operator log (last lines):\n${operator?.tail(40)}`);
+        throw new Error(
+          `${error.message}\nflux-operator log (last lines):\n${operator?.tail(25)}\nmco log (last lines):\n${mcoLog.slice(-25).join('')}`,
+        );
       });
 
     const setStatus = (resource: typeof PLACEMENTS, namespace: string, name: string, status: unknown) =>
@@ -183,6 +188,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         namespace: FLUX_NS,
         inputProviders: true,
         resolveAccess: (p) => access.accessFor(p),
+        logger: createLogger({ level: 'debug', write: (line) => mcoLog.push(line) }),
       });
     });
 
@@ -280,12 +286,19 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         );
         const state = `kustomization ${kustomization ? 'present' : 'gone'}, secret ${secrets.items.length ? 'present' : 'gone'}`;
         if (seen.at(-1) !== state) seen.push(state);
-        // On a timeout, which input providers were left says whose step stalled: mco's or the operator's.
+        // On a timeout, which input providers are left, and whether mco deleted them (the operator removes
+        // its finalizer), says whose step stalled.
         const providers = (await custom.listNamespacedCustomObject(
           { ...INPUT_PROVIDERS, namespace: FLUX_NS },
           requestOptions(hub, 10_000),
         )) as { items: KubernetesObject[] };
-        return { state, seen: [...seen], providers: providers.items.map((p) => p.metadata!.name) };
+        return {
+          state,
+          seen: [...seen],
+          providers: providers.items.map(
+            ({ metadata }) => `${metadata!.name}${metadata!.deletionTimestamp ? ' (deleting)' : ''}`,
+          ),
+        };
       };
       await sample();
       await setPlacement({ clusters: [cluster('one'), cluster('three')] });

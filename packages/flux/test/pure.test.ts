@@ -206,11 +206,19 @@ describe('buildKubeconfigSecret', () => {
   });
 });
 
-/** An in-memory cache and writer of one kind, recording writes. */
+/** A 409 as the API server answers a delete whose preconditions fail. */
+const conflict = () => Object.assign(new Error('Operation cannot be fulfilled: precondition failed'), { code: 409 });
+
+/**
+ * An in-memory cache and writer of one kind, recording writes. Deletes check
+ * the resourceVersion precondition as the API server does. `state.changeAfterApply`:
+ * another controller changes each applied object before mco reads the answer (the
+ * cache holds that change then); `state.refuseDeletes`: that many deletes get a 409.
+ */
 function fakeKind(initial: KubeObject[] = [], synced = true, plural = 'fakes') {
   const objects = new Map(initial.map((o) => [`${o.metadata!.namespace}/${o.metadata!.name}`, o]));
   const writes: string[] = [];
-  const state = { synced };
+  const state = { synced, changeAfterApply: false, refuseDeletes: 0 };
   const cache: ObjectCache<KubeObject> = {
     get: (key) => objects.get(key),
     list: () => [...objects.values()],
@@ -220,13 +228,23 @@ function fakeKind(initial: KubeObject[] = [], synced = true, plural = 'fakes') {
   const writer: ObjectWriter = {
     apply: async (o: DesiredObject) => {
       writes.push(`apply ${o.metadata.name}`);
+      const key = `${o.metadata.namespace}/${o.metadata.name}`;
       const stored = { ...o, metadata: { ...o.metadata, resourceVersion: String(writes.length) } };
-      objects.set(`${o.metadata.namespace}/${o.metadata.name}`, stored);
+      objects.set(key, stored);
+      if (state.changeAfterApply) {
+        objects.set(key, { ...stored, metadata: { ...stored.metadata, resourceVersion: `${writes.length}-changed` } });
+      }
       return stored;
     },
     delete: async (o: KubeObject) => {
+      const key = `${o.metadata!.namespace}/${o.metadata!.name}`;
       writes.push(`delete ${o.metadata!.name}`);
-      objects.delete(`${o.metadata!.namespace}/${o.metadata!.name}`);
+      if (state.refuseDeletes > 0) {
+        state.refuseDeletes--;
+        throw conflict();
+      }
+      if (o.metadata?.resourceVersion !== objects.get(key)?.metadata?.resourceVersion) throw conflict();
+      objects.delete(key);
     },
   };
   return {
@@ -645,6 +663,36 @@ describe('createFluxSync', () => {
     await sync.pass();
     placements[0] = placement('web', [listed('east')], { generation: 2 });
     expect(await sync.pass()).toMatchObject({ applied: 0, pruned: 0, kept: 0 });
+  });
+
+  // Another controller (flux-operator adds its finalizer) changes what mco wrote before mco
+  // reads the answer: the cache holds that change, and its event came before the answer.
+  it('an apply answered after the cache already holds a later change: the delete goes with the cached version', async () => {
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders } = fakeSync(placements);
+    inputProviders.state.changeAfterApply = true;
+    expect(await sync.pass()).toMatchObject({ applied: 2 });
+    placements[0] = placement('web', []);
+    expect(await sync.pass()).toMatchObject({ pruned: 1 });
+    expect(inputProviders.writes.at(-1)).toBe(
+      `delete ${inputProviderName('apps', 'web', clusterSlug('fleet', 'east'))}`,
+    );
+  });
+
+  it('a delete refused on a stale copy (409) is tried again without waiting for an event', async () => {
+    const placements = [placement('web', [listed('east')])];
+    const { sync, inputProviders } = fakeSync(placements);
+    await sync.pass();
+    placements[0] = placement('web', []);
+    inputProviders.state.refuseDeletes = 1;
+    // The fake caches deliver no events: only the sync's own retry can try again.
+    sync.start();
+    const name = inputProviderName('apps', 'web', clusterSlug('fleet', 'east'));
+    await expect
+      .poll(() => inputProviders.writes.filter((w) => w === `delete ${name}`).length, { timeout: 5_000 })
+      .toBe(2);
+    await expect.poll(() => inputProviders.kind.cache.get(`flux-system/${name}`), { timeout: 5_000 }).toBeUndefined();
+    await sync.stop();
   });
 
   it('does not run before every cache has synced', async () => {

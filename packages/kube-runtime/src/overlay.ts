@@ -9,7 +9,12 @@ import type { KubeObject } from './informer.js';
 export class WriteOverlay<T extends KubeObject> {
   private readonly entries = new Map<string, { baseResourceVersion: string | undefined; object: T | null }>();
 
-  /** Records that `object` (null: deleted) replaced the version `baseResourceVersion` of `key`. */
+  /**
+   * Records that `object` (null: deleted) replaced the version `baseResourceVersion` of `key`:
+   * the version the cache held when the write was decided, read before it is sent. Read after,
+   * the cache may already hold the write and a later change, and the overlay would then pin
+   * the older written copy until the next change of that object, which may never come.
+   */
   set(key: string, baseResourceVersion: string | undefined, object: T | null): void {
     this.entries.set(key, { baseResourceVersion, object });
   }

@@ -208,6 +208,11 @@ export interface SyncOwnedObjectsReport {
    * re-created since the listing (its delete preconditions failed).
    */
   readonly kept: string[];
+  /**
+   * Of `kept`, those whose delete preconditions failed: the listing was
+   * stale. Look again soon; the change may never reach the caller as an event.
+   */
+  readonly conflicted: string[];
   /** Desired, but a same-named object without the owned labels exists: left untouched. */
   readonly notOwned: string[];
   readonly failed: { readonly key: string; readonly error: McoError }[];
@@ -266,7 +271,14 @@ export async function syncOwnedObjects<T extends DesiredObject>(
       dryRun,
       ...(timeout.timeoutMs === undefined ? {} : { requestTimeoutMs: timeout.timeoutMs }),
     });
-  const report: SyncOwnedObjectsReport = { applied: [], deleted: [], kept: [], notOwned: [], failed: [] };
+  const report: SyncOwnedObjectsReport = {
+    applied: [],
+    deleted: [],
+    kept: [],
+    conflicted: [],
+    notOwned: [],
+    failed: [],
+  };
   const log = (message: string, object: KubeObject) =>
     logger.info(message, {
       ...options.logFields?.(object),
@@ -308,9 +320,11 @@ export async function syncOwnedObjects<T extends DesiredObject>(
       options.onWritten?.(key, null);
       log('deleted', object);
     } catch (error) {
-      // 409: changed or re-created since the listing; the next sync decides again.
-      if (httpStatusOf(error) === 409) report.kept.push(key);
-      else report.failed.push({ key, error: toMcoError(error, `delete ${resource.plural} ${key}`) });
+      // 409: changed or re-created since the listing; the caller looks again (`conflicted`).
+      if (httpStatusOf(error) === 409) {
+        report.kept.push(key);
+        report.conflicted.push(key);
+      } else report.failed.push({ key, error: toMcoError(error, `delete ${resource.plural} ${key}`) });
     }
   });
   return report;
