@@ -286,8 +286,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         );
         const state = `kustomization ${kustomization ? 'present' : 'gone'}, secret ${secrets.items.length ? 'present' : 'gone'}`;
         if (seen.at(-1) !== state) seen.push(state);
-        // On a timeout, which input providers are left, and whether mco deleted them (the operator removes
-        // its finalizer), says whose step stalled.
+        // On a timeout, the input providers left say whose step stalled: one marked deleting was
+        // deleted by mco and waits for the operator to remove its finalizer.
         const providers = (await custom.listNamespacedCustomObject(
           { ...INPUT_PROVIDERS, namespace: FLUX_NS },
           requestOptions(hub, 10_000),
