@@ -226,7 +226,8 @@ export interface SyncOwnedObjectsReport {
  * without the owned labels is left alone), and deletes only owned objects
  * `mayPrune` allows, each with uid and resourceVersion preconditions. Never
  * deletes on doubt: a failed listing throws before anything is written, and a
- * delete whose preconditions no longer hold keeps the object. A failed write
+ * delete whose preconditions no longer hold keeps the object (`conflicted`: the
+ * caller looks again). A failed write
  * is reported in `failed`; the others still run. Each write that changed
  * something is logged at info (an apply the server found nothing to change
  * in is neither logged nor reported).
