@@ -70,10 +70,16 @@ describeWithHub('controller under cut watches and an apiserver restart', () => {
     );
     expect({
       states,
-      decisions: await waitFor('decisions', async () => {
-        const d = await env.fleet.decisionSummary('boot');
-        return d[0]?.includes('b3') && d;
-      }),
+      // PlacementDecisions may trail the status by up to decisionsMaxDeferMs (30 s) while status
+      // work waits, as after a restart on a loaded machine: wait past that bound.
+      decisions: await waitFor(
+        'decisions',
+        async () => {
+          const d = await env.fleet.decisionSummary('boot');
+          return d[0]?.includes('b3') && d;
+        },
+        45_000,
+      ),
       ready: controller.isReady(),
     }).toEqual({
       states: ['fleet-boot/b1:ACTIVE', 'fleet-boot/b2:ACTIVE', 'fleet-boot/b3:ACTIVE'],
