@@ -182,10 +182,16 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
   const synced = () =>
     options.placements.hasSynced() && options.clusterProfiles.hasSynced() && kinds.every((k) => k.cache.hasSynced());
 
-  /** The cache seen through what this process wrote and the cache has not delivered yet. */
-  function observed(kind: OwnedKind, owned: boolean): KubeObject[] {
+  /**
+   * The cache seen through what this process wrote and the cache has not delivered yet
+   * (`byKey`: the cache by key, when the caller has it already).
+   */
+  function observed(
+    kind: OwnedKind,
+    owned: boolean,
+    byKey = new Map(kind.cache.list().map((o) => [keyOf(o), o])),
+  ): KubeObject[] {
     const overlay = overlays.get(kind);
-    const byKey = new Map(kind.cache.list().map((o) => [keyOf(o), o]));
     const keys = new Set([...byKey.keys(), ...(overlay?.keys() ?? [])]);
     const out: KubeObject[] = [];
     for (const key of keys) {
@@ -356,19 +362,19 @@ export function createFluxSync(options: FluxSyncOptions): FluxSync {
     for (const plan of plans) {
       const { kind } = plan;
       const overlay = overlays.get(kind)!;
-      // The version each write replaces, as the cache holds it before the write (see WriteOverlay.set).
-      const cachedVersions = new Map(kind.cache.list().map((o) => [keyOf(o), o.metadata?.resourceVersion]));
+      // Kept for the writes' overlay: the version each write replaces is the cache's before it (WriteOverlay.set).
+      const cached = new Map(kind.cache.list().map((o) => [keyOf(o), o]));
       const report = await syncOwnedObjects(options.hub, {
         resource: kind.resource,
         namespace: options.namespace,
         ownedLabels: { [MANAGED_BY_LABEL]: options.manager },
         desired: plan.desired,
-        existing: observed(kind, false),
+        existing: observed(kind, false, cached),
         mayPrune: plan.mayPrune,
         fieldManager: options.manager,
         writer: kind.writer,
         concurrency: options.concurrency ?? 8,
-        onWritten: (key, written) => overlay.set(key, cachedVersions.get(key), written),
+        onWritten: (key, written) => overlay.set(key, cached.get(key)?.metadata?.resourceVersion, written),
         logger,
         logFields,
       });
