@@ -483,6 +483,12 @@ export function createController(options: ControllerOptions): Controller {
    * Reconciles `key` again with backoff after a failure. A conflict means our
    * cache is behind: the watch brings the new version and the retry starts from it.
    */
+  /**
+   * Placements whose last PlacementDecision write failed. Their retry is a reconcile that writes no
+   * status and succeeds; it must not reset the key's backoff, or the write is tried again every few
+   * milliseconds for as long as the API server refuses it.
+   */
+  const decisionsFailing = new Set<string>();
   const retryLater = (key: string, what: string, error: unknown): 'conflict' | 'error' => {
     const result = (error as { code?: string }).code === 'Conflict' ? 'conflict' : 'error';
     (result === 'conflict' ? logger.debug : logger.warn)(`${what} failed; retrying`, {
@@ -498,6 +504,7 @@ export function createController(options: ControllerOptions): Controller {
     // Another replica's shard: it reconciles this key.
     if (!ownsKey(key)) {
       queue.forget(key);
+      decisionsFailing.delete(key);
       backlog.delete(key);
       return queue.done(key);
     }
@@ -518,8 +525,11 @@ export function createController(options: ControllerOptions): Controller {
           statusWritten: outcome.statusWritten,
         });
       }
-      queue.forget(key);
       if (outcome.decisionsBehind) backlog.add(key);
+      if (!outcome.decisionsBehind || !decisionsFailing.has(key)) {
+        queue.forget(key);
+        decisionsFailing.delete(key);
+      }
       if (outcome.requeueAfterMs !== undefined) queue.addAfter(key, outcome.requeueAfterMs);
     } catch (error) {
       if (error instanceof NotLeaderError || abort.aborted) {
@@ -541,16 +551,23 @@ export function createController(options: ControllerOptions): Controller {
   /** Brings a placement's PlacementDecisions in line with its latest status; a failure reconciles it again. */
   const writeDecisions = async ({ key, since }: { key: string; since: number }, abort: AbortSignal) => {
     try {
-      if (!ownsKey(key)) return;
+      if (!ownsKey(key)) {
+        decisionsFailing.delete(key);
+        return;
+      }
       // Its objects may have become stubs since its reconcile (the shard was lost and taken again).
       const write = async () => {
         await reconciler.readWhole(key, abort);
         return reconciler.writeDecisions(key);
       };
       const writes = await (shards ? shards.track(key, write) : write());
+      if (decisionsFailing.delete(key)) queue.forget(key);
       if (writes > 0) options.onDecisions?.({ key, lagMs: performance.now() - since, writes });
     } catch (error) {
-      if (!(error instanceof NotLeaderError || abort.aborted)) retryLater(key, 'writing PlacementDecisions', error);
+      if (!(error instanceof NotLeaderError || abort.aborted)) {
+        decisionsFailing.add(key);
+        retryLater(key, 'writing PlacementDecisions', error);
+      }
     } finally {
       backlog.end(key);
     }

@@ -41,6 +41,9 @@ class RecordingHub implements HubClient {
   decisionsInFlight = 0;
   maxDecisionsWhileQueued = 0;
   queued: () => number = () => 0;
+  /** The next PlacementDecision writes to refuse, as an API server that is down does; when each was sent. */
+  refuseDecisions = 0;
+  readonly refusedAt: number[] = [];
   echo: { placements: Emit; decisions: Emit } | undefined;
   private version = 100;
   private held: (() => void)[] | undefined;
@@ -97,6 +100,12 @@ class RecordingHub implements HubClient {
   }
 
   createPlacementDecision(decision: KubeObject): Promise<KubeObject> {
+    if (this.refuseDecisions > 0) {
+      this.refuseDecisions--;
+      this.refusedAt.push(performance.now());
+      const refused = Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' });
+      return new Promise((_, reject) => setTimeout(() => reject(refused), 1));
+    }
     const written = this.stamp({ ...decision, metadata: { ...decision.metadata, uid: `uid-${objectKey(decision)}` } });
     const write: Write = { kind: 'create', key: objectKey(decision), clusters: listed(decision) };
     return this.answer(write, written, () => this.echo?.decisions('ADDED', written));
@@ -283,6 +292,22 @@ describe('the lanes of the controller', () => {
       { kind: 'update', key: 'apps/p0-0', clusters: ['c0', 'c1'] },
       { kind: 'delete', key: 'apps/p1-0' },
     ]);
+  });
+});
+
+describe('a PlacementDecision write that fails', () => {
+  it('is retried with a backoff that grows, though the reconciles between the tries succeed', async () => {
+    const { hub } = start(['p0'], ['c0'], 1);
+    hub.refuseDecisions = 8;
+    await waitFor('p0-0 written after eight refusals', () => lastDecisionOf(hub, 'p0')?.kind === 'create');
+    // The queue's backoff: 5 ms doubled at each retry, less up to 10% jitter. A busy machine only adds.
+    const gaps = hub.refusedAt.slice(1).map((at, i) => Math.round(at - hub.refusedAt[i]!));
+    const atLeast = gaps.map((_, i) => Math.floor(5 * 2 ** i * 0.9));
+    expect({ refusals: hub.refusedAt.length, shortGaps: gaps.filter((gap, i) => gap < atLeast[i]!) }).toEqual({
+      refusals: 8,
+      shortGaps: [],
+    });
+    expect(hub.writes.filter((w) => w.kind === 'status')).toHaveLength(1);
   });
 });
 
