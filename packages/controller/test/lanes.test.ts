@@ -61,6 +61,15 @@ class RecordingHub implements HubClient {
     for (const go of held) go();
   }
 
+  /** Echoes held back (a watch that lags), in order, until `releaseEchoes`. */
+  heldEchoes: (() => void)[] | undefined;
+
+  releaseEchoes(): void {
+    const echoes = this.heldEchoes ?? [];
+    this.heldEchoes = undefined;
+    for (const echo of echoes) echo();
+  }
+
   private async answer<T>(write: Write, value: T, echo?: () => void, wait?: Promise<void>): Promise<T> {
     this.writes.push(write);
     this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight);
@@ -71,7 +80,8 @@ class RecordingHub implements HubClient {
     try {
       await wait;
       await new Promise((resolve) => setTimeout(resolve, 1));
-      if (echo) setImmediate(echo);
+      if (echo && this.heldEchoes) this.heldEchoes.push(echo);
+      else if (echo) setImmediate(echo);
       return value;
     } finally {
       this.inFlight--;
@@ -271,6 +281,31 @@ describe('the lanes of the controller', () => {
       { kind: 'status', key: 'apps/p0' }, // with c2 and c3
       { kind: 'update', key: 'apps/p0-0', clusters: ['c0', 'c1', 'c2', 'c3'] },
       { kind: 'update', key: 'apps/p1-0', clusters: ['c0', 'c1', 'c2', 'c3'] },
+    ]);
+  });
+
+  it('writes from its latest status when the watch has not shown its last two status writes', async () => {
+    const { hub, sources } = start(['p0'], ['c0'], 1);
+    await waitFor('the first PlacementDecision', () => lastDecisionOf(hub, 'p0'));
+    await controller!.waitForSync();
+    await settled(hub);
+    const before = hub.writes.length;
+
+    hub.heldEchoes = [];
+    sources.clusterProfiles.emit('ADDED', profile('c1', '2'));
+    await waitFor('p0-0 lists c1', () => lastDecisionOf(hub, 'p0')?.clusters?.includes('c1'));
+    sources.clusterProfiles.emit('ADDED', profile('c2', '3'));
+    // Before, the overlay gave way to the cache's older status here: p0-0 went back to c0 alone.
+    await waitFor('p0-0 lists c2', () => lastDecisionOf(hub, 'p0')?.clusters?.includes('c2'));
+    await settled(hub);
+    hub.releaseEchoes();
+    await settled(hub);
+    // Each status written once, on top of the one before; no PlacementDecision from the cached status.
+    expect(hub.writes.slice(before).filter((w) => w.kind !== 'event')).toEqual([
+      { kind: 'status', key: 'apps/p0' },
+      { kind: 'update', key: 'apps/p0-0', clusters: ['c0', 'c1'] },
+      { kind: 'status', key: 'apps/p0' },
+      { kind: 'update', key: 'apps/p0-0', clusters: ['c0', 'c1', 'c2'] },
     ]);
   });
 

@@ -174,11 +174,19 @@ describeWithHub('shards across three controller processes on a real kube-apiserv
       // The change: the green clusters join the pool one by one; every placement gains each of them.
       const victim = 1;
       let killedAt = 0;
+      const changeStarted = performance.now();
       for (let i = FIRST_BLUE; i < PROFILES; i++) {
         await fleet.labelProfile('fleet-shard', profileName(i), { pool: 'blue' });
         if (i === FIRST_BLUE + 3) {
-          // In the middle: some placements already show this step, not all.
-          await waitFor('the change under way', () => keys.some((k) => clustersOf(k) > FIRST_BLUE + 1), 30_000);
+          // In the middle: some placements already show this step, not all, and the victim has written
+          // some of it (killed before its first write, it would not be a writer at all).
+          await waitFor(
+            'the change under way, the victim writing it',
+            () =>
+              keys.some((k) => clustersOf(k) > FIRST_BLUE + 1) &&
+              writes.some((w) => w.writer === identities[victim] && w.at > changeStarted),
+            30_000,
+          );
           replicas[victim]!.child.kill('SIGKILL');
           killedAt = performance.now();
         }
@@ -227,7 +235,8 @@ describeWithHub('shards across three controller processes on a real kube-apiserv
       });
       const bound = ELECTION.leaseDurationMs + 2 * 1.2 * ELECTION.retryPeriodMs;
       console.log(
-        `[bench] 3 replicas, ${SHARDS} shards: balanced ${balanced.join('+')}; ${writes.length} status writes; ` +
+        `[bench] 3 replicas, ${SHARDS} shards: balanced ${balanced.join('+')}; ${writes.length} status writes ` +
+          `(${identities.map((id) => writes.filter((w) => w.writer === id).length).join(' + ')} by a, b, c; b killed); ` +
           `the killed replica's ${victimShards.length} shards taken over after ${takeoverMs.map((ms) => ms.toFixed(0)).join(', ')} ms, ` +
           `first status write there by a survivor after ${firstWriteMs.join(', ')} ms ` +
           `(lease ${ELECTION.leaseDurationMs} ms, retry ${ELECTION.retryPeriodMs} ms)`,
