@@ -480,15 +480,15 @@ export function createController(options: ControllerOptions): Controller {
   let stopped = false;
 
   /**
-   * Reconciles `key` again with backoff after a failure. A conflict means our
-   * cache is behind: the watch brings the new version and the retry starts from it.
-   */
-  /**
    * Placements whose last PlacementDecision write failed. Their retry is a reconcile that writes no
    * status and succeeds; it must not reset the key's backoff, or the write is tried again every few
    * milliseconds for as long as the API server refuses it.
    */
   const decisionsFailing = new Set<string>();
+  /**
+   * Reconciles `key` again with backoff after a failure. A conflict means our
+   * cache is behind: the watch brings the new version and the retry starts from it.
+   */
   const retryLater = (key: string, what: string, error: unknown): 'conflict' | 'error' => {
     const result = (error as { code?: string }).code === 'Conflict' ? 'conflict' : 'error';
     (result === 'conflict' ? logger.debug : logger.warn)(`${what} failed; retrying`, {
