@@ -274,15 +274,25 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         },
       });
 
-      const kustomization = (await list(KUSTOMIZATIONS)).find((o) => o.metadata!.name === rendered('east'))!;
+      // Rendered objects are separate writes that may follow the input provider.
+      const kustomizations = await eventually(
+        'the rendered Kustomization of east',
+        () => list(KUSTOMIZATIONS),
+        (items) => names(items).includes(rendered('east')),
+      );
+      const kustomization = kustomizations.find((o) => o.metadata!.name === rendered('east'))!;
       expect(kustomization.spec).toMatchObject({
         path: './deploy',
         kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } },
         postBuild: { substitute: { TEAM: 'web', MCO_CLUSTER_NAME: 'fleet.east', MCO_DRAINING: 'false' } },
       });
-      const release = (await list(HELM_RELEASES)).find(
-        (o) => o.metadata!.name === `web-chart-${clusterSlug('fleet', 'east')}`,
-      )!;
+      const releaseName = `web-chart-${clusterSlug('fleet', 'east')}`;
+      const releases = await eventually(
+        'the rendered HelmRelease of east',
+        () => list(HELM_RELEASES),
+        (items) => names(items).includes(releaseName),
+      );
+      const release = releases.find((o) => o.metadata!.name === releaseName)!;
       expect(release.spec).toMatchObject({
         kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east') } },
         values: { mco: { clusterName: 'fleet.east', draining: 'false' } },
