@@ -502,8 +502,6 @@ async function main() {
     const touched: number[] = [];
     /** When each change was sent (epoch ms, the clock the controller's traces use). */
     const sentAt: number[] = [];
-    /** When the benchmark's watch saw each placement follow a change (epoch ms). */
-    const seenAt = new Map<string, number[]>();
     /** Each placement that followed a change: which change, and when the watch saw it (epoch ms). */
     const followedAt: { change: number; key: string; seen: number }[] = [];
     const labelStart = performance.now();
@@ -537,9 +535,7 @@ async function main() {
       const followed = (placement: string) => {
         if (!follows(placement, key, pending)) return;
         latencies.push(performance.now() - sent);
-        const seen = Date.now();
-        seenAt.set(placement, [...(seenAt.get(placement) ?? []), seen]);
-        followedAt.push({ change: k, key: placement, seen });
+        followedAt.push({ change: k, key: placement, seen: Date.now() });
         pending.delete(placement);
         if (pending.size === 0) allFollowed();
       };
@@ -623,6 +619,8 @@ async function main() {
         );
       }
       // And after: from the controller's write answered to the benchmark's watch showing it.
+      const seenAt = new Map<string, number[]>();
+      for (const f of followedAt) seenAt.set(f.key, [...(seenAt.get(f.key) ?? []), f.seen]);
       const shown = traces.flatMap((t) => {
         const at = seenAt.get(t.key)?.find((seen) => seen >= t.doneAt - 50);
         return at === undefined ? [] : [Math.max(0, at - t.doneAt)];

@@ -121,6 +121,15 @@ describeWithControlPlane(
         }
       ).items;
     const names = (items: KubernetesObject[]) => items.map((o) => o.metadata!.name!).sort();
+    /** Waits until `resource` lists `name`, and returns that object. */
+    const listed = async (resource: Parameters<typeof list>[0], name: string) =>
+      (
+        await eventually(
+          `${resource.plural} ${name}`,
+          () => list(resource),
+          (items) => names(items).includes(name),
+        )
+      ).find((o) => o.metadata!.name === name)!;
     const secret = (name: string): Promise<V1Secret | null> =>
       core.readNamespacedSecret({ namespace: FLUX_NS, name }).then(
         (s) => s,
@@ -245,12 +254,7 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     });
 
     it('writes an input provider with every documented input, a rendered Kustomization and HelmRelease, and a kubeconfig Secret per placed cluster', async () => {
-      const providers = await eventually(
-        'the input provider of web/east',
-        () => list(INPUT_PROVIDERS),
-        (items) => names(items).includes(provider('web', 'east')),
-      );
-      const ip = providers.find((o) => o.metadata!.name === provider('web', 'east'))!;
+      const ip = await listed(INPUT_PROVIDERS, provider('web', 'east'));
       expect(ip.metadata!.labels).toMatchObject({
         [MANAGED_BY_LABEL]: 'mco-flux',
         'orchestra.multicluster.x-k8s.io/placement': 'web',
@@ -275,24 +279,13 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
       });
 
       // Rendered objects are separate writes that may follow the input provider.
-      const kustomizations = await eventually(
-        'the rendered Kustomization of east',
-        () => list(KUSTOMIZATIONS),
-        (items) => names(items).includes(rendered('east')),
-      );
-      const kustomization = kustomizations.find((o) => o.metadata!.name === rendered('east'))!;
+      const kustomization = await listed(KUSTOMIZATIONS, rendered('east'));
       expect(kustomization.spec).toMatchObject({
         path: './deploy',
         kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east'), key: 'value' } },
         postBuild: { substitute: { TEAM: 'web', MCO_CLUSTER_NAME: 'fleet.east', MCO_DRAINING: 'false' } },
       });
-      const releaseName = `web-chart-${clusterSlug('fleet', 'east')}`;
-      const releases = await eventually(
-        'the rendered HelmRelease of east',
-        () => list(HELM_RELEASES),
-        (items) => names(items).includes(releaseName),
-      );
-      const release = releases.find((o) => o.metadata!.name === releaseName)!;
+      const release = await listed(HELM_RELEASES, `web-chart-${clusterSlug('fleet', 'east')}`);
       expect(release.spec).toMatchObject({
         kubeConfig: { secretRef: { name: kubeconfigSecretName('fleet', 'east') } },
         values: { mco: { clusterName: 'fleet.east', draining: 'false' } },
@@ -442,12 +435,8 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
         draining: 'true',
         desiredMaxReplicas: '2',
       });
-      const kustomization = await eventually(
-        'the rendered Kustomization of west',
-        () => list(KUSTOMIZATIONS),
-        (items) => items.some((o) => o.metadata!.name === rendered('west')),
-      );
-      expect(kustomization.find((o) => o.metadata!.name === rendered('west'))!.spec).toMatchObject({
+      const kustomization = await listed(KUSTOMIZATIONS, rendered('west'));
+      expect(kustomization.spec).toMatchObject({
         postBuild: { substitute: { MCO_DESIRED_MAX_REPLICAS: '2', MCO_STATE: 'SCALING_IN' } },
       });
       await eventually(
