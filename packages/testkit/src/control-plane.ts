@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { locateBinaries } from './binaries.js';
 import { rawRequest, type RawRequestOptions, type RawResponse } from './http.js';
-import { applyObjects, installCrds, type CrdSource, type InstalledCrd } from './objects.js';
+import { applyObjects, cachedListPath, installCrds, type CrdSource, type InstalledCrd } from './objects.js';
 import { freePort, ProcessReaper, startServer, stopServer, tailOf, type ServerProcess } from './processes.js';
 
 /**
@@ -424,7 +424,7 @@ class Apiserver implements ClusterHandle {
       const established = crd.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True');
       const version = crd.spec.versions.find((v) => v.served)?.name;
       if (!established || !version) continue;
-      const path = `/apis/${crd.spec.group}/${version}/${crd.spec.names.plural}?limit=1`;
+      const path = cachedListPath(crd.spec.group, version, crd.spec.names.plural);
       if ((await rawRequest(this.server, this.caPem, admin, path, { timeoutMs: 2_000 })).status !== 200) return false;
     }
     return true;

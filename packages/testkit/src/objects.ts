@@ -120,6 +120,17 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
  * kinds in a file are ignored) and waits until each is Established and its
  * resource actually serves a list, so the caller can use it at once.
  */
+/**
+ * A list of a custom resource that only its watch cache answers (200 once the
+ * cache is initialised, 429 before). A `limit` list would not do: the API
+ * server sends those to etcd while the cache is not ready (KEP-4568), so they
+ * pass before a plain list does. The selector matches nothing, keeping the
+ * answer small.
+ */
+export function cachedListPath(group: string, version: string, plural: string): string {
+  return `/apis/${group}/${version}/${plural}?labelSelector=testkit.mco.dev%2Fready-probe%3Dnone`;
+}
+
 export async function installCrds(
   cluster: RequestTarget,
   sources: readonly CrdSource[],
@@ -145,7 +156,7 @@ export async function installCrds(
         const served = crd.spec.versions.find((v) => v.served);
         if (!served) throw new Error(`CRD ${name} serves no version`);
         // Established can precede the handler by a moment; a list proves it serves.
-        const list = await cluster.request(`/apis/${crd.spec.group}/${served.name}/${crd.spec.names.plural}?limit=1`);
+        const list = await cluster.request(cachedListPath(crd.spec.group, served.name, crd.spec.names.plural));
         if (list.status === 200) {
           ready.push(crd);
           break;
