@@ -116,11 +116,6 @@ export interface InstalledCrd extends KubernetesObject {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * Applies CustomResourceDefinitions (file or directory paths, or objects; other
- * kinds in a file are ignored) and waits until each is Established and its
- * resource actually serves a list, so the caller can use it at once.
- */
-/**
  * A list of a custom resource that only its watch cache answers (200 once the
  * cache is initialised, 429 before). A `limit` list would not do: the API
  * server sends those to etcd while the cache is not ready (KEP-4568), so they
@@ -131,6 +126,11 @@ export function cachedListPath(group: string, version: string, plural: string): 
   return `/apis/${group}/${version}/${plural}?labelSelector=testkit.mco.dev%2Fready-probe%3Dnone`;
 }
 
+/**
+ * Applies CustomResourceDefinitions (file or directory paths, or objects; other
+ * kinds in a file are ignored) and waits until each is Established and its
+ * resource actually serves a list, so the caller can use it at once.
+ */
 export async function installCrds(
   cluster: RequestTarget,
   sources: readonly CrdSource[],
