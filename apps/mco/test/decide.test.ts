@@ -147,6 +147,11 @@ describe('mco decide: a draining scale-in, MCO-style (useDraining), evaluated on
     while (caps.at(-1)! > 1) caps.push(caps.at(-1)! - drainStepSize(caps.at(-1)!, 25));
     return caps;
   }
+  /** The lines of a drain from `start` on MCO's clock, marked unprotected, then the removal. */
+  const onTheClock = (start: number) =>
+    mcoCaps(start)
+      .map((cap, i) => `+${i * STEP}s SCALING_IN ${cap} ReadyReplicasNotReported`)
+      .concat([`+${mcoCaps(start).length * STEP}s removed`]);
   /** The receiver's HPA settled at `desired`: `ready` ready replicas, `undefined` for none in the signal. */
   type Receiver = { readonly desired: number; readonly ready?: number; readonly reportsReadyReplicas?: boolean };
 
@@ -227,9 +232,11 @@ describe('mco decide: a draining scale-in, MCO-style (useDraining), evaluated on
               maxReplicas: replicas,
               scalingLimited: { status: 'True', reason: 'TooFewReplicas' },
             },
-            ...(receiver.reportsReadyReplicas === false
-              ? { reportsReadyReplicas: false }
-              : { readyReplicas: replicas }),
+            // The same source as the receiver's: it reports readyReplicas or not, and declares the same.
+            ...(receiver.ready !== undefined ? { readyReplicas: replicas } : {}),
+            ...(receiver.reportsReadyReplicas !== undefined
+              ? { reportsReadyReplicas: receiver.reportsReadyReplicas }
+              : {}),
           },
         ],
       };
@@ -259,15 +266,7 @@ describe('mco decide: a draining scale-in, MCO-style (useDraining), evaluated on
       name: 'signals without readyReplicas, from a source that declares it reports none: steps on the clock and completes as MCO does',
       start: 8,
       receiver: { desired: 5, reportsReadyReplicas: false },
-      expected: [
-        '+0s SCALING_IN 8 ReadyReplicasNotReported',
-        '+60s SCALING_IN 6 ReadyReplicasNotReported',
-        '+120s SCALING_IN 4 ReadyReplicasNotReported',
-        '+180s SCALING_IN 3 ReadyReplicasNotReported',
-        '+240s SCALING_IN 2 ReadyReplicasNotReported',
-        '+300s SCALING_IN 1 ReadyReplicasNotReported',
-        '+360s removed',
-      ],
+      expected: onTheClock(8),
       satisfied: [
         'fleet/us-west1 drains unprotected: the signal source of fleet/us-east1 does not report readyReplicas: it steps on the clock of behavior.drain.stepIntervalSeconds (60s) with no ready-replica check (rule D1)',
       ],
@@ -276,9 +275,7 @@ describe('mco decide: a draining scale-in, MCO-style (useDraining), evaluated on
       name: 'a larger drain (20 replicas) without readyReplicas: eight steps of MCO’s clock, then removed',
       start: 20,
       receiver: { desired: 5, reportsReadyReplicas: false },
-      expected: [20, 15, 11, 8, 6, 4, 3, 2, 1]
-        .map((cap, i) => `+${i * STEP}s SCALING_IN ${cap} ReadyReplicasNotReported`)
-        .concat(['+540s removed']),
+      expected: onTheClock(20),
       satisfied: [
         'fleet/us-west1 drains unprotected: the signal source of fleet/us-east1 does not report readyReplicas: it steps on the clock of behavior.drain.stepIntervalSeconds (60s) with no ready-replica check (rule D1)',
       ],
@@ -308,9 +305,18 @@ describe('mco decide: a draining scale-in, MCO-style (useDraining), evaluated on
       satisfied: [],
     },
     {
-      name: 'a source that reports readyReplicas but sent none: the drain waits, visibly, as before',
+      name: 'MCO-style signals without readyReplicas and no declaration (a source written for MCO): learned as not reported, the drain steps on the clock and completes as MCO does',
       start: 8,
       receiver: { desired: 5 },
+      expected: onTheClock(8),
+      satisfied: [
+        'fleet/us-west1 drains unprotected: the signal source of fleet/us-east1 has sent no readyReplicas during this drain and does not declare reportsReadyReplicas: it steps on the clock of behavior.drain.stepIntervalSeconds (60s) with no ready-replica check (rule D1)',
+      ],
+    },
+    {
+      name: 'a source that declares it reports readyReplicas (reportsReadyReplicas: true) but sent none: the drain waits, visibly, as before',
+      start: 8,
+      receiver: { desired: 5, reportsReadyReplicas: true },
       expected: ['+0s SCALING_IN 8'].concat(
         Array.from({ length: 29 }, (_, i) => `+${(i + 1) * STEP}s SCALING_IN 8 ReadyReplicasUnknown`),
       ),
@@ -320,11 +326,22 @@ describe('mco decide: a draining scale-in, MCO-style (useDraining), evaluated on
     expect(await drain(start, receiver, 30)).toEqual({ lines: expected, satisfied });
   });
 
-  it('a drain without readyReplicas ends within the time MCO’s clock takes, from any size', async () => {
-    for (const start of [2, 5, 8, 13, 20, 40]) {
-      const { lines } = await drain(start, { desired: 5, reportsReadyReplicas: false }, 60);
-      // MCO: P2, then one step a minute down to 1, then removal once the cluster runs 1 replica.
-      expect(lines.at(-1)).toBe(`+${mcoCaps(start).length * STEP}s removed`);
+  it('a drain without readyReplicas ends within the time MCO’s clock takes, from any size, declared or not', async () => {
+    // MCO's clock, written out: 25% of the cap (at least 1) a minute.
+    expect([mcoCaps(8), mcoCaps(20)]).toEqual([
+      [8, 6, 4, 3, 2, 1],
+      [20, 15, 11, 8, 6, 4, 3, 2, 1],
+    ]);
+    for (const reportsReadyReplicas of [false, undefined]) {
+      for (const start of [2, 5, 8, 13, 20, 40]) {
+        const { lines } = await drain(start, { desired: 5, reportsReadyReplicas }, 60);
+        // MCO: P2, then one step a minute down to 1, then removal once the cluster runs 1 replica.
+        expect({ reportsReadyReplicas, start, last: lines.at(-1) }).toEqual({
+          reportsReadyReplicas,
+          start,
+          last: `+${mcoCaps(start).length * STEP}s removed`,
+        });
+      }
     }
   });
 });

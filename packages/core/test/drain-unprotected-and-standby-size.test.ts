@@ -36,39 +36,45 @@ const receiver = (
 /** Prometheus with its readyReplicas query off: no readyReplicas, declared as a property of the source. */
 const unreported = (key: string, observedAt = at(fresh)) => receiver(key, undefined, false, observedAt);
 
-describe('sourceReportsReadyReplicas: a property of the source, never of one missing value', () => {
-  it.each<{ name: string; signal: Signal | undefined; expected: { signal: boolean; assessed: boolean } }>([
+describe('sourceReportsReadyReplicas and declaresReadyReplicas: a property of the source, never of one missing value', () => {
+  it.each<{
+    name: string;
+    signal: Signal | undefined;
+    expected: { signal: boolean; assessed: boolean; promised: boolean };
+  }>([
     {
       name: 'a signal that declares reportsReadyReplicas: false',
       signal: unreported('fleet/a'),
-      expected: { signal: false, assessed: false },
+      expected: { signal: false, assessed: false, promised: false },
     },
     {
       name: 'a signal without the declaration (the default)',
       signal: receiver('fleet/a', undefined, undefined),
-      expected: { signal: true, assessed: true },
+      expected: { signal: true, assessed: true, promised: false },
     },
     {
       name: 'a signal that declares reportsReadyReplicas: true',
       signal: receiver('fleet/a', 4, true),
-      expected: { signal: true, assessed: true },
+      expected: { signal: true, assessed: true, promised: true },
     },
     {
       name: 'a stale signal that declares false: unknown, so as a source that reports it',
       signal: unreported('fleet/a', at(stale)),
-      expected: { signal: false, assessed: true },
+      expected: { signal: false, assessed: true, promised: false },
     },
     {
       name: 'a transport error: unknown, so as a source that reports it',
       signal: anUnreachableSignal('fleet/a', at(fresh)),
-      expected: { signal: true, assessed: true },
+      expected: { signal: true, assessed: true, promised: false },
     },
-    { name: 'no signal at all', signal: undefined, expected: { signal: true, assessed: true } },
+    { name: 'no signal at all', signal: undefined, expected: { signal: true, assessed: true, promised: false } },
   ])('$name', ({ signal, expected }) => {
     const assessed = assessSignal(signal, (Date.UTC(2026, 0, 1) / 1000 + NOW) * 1000, 180);
-    expect({ signal: sourceReportsReadyReplicas(signal), assessed: sourceReportsReadyReplicas(assessed) }).toEqual(
-      expected,
-    );
+    expect({
+      signal: sourceReportsReadyReplicas(signal),
+      assessed: sourceReportsReadyReplicas(assessed),
+      promised: assessed.declaresReadyReplicas,
+    }).toEqual(expected);
   });
 });
 
@@ -99,8 +105,10 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
     requeue: d.requeueAfterSeconds,
     satisfied: condition(d, 'Satisfied')?.message?.split('; ').slice(1),
   });
-  const UNPROTECTED =
-    'the signal source of fleet/a does not report readyReplicas: it steps on the clock of behavior.drain.stepIntervalSeconds (60s) with no ready-replica check (rule D1)';
+  const CLOCK =
+    'it steps on the clock of behavior.drain.stepIntervalSeconds (60s) with no ready-replica check (rule D1)';
+  const UNPROTECTED = `the signal source of fleet/a does not report readyReplicas: ${CLOCK}`;
+  const LEARNED = `the signal source of fleet/a has sent no readyReplicas during this drain and does not declare reportsReadyReplicas: ${CLOCK}`;
 
   it.each<{ name: string; input: Case; expected: ReturnType<typeof outcome> }>([
     {
@@ -157,8 +165,24 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
       },
     },
     {
-      name: 'a source that reports readyReplicas (no declaration) but sent none: paused as before (ReadyReplicasUnknown)',
-      input: input(draining(6), [receiver('fleet/a', undefined, undefined), b(6)]),
+      name: 'a source that declares neither and has sent no readyReplicas during the drain: learned, a due step is taken, unprotected',
+      input: input(draining(8), [receiver('fleet/a', undefined, undefined), b(8)]),
+      expected: {
+        moves: [],
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW),
+          currentReplicaCount: 8,
+          initialDesiredMaxReplicas: 8,
+          unprotectedReason: 'ReadyReplicasNotReported',
+        },
+        requeue: 60,
+        satisfied: [`fleet/b drains unprotected: ${LEARNED}`],
+      },
+    },
+    {
+      name: 'a source that declares neither but sent readyReplicas earlier in the drain: a missing value is doubt (ReadyReplicasUnknown)',
+      input: input(draining(6, 60, { receiversReadyReplicas: 5 }), [receiver('fleet/a', undefined, undefined), b(6)]),
       expected: {
         moves: [],
         draining: {
@@ -166,6 +190,7 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
           lastReplicaCountDecrease: at(NOW - 60),
           currentReplicaCount: 6,
           initialDesiredMaxReplicas: 6,
+          receiversReadyReplicas: 5,
           pausedReason: 'ReadyReplicasUnknown',
         },
         requeue: 60,
@@ -225,9 +250,9 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
       },
     },
     {
-      name: 'one receiver’s value is missing while the other’s source reports none: doubt wins, no step',
+      name: 'one receiver’s promised value is missing while the other’s source reports none: doubt wins, no step',
       input: input(draining(8, 60, {}, ['fleet/a', 'fleet/c']), [
-        receiver('fleet/a', undefined, undefined),
+        receiver('fleet/a', undefined, true),
         unreported('fleet/c'),
         b(8),
       ]),
@@ -303,8 +328,13 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
     },
     {
       name: 'mco explain names the receiver whose ready replicas are unknown',
-      input: input(draining(6), [receiver('fleet/a', undefined, undefined), b(6)]),
+      input: input(draining(6), [receiver('fleet/a', undefined, true), b(6)]),
       note: "drain paused (ReadyReplicasUnknown): a receiving cluster's ready replicas are unknown: fleet/a's signal has no readyReplicas",
+    },
+    {
+      name: 'mco explain says the drain learned that the source reports no readyReplicas',
+      input: input(draining(8), [receiver('fleet/a', undefined, undefined), b(8)]),
+      note: `drain unprotected (ReadyReplicasNotReported): ${LEARNED}`,
     },
     {
       name: 'mco explain names a receiver without a fresh signal',

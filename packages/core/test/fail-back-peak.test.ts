@@ -219,6 +219,21 @@ describe('F2: fail-back waits for room for the recent peak, and while load rises
       moves: [],
       why: /fail-back waits for room: fleet\/a's signal source does not report readyReplicas: a fail-back drain could not check that it serves before each step/,
     },
+    {
+      name: 'no readyReplicas from a source that declares nothing: no fail-back either (a voluntary move never learns), and it says so',
+      input: {
+        spec: spec(),
+        status: afterStockout(WINDOW, { recentPeaks: [peakOf(9, 1800)] }),
+        profiles: fleet,
+        signals: [
+          steady('fleet/a', 2, { readyReplicas: undefined }),
+          steady('fleet/b', 3, { readyReplicas: undefined }),
+        ],
+        now: NOW,
+      },
+      moves: [],
+      why: /fail-back waits for room: fleet\/a's signal has no readyReplicas: a fail-back drain could not check that it serves before each step/,
+    },
   ])('$name', checkRow);
 
   it('records the workload replicas of every evaluation in status.failBack.recentPeaks', () => {

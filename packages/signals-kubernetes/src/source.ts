@@ -180,8 +180,10 @@ export function createKubernetesSignalSource(options: KubernetesSignalSourceOpti
       if (limits.includes(true)) result.nodeLimitReached = true;
       else if (limits.every((v) => v === false)) result.nodeLimitReached = false;
     }
-    // A Deployment omits readyReplicas when none is ready.
+    // A Deployment omits readyReplicas when none is ready. Without the Deployment the value is doubt,
+    // which this source declares (it reports readyReplicas), so a drain waits rather than learn otherwise.
     if (deployment) result.readyReplicas = deployment.status?.readyReplicas ?? 0;
+    else result.reportsReadyReplicas = true;
     const healthy = deployment ? deploymentHealth(deployment, observedAt, config.unavailableAfterSeconds) : undefined;
     if (healthy !== undefined) result.workloadHealthy = healthy;
     return { signal: result, errors: problems };

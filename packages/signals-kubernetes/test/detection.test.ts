@@ -13,7 +13,7 @@ const T0 = Date.parse('2026-01-01T00:00:00Z');
 
 type Discovery = 'karpenter' | 404 | 500;
 
-function member(discovery: Discovery, caSays: 'ceiling' | 'nothing') {
+function member(discovery: Discovery, caSays: 'ceiling' | 'nothing', deployment: 'found' | 404 = 'found') {
   const requests: string[] = [];
   const httpError = (status: number) => Object.assign(new Error(`HTTP ${status}`), { statusCode: status });
   const at = new Date(T0).toISOString();
@@ -25,8 +25,10 @@ function member(discovery: Discovery, caSays: 'ceiling' | 'nothing') {
       throw httpError(discovery);
     }
     if (path.endsWith('/horizontalpodautoscalers/web')) return { spec: { minReplicas: 1, maxReplicas: 4 } };
-    if (path.endsWith('/deployments/web'))
+    if (path.endsWith('/deployments/web')) {
+      if (deployment === 404) throw httpError(404);
       return { spec: { selector: { matchLabels: { app: 'web' } } }, status: { readyReplicas: 2 } };
+    }
     if (path.endsWith('/pods'))
       return { items: [{ metadata: { name: 'web-1' }, status: { phase: 'Pending' } }], metadata: {} };
     const items = [];
@@ -115,6 +117,29 @@ describe('the autoscaler of a member', () => {
       failedScaleUp: result.signals[0]?.failedScaleUp,
       errors: result.errors.map((e) => `${e.code} ${e.message}`),
     }).toEqual(want);
+  });
+
+  it.each([
+    { name: 'a Deployment read: its ready replicas', deployment: 'found' as const, want: { readyReplicas: 2 } },
+    {
+      name: 'no Deployment (not delivered yet): none, and the signal says this source reports them, so a drain waits (rule D1)',
+      deployment: 404 as const,
+      want: { reportsReadyReplicas: true },
+    },
+  ])('$name', async ({ deployment, want }) => {
+    const { access } = member(404, 'nothing', deployment);
+    const source = createKubernetesSignalSource({
+      access,
+      config: KubernetesSignalsConfigSchema.parse({}),
+      metrics: new Registry(),
+      now: () => new Date(T0 + 30_000),
+    });
+    const signal = (await source.observe(request)).signals[0];
+    expect({ readyReplicas: signal?.readyReplicas, reportsReadyReplicas: signal?.reportsReadyReplicas }).toEqual({
+      readyReplicas: undefined,
+      reportsReadyReplicas: undefined,
+      ...want,
+    });
   });
 
   it('asks a member whether it serves Karpenter once per 10 minutes', async () => {

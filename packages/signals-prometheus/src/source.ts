@@ -193,9 +193,10 @@ type QueryResult = { name: QueryName; value: QueryValue; error?: { code: McoErro
 
 /**
  * Turns query results into a signal; nothing answered at all means no signal.
- * Without a readyReplicas query (`reportsReadyReplicas` false) the signal
- * says so: the engine then drains on the clock rather than wait for a value
- * that never comes (docs/signals.md).
+ * A signal without readyReplicas declares whether the source reports them:
+ * without a readyReplicas query (`reportsReadyReplicas` false) the engine
+ * drains on the clock rather than wait for a value that never comes; with
+ * one, the missing value is doubt and a drain waits (docs/signals.md).
  */
 export function toObservation(
   cluster: string,
@@ -243,7 +244,8 @@ export function toObservation(
   if (pending !== undefined) signal.pendingPods = pending;
   const ready = count('readyReplicas');
   if (ready !== undefined) signal.readyReplicas = ready;
-  if (!reportsReadyReplicas) signal.reportsReadyReplicas = false;
+  // Without the value, say which it is: doubt where this source reports it, nothing to wait for where it cannot.
+  else signal.reportsReadyReplicas = reportsReadyReplicas;
   for (const name of ['failedScaleUp', 'workloadHealthy', 'atCapacityCeiling', 'wantsScaleIn'] as const) {
     const f = flag(name);
     if (f !== undefined) signal[name] = f;

@@ -9,6 +9,7 @@ import {
   queryEndpoint,
   render,
   scalingLimitedReason,
+  toObservation,
 } from '../src/index.js';
 
 const issues = (input: unknown) => {
@@ -144,5 +145,33 @@ describe('scalingLimitedReason', () => {
     { name: 'unknown desired replicas', hpa: { minReplicas: 2, maxReplicas: 5 }, want: undefined },
   ])('is $want when $name', ({ hpa, want }) => {
     expect(scalingLimitedReason(hpa)).toBe(want);
+  });
+});
+
+describe('toObservation: a signal without readyReplicas says whether its source reports them (rule D1)', () => {
+  const at = new Date('2026-01-01T00:00:00Z');
+  const hpa = { name: 'hpaCurrentReplicas' as const, value: 4 };
+  it.each([
+    { name: 'the value answered: no declaration needed', ready: 3, reports: true, expected: { readyReplicas: 3 } },
+    {
+      name: 'the query answered nothing: doubt, declared',
+      ready: undefined,
+      reports: true,
+      expected: { reportsReadyReplicas: true },
+    },
+    {
+      name: 'no readyReplicas query: never reported, declared',
+      ready: undefined,
+      reports: false,
+      expected: { reportsReadyReplicas: false },
+    },
+  ])('$name', ({ ready, reports, expected }) => {
+    const results = [hpa, { name: 'readyReplicas' as const, value: ready }];
+    expect(toObservation('fleet/a', at, results, reports).signal).toEqual({
+      cluster: 'fleet/a',
+      observedAt: at.toISOString(),
+      hpa: { currentReplicas: 4 },
+      ...expected,
+    });
   });
 });

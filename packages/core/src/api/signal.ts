@@ -40,7 +40,7 @@ export const SignalSchema = z.object({
     .boolean()
     .optional()
     .describe(
-      'false: the source of this signal never reports readyReplicas (a property of the source, not of this observation), so a drain steps on the clock without the ready-replica check of rule D1. Absent or true: it does, and a missing readyReplicas is unknown.',
+      'false: the source of this signal never reports readyReplicas (a property of the source, not of this observation), so a drain steps on the clock without the ready-replica check of rule D1. true: it does, and a missing readyReplicas is doubt (the drain waits). Absent: a drain learns it: receivers that have sent no readyReplicas since the drain began count as a source that does not report them; once counted, a missing value is doubt.',
     ),
   transportError: z
     .object({

@@ -16,16 +16,21 @@ import type { Entry, Evaluation } from './evaluation.js';
 
 /**
  * What rule D1 knows of the receiving clusters (the ACTIVE ones). A receiver
- * without a fresh signal, or whose source reports ready replicas but whose
- * signal has none, makes them unknown (no step). Otherwise a receiver whose
- * source never reports them leaves the drain unprotected (it steps on the
- * clock); else every receiver is counted.
+ * without a fresh signal, or whose source promises ready replicas
+ * (`reportsReadyReplicas: true`) but whose signal has none, makes them unknown
+ * (no step). A receiver whose source declares it never reports them leaves the
+ * drain unprotected (it steps on the clock); so does one whose source declares
+ * neither and sent none, when `learn` is set: a drain that has never counted
+ * its receivers (no `receiversReadyReplicas`) has no sign that the source
+ * reports them, and missing data must not stall it forever. Else every
+ * receiver is counted.
  */
-function receivers(run: Evaluation): ReceiverCheck {
+function receivers(run: Evaluation, learn: boolean): ReceiverCheck {
   let ready = 0;
   const short: string[] = [];
   const unknown: string[] = [];
   const unreported: string[] = [];
+  const silent: string[] = [];
   for (const e of run.live()) {
     if (e.state !== 'ACTIVE') continue;
     const s = e.signal;
@@ -36,12 +41,20 @@ function receivers(run: Evaluation): ReceiverCheck {
       else if (s.readyReplicas < s.desiredReplicas)
         short.push(`${e.key} has ${s.readyReplicas} of ${s.desiredReplicas} desired replicas ready`);
       else if ((s.pendingPods ?? 0) > 0) short.push(`${e.key} has ${s.pendingPods} pending pod(s)`);
-    } else if (sourceReportsReadyReplicas(s)) unknown.push(`${e.key}'s signal has no readyReplicas`);
-    else unreported.push(e.key);
+    } else if (!sourceReportsReadyReplicas(s)) unreported.push(e.key);
+    else if (learn && !s.declaresReadyReplicas) silent.push(e.key);
+    else unknown.push(`${e.key}'s signal has no readyReplicas`);
   }
   if (unknown.length > 0) return { kind: 'unknown', why: unknown.join(', ') };
-  if (unreported.length > 0)
-    return { kind: 'unprotected', why: `the signal source of ${unreported.join(', ')} does not report readyReplicas` };
+  const why = [
+    ...(unreported.length > 0 ? [`the signal source of ${unreported.join(', ')} does not report readyReplicas`] : []),
+    ...(silent.length > 0
+      ? [
+          `the signal source of ${silent.join(', ')} has sent no readyReplicas during this drain and does not declare reportsReadyReplicas`,
+        ]
+      : []),
+  ];
+  if (why.length > 0) return { kind: 'unprotected', why: why.join('; ') };
   return { kind: 'checked', receivers: { ready, short: short.length > 0 ? short.join(', ') : undefined } };
 }
 
@@ -51,7 +64,9 @@ function receivers(run: Evaluation): ReceiverCheck {
  */
 export function drain(run: Evaluation, useDraining: boolean): void {
   const b = run.behavior;
-  const ready = receivers(run);
+  const strict = receivers(run, false);
+  // Only a drain that has never counted its receivers may learn that their source reports no ready replicas.
+  const learned = strict.kind === 'unknown' ? receivers(run, true) : strict;
   rebaseDrains(run);
   for (const entry of run.live()) {
     if (!useDraining || (entry.state !== 'SCALING_IN' && entry.state !== 'EVICTING')) {
@@ -60,6 +75,10 @@ export function drain(run: Evaluation, useDraining: boolean): void {
     }
     const floor = entry.keepWarm?.size ?? 1;
     const before = entry.enteredDrain ? undefined : entry.draining?.desiredMaxReplicas;
+    // A fail-back is voluntary: it never steps on a value it has not seen (rule F6).
+    const learns =
+      entry.reason !== FAIL_BACK && (entry.enteredDrain || entry.draining?.receiversReadyReplicas === undefined);
+    const ready = learns ? learned : strict;
     if (entry.enteredDrain || !entry.draining) {
       entry.draining = startDraining(entry.signal, run.nowMs, ready);
       // Rule F7: the receivers already started the first step; their growth counts from before they were asked.
@@ -114,7 +133,7 @@ export function drain(run: Evaluation, useDraining: boolean): void {
       );
     }
   }
-  if (useDraining) failBackFloors(run, ready, b.drainStepPercent);
+  if (useDraining) failBackFloors(run, strict, b.drainStepPercent);
 }
 
 const FAIL_BACK = 'FailBack';
@@ -151,7 +170,7 @@ export function abandonStalledFailBack(run: Evaluation, warmSizeOf: (entry: Entr
     if (giveUp === undefined || run.nowMs < giveUp) continue;
     const lead = nextStepSize(d, b.drainStepPercent, warmSizeOf(entry));
     if (lead <= 0) continue;
-    check ??= receivers(run);
+    check ??= receivers(run, false);
     const drop = (d.initialDesiredMaxReplicas ?? d.desiredMaxReplicas) - d.desiredMaxReplicas;
     const paused = drainPause(drop, d.receiversReadyReplicas, check, lead);
     if (!paused || !run.mayReactivate(entry)) continue;

@@ -313,8 +313,7 @@ export function risingBecause(clusters: readonly FailBackCluster[]): string | un
  * The room rule: the higher-priority ACTIVE clusters can take `moving`
  * replicas, and hold the workload's recent peak. Each needs a fresh signal
  * with HPA maxReplicas and currentReplicas, no pending pods and no
- * FailedScaleUp (a missing field is no room), from a source that reports
- * readyReplicas; their summed
+ * FailedScaleUp (a missing field is no room), with its readyReplicas; their summed
  * `maxReplicas − currentReplicas` must be at least `moving`, and their summed
  * `maxReplicas` at least the recent peak. Returns why not, or undefined when
  * there is room.
@@ -337,6 +336,8 @@ export function noRoomBecause(
     // handing load to pods that may not serve yet (rule F2), so it is not started at all.
     if (!sourceReportsReadyReplicas(s))
       return `${c.key}'s signal source does not report readyReplicas: a fail-back drain could not check that it serves before each step`;
+    if (s.readyReplicas === undefined)
+      return `${c.key}'s signal has no readyReplicas: a fail-back drain could not check that it serves before each step`;
     if (s.pendingPods > 0) return `${c.key} has ${s.pendingPods} pending pod(s)`;
     if (s.failedScaleUp === undefined) return `${c.key} reports no FailedScaleUp status`;
     if (s.failedScaleUp) return `${c.key} saw a FailedScaleUp`;

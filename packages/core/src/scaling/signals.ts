@@ -22,6 +22,12 @@ export interface SignalAssessment {
    * readyReplicas; read it with `sourceReportsReadyReplicas`.
    */
   readonly reportsReadyReplicas: boolean;
+  /**
+   * true only when a fresh signal declares `reportsReadyReplicas: true`: its
+   * source promises the value, so a missing one is doubt. Undeclared, a drain
+   * learns it from the signals (rule D1).
+   */
+  readonly declaresReadyReplicas: boolean;
   readonly pendingPods: number | undefined;
   readonly failedScaleUp: boolean | undefined;
   /** true only when a fresh signal says its pending pods wait on a node size limit (rule F2). */
@@ -53,6 +59,7 @@ export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
   desiredReplicas: undefined,
   readyReplicas: undefined,
   reportsReadyReplicas: true,
+  declaresReadyReplicas: false,
   pendingPods: undefined,
   failedScaleUp: undefined,
   nodeLimitReached: false,
@@ -160,6 +167,7 @@ export function assessSignal(signal: Signal | undefined, nowMs: number, staleAft
     desiredReplicas: signal.hpa?.desiredReplicas,
     readyReplicas: signal.readyReplicas,
     reportsReadyReplicas: sourceReportsReadyReplicas(signal),
+    declaresReadyReplicas: signal.reportsReadyReplicas === true,
     pendingPods: signal.pendingPods,
     failedScaleUp: signal.failedScaleUp,
     nodeLimitReached: signal.nodeLimitReached === true && (signal.pendingPods ?? 0) > 0,
