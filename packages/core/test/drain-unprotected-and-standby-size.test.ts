@@ -292,6 +292,36 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
     expect(outcome(run(i))).toEqual(expected);
   });
 
+  describe('a receiver whose source reports no HPA desiredReplicas: settled by its currentReplicas, or by its pending pods alone', () => {
+    /** a: 5 ready, its HPA fields as given; b drains at 6 of 8, the receivers counted at 5 (growth 0, drop 2). */
+    const receiverWith = (hpa: Signal['hpa']) =>
+      aSignal('fleet/a', at(fresh), {
+        ...(hpa ? { hpa } : {}),
+        pendingPods: 0,
+        failedScaleUp: false,
+        readyReplicas: 5,
+      });
+    const counted = { initialDesiredMaxReplicas: 8, receiversReadyReplicas: 5 };
+    const held = { desiredMaxReplicas: 6, lastReplicaCountDecrease: at(NOW - 60), currentReplicaCount: 6, ...counted };
+    const stepped = { desiredMaxReplicas: 4, lastReplicaCountDecrease: at(NOW), currentReplicaCount: 6, ...counted };
+    it.each([
+      {
+        name: 'currentReplicas 5, all ready: settled, the due step is taken',
+        hpa: { currentReplicas: 5, maxReplicas: 20 },
+        draining: stepped,
+      },
+      {
+        name: 'currentReplicas 7, 5 ready: short, the drain waits (ReceiversNotReady)',
+        hpa: { currentReplicas: 7, maxReplicas: 20 },
+        draining: { ...held, pausedReason: 'ReceiversNotReady' },
+      },
+      { name: 'no HPA at all and no pending pods: settled, the due step is taken', hpa: undefined, draining: stepped },
+    ])('$name', ({ hpa, draining: want }) => {
+      const d = run(input(draining(6, 60, counted), [receiverWith(hpa), b(6)]));
+      expect(clusterOf(d, 'fleet/b')?.draining).toEqual(want);
+    });
+  });
+
   it('a scale-in with receivers whose source reports no readyReplicas starts its drain unprotected', () => {
     const d = run({
       spec: anAutoscalingSpec(1, { useDraining: true, behavior: { scaleIn: { cooldownSeconds: 300 } } }),

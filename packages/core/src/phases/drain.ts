@@ -37,9 +37,13 @@ function receivers(run: Evaluation, learn: boolean): ReceiverCheck {
     if (!s.fresh) unknown.push(`${e.key} has no fresh signal`);
     else if (s.readyReplicas !== undefined) {
       ready += s.readyReplicas;
-      if (s.desiredReplicas === undefined) short.push(`${e.key} reports no HPA desiredReplicas`);
-      else if (s.readyReplicas < s.desiredReplicas)
-        short.push(`${e.key} has ${s.readyReplicas} of ${s.desiredReplicas} desired replicas ready`);
+      // Without the HPA's desiredReplicas its currentReplicas (the scale it set) stands in: a source that
+      // reports neither cannot show a receiver short by it, and must not stall the drain on that.
+      const wanted = s.desiredReplicas ?? s.currentReplicas;
+      if (wanted !== undefined && s.readyReplicas < wanted)
+        short.push(
+          `${e.key} has ${s.readyReplicas} of ${wanted} ${s.desiredReplicas === undefined ? 'current' : 'desired'} replicas ready`,
+        );
       else if ((s.pendingPods ?? 0) > 0) short.push(`${e.key} has ${s.pendingPods} pending pod(s)`);
     } else if (!sourceReportsReadyReplicas(s)) unreported.push(e.key);
     else if (learn && !s.declaresReadyReplicas) silent.push(e.key);
