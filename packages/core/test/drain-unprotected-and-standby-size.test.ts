@@ -33,6 +33,21 @@ const receiver = (
     ...(ready !== undefined ? { readyReplicas: ready } : {}),
     ...(reports !== undefined ? { reportsReadyReplicas: reports } : {}),
   });
+/** fleet/b has wanted scale-in for 1000 s beside fleet/a, long after the last addition. */
+const scaleInOfB = (spec: Case['spec'], signals: Signal[]): Decision =>
+  run({
+    spec,
+    status: {
+      clusters: [
+        listed('fleet/a', 'ACTIVE', 0),
+        listed('fleet/b', 'ACTIVE', 0, { scaleInCandidateSince: at(NOW - 1000) }),
+      ],
+      lastAdditionTime: at(0),
+    },
+    profiles: fleet,
+    signals,
+    now: NOW,
+  });
 /** Prometheus with its readyReplicas query off: no readyReplicas, declared as a property of the source. */
 const unreported = (key: string, observedAt = at(fresh)) => receiver(key, undefined, false, observedAt);
 
@@ -323,19 +338,10 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
   });
 
   it('a scale-in with receivers whose source reports no readyReplicas starts its drain unprotected', () => {
-    const d = run({
-      spec: anAutoscalingSpec(1, { useDraining: true, behavior: { scaleIn: { cooldownSeconds: 300 } } }),
-      status: {
-        clusters: [
-          listed('fleet/a', 'ACTIVE', 0),
-          listed('fleet/b', 'ACTIVE', 0, { scaleInCandidateSince: at(NOW - 1000) }),
-        ],
-        lastAdditionTime: at(0),
-      },
-      profiles: fleet,
-      signals: [unreported('fleet/a'), { ...aScaleInSignal('fleet/b', at(fresh), 4), reportsReadyReplicas: false }],
-      now: NOW,
-    });
+    const d = scaleInOfB(anAutoscalingSpec(1, { useDraining: true, behavior: { scaleIn: { cooldownSeconds: 300 } } }), [
+      unreported('fleet/a'),
+      { ...aScaleInSignal('fleet/b', at(fresh), 4), reportsReadyReplicas: false },
+    ]);
     expect(outcome(d)).toEqual({
       moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
       draining: {
@@ -373,6 +379,54 @@ describe('D1 on a source without readyReplicas: the drain steps on the clock, un
     },
   ])('$name', ({ input: i, note }) => {
     expect(explainOf(i).clusters.find((c) => c.cluster === 'fleet/b')?.notes).toContain(note);
+  });
+});
+
+describe('a draining cluster whose source reports no HPA: its ready replicas are its observed replicas (R1, R3, the drain start)', () => {
+  /** b's signal: `ready` ready replicas and no HPA; a receives, settled with 5 ready. */
+  const signals = (ready: number) => [
+    receiver('fleet/a', 5, undefined),
+    aSignal('fleet/b', at(fresh), { readyReplicas: ready, pendingPods: 0 }),
+  ];
+  const spec = anAutoscalingSpec(1, { useDraining: true });
+  const drainingAt = (cap: number): Partial<PlacementCluster> => ({
+    reason: 'ScaleIn',
+    draining: { desiredMaxReplicas: cap, lastReplicaCountDecrease: at(NOW - 30), receiversReadyReplicas: 5 },
+  });
+  it.each([
+    {
+      name: 'SCALING_IN at 1 ready: R1 removes it',
+      state: 'SCALING_IN' as const,
+      ready: 1,
+      moves: ['R1 fleet/b SCALING_IN->-'],
+    },
+    { name: 'SCALING_IN at 3 ready: it stays, draining', state: 'SCALING_IN' as const, ready: 3, moves: [] },
+    {
+      name: 'EVICTING at 1 ready: R3 removes it',
+      state: 'EVICTING' as const,
+      ready: 1,
+      moves: ['R3 fleet/b EVICTING->-'],
+    },
+  ])('$name', ({ state, ready, moves: want }) => {
+    const d = run({
+      spec,
+      status: { clusters: [listed('fleet/a', 'ACTIVE', 0), listed('fleet/b', state, NOW - 600, drainingAt(3))] },
+      profiles: state === 'EVICTING' ? [fleet[0]!, fleet[2]!] : fleet,
+      signals: signals(ready),
+      now: NOW,
+    });
+    expect(moves(d)).toEqual(want);
+  });
+
+  it('a scale-in starts the drain at its ready replicas when neither HPA figure is known', () => {
+    const d = scaleInOfB(spec, [
+      receiver('fleet/a', 5, undefined),
+      aSignal('fleet/b', at(fresh), { readyReplicas: 4, wantsScaleIn: true }),
+    ]);
+    expect({ moves: moves(d), cap: clusterOf(d, 'fleet/b')?.draining?.desiredMaxReplicas }).toEqual({
+      moves: ['P2 fleet/b ACTIVE->SCALING_IN'],
+      cap: 4,
+    });
   });
 });
 

@@ -1,3 +1,4 @@
+import { observedReplicas } from '../scaling/signals.js';
 import { parseTime } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 
@@ -16,7 +17,7 @@ export function health(
   for (const entry of run.live()) {
     const eligible = run.selected.isStillEligible(entry.key);
     const unhealthy = run.unhealthyBecause(entry.key, entry.signal);
-    const replicas = entry.signal.currentReplicas;
+    const replicas = observedReplicas(entry.signal);
     // A missing profile may be a transient (a provider, a file, the CRD), not an
     // intent: it evicts, but is never removed in the same evaluation (section 10.5).
     const profileMissing = run.isProfileMissing(entry.key);
@@ -101,5 +102,5 @@ export function health(
 
 /** R1: a SCALING_IN cluster observed at ≤ 1 replica leaves the list. */
 export function removeScaledIn(run: Evaluation, entry: Entry): void {
-  run.move(entry, 'R1', null, 'Removed', `scaled in: observed ${entry.signal.currentReplicas} replica(s)`);
+  run.move(entry, 'R1', null, 'Removed', `scaled in: observed ${observedReplicas(entry.signal)} replica(s)`);
 }

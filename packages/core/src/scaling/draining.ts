@@ -40,11 +40,12 @@ export const UNPROTECTED_REASON = 'ReadyReplicasNotReported';
 
 /**
  * Draining on entering SCALING_IN or EVICTING: start from the observed
- * replicas (or the HPA maximum when unknown), remembering the start and the
- * receivers' ready replicas. Undefined while neither is known.
+ * replicas (or the HPA maximum when unknown, or, from a source that reports
+ * no HPA, the ready replicas), remembering the start and the receivers' ready
+ * replicas. Undefined while none is known.
  */
 export function startDraining(signal: SignalAssessment, nowMs: number, check: ReceiverCheck): Draining | undefined {
-  const start = signal.currentReplicas ?? signal.maxReplicas;
+  const start = signal.currentReplicas ?? signal.maxReplicas ?? signal.readyReplicas;
   if (start === undefined) return undefined;
   return startDrainingAt(Math.max(1, start), nowMs, signal.currentReplicas, check);
 }

@@ -69,6 +69,17 @@ export const UNKNOWN_SIGNAL: SignalAssessment = Object.freeze({
 });
 
 /**
+ * The workload's replicas observed on a cluster (rules R1, R3, and the start
+ * of a drain): the HPA's currentReplicas, or, from a source that reports no
+ * HPA, the Deployment's ready replicas, so a missing HPA never holds a removal.
+ */
+export function observedReplicas(
+  signal: Pick<SignalAssessment, 'currentReplicas' | 'readyReplicas'>,
+): number | undefined {
+  return signal.currentReplicas ?? signal.readyReplicas;
+}
+
+/**
  * Whether a cluster's signal source reports readyReplicas (docs/signals.md):
  * true unless its signal declares `reportsReadyReplicas: false`. A missing,
  * stale or failed signal says nothing about its source, so it counts as one
