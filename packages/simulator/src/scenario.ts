@@ -194,8 +194,14 @@ export const ScenarioSchema = z.strictObject({
         .describe(
           'A signal source that does not report readyReplicas (as the Prometheus source without its query): true for every cluster, or the names of the clusters whose signals omit it.',
         ),
+      declareOmission: z
+        .boolean()
+        .default(true)
+        .describe(
+          'Whether the signals that omit readyReplicas say so (reportsReadyReplicas: false, as the Prometheus source does). false: they say nothing, as a source written for MCO, and rule D1 learns it.',
+        ),
     })
-    .default({ failedScaleUpWindow: 600 }),
+    .default({ failedScaleUpWindow: 600, declareOmission: true }),
   placement: PlacementSchema.optional().describe('A MultiKubernetesClusterPlacement (status optional).'),
   demand: DemandSchema.optional(),
   placements: z

@@ -688,10 +688,13 @@ class Run {
         ...(hpa.scalingLimited ? { scalingLimited: { ...hpa.scalingLimited } } : {}),
       },
       pendingPods: c.pods.pending,
-      // A source without ready replicas says so (the signal contract), so drains step on the clock (rule D1).
+      // A source without ready replicas says so (the signal contract), or, written for MCO, says nothing
+      // and rule D1 learns it: either way drains step on the clock.
       ...(reportsReadyReplicas(this.scenario, c.cluster.spec.name)
         ? { readyReplicas: c.pods.ready }
-        : { reportsReadyReplicas: false }),
+        : this.scenario.signals.declareOmission
+          ? { reportsReadyReplicas: false }
+          : {}),
       failedScaleUp: c.cluster.pool.failedScaleUpWithin(
         t,
         this.scenario.signals.failedScaleUpWindow,

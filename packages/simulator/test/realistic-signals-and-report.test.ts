@@ -52,6 +52,29 @@ describe('signals.omitReadyReplicas', () => {
     expect(seen.every(Boolean)).toBe(true);
   });
 
+  it('declareOmission: false (a source written for MCO, no reportsReadyReplicas): rule D1 learns it, and every figure is the same', () => {
+    const declared = loadScenario('no-ready-replicas');
+    const undeclared: Scenario = { ...declared, signals: { ...declared.signals, declareOmission: false } };
+    const declarations: (boolean | undefined)[] = [];
+    const summaries = [declared, undeclared].map((scenario, i) =>
+      simulate(scenario, {
+        policies: ['mco', 'mco-fail-back'],
+        onEvaluation: ({ input }) => {
+          if (i === 1) declarations.push(...(input.signals ?? []).map((s) => s.reportsReadyReplicas));
+        },
+      }).runs.map((r) => ({
+        policy: r.policy,
+        summary: r.summary,
+        transitions: r.timeline.flatMap((e) => (e.kind === 'transition' ? [`${e.t} ${e.id} ${e.cluster}`] : [])),
+      })),
+    );
+    expect(declarations.length).toBeGreaterThan(100);
+    expect(declarations.every((d) => d === undefined)).toBe(true);
+    expect(summaries[1]).toEqual(summaries[0]);
+    // A drain ran on those signals and ended: the fallback was scaled in (P2) and removed (R1).
+    expect(summaries[1]![0]!.transitions.map((t) => t.split(' ')[1])).toEqual(expect.arrayContaining(['P2', 'R1']));
+  });
+
   it('names only clusters of the fleet', () => {
     const text = readFileSync(new URL('no-ready-replicas.yaml', SCENARIOS), 'utf8').replace(
       'omitReadyReplicas: true',

@@ -69,7 +69,7 @@ describe('parseScenario', () => {
         removeDelay: 60,
         hpa: { minReplicas: 2, maxReplicas: 8, targetUtilization: 70, scaleDownStabilization: 300, tolerance: 0.1 },
       },
-      signals: { failedScaleUpWindow: 600 },
+      signals: { failedScaleUpWindow: 600, declareOmission: true },
       cluster: {
         name: 'a',
         region: 'r1',
