@@ -19,6 +19,7 @@ import {
 import {
   afterStockout,
   at,
+  B_WANTS_SCALE_IN,
   clusterOf,
   condition,
   explainOf,
@@ -950,13 +951,7 @@ describe('T1: scale-out adds the next cluster when the ceiling is in sight', () 
   /** fleet/b has wanted scale-in for long, fleet/a's signal decides whether it may go. */
   const withScaleInCandidate = (signal: Signal): Case => ({
     spec: specOf(),
-    status: {
-      clusters: [
-        listed('fleet/a', 'ACTIVE', 0),
-        listed('fleet/b', 'ACTIVE', 0, { scaleInCandidateSince: at(NOW - 1000) }),
-      ],
-      lastAdditionTime: at(0),
-    },
+    status: B_WANTS_SCALE_IN,
     profiles: fleet,
     signals: [signal, aScaleInSignal('fleet/b', at(fresh))],
     now: NOW,

@@ -8,7 +8,19 @@ import {
   type PlacementCluster,
   type Signal,
 } from '@mco/core';
-import { at, clusterOf, condition, explainOf, FRESH, listed, moves, NOW, run, type Case } from './helpers.js';
+import {
+  at,
+  B_WANTS_SCALE_IN,
+  clusterOf,
+  condition,
+  explainOf,
+  FRESH,
+  listed,
+  moves,
+  NOW,
+  run,
+  type Case,
+} from './helpers.js';
 
 // A drain never stalls on a signal source that does not report
 // readyReplicas (rule D1, docs/placement-rules.md §4), and a warm standby runs
@@ -33,21 +45,9 @@ const receiver = (
     ...(ready !== undefined ? { readyReplicas: ready } : {}),
     ...(reports !== undefined ? { reportsReadyReplicas: reports } : {}),
   });
-/** fleet/b has wanted scale-in for 1000 s beside fleet/a, long after the last addition. */
+/** fleet/b has wanted scale-in for 1000 s beside fleet/a, with `signals`. */
 const scaleInOfB = (spec: Case['spec'], signals: Signal[]): Decision =>
-  run({
-    spec,
-    status: {
-      clusters: [
-        listed('fleet/a', 'ACTIVE', 0),
-        listed('fleet/b', 'ACTIVE', 0, { scaleInCandidateSince: at(NOW - 1000) }),
-      ],
-      lastAdditionTime: at(0),
-    },
-    profiles: fleet,
-    signals,
-    now: NOW,
-  });
+  run({ spec, status: B_WANTS_SCALE_IN, profiles: fleet, signals, now: NOW });
 /** Prometheus with its readyReplicas query off: no readyReplicas, declared as a property of the source. */
 const unreported = (key: string, observedAt = at(fresh)) => receiver(key, undefined, false, observedAt);
 

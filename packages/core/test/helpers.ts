@@ -81,6 +81,12 @@ export const PROVEN = [
 export const NOW = 100_000;
 export const FRESH = NOW - 10;
 
+/** fleet/a ACTIVE, and fleet/b ACTIVE wanting scale-in for 1000 s, long after the last addition. */
+export const B_WANTS_SCALE_IN: PlacementStatus = {
+  clusters: [listed('fleet/a', 'ACTIVE', 0), listed('fleet/b', 'ACTIVE', 0, { scaleInCandidateSince: at(NOW - 1000) })],
+  lastAdditionTime: at(0),
+};
+
 /** A fresh signal of a cluster whose HPA runs `replicas` (max 10), all ready, no pending pods; `extra` overrides. */
 export const steady = (key: string, replicas: number, extra: Omit<Signal, 'cluster' | 'observedAt'> = {}): Signal => ({
   ...aSteadySignal(key, at(FRESH), replicas),
