@@ -50,14 +50,12 @@ function receivers(run: Evaluation, learn: boolean): ReceiverCheck {
     else unknown.push(`${e.key}'s signal has no readyReplicas`);
   }
   if (unknown.length > 0) return { kind: 'unknown', why: unknown.join(', ') };
-  const why = [
-    ...(unreported.length > 0 ? [`the signal source of ${unreported.join(', ')} does not report readyReplicas`] : []),
-    ...(silent.length > 0
-      ? [
-          `the signal source of ${silent.join(', ')} has sent no readyReplicas during this drain and does not declare reportsReadyReplicas`,
-        ]
-      : []),
-  ];
+  const why: string[] = [];
+  if (unreported.length > 0) why.push(`the signal source of ${unreported.join(', ')} does not report readyReplicas`);
+  if (silent.length > 0)
+    why.push(
+      `the signal source of ${silent.join(', ')} has sent no readyReplicas during this drain and does not declare reportsReadyReplicas`,
+    );
   if (why.length > 0) return { kind: 'unprotected', why: why.join('; ') };
   return { kind: 'checked', receivers: { ready, short: short.length > 0 ? short.join(', ') : undefined } };
 }
