@@ -18,13 +18,12 @@
 # Cold build: 9 minutes on a quiet 2-core machine, 39 minutes (2,338 s) under load (docs/testing.md).
 set -euo pipefail
 
-log() { printf 'argocd-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=argocd-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 module=github.com/argoproj/argo-cd/v3
 
-version="$(awk -v m="$module" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-[[ -n "$version" ]] || die "cannot read the $module version from $here/go.mod"
+version="$(go_mod_version "$module" "$here/go.mod")"
 
 cache="${MCO_ARGOCD_CACHE:-$HOME/.cache/mco-argocd}"
 out="$cache/$version"
@@ -33,12 +32,9 @@ if [[ -x "$out/argocd-applicationset-controller" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build Argo CD (set GO)"
+require_go "Argo CD"
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock-$version"
-flock 9
+lock "$cache/.lock-$version"
 if [[ ! -x "$out/argocd-applicationset-controller" ]]; then
   log "building Argo CD $version into $out (first run only)"
   start=$SECONDS

@@ -28,13 +28,12 @@
 # (docs/testing.md); 87 MB.
 set -euo pipefail
 
-log() { printf 'flux-operator-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=flux-operator-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 module=github.com/controlplaneio-fluxcd/flux-operator
 
-version="$(awk -v m="$module" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-[[ -n "$version" ]] || die "cannot read the $module version from $here/go.mod"
+version="$(go_mod_version "$module" "$here/go.mod")"
 
 cache="${MCO_FLUX_OPERATOR_CACHE:-$HOME/.cache/mco-flux-operator}"
 out="$cache/$version"
@@ -43,12 +42,9 @@ if [[ -x "$out/flux-operator" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build flux-operator (set GO)"
+require_go "flux-operator"
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock-$version"
-flock 9
+lock "$cache/.lock-$version"
 if [[ ! -x "$out/flux-operator" ]]; then
   log "building flux-operator $version into $out (first run only)"
   start=$SECONDS

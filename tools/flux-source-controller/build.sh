@@ -20,8 +20,8 @@
 # Cold build: 15 minutes on 2 cores under load (docs/testing.md).
 set -euo pipefail
 
-log() { printf 'flux-source-controller-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=flux-source-controller-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 mod="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 module=github.com/fluxcd/source-controller
 
@@ -32,8 +32,7 @@ if [[ -n "${MCO_FLUX_SOURCE_CONTROLLER_DIR:-}" ]]; then
   exit 0
 fi
 
-version="$(awk -v m="$module" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$mod/go.mod")"
-[[ -n "$version" ]] || die "cannot read the $module version from $mod/go.mod"
+version="$(go_mod_version "$module" "$mod/go.mod")"
 
 out="${MCO_FLUX_CACHE:-$HOME/.cache/mco-flux}/source-controller-$version"
 mkdir -p "$out"
@@ -43,11 +42,9 @@ if [[ -x "$out/source-controller" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build source-controller (set GO or MCO_FLUX_SOURCE_CONTROLLER_DIR)"
+require_go "source-controller" MCO_FLUX_SOURCE_CONTROLLER_DIR
 
-exec 9>"$out/.lock"
-flock 9
+lock "$out/.lock"
 if [[ ! -x "$out/source-controller" ]]; then
   log "building source-controller $version into $out (first run only)"
   start=$SECONDS

@@ -19,8 +19,8 @@
 # Cold build: 7 minutes on a quiet 2-core machine, 34 minutes (2,042 s) under load (docs/testing.md).
 set -euo pipefail
 
-log() { printf 'flux-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=flux-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mod="$here/kustomize-controller"
 
@@ -31,10 +31,8 @@ if [[ -n "${MCO_FLUX_KUSTOMIZE_CONTROLLER_DIR:-}" ]]; then
   exit 0
 fi
 
-modver() { awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$mod/go.mod"; }
-version="$(modver github.com/fluxcd/kustomize-controller)"
-source_version="$(modver github.com/fluxcd/source-controller/api)"
-[[ -n "$version" && -n "$source_version" ]] || die "cannot read versions from $mod/go.mod"
+version="$(go_mod_version github.com/fluxcd/kustomize-controller "$mod/go.mod")"
+source_version="$(go_mod_version github.com/fluxcd/source-controller/api "$mod/go.mod")"
 
 out="${MCO_FLUX_CACHE:-$HOME/.cache/mco-flux}/kustomize-controller-$version"
 mkdir -p "$out"
@@ -44,11 +42,9 @@ if [[ -x "$out/kustomize-controller" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build kustomize-controller (set GO or MCO_FLUX_KUSTOMIZE_CONTROLLER_DIR)"
+require_go "kustomize-controller" MCO_FLUX_KUSTOMIZE_CONTROLLER_DIR
 
-exec 9>"$out/.lock"
-flock 9
+lock "$out/.lock"
 if [[ ! -x "$out/kustomize-controller" ]]; then
   log "building kustomize-controller $version into $out (first run only)"
   start=$SECONDS

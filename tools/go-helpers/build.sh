@@ -12,12 +12,11 @@
 # means an interrupted build is never cached.
 set -euo pipefail
 
-log() { printf 'go-helpers: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=go-helpers
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build the Go test helpers (set GO)"
+require_go "the Go test helpers"
 
 go_version="$(GOTOOLCHAIN=local "$go_cmd" env GOVERSION)"
 key="$( (printf '%s\n' "$go_version"; cd "$here" && find . -name '*.go' -o -name go.mod | LC_ALL=C sort | xargs sha256sum) | sha256sum | cut -c1-16)"
@@ -28,9 +27,7 @@ if [[ -f "$out/.complete" ]]; then
   exit 0
 fi
 
-mkdir -p "$root"
-exec 9>"$root/.lock"
-flock 9
+lock "$root/.lock"
 if [[ ! -f "$out/.complete" ]]; then
   start=$SECONDS
   tmp="$root/.build.$$"

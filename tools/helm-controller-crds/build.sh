@@ -15,16 +15,14 @@
 # temp name and renamed into place, so an interrupted build is never cached.
 set -euo pipefail
 
-log() { printf 'helm-controller-crds-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=helm-controller-crds-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 api=github.com/fluxcd/helm-controller/api
 gen=sigs.k8s.io/controller-tools
 
-modver() { awk -v m="$1" '$1 == "require" { $0 = substr($0, 9) } $1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod"; }
-api_version="$(modver "$api")"
-gen_version="$(modver "$gen")"
-[[ -n "$api_version" && -n "$gen_version" ]] || die "cannot read the $api and $gen versions from $here/go.mod"
+api_version="$(go_mod_version "$api" "$here/go.mod")"
+gen_version="$(go_mod_version "$gen" "$here/go.mod")"
 
 cache="${MCO_HELM_CONTROLLER_CRDS_CACHE:-$HOME/.cache/mco-helm-controller-crds}"
 version="$api_version-$gen_version"
@@ -35,12 +33,9 @@ if [[ -s "$out/$crd" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to generate the HelmRelease CRD (set GO)"
+require_go "the HelmRelease CRD"
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock-$version"
-flock 9
+lock "$cache/.lock-$version"
 if [[ ! -s "$out/$crd" ]]; then
   log "generating the HelmRelease CRD of $api $api_version with controller-gen $gen_version into $out (first run only)"
   start=$SECONDS

@@ -15,8 +15,8 @@
 # Cold build: a few minutes on 2 cores (docs/install.md has the figure).
 set -euo pipefail
 
-log() { printf 'helm-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=helm-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 if [[ -n "${MCO_HELM:-}" ]]; then
@@ -29,8 +29,7 @@ if command -v helm >/dev/null 2>&1 && helm version --short 2>/dev/null | grep -q
   exit 0
 fi
 
-version="$(awk '$1 == "helm.sh/helm/v3" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-[[ -n "$version" ]] || die "cannot read the helm.sh/helm/v3 version from $here/go.mod"
+version="$(go_mod_version helm.sh/helm/v3 "$here/go.mod")"
 # helm's default Kubernetes version (for `helm template` and lint) comes from
 # link-time flags, as in helm's own Makefile: take it from client-go's version.
 client_go="$(awk '$1 == "k8s.io/client-go" && $2 ~ /^v0\./ { print $2; exit }' "$here/go.mod")"
@@ -44,11 +43,9 @@ if [[ -x "$out/helm" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build helm (set GO or MCO_HELM)"
+require_go "helm" MCO_HELM
 
-exec 9>"$out/.lock"
-flock 9
+lock "$out/.lock"
 if [[ ! -x "$out/helm" ]]; then
   log "building helm $version into $out (first run only)"
   start=$SECONDS

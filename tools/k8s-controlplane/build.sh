@@ -13,13 +13,12 @@
 # Cold build: see docs/testing.md.
 set -euo pipefail
 
-log() { printf 'k8s-controlplane: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=k8s-controlplane
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 wrapper="$here/../k8s-testbin"
 
-version="$(awk '$1 == "k8s.io/kubernetes" && $2 ~ /^v/ { print $2; exit }' "$wrapper/go.mod")"
-[[ -n "$version" ]] || die "cannot read the k8s.io/kubernetes version from $wrapper/go.mod"
+version="$(go_mod_version k8s.io/kubernetes "$wrapper/go.mod")"
 
 cache="${MCO_K8S_CONTROLPLANE_CACHE:-$HOME/.cache/mco-k8s-controlplane}"
 out="$cache/$version"
@@ -28,12 +27,9 @@ if [[ -x "$out/kube-scheduler" && -x "$out/kube-controller-manager" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build kube-scheduler and kube-controller-manager (set GO)"
+require_go "kube-scheduler and kube-controller-manager"
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock-$version"
-flock 9
+lock "$cache/.lock-$version"
 if [[ ! -x "$out/kube-scheduler" || ! -x "$out/kube-controller-manager" ]]; then
   log "building kube-scheduler and kube-controller-manager $version into $out (first run only)"
   start=$SECONDS

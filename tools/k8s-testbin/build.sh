@@ -22,8 +22,8 @@
 # Cold build: 3.5 minutes on a quiet 2-core machine, 16 minutes under load (figures in docs/testing.md); later runs are instant.
 set -euo pipefail
 
-log() { printf 'k8s-testbin: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=k8s-testbin
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
@@ -38,13 +38,8 @@ if [[ -n "${KUBEBUILDER_ASSETS:-}" ]]; then
 fi
 
 # --- versions, read from the committed go.mod -------------------------------
-modver() { # module path -> version in go.mod's require block
-  awk -v m="$1" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod"
-}
-k8s_version="$(modver k8s.io/kubernetes)"
-etcd_version="$(modver go.etcd.io/etcd/server/v3)"
-[[ -n "$k8s_version" ]] || die "cannot read k8s.io/kubernetes version from $here/go.mod"
-[[ -n "$etcd_version" ]] || die "cannot read go.etcd.io/etcd/server/v3 version from $here/go.mod"
+k8s_version="$(go_mod_version k8s.io/kubernetes "$here/go.mod")"
+etcd_version="$(go_mod_version go.etcd.io/etcd/server/v3 "$here/go.mod")"
 
 cache_root="${MCO_TESTBIN_CACHE:-$HOME/.cache/mco-testbin}"
 out="$cache_root/$k8s_version"

@@ -19,13 +19,12 @@
 # Cold build: see docs/testing.md.
 set -euo pipefail
 
-log() { printf 'karpenter-kwok-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=karpenter-kwok-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 module=sigs.k8s.io/karpenter
 
-version="$(awk -v m="$module" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-[[ -n "$version" ]] || die "cannot read the $module version from $here/go.mod"
+version="$(go_mod_version "$module" "$here/go.mod")"
 
 cache="${MCO_KARPENTER_KWOK_CACHE:-$HOME/.cache/mco-karpenter-kwok}"
 out="$cache/$version"
@@ -34,12 +33,9 @@ if [[ -x "$out/karpenter-kwok" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build Karpenter's kwok provider (set GO)"
+require_go "Karpenter's kwok provider"
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock-$version"
-flock 9
+lock "$cache/.lock-$version"
 if [[ ! -x "$out/karpenter-kwok" ]]; then
   log "building Karpenter's kwok provider $version into $out (first run only)"
   start=$SECONDS

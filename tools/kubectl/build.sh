@@ -15,8 +15,8 @@
 # test apiserver's), and the walk-through tests must behave the same everywhere.
 set -euo pipefail
 
-log() { printf 'kubectl-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=kubectl-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
 if [[ -n "${MCO_KUBECTL:-}" ]]; then
@@ -25,8 +25,7 @@ if [[ -n "${MCO_KUBECTL:-}" ]]; then
   exit 0
 fi
 
-version="$(awk '$1 == "k8s.io/kubectl" && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-[[ -n "$version" ]] || die "cannot read the k8s.io/kubectl version from $here/go.mod"
+version="$(go_mod_version k8s.io/kubectl "$here/go.mod")"
 out="${MCO_KUBECTL_CACHE:-$HOME/.cache/mco-kubectl}/$version"
 mkdir -p "$out"
 if [[ -x "$out/kubectl" ]]; then
@@ -34,11 +33,9 @@ if [[ -x "$out/kubectl" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build kubectl (set GO or MCO_KUBECTL)"
+require_go "kubectl" MCO_KUBECTL
 
-exec 9>"$out/.lock"
-flock 9
+lock "$out/.lock"
 if [[ ! -x "$out/kubectl" ]]; then
   log "building kubectl $version into $out (first run only)"
   start=$SECONDS

@@ -14,13 +14,12 @@
 # Cold build: see docs/testing.md.
 set -euo pipefail
 
-log() { printf 'kwok-build: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=kwok-build
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 module=sigs.k8s.io/kwok
 
-version="$(awk -v m="$module" '$1 == m && $2 ~ /^v/ { print $2; exit }' "$here/go.mod")"
-[[ -n "$version" ]] || die "cannot read the $module version from $here/go.mod"
+version="$(go_mod_version "$module" "$here/go.mod")"
 
 cache="${MCO_KWOK_CACHE:-$HOME/.cache/mco-kwok}"
 out="$cache/$version"
@@ -29,12 +28,9 @@ if [[ -x "$out/kwok" ]]; then
   exit 0
 fi
 
-go_cmd="${GO:-$(command -v go || echo /usr/local/go/bin/go)}"
-[[ -x "$go_cmd" ]] || die "Go is needed to build kwok (set GO)"
+require_go "kwok"
 
-mkdir -p "$cache"
-exec 9>"$cache/.lock-$version"
-flock 9
+lock "$cache/.lock-$version"
 if [[ ! -x "$out/kwok" ]]; then
   log "building kwok $version into $out (first run only)"
   start=$SECONDS

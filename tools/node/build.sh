@@ -18,8 +18,8 @@ set -euo pipefail
 CURRENT=24.21.0
 MINIMUM=22.19.0
 
-log() { printf 'node: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=node
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 
 case "$(uname -s)-$(uname -m)" in
   Linux-x86_64) platform=linux-x64 ;;
@@ -37,9 +37,7 @@ if [[ -x "$out/24/bin/node" && -x "$out/min/bin/node" ]]; then
 fi
 
 command -v npm >/dev/null || die "npm is needed to fetch Node.js from the npm registry"
-mkdir -p "$cache"
-exec 9>"$cache/.lock"
-flock 9
+lock "$cache/.lock"
 if [[ ! -x "$out/24/bin/node" || ! -x "$out/min/bin/node" ]]; then
   start=$SECONDS
   tmp="$cache/.install.$$"

@@ -22,8 +22,8 @@
 # are removed.
 set -euo pipefail
 
-log() { printf 'npm-packages: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 1; }
+tool=npm-packages
+source "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$repo"
 
@@ -52,9 +52,7 @@ if [[ -f "$out/packages.json" ]]; then
   exit 0
 fi
 
-mkdir -p "$root"
-exec 9>"$root/.lock"
-flock 9
+lock "$root/.lock"
 if [[ ! -f "$out/packages.json" ]]; then
   start=$SECONDS
   tmp="$root/.pack.$$"
