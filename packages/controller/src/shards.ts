@@ -119,6 +119,8 @@ export class ShardCoordinator {
   private synced = false;
   /** Counted as a member: synced, or starting in a cold start (once announced, it stays). */
   private announced = false;
+  /** Its last read of the members found a live synced one: it stays out until its own caches synced. */
+  private besideSynced = false;
   private rounds = 0;
   private resolveFirstTake: () => void = () => {};
   private readonly firstTake = new Promise<void>((resolve) => (this.resolveFirstTake = resolve));
@@ -211,9 +213,10 @@ export class ShardCoordinator {
       } catch (error) {
         this.logger.warn('shard coordination round failed', { error });
       }
-      // Its caches may list once it took what it takes now: at once when it is not counted yet.
+      // Its caches may list once it took what it takes now: at once beside synced members, which give
+      // it nothing before it synced. A failed read of the members says nothing: it lists on schedule.
       this.rounds++;
-      if (this.shards === 1 || this.rounds > FIRST_TAKING_ROUND || !this.announced) this.resolveFirstTake();
+      if (this.shards === 1 || this.rounds > FIRST_TAKING_ROUND || this.besideSynced) this.resolveFirstTake();
       // Rounds start every retry period (with jitter, so replicas do not move in lockstep), however
       // long one took: a slow API server must not stretch the time to notice an expired Lease.
       const period = this.settings.retryPeriodMs * (1 + Math.random() * 0.2);
@@ -509,6 +512,7 @@ export class ShardCoordinator {
     const live = this.liveMembers(now);
     const members: Record<string, string> = Object.fromEntries(live.map((id) => [id, this.members.get(id)!.value]));
     this.announced ||= this.synced || live.every((id) => this.members.get(id)!.value.startsWith(STARTING));
+    this.besideSynced = !this.announced;
     if (present && this.announced) members[this.identity] = `${this.synced ? '' : STARTING}${new Date().toISOString()}`;
     const body: Lease = {
       apiVersion: 'coordination.k8s.io/v1',

@@ -1,26 +1,27 @@
 import { expect, it } from 'vitest';
 import { CoordinationV1Api } from '@kubernetes/client-node';
 import { createLogger } from '@mco/runtime';
-import { createListWatch, PLACEMENTS, type KubeObject, type ListWatch } from '@mco/kube-runtime';
-import { kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
+import { createListWatch, KubeClient, PLACEMENTS, type KubeObject, type ListWatch } from '@mco/kube-runtime';
+import { connectionFromKubeConfig, kubeClientFromKubeConfig } from '@mco/kube-runtime/client-node';
 import type { Controller } from '../src/index.js';
-import { MEMBERS_ANNOTATION, membersLeaseName } from '../src/shards.js';
+import { MEMBERS_ANNOTATION, membersLeaseName, ShardCoordinator } from '../src/shards.js';
 import { describeWithHub, LEASE_NAME, LEASE_NAMESPACE, waitFor } from './support.js';
 import { testController, useControllerHub } from './support-controller.js';
 
 // When replicas take their shards, measured from their placement lists and logs: in a cold start
-// before they list (one list each); beside synced replicas only once synced.
+// before they list (one list each), also when a replica's first read of the members fails; beside
+// synced replicas only once synced.
 
 const SHARDS = 8;
-// A retry period long enough that three replicas' first rounds (their announcements) all land before
-// any second round, on a loaded machine too.
+// The chart's retry period (2 s, also each Lease request's deadline): three replicas' first rounds
+// (their announcements) all land before any second round, on a loaded machine too.
 const ELECTION = {
   namespace: LEASE_NAMESPACE,
   name: LEASE_NAME,
   shards: SHARDS,
-  leaseDurationMs: 4_000,
-  renewDeadlineMs: 3_000,
-  retryPeriodMs: 1_000,
+  leaseDurationMs: 8_000,
+  renewDeadlineMs: 6_000,
+  retryPeriodMs: 2_000,
 };
 const allClusters = { clusterSelectorRules: [{ type: 'all-clusters' }] };
 const PLACEMENT_COUNT = 24;
@@ -150,4 +151,36 @@ describeWithHub('when replicas take their shards, on a real kube-apiserver', () 
       stillDecided: true,
     });
   }, 120_000);
+
+  it('a replica whose first read of the members Lease fails lists only once it announced itself and took its shards, not at once as beside a synced member', async () => {
+    const members = `/apis/coordination.k8s.io/v1/namespaces/${LEASE_NAMESPACE}/leases/${membersLeaseName(LEASE_NAME)}`;
+    let failed = 0;
+    // The API server's answer to its first read of the members Lease is lost (a deadline on a loaded hub).
+    class FirstMembersReadFails extends KubeClient {
+      override get<T>(path: string, options?: Parameters<KubeClient['get']>[1]): Promise<T> {
+        if (path === members && failed++ === 0) return Promise.reject(new Error('request timed out'));
+        return super.get<T>(path, options);
+      }
+    }
+    const coordinator = new ShardCoordinator({
+      ...ELECTION,
+      identity: 'first-read-fails-a',
+      client: new FirstMembersReadFails(connectionFromKubeConfig(env.hub.controllerKubeConfig())),
+    });
+    coordinator.start();
+    try {
+      await coordinator.tookFirst();
+      const heldWhenListing = coordinator.owned();
+      const lease = await env.hub.admin
+        .makeApiClient(CoordinationV1Api)
+        .readNamespacedLease({ namespace: LEASE_NAMESPACE, name: membersLeaseName(LEASE_NAME) });
+      expect({
+        failedReads: failed > 0,
+        heldWhenListing,
+        announced: Object.keys(JSON.parse(lease.metadata?.annotations?.[MEMBERS_ANNOTATION] ?? '{}')),
+      }).toEqual({ failedReads: true, heldWhenListing: [0, 1, 2, 3, 4, 5, 6, 7], announced: ['first-read-fails-a'] });
+    } finally {
+      await coordinator.stop();
+    }
+  }, 30_000);
 });
