@@ -141,6 +141,25 @@ export function parseListenAddress(text: string, flag = '--listen'): { host: str
   return { host: match[1]!.replace(/^\[(.*)\]$/, '$1') || '0.0.0.0', port: Number(match[2]) };
 }
 
+/**
+ * An integer flag (`--name`): digits only (no sign, exponent or hex), from `min` to `max`; `undefined`
+ * when not given, a UsageError naming the flag, the range and the text otherwise.
+ */
+export function parseIntegerFlag(
+  name: string,
+  text: string | undefined,
+  min: number,
+  max = Number.MAX_SAFE_INTEGER,
+): number | undefined {
+  if (text === undefined) return undefined;
+  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  if (!(n >= min && n <= max)) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
+    throw new UsageError(`--${name}: expected an integer ${range}, got ${JSON.stringify(text)}`);
+  }
+  return n;
+}
+
 /** `--cluster-profile-namespaces` of every command that reads ClusterProfiles, in `--help` texts. */
 export const CLUSTER_PROFILE_NAMESPACES_HELP =
   'comma-separated namespaces whose ClusterProfiles are read; others are ignored (default: all)';

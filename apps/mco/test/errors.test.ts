@@ -34,12 +34,26 @@ function oneLine(result: { code: number; stderr: string }) {
   return { code: result.code, lines: result.stderr.trimEnd().split('\n').length, stderr: result.stderr.trimEnd() };
 }
 
-describe('mco argocd-sync usage', () => {
-  it.each(['0', '2.5', 'many'])('--secret-sync-concurrency %s is one line, exit 2', async (value) => {
-    expect(oneLine(await mco('argocd-sync', '--sync-cluster-secrets', '--secret-sync-concurrency', value))).toEqual({
+describe('integer flags, read alike by every command', () => {
+  const sync = ['--sync-cluster-secrets'];
+  const token = ['--token-file', tokenFile];
+  it.each([
+    { command: 'argocd-sync', flag: '--secret-sync-concurrency', value: '0', range: 'of at least 1', before: sync },
+    { command: 'argocd-sync', flag: '--secret-sync-concurrency', value: '2.5', range: 'of at least 1', before: sync },
+    { command: 'argocd-sync', flag: '--secret-sync-concurrency', value: 'many', range: 'of at least 1', before: sync },
+    { command: 'argocd-plugin', flag: '--max-body-bytes', value: '1e6', range: 'of at least 1024', before: token },
+    { command: 'argocd-plugin', flag: '--max-body-bytes', value: '1023', range: 'of at least 1024', before: token },
+    { command: 'configsync', flag: '--workers', value: '0', range: 'of at least 1', before: [] },
+    { command: 'configsync', flag: '--member-timeout', value: '0x10', range: 'of at least 1', before: [] },
+    { command: 'flux', flag: '--secret-hold-timeout', value: '1h', range: 'of at least 0', before: [] },
+    { command: 'flux', flag: '--secret-hold-timeout', value: ' 60', range: 'of at least 0', before: [] },
+    { command: 'simulate', flag: '--seed', value: '4294967296', range: 'from 0 to 4294967295', before: ['x.yaml'] },
+    { command: 'demo', flag: '--seeds', value: '101', range: 'from 1 to 100', before: [] },
+  ])('mco $command $flag $value is one line naming the flag, the range and the text, exit 2', async (c) => {
+    expect(oneLine(await mco(c.command, ...c.before, c.flag, c.value))).toEqual({
       code: 2,
       lines: 1,
-      stderr: 'mco argocd-sync: --secret-sync-concurrency must be an integer of at least 1',
+      stderr: `mco ${c.command}: ${c.flag}: expected an integer ${c.range}, got ${JSON.stringify(c.value)}`,
     });
   });
 });

@@ -10,6 +10,7 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseIntegerFlag,
   parseLogLevel,
   untilSignal,
 } from '../cli.js';
@@ -84,10 +85,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const level = parseLogLevel(values['log-level']);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = parseListenAddress(values.listen ?? values['http-address'] ?? '0.0.0.0:4355');
-    const maxBodyBytes = values['max-body-bytes'] === undefined ? undefined : Number(values['max-body-bytes']);
-    if (maxBodyBytes !== undefined && !(Number.isInteger(maxBodyBytes) && maxBodyBytes >= 1024)) {
-      throw new UsageError('--max-body-bytes must be an integer of at least 1024');
-    }
+    const maxBodyBytes = parseIntegerFlag('max-body-bytes', values['max-body-bytes'], 1024);
 
     const logger = createLogger({ level, write: io.stderr }).child({ component: 'mco-argocd-plugin' });
     const hub = loadHub(values.kubeconfig);

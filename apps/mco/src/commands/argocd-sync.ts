@@ -12,6 +12,7 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseIntegerFlag,
   parseLogLevel,
   untilSignal,
 } from '../cli.js';
@@ -91,11 +92,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       throw new UsageError(`--plugin-url must be http(s)://host:port, got ${JSON.stringify(pluginUrl)}`);
     }
     if (pluginUrl !== undefined && !refresh) throw new UsageError('--plugin-url needs --refresh-applicationsets');
-    const syncConcurrency =
-      values['secret-sync-concurrency'] === undefined ? undefined : Number(values['secret-sync-concurrency']);
-    if (syncConcurrency !== undefined && !(Number.isInteger(syncConcurrency) && syncConcurrency >= 1)) {
-      throw new UsageError('--secret-sync-concurrency must be an integer of at least 1');
-    }
+    const syncConcurrency = parseIntegerFlag('secret-sync-concurrency', values['secret-sync-concurrency'], 1);
     if (sync && !values['provider-file']) {
       throw new UsageError('--sync-cluster-secrets needs --provider-file <path> (how to obtain credentials)');
     }

@@ -13,6 +13,7 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseIntegerFlag,
   parseLogLevel,
   untilSignal,
 } from '../cli.js';
@@ -79,12 +80,8 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
       return 0;
     }
     const level = parseLogLevel(values['log-level']);
-    const positive = (flag: 'workers' | 'member-timeout' | 'status-interval') => {
-      const n = Number(values[flag]);
-      if (!Number.isInteger(n) || n < 1)
-        throw new UsageError(`--${flag} must be a positive integer, got "${values[flag]}"`);
-      return n;
-    };
+    const positive = (flag: 'workers' | 'member-timeout' | 'status-interval') =>
+      parseIntegerFlag(flag, values[flag], 1)!;
     const workers = positive('workers');
     const listen = parseListenAddress(values.listen);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);

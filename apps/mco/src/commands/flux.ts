@@ -20,6 +20,7 @@ import {
   UsageError,
   type Command,
   parseFlags,
+  parseIntegerFlag,
   parseLogLevel,
   untilSignal,
 } from '../cli.js';
@@ -88,12 +89,7 @@ Runs until SIGTERM or SIGINT. Exit codes: 0 stopped, 1 failed, 2 bad usage.`,
     const level = parseLogLevel(values['log-level']);
     const clusterProfileNamespaces = parseClusterProfileNamespaces(values['cluster-profile-namespaces']);
     const listen = values.listen === undefined ? undefined : parseListenAddress(values.listen);
-    const holdSeconds = Number(values['secret-hold-timeout']);
-    if (!Number.isInteger(holdSeconds) || holdSeconds < 0) {
-      throw new UsageError(
-        `--secret-hold-timeout must be a whole number of seconds (0: no timeout), got "${values['secret-hold-timeout']}"`,
-      );
-    }
+    const holdSeconds = parseIntegerFlag('secret-hold-timeout', values['secret-hold-timeout'], 0)!;
     if (!values['provider-file']) {
       throw new UsageError('missing --provider-file <path>: the kubeconfig Secrets need credentials');
     }

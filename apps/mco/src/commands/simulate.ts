@@ -12,7 +12,7 @@ import {
   type PolicyName,
   type Scenario,
 } from '@mco/simulator';
-import { UsageError, readDocument, type Command, type Io, parseFlags } from '../cli.js';
+import { UsageError, readDocument, type Command, type Io, parseFlags, parseIntegerFlag } from '../cli.js';
 
 const OPTIONS = {
   report: { type: 'string', short: 'o' },
@@ -28,20 +28,12 @@ const DEFAULT_SEEDS = 5;
 
 /** `--seed`: an unsigned 32-bit integer. */
 export function parseSeed(value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  if (!/^\d+$/.test(value) || Number(value) > 0xffffffff) {
-    throw new UsageError(`--seed: expected an integer from 0 to 4294967295, got ${JSON.stringify(value)}`);
-  }
-  return Number(value);
+  return parseIntegerFlag('seed', value, 0, 0xffffffff);
 }
 
 /** `--seeds`: how many seeds, 1 to 100. */
 export function parseSeedCount(value: string | undefined, fallback: number): number {
-  if (value === undefined) return fallback;
-  if (!/^\d+$/.test(value) || Number(value) < 1 || Number(value) > 100) {
-    throw new UsageError(`--seeds: expected an integer from 1 to 100, got ${JSON.stringify(value)}`);
-  }
-  return Number(value);
+  return parseIntegerFlag('seeds', value, 1, 100) ?? fallback;
 }
 
 /** `--policies`: a comma-separated list of known policies, mco first. */

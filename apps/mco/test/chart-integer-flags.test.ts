@@ -1,0 +1,55 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describeWithControlPlane, helmTemplate } from '@mco/testkit';
+import { expect, it } from 'vitest';
+import { parseIntegerFlag } from '../src/cli.js';
+
+// Helm reads numbers in a values file as float64 and prints those of a million or more in e-notation
+// (1.048576e+06), which the commands' integer flags refuse: the chart renders each with `int`.
+const VALUES = `
+argocd:
+  plugin:
+    enabled: true
+    existingSecret: argocd-plugin-token
+    maxBodyBytes: 1048576
+configsync:
+  enabled: true
+  workers: 12
+  memberTimeoutSeconds: 1000000
+  statusIntervalSeconds: 86400
+flux:
+  enabled: true
+  providers:
+    - name: gke
+      execConfig: { apiVersion: client.authentication.k8s.io/v1, command: gke-gcloud-auth-plugin }
+      allowedServers: [https://member.example]
+  secretHoldTimeoutSeconds: 2592000
+`;
+const INTEGER_FLAGS = ['max-body-bytes', 'workers', 'member-timeout', 'status-interval', 'secret-hold-timeout'];
+
+describeWithControlPlane("the chart's integer flags", { tools: ['helm'] }, () => {
+  it('render as digits from a values file, a million and more too, and the commands read them', async () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'mco-values-')), 'values.yaml');
+    writeFileSync(file, VALUES);
+    const rendered = await helmTemplate(['-f', file]);
+    expect(rendered.stderr).toBe('');
+    const args = [...rendered.stdout.matchAll(/^\s+- --([a-z-]+)=(.*)$/gm)]
+      .filter(([, flag]) => INTEGER_FLAGS.includes(flag!))
+      .map(([, flag, value]) => `${flag}=${value}`);
+    expect({
+      args: args.sort(),
+      read: args.map((arg) => parseIntegerFlag(arg.split('=')[0]!, arg.split('=')[1], 0)),
+    }).toEqual({
+      args: [
+        'max-body-bytes=1048576',
+        'member-timeout=1000000',
+        'secret-hold-timeout=2592000',
+        'status-interval=86400',
+        'workers=12',
+        'workers=4',
+      ],
+      read: [1048576, 1000000, 2592000, 86400, 12, 4],
+    });
+  });
+});
