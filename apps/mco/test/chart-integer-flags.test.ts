@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describeWithControlPlane, helmTemplate } from '@mco/testkit';
@@ -30,16 +30,19 @@ const INTEGER_FLAGS = ['max-body-bytes', 'workers', 'member-timeout', 'status-in
 
 describeWithControlPlane("the chart's integer flags", { tools: ['helm'] }, () => {
   it('render as digits from a values file, a million and more too, and the commands read them', async () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'mco-values-')), 'values.yaml');
-    writeFileSync(file, VALUES);
-    const rendered = await helmTemplate(['-f', file]);
+    const dir = mkdtempSync(join(tmpdir(), 'mco-values-'));
+    writeFileSync(join(dir, 'values.yaml'), VALUES);
+    const rendered = await helmTemplate(['-f', join(dir, 'values.yaml')]).finally(() =>
+      rmSync(dir, { recursive: true, force: true }),
+    );
     expect(rendered.stderr).toBe('');
-    const args = [...rendered.stdout.matchAll(/^\s+- --([a-z-]+)=(.*)$/gm)]
+    const flags = [...rendered.stdout.matchAll(/^\s+- --([a-z-]+)=(.*)$/gm)]
       .filter(([, flag]) => INTEGER_FLAGS.includes(flag!))
-      .map(([, flag, value]) => `${flag}=${value}`);
+      .map(([, flag, value]) => ({ flag: flag!, value: value! }))
+      .sort((a, b) => `${a.flag}=${a.value}`.localeCompare(`${b.flag}=${b.value}`));
     expect({
-      args: args.sort(),
-      read: args.map((arg) => parseIntegerFlag(arg.split('=')[0]!, arg.split('=')[1], 0)),
+      args: flags.map(({ flag, value }) => `${flag}=${value}`),
+      read: flags.map(({ flag, value }) => parseIntegerFlag(flag, value, 0)),
     }).toEqual({
       args: [
         'max-body-bytes=1048576',
