@@ -37,7 +37,16 @@ const duration = (min: number, max: number) =>
     return ms;
   });
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
-const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
+// Digits only, as `mco`'s other commands read integers: Number() would take "1e3", "0x10" and "" (as 0).
+const int = (min: number, max: number) =>
+  z.string().transform((text, ctx) => {
+    const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+    if (!(n >= min && n <= max)) {
+      ctx.addIssue({ code: 'custom', message: `expected an integer from ${min} to ${max}, got "${text}"` });
+      return z.NEVER;
+    }
+    return n;
+  });
 const BINARY_UNITS: Record<string, number> = { '': 1, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30 };
 /** A byte count: an integer with an optional Ki, Mi or Gi suffix. */
 const byteCount = z.string().transform((text, ctx) => {

@@ -115,7 +115,14 @@ describe('parseControllerConfig', () => {
   });
 
   it.each([
-    { flags: { workers: '0' }, error: /^--workers \(MCO_WORKERS\): .*>=1/ },
+    { flags: { workers: '0' }, error: /^--workers \(MCO_WORKERS\): expected an integer from 1 to 64, got "0"$/ },
+    { flags: { workers: '1e1' }, error: /^--workers \(MCO_WORKERS\): expected an integer from 1 to 64, got "1e1"$/ },
+    { flags: { shards: '' }, error: /^--shards \(MCO_SHARDS\): expected an integer from 1 to 256, got ""$/ },
+    { flags: { shards: '0x10' }, error: /^--shards \(MCO_SHARDS\): expected an integer from 1 to 256, got "0x10"$/ },
+    {
+      flags: { 'cache-max-objects': ' 5' },
+      error: /^--cache-max-objects \(MCO_CACHE_MAX_OBJECTS\): expected an integer from 0 to 100000000, got " 5"$/,
+    },
     { flags: { 'lease-duration': '15' }, error: /^--lease-duration \(MCO_LEASE_DURATION\): expected a duration/ },
     { flags: { listen: 'localhost' }, error: /^--listen \(MCO_HTTP_ADDRESS\): expected host:port/ },
     { flags: { events: 'yes' }, error: /^--events \(MCO_EVENTS\)/ },
