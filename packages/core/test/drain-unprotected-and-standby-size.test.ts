@@ -430,6 +430,125 @@ describe('a draining cluster whose source reports no HPA: its ready replicas are
   });
 });
 
+describe("a scaling-in cluster whose source reports no replica count is removed on R3's clock, never held for ever (R1)", () => {
+  // A verdict-only source: wantsScaleIn and atCapacityCeiling, no HPA figure and no readyReplicas.
+  const verdictOnly = (observedAt = at(fresh)) => aSignal('fleet/b', observedAt, { wantsScaleIn: true });
+  const entered = NOW - 1800; // evictionTimeoutSeconds (default 1800) ago
+  const b = (since: number, extra: Partial<PlacementCluster> = {}) =>
+    listed('fleet/b', 'SCALING_IN', since, { reason: 'ScaleIn', ...extra });
+  const drainingAt = (cap: number): Partial<PlacementCluster> => ({
+    draining: {
+      desiredMaxReplicas: cap,
+      lastReplicaCountDecrease: at(NOW - 30),
+      unprotectedReason: 'ReadyReplicasNotReported',
+    },
+  });
+  it.each<{ name: string; useDraining: boolean; b: PlacementCluster; signal: Signal; moves: string[] }>([
+    {
+      name: 'no count, SCALING_IN for evictionTimeoutSeconds: R1 removes it',
+      useDraining: true,
+      b: b(entered),
+      signal: verdictOnly(),
+      moves: ['R1 fleet/b SCALING_IN->-'],
+    },
+    {
+      name: 'the same without useDraining',
+      useDraining: false,
+      b: b(entered),
+      signal: verdictOnly(),
+      moves: ['R1 fleet/b SCALING_IN->-'],
+    },
+    {
+      name: 'no count, one second short of it: it stays',
+      useDraining: true,
+      b: b(entered + 1),
+      signal: verdictOnly(),
+      moves: [],
+    },
+    {
+      name: 'a stale signal says nothing of its source: it stays (fail static)',
+      useDraining: true,
+      b: b(entered),
+      signal: verdictOnly(at(stale)),
+      moves: [],
+    },
+    {
+      name: 'a drain that started from the HPA maximum and is not at 1 yet: it stays',
+      useDraining: true,
+      b: b(entered, drainingAt(3)),
+      signal: aSignal('fleet/b', at(fresh), { hpa: { maxReplicas: 10 }, wantsScaleIn: true }),
+      moves: [],
+    },
+    {
+      name: 'the same drain at 1: R1 removes it',
+      useDraining: true,
+      b: b(entered, drainingAt(1)),
+      signal: aSignal('fleet/b', at(fresh), { hpa: { maxReplicas: 10 }, wantsScaleIn: true }),
+      moves: ['R1 fleet/b SCALING_IN->-'],
+    },
+    {
+      name: 'a count of 3 replicas: it stays, as R1 says',
+      useDraining: true,
+      b: b(entered, drainingAt(3)),
+      signal: aSignal('fleet/b', at(fresh), { readyReplicas: 3, wantsScaleIn: true }),
+      moves: [],
+    },
+  ])('$name', ({ useDraining, b: entry, signal, moves: want }) => {
+    const d = run({
+      spec: anAutoscalingSpec(1, { useDraining }),
+      status: { clusters: [listed('fleet/a', 'ACTIVE', 0), entry] },
+      profiles: fleet,
+      signals: [receiver('fleet/a', 5, undefined), signal],
+      now: NOW,
+    });
+    expect(moves(d)).toEqual(want);
+  });
+
+  it('says why and when, and the removal names the clock', () => {
+    const c = (since: number): Case => ({
+      spec: anAutoscalingSpec(1, { useDraining: true }),
+      status: { clusters: [listed('fleet/a', 'ACTIVE', 0), b(since)] },
+      profiles: fleet,
+      signals: [receiver('fleet/a', 5, undefined), verdictOnly()],
+      now: NOW,
+    });
+    const waiting = explainOf(c(NOW - 600));
+    const removed = run(c(entered));
+    expect({
+      note: waiting.clusters.find((x) => x.cluster === 'fleet/b')?.notes,
+      removal: removed.transitions.map((t) => t.reason),
+    }).toEqual({
+      note: expect.arrayContaining([
+        `SCALING_IN: its signal reports no replica count (hpa.currentReplicas, readyReplicas), so it is removed at ${at(NOW + 1200)} (evictionTimeoutSeconds) unless one arrives`,
+      ]),
+      removal: ['scaled in: SCALING_IN for evictionTimeoutSeconds (1800s) with no replica count reported'],
+    });
+  });
+
+  it('a verdict-only source ends a scale-in from start to removal: P2, then R1 after evictionTimeoutSeconds', () => {
+    const spec = anAutoscalingSpec(1, { useDraining: true });
+    const states: string[] = [];
+    let status = B_WANTS_SCALE_IN;
+    for (const t of [NOW, NOW + 600, NOW + 1799, NOW + 1800]) {
+      const d = run({
+        spec,
+        status,
+        profiles: fleet,
+        signals: [receiver('fleet/a', 5, undefined, at(t - 10)), verdictOnly(at(t - 10))],
+        now: t,
+      });
+      status = d.status;
+      states.push(`${t - NOW}: ${clusterOf(d, 'fleet/b')?.state ?? 'removed'} ${moves(d).join(' ')}`.trim());
+    }
+    expect(states).toEqual([
+      '0: SCALING_IN P2 fleet/b ACTIVE->SCALING_IN',
+      '600: SCALING_IN',
+      '1799: SCALING_IN',
+      '1800: removed R1 fleet/b SCALING_IN->-',
+    ]);
+  });
+});
+
 describe('W1: a warm standby runs at least its size (desiredMinReplicas), not only at most', () => {
   const spec = (standbyReplicas?: number, standby = 1) =>
     anAutoscalingSpec(1, {

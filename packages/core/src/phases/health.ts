@@ -92,15 +92,35 @@ export function health(
       }
       continue;
     }
-    if (entry.state === 'SCALING_IN' && replicas !== undefined && replicas <= 1) {
+    if (entry.state !== 'SCALING_IN') continue;
+    // A source that reports no replica count (a verdict-only source) would hold R1 forever: its
+    // clock is R3's. Only a fresh signal says so, and only before a drain started or once it is at 1.
+    const uncounted = replicas === undefined && entry.signal.fresh && (entry.draining?.desiredMaxReplicas ?? 1) <= 1;
+    const timedOut = uncounted && run.elapsedSeconds(entry.lastTransitionTime) >= b.evictionTimeoutSeconds;
+    if ((replicas !== undefined && replicas <= 1) || timedOut) {
       // A cluster that may be kept warm (standby, linger) is decided by the standby phase.
       if (mayKeepWarm(entry)) entry.removalHeld = true;
       else removeScaledIn(run, entry);
+    } else if (uncounted) {
+      run.timer(parseTime(entry.lastTransitionTime), b.evictionTimeoutSeconds);
+      run.note(
+        entry.key,
+        `SCALING_IN: its signal reports no replica count (hpa.currentReplicas, readyReplicas), so it is removed at ${run.timeAfter(entry.lastTransitionTime, b.evictionTimeoutSeconds)} (evictionTimeoutSeconds) unless one arrives`,
+      );
     }
   }
 }
 
-/** R1: a SCALING_IN cluster observed at ≤ 1 replica leaves the list. */
+/** R1: a SCALING_IN cluster observed at ≤ 1 replica, or reporting no count for evictionTimeoutSeconds, leaves the list. */
 export function removeScaledIn(run: Evaluation, entry: Entry): void {
-  run.move(entry, 'R1', null, 'Removed', `scaled in: observed ${observedReplicas(entry.signal)} replica(s)`);
+  const replicas = observedReplicas(entry.signal);
+  run.move(
+    entry,
+    'R1',
+    null,
+    'Removed',
+    replicas === undefined
+      ? `scaled in: SCALING_IN for evictionTimeoutSeconds (${run.behavior.evictionTimeoutSeconds}s) with no replica count reported`
+      : `scaled in: observed ${replicas} replica(s)`,
+  );
 }
