@@ -194,6 +194,12 @@ export const ScenarioSchema = z.strictObject({
         .describe(
           'A signal source that does not report readyReplicas (as the Prometheus source without its query): true for every cluster, or the names of the clusters whose signals omit it.',
         ),
+      verdictsOnly: z
+        .union([z.boolean(), z.array(name).max(100)])
+        .optional()
+        .describe(
+          'A signal source that reports only the verdicts atCapacityCeiling and wantsScaleIn (and the workload\'s health), with no HPA figures, pending pods or ready replicas, as a custom source may: true for every cluster, or the names of the clusters it reads.',
+        ),
       declareOmission: z
         .boolean()
         .default(true)
@@ -360,11 +366,13 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
     });
   });
 
-  const omit = s.signals.omitReadyReplicas;
-  if (Array.isArray(omit))
-    omit.forEach((c, i) => {
-      if (!names.has(c)) issue(`signals.omitReadyReplicas[${i}]`, `no cluster named ${c} in fleet.clusters`);
-    });
+  for (const field of ['omitReadyReplicas', 'verdictsOnly'] as const) {
+    const list = s.signals[field];
+    if (Array.isArray(list))
+      list.forEach((c, i) => {
+        if (!names.has(c)) issue(`signals.${field}[${i}]`, `no cluster named ${c} in fleet.clusters`);
+      });
+  }
 
   s.events.forEach((e, i) => {
     const field = `events[${i}]`;

@@ -6,6 +6,8 @@ import {
   compileSelection,
   createInventory,
   decide,
+  isAtCapacityCeiling,
+  wantsScaleIn,
   resolveBehavior,
   selectClusters,
   type CapacityAnswer,
@@ -435,10 +437,14 @@ class Tenant {
   }
 }
 
+/** Whether a `signals` list option (true: every cluster) names the cluster. */
+function names(option: boolean | readonly string[] | undefined, cluster: string): boolean {
+  return option === true || (Array.isArray(option) && option.includes(cluster));
+}
+
 /** Whether the scenario's signal source reports readyReplicas for the cluster (`signals.omitReadyReplicas`). */
 function reportsReadyReplicas(scenario: Scenario, cluster: string): boolean {
-  const omit = scenario.signals.omitReadyReplicas;
-  return omit === undefined || omit === false || (Array.isArray(omit) && !omit.includes(cluster));
+  return !names(scenario.signals.omitReadyReplicas, cluster);
 }
 
 /**
@@ -673,6 +679,20 @@ class Run {
 
   /** The signal a capacity-signal source would report for the workload on the cluster now (docs/placement-rules.md §5). */
   private observe(tenant: Tenant, c: Placed, t: number, k: number): Signal {
+    const signal = this.observeAll(tenant, c, t, k);
+    // A verdict-only source is mco's (the signal contract); MCO v0.2 reads Cloud Monitoring's figures.
+    if (!MCO_POLICIES.includes(this.policy) || !names(this.scenario.signals.verdictsOnly, c.cluster.spec.name)) return signal;
+    // The engine's own two rules applied at the source, and nothing it could count.
+    return {
+      cluster: signal.cluster,
+      observedAt: signal.observedAt,
+      atCapacityCeiling: isAtCapacityCeiling(signal),
+      wantsScaleIn: wantsScaleIn(signal),
+      ...(signal.workloadHealthy !== undefined ? { workloadHealthy: signal.workloadHealthy } : {}),
+    };
+  }
+
+  private observeAll(tenant: Tenant, c: Placed, t: number, k: number): Signal {
     const hpa = c.hpa!.status!;
     const flap = hashRandom(this.seed, 'unhealthy', tenant.drawKey(c), k) < c.cluster.conditions.unhealthy;
     // A source cannot tell a workload that is still starting from a broken one: no ready pod is unknown.

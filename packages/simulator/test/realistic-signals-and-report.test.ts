@@ -87,6 +87,45 @@ describe('signals.omitReadyReplicas', () => {
   });
 });
 
+describe('signals.verdictsOnly', () => {
+  const full = loadScenario('gpu-stockout');
+  const verdicts: Scenario = { ...full, signals: { ...full.signals, verdictsOnly: true } };
+  const transitions = (scenario: Scenario) =>
+    simulate(scenario, { policies: ['mco'] }).runs[0]!.timeline.flatMap((e) =>
+      e.kind === 'transition' ? [{ t: e.t, id: e.id, cluster: e.cluster, reason: e.reason }] : [],
+    );
+
+  it("mco's signals carry the two verdicts and nothing it could count", () => {
+    const seen = new Set<string>();
+    simulate(verdicts, {
+      policies: ['mco'],
+      onEvaluation: ({ input }) => (input.signals ?? []).forEach((s) => seen.add(Object.keys(s).sort().join(','))),
+    });
+    expect([...seen].sort()).toEqual([
+      'atCapacityCeiling,cluster,observedAt,wantsScaleIn',
+      'atCapacityCeiling,cluster,observedAt,wantsScaleIn,workloadHealthy',
+    ]);
+  });
+
+  it('a scale-in still ends: the fallback is removed evictionTimeoutSeconds after its P2 (rule R1), where full signals drain it', () => {
+    const scaleIn = (list: ReturnType<typeof transitions>) => {
+      const p2 = list.find((x) => x.id === 'P2');
+      const r1 = list.find((x) => x.id === 'R1' && x.cluster === p2?.cluster);
+      return { cluster: p2?.cluster, removedAfter: r1 && p2 ? r1.t - p2.t : undefined, reason: r1?.reason };
+    };
+    const [withCounts, withoutCounts] = [full, verdicts].map((s) => scaleIn(transitions(s)));
+    expect({ withCounts: withCounts!.cluster, withoutCounts }).toEqual({
+      withCounts: 'fleet/us-east4',
+      withoutCounts: {
+        cluster: 'fleet/us-east4',
+        removedAfter: 1800,
+        reason: 'scaled in: SCALING_IN for evictionTimeoutSeconds (1800s) with no replica count reported',
+      },
+    });
+    expect(withCounts!.removedAfter).toBeLessThan(1800);
+  });
+});
+
 describe('the node pool through an outage', () => {
   it('the scale-down clock stops while the cluster is unreachable: its nodes do not vanish the instant it is back', () => {
     const pool = new NodePoolModel({ ...loadScenario('region-outage').fleet.clusters[0]!.nodePool, minNodes: 0 }, 10);
