@@ -198,7 +198,7 @@ export const ScenarioSchema = z.strictObject({
         .union([z.boolean(), z.array(name).max(100)])
         .optional()
         .describe(
-          'A signal source that reports only the verdicts atCapacityCeiling and wantsScaleIn (and the workload\'s health), with no HPA figures, pending pods or ready replicas, as a custom source may: true for every cluster, or the names of the clusters it reads.',
+          "A signal source that reports only the verdicts atCapacityCeiling and wantsScaleIn (and the workload's health), with no HPA figures, pending pods or ready replicas, as a custom source may: true for every cluster, or the names of the clusters it reads.",
         ),
       declareOmission: z
         .boolean()

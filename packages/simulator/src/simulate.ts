@@ -681,7 +681,8 @@ class Run {
   private observe(tenant: Tenant, c: Placed, t: number, k: number): Signal {
     const signal = this.observeAll(tenant, c, t, k);
     // A verdict-only source is mco's (the signal contract); MCO v0.2 reads Cloud Monitoring's figures.
-    if (!MCO_POLICIES.includes(this.policy) || !names(this.scenario.signals.verdictsOnly, c.cluster.spec.name)) return signal;
+    if (!MCO_POLICIES.includes(this.policy) || !names(this.scenario.signals.verdictsOnly, c.cluster.spec.name))
+      return signal;
     // The engine's own two rules applied at the source, and nothing it could count.
     return {
       cluster: signal.cluster,
