@@ -37,10 +37,30 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- .Values.controller.leaderElection.lockName }}
 {{- end }}
 
+{{/*
+An integer value, as digits, or a failure naming it: (list "configsync.workers" .Values.configsync.workers).
+Helm's own `int` reads "four" as 0, which would reach the command as a valid-looking number, and a values
+file's 1048576 is a float64 that prints as 1.048576e+06.
+*/}}
+{{- define "mco.int" -}}
+{{- $name := index . 0 }}
+{{- $v := index . 1 }}
+{{- $ok := or (kindIs "int" $v) (kindIs "int64" $v) }}
+{{- if kindIs "float64" $v }}
+{{- $ok = eq $v (float64 (int64 $v)) }}
+{{- else if kindIs "string" $v }}
+{{- $ok = regexMatch "^-?[0-9]{1,16}$" $v }}
+{{- end }}
+{{- if not $ok }}
+{{- fail (printf "%s: expected an integer, got %s" $name (toJson $v)) }}
+{{- end }}
+{{- int64 $v }}
+{{- end }}
+
 {{/* Every Lease name the controller reads and writes, as a JSON array: the shards', the members' and the inventory-loss state's. */}}
 {{- define "mco.leaseNames" -}}
 {{- $base := include "mco.leaseName" . }}
-{{- $shards := int .Values.controller.leaderElection.shards }}
+{{- $shards := int (include "mco.int" (list "controller.leaderElection.shards" .Values.controller.leaderElection.shards)) }}
 {{- if lt $shards 1 }}
 {{- fail "controller.leaderElection.shards must be at least 1" }}
 {{- end }}
