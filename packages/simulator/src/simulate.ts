@@ -438,13 +438,13 @@ class Tenant {
 }
 
 /** Whether a `signals` list option (true: every cluster) names the cluster. */
-function names(option: boolean | readonly string[] | undefined, cluster: string): boolean {
+function listsCluster(option: boolean | readonly string[] | undefined, cluster: string): boolean {
   return option === true || (Array.isArray(option) && option.includes(cluster));
 }
 
 /** Whether the scenario's signal source reports readyReplicas for the cluster (`signals.omitReadyReplicas`). */
 function reportsReadyReplicas(scenario: Scenario, cluster: string): boolean {
-  return !names(scenario.signals.omitReadyReplicas, cluster);
+  return !listsCluster(scenario.signals.omitReadyReplicas, cluster);
 }
 
 /**
@@ -681,7 +681,7 @@ class Run {
   private observe(tenant: Tenant, c: Placed, t: number, k: number): Signal {
     const signal = this.observeAll(tenant, c, t, k);
     // A verdict-only source is mco's (the signal contract); MCO v0.2 reads Cloud Monitoring's figures.
-    if (!MCO_POLICIES.includes(this.policy) || !names(this.scenario.signals.verdictsOnly, c.cluster.spec.name))
+    if (!MCO_POLICIES.includes(this.policy) || !listsCluster(this.scenario.signals.verdictsOnly, c.cluster.spec.name))
       return signal;
     // The engine's own two rules applied at the source, and nothing it could count.
     return {
