@@ -121,6 +121,8 @@ export class ShardCoordinator {
   private announced = false;
   /** Its last read of the members found a live synced one: it stays out until its own caches synced. */
   private besideSynced = false;
+  /** Whether a take of the last round failed in its request (a deadline, the network), not to another replica. */
+  private takeFailed = false;
   private rounds = 0;
   private resolveFirstTake: () => void = () => {};
   private readonly firstTake = new Promise<void>((resolve) => (this.resolveFirstTake = resolve));
@@ -216,7 +218,9 @@ export class ShardCoordinator {
       // Its caches may list once it took what it takes now: at once beside synced members, which give
       // it nothing before it synced. A failed read of the members says nothing: it lists on schedule.
       this.rounds++;
-      if (this.shards === 1 || this.rounds > FIRST_TAKING_ROUND || this.besideSynced) this.resolveFirstTake();
+      // A take whose request failed (not lost to another replica) is tried once more first.
+      const took = this.rounds > FIRST_TAKING_ROUND + (this.takeFailed ? 1 : 0);
+      if (this.shards === 1 || took || this.besideSynced) this.resolveFirstTake();
       // Rounds start every retry period (with jitter, so replicas do not move in lockstep), however
       // long one took: a slow API server must not stretch the time to notice an expired Lease.
       const period = this.settings.retryPeriodMs * (1 + Math.random() * 0.2);
@@ -277,7 +281,8 @@ export class ShardCoordinator {
       const expired = (s.lease?.spec?.holderIdentity ?? '') !== '';
       if (held.length + picks.length < (expired ? crashTarget : target)) picks.push(i);
     }
-    await Promise.all(picks.map((i) => this.acquire(i)));
+    const taken = await Promise.all(picks.map((i) => this.acquire(i)));
+    this.takeFailed = taken.includes('failed');
   }
 
   /**
@@ -364,7 +369,8 @@ export class ShardCoordinator {
     };
   }
 
-  private async acquire(shard: number): Promise<boolean> {
+  /** Takes a free shard: 'lost' when another replica took it first, 'failed' when the request failed. */
+  private async acquire(shard: number): Promise<'took' | 'lost' | 'failed'> {
     const s = this.state[shard]!;
     const name = shardLeaseName(this.settings.name, shard);
     const sentAt = performance.now();
@@ -379,20 +385,38 @@ export class ShardCoordinator {
       metadata,
       spec: this.spec(s.lease?.spec, true, now),
     };
+    let lease: Lease | undefined;
     try {
-      const lease = s.lease
+      lease = s.lease
         ? await this.client.replace<Lease>(this.leasePath(name), body, this.requestOptions)
         : await this.client.create<Lease>(this.path, body, this.requestOptions);
-      this.observe(s, lease, sentAt);
-      s.held = true;
-      s.renewedAt = sentAt;
-      this.logger.info('took a shard', { shard, identity: this.identity });
-      if (shard === 0) this.noteHolder(this.identity);
-      this.options.onAcquired?.(shard);
-      return true;
     } catch (error) {
-      if (httpStatusOf(error) !== 409) this.logger.warn('cannot take a shard lease', { shard, error });
-      return false;
+      if (httpStatusOf(error) === 409) return 'lost';
+      // A deadline may pass after the API server applied the write: the Lease then names this replica
+      // with this very acquireTime, and it is this replica's (else it would sit idle until it expired).
+      lease = await this.readBack(name, body.spec!.acquireTime!);
+      if (!lease) {
+        this.logger.warn('cannot take a shard lease', { shard, error });
+        return 'failed';
+      }
+    }
+    this.observe(s, lease, sentAt);
+    s.held = true;
+    s.renewedAt = sentAt;
+    this.logger.info('took a shard', { shard, identity: this.identity });
+    if (shard === 0) this.noteHolder(this.identity);
+    this.options.onAcquired?.(shard);
+    return 'took';
+  }
+
+  /** The Lease when this replica's write of `acquireTime` is what it holds, else undefined. */
+  private async readBack(name: string, acquireTime: string): Promise<Lease | undefined> {
+    try {
+      const lease = await this.client.get<Lease>(this.leasePath(name), this.requestOptions);
+      const mine = lease.spec?.holderIdentity === this.identity && lease.spec?.acquireTime === acquireTime;
+      return mine ? lease : undefined;
+    } catch {
+      return undefined;
     }
   }
 

@@ -183,4 +183,56 @@ describeWithHub('when replicas take their shards, on a real kube-apiserver', () 
       await coordinator.stop();
     }
   }, 30_000);
+
+  it('a take whose answer is lost still holds its shard, and a take that never reached the API server is tried again, both before the list', async () => {
+    const faults = { landed: 0, refused: 0 };
+    const name = (body: unknown) => (body as KubeObject).metadata?.name;
+    // On a loaded hub a deadline can pass after the API server applied a write, or before it got it.
+    // A take creates the shard's Lease, or replaces it when an earlier test left it released.
+    class TakesTimeOut extends KubeClient {
+      private async take<T>(body: unknown, write: () => Promise<T>): Promise<T> {
+        if (name(body) === `${LEASE_NAME}-3` && faults.landed++ === 0) {
+          await write();
+          throw new Error('request timed out');
+        }
+        if (name(body) === `${LEASE_NAME}-5` && faults.refused++ === 0) throw new Error('request timed out');
+        return write();
+      }
+      override create<T>(path: string, body: unknown, options?: Parameters<KubeClient['create']>[2]): Promise<T> {
+        return this.take(body, () => super.create<T>(path, body, options));
+      }
+      override replace<T>(path: string, body: unknown, options?: Parameters<KubeClient['replace']>[2]): Promise<T> {
+        return this.take(body, () => super.replace<T>(path, body, options));
+      }
+    }
+    const leases = env.hub.admin.makeApiClient(CoordinationV1Api);
+    const transitions = () =>
+      leases
+        .readNamespacedLease({ namespace: LEASE_NAMESPACE, name: `${LEASE_NAME}-3` })
+        .then((l) => ({ holder: l.spec?.holderIdentity, transitions: l.spec?.leaseTransitions ?? 0 }))
+        .catch(() => ({ holder: undefined, transitions: 0 }));
+    const before = await transitions();
+    const coordinator = new ShardCoordinator({
+      ...ELECTION,
+      identity: 'takes-time-out-a',
+      client: new TakesTimeOut(connectionFromKubeConfig(env.hub.controllerKubeConfig())),
+    });
+    coordinator.start();
+    try {
+      await coordinator.tookFirst();
+      const heldWhenListing = coordinator.owned();
+      expect({
+        faults: { landed: faults.landed > 0, refused: faults.refused > 0 },
+        heldWhenListing,
+        // Taken once, by the write whose answer was lost: not again after it expired.
+        shard3: await transitions(),
+      }).toEqual({
+        faults: { landed: true, refused: true },
+        heldWhenListing: [0, 1, 2, 3, 4, 5, 6, 7],
+        shard3: { holder: 'takes-time-out-a', transitions: before.transitions + 1 },
+      });
+    } finally {
+      await coordinator.stop();
+    }
+  }, 30_000);
 });
