@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { extname } from 'node:path';
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { parseNamespaceList } from '@mco/controller';
+import { parseInteger, parseNamespaceList } from '@mco/controller';
 import { loadKubeConfig, type LoadedKubeConfig } from '@mco/kube-runtime';
 import { httpStatusOf, McoError, type LogLevel } from '@mco/runtime';
 import { parse as parseYaml } from 'yaml';
@@ -152,8 +152,8 @@ export function parseIntegerFlag(
   max = Number.MAX_SAFE_INTEGER,
 ): number | undefined {
   if (text === undefined) return undefined;
-  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
-  if (!(n >= min && n <= max)) {
+  const n = parseInteger(text, min, max);
+  if (n === undefined) {
     const range = max === Number.MAX_SAFE_INTEGER ? `of at least ${min}` : `from ${min} to ${max}`;
     throw new UsageError(`--${name}: expected an integer ${range}, got ${JSON.stringify(text)}`);
   }

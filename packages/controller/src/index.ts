@@ -57,6 +57,7 @@ export {
   controllerFlagsHelp,
   flagSyntax,
   parseControllerConfig,
+  parseInteger,
   parseNamespaceList,
   parseDuration,
   type ControllerConfig,

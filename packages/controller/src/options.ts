@@ -37,11 +37,19 @@ const duration = (min: number, max: number) =>
     return ms;
   });
 const bool = z.enum(['true', 'false']).transform((v) => v === 'true');
-// Digits only, as `mco`'s other commands read integers: Number() would take "1e3", "0x10" and "" (as 0).
+/**
+ * An integer flag's text: digits only, from `min` to `max`, else undefined. Every `mco` command reads
+ * integers with it: Number() would take "1e3", "0x10" and "" (as 0).
+ */
+export function parseInteger(text: string, min: number, max: number): number | undefined {
+  const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
+  return n >= min && n <= max ? n : undefined;
+}
+
 const int = (min: number, max: number) =>
   z.string().transform((text, ctx) => {
-    const n = /^\d{1,16}$/.test(text) ? Number(text) : NaN;
-    if (!(n >= min && n <= max)) {
+    const n = parseInteger(text, min, max);
+    if (n === undefined) {
       ctx.addIssue({ code: 'custom', message: `expected an integer from ${min} to ${max}, got "${text}"` });
       return z.NEVER;
     }
