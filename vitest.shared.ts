@@ -12,7 +12,11 @@ export default defineConfig({
     include: ['test/**/*.test.ts', 'src/**/*.test.ts'],
     globalSetup: [fileURLToPath(new URL('./vitest.tmpdir.ts', import.meta.url))],
     // scripts/test.mjs sums these reports; each Node.js pass writes its own.
-    reporters: ['default', ['json', { outputFile: process.env.MCO_VITEST_REPORT ?? 'reports/vitest.json' }]],
+    reporters: [
+      'default',
+      ['json', { outputFile: process.env.MCO_VITEST_REPORT ?? 'reports/vitest.json' }],
+      fileURLToPath(new URL('./vitest.hook-errors.ts', import.meta.url)),
+    ],
     testTimeout: 120_000, // CPU-bound property tests on a 2-core machine with both cores busy; a timeout is not a benchmark
     hookTimeout: 180_000, // starting real processes under load; nothing is built inside a test
   },

@@ -10,13 +10,15 @@ import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { constants } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { countReports, format } from './test-report.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const workspaces = ['packages', 'apps'].flatMap((dir) =>
   existsSync(join(root, dir)) ? readdirSync(join(root, dir)).map((name) => join(root, dir, name)) : [],
 );
 for (const ws of workspaces) {
-  for (const report of ['vitest.json', 'vitest-min.json']) rmSync(join(ws, 'reports', report), { force: true });
+  for (const report of ['vitest.json', 'vitest-min.json', 'vitest-errors.json', 'vitest-min-errors.json'])
+    rmSync(join(ws, 'reports', report), { force: true });
 }
 
 // Each child runs in a session of its own, which every process it starts
@@ -179,52 +181,13 @@ for (const pass of passes) {
   console.log(`\ntests on Node.js ${version}: ${pass.covers}\n`);
   const started = Date.now();
   const status = await testPass(env);
-  const totals = countReports(pass.report);
+  const totals = countReports(workspaces, pass.report, root);
   if (status !== 0 && totals.failed === 0) totals.failed = 1; // a crash outside any test still fails
   if (status !== 0) code = status;
   summaries.push({
     ...totals,
     line: `Node.js ${version} (${pass.covers}): ${format(totals)} in ${seconds(started)} s`,
   });
-}
-
-function countReports(report) {
-  const totals = { passed: 0, failed: 0, skipped: 0, failures: [] };
-  for (const ws of workspaces) {
-    const file = join(ws, report);
-    if (!existsSync(file)) continue;
-    const json = JSON.parse(readFileSync(file, 'utf8'));
-    totals.passed += json.numPassedTests ?? 0;
-    totals.failed += json.numFailedTests ?? 0;
-    totals.skipped += (json.numPendingTests ?? 0) + (json.numTodoTests ?? 0);
-    totals.failures.push(...failuresOf(ws, json));
-  }
-  return totals;
-}
-
-// Each failed test (or a file that failed outside any test) with the first
-// lines of its error (a timeout's message carries the logs that say why), so
-// the last lines of a CI log name what failed and why.
-function failuresOf(ws, json) {
-  const out = [];
-  const firstLines = (text) =>
-    (text ?? '')
-      .split('\n')
-      .filter((line) => line.trim() && !/node_modules|node:internal|<anonymous>/.test(line))
-      .slice(0, 40)
-      .map((line) => `      ${line.trim().slice(0, 600)}`)
-      .join('\n');
-  for (const file of json.testResults ?? []) {
-    const where = file.name?.startsWith(root) ? file.name.slice(root.length) : (file.name ?? ws);
-    const failed = (file.assertionResults ?? []).filter((a) => a.status === 'failed');
-    for (const a of failed) out.push(`  ${where} > ${a.fullName}\n${firstLines(a.failureMessages?.[0])}`);
-    if (failed.length === 0 && file.status === 'failed') out.push(`  ${where}\n${firstLines(file.message)}`);
-  }
-  return out;
-}
-
-function format({ passed, failed, skipped }) {
-  return `${passed} passed, ${failed} failed, ${skipped} skipped`;
 }
 
 console.log(`\nwall time: prepare ${((testStart - prepareStart) / 1000).toFixed(0)} s, tests ${seconds(testStart)} s`);

@@ -13,6 +13,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { eventually } from '../src/index.js';
 
 const TEST_SCRIPT = fileURLToPath(new URL('../../../scripts/test.mjs', import.meta.url));
+const TEST_REPORT = fileURLToPath(new URL('../../../scripts/test-report.mjs', import.meta.url));
 const PREPARE = fileURLToPath(new URL('./fixtures/npm-test/prepare-tools.mjs', import.meta.url));
 const CONFIG = fileURLToPath(new URL('./fixtures/vitest-run/vitest.config.ts', import.meta.url));
 const VITEST = fileURLToPath(new URL('../../../node_modules/vitest/vitest.mjs', import.meta.url));
@@ -42,6 +43,7 @@ describe('a killed npm test leaves no process behind', () => {
     mkdirSync(join(root, 'scripts'));
     mkdirSync(dir);
     copyFileSync(TEST_SCRIPT, join(root, 'scripts', 'test.mjs'));
+    copyFileSync(TEST_REPORT, join(root, 'scripts', 'test-report.mjs'));
     copyFileSync(PREPARE, join(root, 'scripts', 'prepare-tools.mjs'));
     const script = spawn(process.execPath, [join(root, 'scripts', 'test.mjs')], {
       cwd: root,
