@@ -9,7 +9,8 @@ import type { Reporter, SerializedError, TestModule } from 'vitest/node';
 export default class HookErrors implements Reporter {
   onTestRunEnd(modules: ReadonlyArray<TestModule>, unhandled: ReadonlyArray<SerializedError>): void {
     const out: Record<string, string[]> = {};
-    const text = (e: SerializedError) => [e.message, e.stack].filter(Boolean).join('\n');
+    // A stack starts with its message; a message that is not in it (a timeout's logs) goes first.
+    const text = (e: SerializedError) => (e.stack?.includes(e.message) ? e.stack : `${e.message}\n${e.stack ?? ''}`);
     for (const module of modules) {
       const errors = [...module.errors(), ...[...module.children.allSuites()].flatMap((s) => s.errors())];
       if (errors.length) out[module.moduleId] = errors.map(text);
