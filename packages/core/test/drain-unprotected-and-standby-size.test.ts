@@ -549,6 +549,79 @@ describe("a scaling-in cluster whose source reports no replica count is removed 
   });
 });
 
+describe("a scaling-in cluster without draining, held at an HPA minimum above 1, is removed on R3's clock (R1)", () => {
+  const entered = NOW - 1800; // evictionTimeoutSeconds (default 1800) ago
+  const b = (since: number, extra: Partial<PlacementCluster> = {}) =>
+    listed('fleet/b', 'SCALING_IN', since, { reason: 'ScaleIn', ...extra });
+  /** fleet/b's HPA runs `current` of its `min`..10, wanting fewer. */
+  const hpaAt = (current: number, min: number, observedAt = at(fresh)): Signal =>
+    aSignal('fleet/b', observedAt, {
+      hpa: {
+        currentReplicas: current,
+        desiredReplicas: Math.max(current - 1, 1),
+        minReplicas: min,
+        maxReplicas: 10,
+        scalingLimited: { status: 'True', reason: 'TooFewReplicas' },
+      },
+      pendingPods: 0,
+      failedScaleUp: false,
+      readyReplicas: current,
+    });
+  const c = (useDraining: boolean, entry: PlacementCluster, signal: Signal): Case => ({
+    spec: anAutoscalingSpec(1, { useDraining }),
+    status: { clusters: [listed('fleet/a', 'ACTIVE', 0), entry] },
+    profiles: fleet,
+    signals: [receiver('fleet/a', 5, undefined), signal],
+    now: NOW,
+  });
+  it.each<{ name: string; c: Case; moves: string[] }>([
+    {
+      name: 'at its minimum of 3 for evictionTimeoutSeconds: R1 removes it',
+      c: c(false, b(entered), hpaAt(3, 3)),
+      moves: ['R1 fleet/b SCALING_IN->-'],
+    },
+    { name: 'one second short of it: it stays', c: c(false, b(entered + 1), hpaAt(3, 3)), moves: [] },
+    {
+      name: 'above its minimum (its load keeps it there): it stays',
+      c: c(false, b(entered), hpaAt(4, 3)),
+      moves: [],
+    },
+    { name: 'a stale signal: it stays (fail static)', c: c(false, b(entered), hpaAt(3, 3, at(stale))), moves: [] },
+    {
+      name: 'at a minimum of 1, R1 as ever: removed at once',
+      c: c(false, b(NOW - 60), hpaAt(1, 1)),
+      moves: ['R1 fleet/b SCALING_IN->-'],
+    },
+    {
+      name: 'with a drain (which lowers the minimum to 1 as it steps): the drain decides, it stays',
+      c: c(
+        true,
+        b(entered, { draining: { desiredMaxReplicas: 3, lastReplicaCountDecrease: at(NOW - 30) } }),
+        hpaAt(3, 3),
+      ),
+      moves: [],
+    },
+  ])('$name', ({ c: input, moves: want }) => {
+    expect(moves(run(input))).toEqual(want);
+  });
+
+  it('says why and when, and the removal names the clock', () => {
+    const waiting = explainOf(c(false, b(NOW - 600), hpaAt(2, 2)));
+    const removed = run(c(false, b(entered), hpaAt(2, 2)));
+    expect({
+      note: waiting.clusters.find((x) => x.cluster === 'fleet/b')?.notes,
+      removal: removed.transitions.map((t) => t.reason),
+    }).toEqual({
+      note: expect.arrayContaining([
+        `SCALING_IN without draining at its HPA minimum (2): nothing takes it lower, so it is removed at ${at(NOW + 1200)} (evictionTimeoutSeconds) unless its load comes back`,
+      ]),
+      removal: [
+        'scaled in: SCALING_IN for evictionTimeoutSeconds (1800s) at its HPA minimum (2 replica(s)) without draining',
+      ],
+    });
+  });
+});
+
 describe('W1: a warm standby runs at least its size (desiredMinReplicas), not only at most', () => {
   const spec = (standbyReplicas?: number, standby = 1) =>
     anAutoscalingSpec(1, {

@@ -522,7 +522,13 @@ describe('M1: a fallback at its HPA minimum is scaled in when the preferred clus
    * b runs its HPA minimum (2), asking for no more, since `since` seconds ago;
    * a has been below its ceiling (no pending pods, no FailedScaleUp) for `calm` seconds (null: never seen so).
    */
-  const atMinimum = (failBack: boolean, since: number, peak?: number, calm: number | null = LOOKBACK): Case => ({
+  const atMinimum = (
+    failBack: boolean,
+    since: number,
+    peak?: number,
+    calm: number | null = LOOKBACK,
+    ready: 'reported' | 'declared absent' | 'absent' = 'reported',
+  ): Case => ({
     spec: spec(failBack),
     status: {
       clusters: [
@@ -538,9 +544,19 @@ describe('M1: a fallback at its HPA minimum is scaled in when the preferred clus
       steady('fleet/b', 2, {
         hpa: { ...aSteadySignal('b', '').hpa!, currentReplicas: 2, desiredReplicas: 2, minReplicas: 2 },
       }),
-    ],
+    ].map(({ readyReplicas, ...s }) =>
+      ready === 'reported'
+        ? { ...s, readyReplicas }
+        : ready === 'declared absent'
+          ? { ...s, reportsReadyReplicas: false }
+          : s,
+    ),
     now: NOW,
   });
+  const notesOnB = (c: Case) =>
+    explainOf(c)
+      .clusters.find((x) => x.cluster === 'fleet/b')
+      ?.notes.join('\n');
 
   it.each([
     { name: 'for the scale-in window, the peak fitting: scaled in (P2)', c: atMinimum(true, 300, 8), moved: true },
@@ -553,7 +569,42 @@ describe('M1: a fallback at its HPA minimum is scaled in when the preferred clus
       moved: false,
     },
     { name: 'a has never been seen below its ceiling: kept', c: atMinimum(true, 300, 8, null), moved: false },
+    // Unlike fail-back (rule F2), M1 moves only a minimum, and its drain is any scale-in's (rule D1).
+    {
+      name: 'a source that declares it reports no readyReplicas: scaled in all the same',
+      c: atMinimum(true, 300, 8, LOOKBACK, 'declared absent'),
+      moved: true,
+    },
+    {
+      name: 'a source that sends no readyReplicas and says nothing of it: scaled in all the same',
+      c: atMinimum(true, 300, 8, LOOKBACK, 'absent'),
+      moved: true,
+    },
   ])('$name', ({ c, moved }) => {
     expect(moves(run(c))).toEqual(moved ? ['P2 fleet/b ACTIVE->SCALING_IN'] : []);
+  });
+
+  it('mco explain says why rule M1 counts the fallback, or what keeps it', () => {
+    expect({
+      counted: notesOnB(atMinimum(true, 100, 8)),
+      noRoom: notesOnB(atMinimum(true, 300, 13)),
+      notCalm: notesOnB(atMinimum(true, 300, 8, LOOKBACK - 60)),
+      never: notesOnB(atMinimum(true, 300, 8, null)),
+      off: notesOnB(atMinimum(false, 300)),
+    }).toEqual({
+      counted: expect.stringContaining(
+        'counts as wanting scale-in: fleet/b runs its HPA minimum (2) and the preferred clusters have room for it (rule M1)',
+      ),
+      noRoom: expect.stringContaining(
+        'not scaled in at its HPA minimum (rule M1): the preferred clusters hold 10 replica(s) at their HPA maximum, and the workload needed 13 within the last 7200s',
+      ),
+      notCalm: expect.stringContaining(
+        `not scaled in at its HPA minimum (rule M1): fleet/a has been below its ceiling only since ${at(NOW - LOOKBACK + 60)}, not for the whole lookback (7200s, failBack.peakLookbackSeconds)`,
+      ),
+      never: expect.stringContaining(
+        'not scaled in at its HPA minimum (rule M1): fleet/a is not recorded below its ceiling (status.clusters[].belowCeilingSince)',
+      ),
+      off: expect.not.stringContaining('rule M1'),
+    });
   });
 });

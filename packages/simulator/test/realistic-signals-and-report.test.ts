@@ -126,6 +126,33 @@ describe('signals.verdictsOnly', () => {
   });
 });
 
+describe('a scale-in without draining, at an HPA minimum above 1', () => {
+  it('still ends: the fallback is removed evictionTimeoutSeconds after its P2 (rule R1), where it used to stay to the end', () => {
+    // gpu-stockout as an MCO user without useDraining writes it, with HPAs that keep 3 replicas.
+    const text = readFileSync(new URL('gpu-stockout.yaml', SCENARIOS), 'utf8')
+      .replace('useDraining: true', 'useDraining: false')
+      .replace('minReplicas: 2,', 'minReplicas: 3,');
+    const parsed = parseScenarioText(text);
+    if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));
+    const run = simulate(parsed.value, { policies: ['mco'] }).runs[0]!;
+    const list = run.timeline.flatMap((e) => (e.kind === 'transition' ? [e] : []));
+    const p2 = list.find((x) => x.id === 'P2');
+    const r1 = list.find((x) => x.id === 'R1' && x.cluster === p2?.cluster);
+    expect({
+      cluster: p2?.cluster,
+      removedAfter: r1 && p2 ? r1.t - p2.t : undefined,
+      reason: r1?.reason,
+      listedAtTheEnd: run.status.clusters?.map((c) => `${c.name} ${c.state}`),
+    }).toEqual({
+      cluster: 'fleet/us-east4',
+      removedAfter: 1800,
+      reason:
+        'scaled in: SCALING_IN for evictionTimeoutSeconds (1800s) at its HPA minimum (3 replica(s)) without draining',
+      listedAtTheEnd: ['us-central1 ACTIVE'],
+    });
+  });
+});
+
 describe('the node pool through an outage', () => {
   it('the scale-down clock stops while the cluster is unreachable: its nodes do not vanish the instant it is back', () => {
     const pool = new NodePoolModel({ ...loadScenario('region-outage').fleet.clusters[0]!.nodePool, minNodes: 0 }, 10);

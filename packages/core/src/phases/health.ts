@@ -96,31 +96,50 @@ export function health(
     // A source that reports no replica count (a verdict-only source) would hold R1 forever: its
     // clock is R3's. Only a fresh signal says so, and only before a drain started or once it is at 1.
     const uncounted = replicas === undefined && entry.signal.fresh && (entry.draining?.desiredMaxReplicas ?? 1) <= 1;
-    const timedOut = uncounted && run.elapsedSeconds(entry.lastTransitionTime) >= b.evictionTimeoutSeconds;
+    // Without a drain nothing takes a cluster below its HPA minimum: at 2 or more it would hold R1 forever too.
+    const floor = !entry.draining && entry.signal.fresh ? atHpaMinimum(entry) : undefined;
+    const timedOut =
+      (uncounted || floor !== undefined) && run.elapsedSeconds(entry.lastTransitionTime) >= b.evictionTimeoutSeconds;
     if ((replicas !== undefined && replicas <= 1) || timedOut) {
       // A cluster that may be kept warm (standby, linger) is decided by the standby phase.
       if (mayKeepWarm(entry)) entry.removalHeld = true;
       else removeScaledIn(run, entry);
-    } else if (uncounted) {
+    } else if (uncounted || floor !== undefined) {
       run.timer(parseTime(entry.lastTransitionTime), b.evictionTimeoutSeconds);
+      const by = run.timeAfter(entry.lastTransitionTime, b.evictionTimeoutSeconds);
       run.note(
         entry.key,
-        `SCALING_IN: its signal reports no replica count (hpa.currentReplicas, readyReplicas), so it is removed at ${run.timeAfter(entry.lastTransitionTime, b.evictionTimeoutSeconds)} (evictionTimeoutSeconds) unless one arrives`,
+        uncounted
+          ? `SCALING_IN: its signal reports no replica count (hpa.currentReplicas, readyReplicas), so it is removed at ${by} (evictionTimeoutSeconds) unless one arrives`
+          : `SCALING_IN without draining at its HPA minimum (${floor}): nothing takes it lower, so it is removed at ${by} (evictionTimeoutSeconds) unless its load comes back`,
       );
     }
   }
 }
 
-/** R1: a SCALING_IN cluster observed at ≤ 1 replica, or reporting no count for evictionTimeoutSeconds, leaves the list. */
+/** The HPA minimum (above 1) a cluster's fresh signal shows it running at, or undefined. */
+function atHpaMinimum(entry: Entry): number | undefined {
+  const { currentReplicas: current, minReplicas: min } = entry.signal;
+  return current !== undefined && min !== undefined && min > 1 && current <= min ? min : undefined;
+}
+
+/**
+ * R1: a SCALING_IN cluster observed at ≤ 1 replica leaves the list; so does one
+ * that has been SCALING_IN for evictionTimeoutSeconds reporting no count, or,
+ * without a drain, at an HPA minimum above 1 (docs/placement-rules.md §3).
+ */
 export function removeScaledIn(run: Evaluation, entry: Entry): void {
   const replicas = observedReplicas(entry.signal);
+  const timeout = `SCALING_IN for evictionTimeoutSeconds (${run.behavior.evictionTimeoutSeconds}s)`;
   run.move(
     entry,
     'R1',
     null,
     'Removed',
     replicas === undefined
-      ? `scaled in: SCALING_IN for evictionTimeoutSeconds (${run.behavior.evictionTimeoutSeconds}s) with no replica count reported`
-      : `scaled in: observed ${replicas} replica(s)`,
+      ? `scaled in: ${timeout} with no replica count reported`
+      : replicas > 1
+        ? `scaled in: ${timeout} at its HPA minimum (${replicas} replica(s)) without draining`
+        : `scaled in: observed ${replicas} replica(s)`,
   );
 }

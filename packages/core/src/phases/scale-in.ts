@@ -21,16 +21,19 @@ function atMinimum(s: SignalAssessment): boolean {
 }
 
 /**
- * Rule M1 (docs/placement-rules.md §10.10): why the lowest-priority ACTIVE
- * cluster counts as wanting scale-in although its HPA does not report
- * TooFewReplicas, or undefined. It runs at its HPA minimum asking for no more,
- * load is not rising, and the other ACTIVE clusters have room for its replicas
- * and for the workload's recent peak (kept with fail-back on) and have been below
- * their ceiling for the whole lookback: its minimum replicas
- * are all that keeps it, and each cluster's minimum keeps the HPAs from ever
- * asking for fewer.
+ * Rule M1 (docs/placement-rules.md §10.10): whether the lowest-priority
+ * ACTIVE cluster counts as wanting scale-in although its HPA does not report
+ * TooFewReplicas, and why (or why not); undefined when the rule does not
+ * apply (fail-back off, or the cluster not at its HPA minimum). It runs at
+ * its HPA minimum asking for no more, load is not rising, and the other
+ * ACTIVE clusters have room for its replicas and for the workload's recent
+ * peak (kept with fail-back on) and have been below their ceiling for the
+ * whole lookback: its minimum replicas are all that keeps it, and each
+ * cluster's minimum keeps the HPAs from ever asking for fewer.
  */
-export function consolidateBecause(run: Evaluation): string | undefined {
+function consolidation(
+  run: Evaluation,
+): { readonly l: Entry; readonly wants: boolean; readonly why: string } | undefined {
   const active = run.byPriority(run.live().filter((e) => e.state === 'ACTIVE'));
   const l = active.at(-1);
   if (!l || active.length < 2 || !atMinimum(l.signal)) return undefined;
@@ -40,12 +43,26 @@ export function consolidateBecause(run: Evaluation): string | undefined {
   const higher = failBackView(run)
     .filter((c) => c.state === 'ACTIVE')
     .slice(0, -1);
-  if (risingBecause(higher) || noRoomBecause(higher, l.signal.currentReplicas, peak)) return undefined;
+  // Ready replicas are not needed here: L runs only its minimum, and its drain is that of any scale-in (rule D1).
+  const refused = risingBecause(higher) ?? noRoomBecause(higher, l.signal.currentReplicas, peak, false);
+  if (refused) return { l, wants: false, why: refused };
   // An HPA maximum is not what a cluster can run: one that met its ceiling (or had pods pending) within
   // the lookback may meet it again at the next peak, and L's minimum replicas are what serve then.
   const since = run.nowMs - peak.lookbackSeconds * SECOND;
-  if (higher.some((c) => (parseTime(c.belowCeilingSince) ?? Infinity) > since)) return undefined;
-  return `${l.key} runs its HPA minimum (${l.signal.currentReplicas}) and the preferred clusters have room for it (rule M1)`;
+  const recent = higher.find((c) => (parseTime(c.belowCeilingSince) ?? Infinity) > since);
+  if (recent)
+    return {
+      l,
+      wants: false,
+      why: recent.belowCeilingSince
+        ? `${recent.key} has been below its ceiling only since ${recent.belowCeilingSince}, not for the whole lookback (${peak.lookbackSeconds}s, failBack.peakLookbackSeconds)`
+        : `${recent.key} is not recorded below its ceiling (status.clusters[].belowCeilingSince)`,
+    };
+  return {
+    l,
+    wants: true,
+    why: `${l.key} runs its HPA minimum (${l.signal.currentReplicas}) and the preferred clusters have room for it (rule M1)`,
+  };
 }
 
 /**
@@ -56,9 +73,13 @@ export function consolidateBecause(run: Evaluation): string | undefined {
  * for the window (rule F3).
  */
 export function trackScaleInCandidates(run: Evaluation): void {
-  const lowest = consolidateBecause(run)
-    ? run.byPriority(run.live().filter((e) => e.state === 'ACTIVE')).at(-1)
-    : undefined;
+  const m1 = consolidation(run);
+  if (m1)
+    run.note(
+      m1.l.key,
+      m1.wants ? `counts as wanting scale-in: ${m1.why}` : `not scaled in at its HPA minimum (rule M1): ${m1.why}`,
+    );
+  const lowest = m1?.wants ? m1.l : undefined;
   for (const entry of run.live()) {
     const tracked = entry.state === 'ACTIVE' || (entry.state === 'SCALING_IN' && entry.reason === 'Lingering');
     // Fail-back's floor (rules F6, F7) raised this HPA's minimum: its TooFewReplicas says nothing of the load.

@@ -313,15 +313,16 @@ export function risingBecause(clusters: readonly FailBackCluster[]): string | un
  * The room rule: the higher-priority ACTIVE clusters can take `moving`
  * replicas, and hold the workload's recent peak. Each needs a fresh signal
  * with HPA maxReplicas and currentReplicas, no pending pods and no
- * FailedScaleUp (a missing field is no room), with its readyReplicas; their summed
- * `maxReplicas − currentReplicas` must be at least `moving`, and their summed
- * `maxReplicas` at least the recent peak. Returns why not, or undefined when
- * there is room.
+ * FailedScaleUp (a missing field is no room), and, unless `needsReady` is
+ * false, its readyReplicas; their summed `maxReplicas − currentReplicas` must
+ * be at least `moving`, and their summed `maxReplicas` at least the recent
+ * peak. Returns why not, or undefined when there is room.
  */
 export function noRoomBecause(
   higher: readonly FailBackCluster[],
   moving: number | undefined,
   peak?: RecentPeak,
+  needsReady = true,
 ): string | undefined {
   if (moving === undefined) return 'the replicas to move are unknown (no currentReplicas in its signal)';
   let room = 0;
@@ -334,9 +335,9 @@ export function noRoomBecause(
     if (s.pendingPods === undefined) return `${c.key} reports no pending-pod count`;
     // Fail-back is a voluntary move: without ready replicas its drain could only step on the clock,
     // handing load to pods that may not serve yet (rule F2), so it is not started at all.
-    if (!sourceReportsReadyReplicas(s))
+    if (needsReady && !sourceReportsReadyReplicas(s))
       return `${c.key}'s signal source does not report readyReplicas: a fail-back drain could not check that it serves before each step`;
-    if (s.readyReplicas === undefined)
+    if (needsReady && s.readyReplicas === undefined)
       return `${c.key}'s signal has no readyReplicas: a fail-back drain could not check that it serves before each step`;
     if (s.pendingPods > 0) return `${c.key} has ${s.pendingPods} pending pod(s)`;
     if (s.failedScaleUp === undefined) return `${c.key} reports no FailedScaleUp status`;
