@@ -459,6 +459,13 @@ describe("a scaling-in cluster whose source reports no replica count is removed 
       moves: ['R1 fleet/b SCALING_IN->-'],
     },
     {
+      name: 'no count, no drain, and its source no longer says it wants scale-in (its load came back): it stays',
+      useDraining: true,
+      b: b(entered),
+      signal: aSignal('fleet/b', at(fresh), { wantsScaleIn: false }),
+      moves: [],
+    },
+    {
       name: 'no count, one second short of it: it stays',
       useDraining: true,
       b: b(entered + 1),
@@ -523,6 +530,21 @@ describe("a scaling-in cluster whose source reports no replica count is removed 
       ]),
       removal: ['scaled in: SCALING_IN for evictionTimeoutSeconds (1800s) with no replica count reported'],
     });
+  });
+
+  it('says why a cluster whose load came back stays', () => {
+    const c: Case = {
+      spec: anAutoscalingSpec(1, { useDraining: true }),
+      status: { clusters: [listed('fleet/a', 'ACTIVE', 0), b(NOW - 600)] },
+      profiles: fleet,
+      signals: [receiver('fleet/a', 5, undefined), aSignal('fleet/b', at(fresh), { wantsScaleIn: false })],
+      now: NOW,
+    };
+    expect(explainOf(c).clusters.find((x) => x.cluster === 'fleet/b')?.notes).toEqual(
+      expect.arrayContaining([
+        `SCALING_IN: its signal reports no replica count (hpa.currentReplicas, readyReplicas) and no longer says it wants scale-in (its load came back): it stays until it does again, at the earliest ${at(NOW + 1200)} (evictionTimeoutSeconds)`,
+      ]),
+    );
   });
 
   it('a verdict-only source ends a scale-in from start to removal: P2, then R1 after evictionTimeoutSeconds', () => {

@@ -1,4 +1,4 @@
-import { observedReplicas } from '../scaling/signals.js';
+import { observedReplicas, UNKNOWN_SIGNAL } from '../scaling/signals.js';
 import { parseTime } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 
@@ -14,6 +14,13 @@ export function health(
   mayKeepWarm: (entry: Entry) => boolean = () => false,
 ): void {
   const b = run.behavior;
+  // Somewhere else the workload could run: an eligible cluster, listed or not, that is not UNHEALTHY
+  // and whose control plane is not reported unhealthy (an unlisted one has no signal yet).
+  const unhealthyListed = new Set(run.live().flatMap((e) => (e.state === 'UNHEALTHY' ? [e.key] : [])));
+  const signals = new Map(run.live().map((e) => [e.key, e.signal]));
+  const elsewhere = run.selected.eligible.some(
+    (c) => !unhealthyListed.has(c.key) && !run.unhealthyBecause(c.key, signals.get(c.key) ?? UNKNOWN_SIGNAL),
+  );
   for (const entry of run.live()) {
     const eligible = run.selected.isStillEligible(entry.key);
     const unhealthy = run.unhealthyBecause(entry.key, entry.signal);
@@ -82,7 +89,21 @@ export function health(
       if (eligible && run.isHealthyAgain(entry)) {
         run.move(entry, 'H2', 'ACTIVE', 'HealthyAgain', 'healthy again');
       } else if (run.elapsedSeconds(entry.lastTransitionTime) >= b.unhealthyTimeoutSeconds) {
-        run.move(entry, 'R2', null, 'Removed', `UNHEALTHY for unhealthyTimeoutSeconds (${b.unhealthyTimeoutSeconds}s)`);
+        // Removing the last clusters moves the workload nowhere: it only costs a cold start when they
+        // recover (a region down, or every cluster reported unhealthy at once). Ineligible ones go.
+        if (eligible && !elsewhere)
+          run.note(
+            entry.key,
+            `UNHEALTHY for unhealthyTimeoutSeconds (${b.unhealthyTimeoutSeconds}s), kept: every eligible cluster is unhealthy, so removing it would move the workload nowhere (R2 waits until another is healthy)`,
+          );
+        else
+          run.move(
+            entry,
+            'R2',
+            null,
+            'Removed',
+            `UNHEALTHY for unhealthyTimeoutSeconds (${b.unhealthyTimeoutSeconds}s)`,
+          );
       } else {
         run.timer(parseTime(entry.lastTransitionTime), b.unhealthyTimeoutSeconds);
         run.note(
@@ -94,8 +115,12 @@ export function health(
     }
     if (entry.state !== 'SCALING_IN') continue;
     // A source that reports no replica count (a verdict-only source) would hold R1 forever: its
-    // clock is R3's. Only a fresh signal says so, and only before a drain started or once it is at 1.
-    const uncounted = replicas === undefined && entry.signal.fresh && (entry.draining?.desiredMaxReplicas ?? 1) <= 1;
+    // clock is R3's. Only a fresh signal says so, and only once a drain is at 1 or, with no drain
+    // (which would have capped it), while the source still says it wants scale-in: without a count
+    // that is all that shows it is not serving load again.
+    const countless = replicas === undefined && entry.signal.fresh;
+    const uncounted =
+      countless && (entry.draining ? entry.draining.desiredMaxReplicas <= 1 : entry.signal.wantsScaleIn);
     // Without a drain nothing takes a cluster below its HPA minimum: at 2 or more it would hold R1 forever too.
     const floor = !entry.draining && entry.signal.fresh ? atHpaMinimum(entry) : undefined;
     const timedOut =
@@ -112,6 +137,11 @@ export function health(
         uncounted
           ? `SCALING_IN: its signal reports no replica count (hpa.currentReplicas, readyReplicas), so it is removed at ${by} (evictionTimeoutSeconds) unless one arrives`
           : `SCALING_IN without draining at its HPA minimum (${floor}): nothing takes it lower, so it is removed at ${by} (evictionTimeoutSeconds) unless its load comes back`,
+      );
+    } else if (countless && !entry.draining) {
+      run.note(
+        entry.key,
+        `SCALING_IN: its signal reports no replica count (hpa.currentReplicas, readyReplicas) and no longer says it wants scale-in (its load came back): it stays until it does again, at the earliest ${run.timeAfter(entry.lastTransitionTime, b.evictionTimeoutSeconds)} (evictionTimeoutSeconds)`,
       );
     }
   }
