@@ -8,7 +8,7 @@ import {
   aSteadySignal,
 } from '@mco/core/testing';
 import type { ClusterProfile, PlacementSpec } from '@mco/core';
-import { at, condition, explainOf, listed, moves, run, states, type Case } from './helpers.js';
+import { at, condition, listed, moves, run, states, type Case } from './helpers.js';
 
 const fleet: ClusterProfile[] = [
   aClusterProfile('fleet/a', { labels: { gpu: 'l4', region: 'east' } }),
@@ -796,55 +796,5 @@ describe('draining (useDraining)', () => {
       state: 'EVICTING',
       draining: { desiredMaxReplicas: 12, lastReplicaCountDecrease: at(NOW) },
     });
-  });
-});
-
-describe('R2 keeps the last clusters when every eligible cluster is unhealthy (docs/placement-rules.md §3)', () => {
-  /** fleet/a UNHEALTHY for unhealthyTimeoutSeconds; `healthy` lists the clusters whose control plane is healthy. */
-  const unhealthyFor900 = (healthy: string[], extra: Partial<Case> = {}): Case => ({
-    spec: min1,
-    status: { clusters: [listed('fleet/a', 'UNHEALTHY', NOW - 900)] },
-    profiles: fleet.map((p) => {
-      const key = `${p.metadata.namespace}/${p.metadata.name}`;
-      return aClusterProfile(key, { labels: p.metadata.labels ?? {}, controlPlaneHealthy: healthy.includes(key) });
-    }),
-    signals: [],
-    now: NOW,
-    ...extra,
-  });
-  it.each([
-    { name: 'every cluster of the fleet unhealthy: kept UNHEALTHY', c: unhealthyFor900([]), moves: [] },
-    {
-      name: 'the only cluster of a fleet of one: kept UNHEALTHY',
-      c: unhealthyFor900([], { profiles: [aClusterProfile('fleet/a', { controlPlaneHealthy: false })] }),
-      moves: [],
-    },
-    {
-      name: 'another eligible cluster healthy: removed, and that one added in its place',
-      c: unhealthyFor900(['fleet/c']),
-      moves: ['R2 fleet/a UNHEALTHY->-', 'P1 fleet/c -->ACTIVE'],
-    },
-    {
-      name: 'the same with maxClusters 1 (the unhealthy cluster holds the only place): removed, the other added',
-      c: unhealthyFor900(['fleet/c'], { spec: anAutoscalingSpec(1, { maxClusters: 1 }) }),
-      moves: ['R2 fleet/a UNHEALTHY->-', 'P1 fleet/c -->ACTIVE'],
-    },
-    {
-      name: 'no longer eligible (its ClusterProfile gone, every other cluster unhealthy): removed, as before',
-      c: unhealthyFor900([], {
-        profiles: ['fleet/b', 'fleet/c'].map((key) => aClusterProfile(key, { controlPlaneHealthy: false })),
-      }),
-      moves: ['R2 fleet/a UNHEALTHY->-'],
-    },
-  ])('$name', ({ c, moves: want }) => {
-    expect(moves(run(c))).toEqual(want);
-  });
-
-  it('mco explain says why it is kept', () => {
-    expect(explainOf(unhealthyFor900([])).clusters.find((x) => x.cluster === 'fleet/a')?.notes).toEqual(
-      expect.arrayContaining([
-        'UNHEALTHY for unhealthyTimeoutSeconds (900s), kept: every eligible cluster is unhealthy, so removing it would move the workload nowhere (R2 waits until another is healthy)',
-      ]),
-    );
   });
 });

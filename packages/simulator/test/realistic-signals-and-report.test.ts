@@ -153,27 +153,6 @@ describe('a scale-in without draining, at an HPA minimum above 1', () => {
   });
 });
 
-describe('an outage of every eligible cluster at once', () => {
-  it('removes none (rule R2 waits for a healthy cluster): the same clusters serve again when it ends, without a cold start', () => {
-    // region-outage with its whole fleet in the failing region: nowhere else to go.
-    const text = readFileSync(new URL('region-outage.yaml', SCENARIOS), 'utf8').replace(
-      /region: (us-east4|europe-west4),/g,
-      'region: us-central1,',
-    );
-    const parsed = parseScenarioText(text);
-    if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));
-    const run = simulate(parsed.value, { policies: ['mco'] }).runs[0]!;
-    const ids = run.timeline.flatMap((e) => (e.kind === 'transition' ? [`${e.id} ${e.cluster}`] : []));
-    const end = 4 * 3600 + 120; // the outage ends at 4h, its ControlPlaneHealthy=True 2 minutes later
-    const readyAt = (t: number) => run.samples.find((x) => x.t >= t)!.clusters.reduce((n, c) => n + c.ready, 0);
-    expect({
-      removed: ids.filter((id) => id.startsWith('R')),
-      healthyAgain: ids.filter((id) => id.startsWith('H2')).length,
-      readyWhenHealthyAgain: readyAt(end) > 0,
-    }).toEqual({ removed: [], healthyAgain: 3, readyWhenHealthyAgain: true });
-  });
-});
-
 describe('the node pool through an outage', () => {
   it('the scale-down clock stops while the cluster is unreachable: its nodes do not vanish the instant it is back', () => {
     const pool = new NodePoolModel({ ...loadScenario('region-outage').fleet.clusters[0]!.nodePool, minNodes: 0 }, 10);

@@ -1,4 +1,4 @@
-import { observedReplicas, UNKNOWN_SIGNAL } from '../scaling/signals.js';
+import { observedReplicas } from '../scaling/signals.js';
 import { parseTime } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 
@@ -14,13 +14,6 @@ export function health(
   mayKeepWarm: (entry: Entry) => boolean = () => false,
 ): void {
   const b = run.behavior;
-  // Somewhere else the workload could run: an eligible cluster, listed or not, that is not UNHEALTHY
-  // and whose control plane is not reported unhealthy (an unlisted one has no signal yet).
-  const unhealthyListed = new Set(run.live().flatMap((e) => (e.state === 'UNHEALTHY' ? [e.key] : [])));
-  const signals = new Map(run.live().map((e) => [e.key, e.signal]));
-  const elsewhere = run.selected.eligible.some(
-    (c) => !unhealthyListed.has(c.key) && !run.unhealthyBecause(c.key, signals.get(c.key) ?? UNKNOWN_SIGNAL),
-  );
   for (const entry of run.live()) {
     const eligible = run.selected.isStillEligible(entry.key);
     const unhealthy = run.unhealthyBecause(entry.key, entry.signal);
@@ -89,21 +82,7 @@ export function health(
       if (eligible && run.isHealthyAgain(entry)) {
         run.move(entry, 'H2', 'ACTIVE', 'HealthyAgain', 'healthy again');
       } else if (run.elapsedSeconds(entry.lastTransitionTime) >= b.unhealthyTimeoutSeconds) {
-        // Removing the last clusters moves the workload nowhere: it only costs a cold start when they
-        // recover (a region down, or every cluster reported unhealthy at once). Ineligible ones go.
-        if (eligible && !elsewhere)
-          run.note(
-            entry.key,
-            `UNHEALTHY for unhealthyTimeoutSeconds (${b.unhealthyTimeoutSeconds}s), kept: every eligible cluster is unhealthy, so removing it would move the workload nowhere (R2 waits until another is healthy)`,
-          );
-        else
-          run.move(
-            entry,
-            'R2',
-            null,
-            'Removed',
-            `UNHEALTHY for unhealthyTimeoutSeconds (${b.unhealthyTimeoutSeconds}s)`,
-          );
+        run.move(entry, 'R2', null, 'Removed', `UNHEALTHY for unhealthyTimeoutSeconds (${b.unhealthyTimeoutSeconds}s)`);
       } else {
         run.timer(parseTime(entry.lastTransitionTime), b.unhealthyTimeoutSeconds);
         run.note(
