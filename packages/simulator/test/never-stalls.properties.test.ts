@@ -138,5 +138,5 @@ describe('random fleets, signal sources and events (issue 41: decisions that nev
       }),
       { numRuns: 16, seed: 41 },
     );
-  });
+  }, 300_000); // 16 eight-hour runs of two policies: about 8 s idle, 50 s beside a full test run
 });
