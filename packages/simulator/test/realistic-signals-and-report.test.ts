@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { longView, NodePoolModel, parseScenarioText, simulate, type Scenario } from '../src/index.js';
+import { longView, NodePoolModel, parseScenarioText, simulate, type PolicyRun, type Scenario } from '../src/index.js';
 import { autoscalerEventsRead } from '../src/simulate.js';
 import { lineChart } from '../src/svg.js';
 
@@ -87,13 +87,17 @@ describe('signals.omitReadyReplicas', () => {
   });
 });
 
+/** mco's first scale-in: the cluster it moved to SCALING_IN (P2), and how long after and why R1 removed it. */
+function firstScaleIn(timeline: PolicyRun['timeline']) {
+  const list = timeline.flatMap((e) => (e.kind === 'transition' ? [e] : []));
+  const p2 = list.find((x) => x.id === 'P2');
+  const r1 = list.find((x) => x.id === 'R1' && x.cluster === p2?.cluster);
+  return { cluster: p2?.cluster, removedAfter: r1 && p2 ? r1.t - p2.t : undefined, reason: r1?.reason };
+}
+
 describe('signals.verdictsOnly', () => {
   const full = loadScenario('gpu-stockout');
   const verdicts: Scenario = { ...full, signals: { ...full.signals, verdictsOnly: true } };
-  const transitions = (scenario: Scenario) =>
-    simulate(scenario, { policies: ['mco'] }).runs[0]!.timeline.flatMap((e) =>
-      e.kind === 'transition' ? [{ t: e.t, id: e.id, cluster: e.cluster, reason: e.reason }] : [],
-    );
 
   it("mco's signals carry the two verdicts and nothing it could count", () => {
     const seen = new Set<string>();
@@ -108,12 +112,9 @@ describe('signals.verdictsOnly', () => {
   });
 
   it('a scale-in still ends: the fallback is removed evictionTimeoutSeconds after its P2 (rule R1), where full signals drain it', () => {
-    const scaleIn = (list: ReturnType<typeof transitions>) => {
-      const p2 = list.find((x) => x.id === 'P2');
-      const r1 = list.find((x) => x.id === 'R1' && x.cluster === p2?.cluster);
-      return { cluster: p2?.cluster, removedAfter: r1 && p2 ? r1.t - p2.t : undefined, reason: r1?.reason };
-    };
-    const [withCounts, withoutCounts] = [full, verdicts].map((s) => scaleIn(transitions(s)));
+    const [withCounts, withoutCounts] = [full, verdicts].map((s) =>
+      firstScaleIn(simulate(s, { policies: ['mco'] }).runs[0]!.timeline),
+    );
     expect({ withCounts: withCounts!.cluster, withoutCounts }).toEqual({
       withCounts: 'fleet/us-east4',
       withoutCounts: {
@@ -135,13 +136,8 @@ describe('a scale-in without draining, at an HPA minimum above 1', () => {
     const parsed = parseScenarioText(text);
     if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));
     const run = simulate(parsed.value, { policies: ['mco'] }).runs[0]!;
-    const list = run.timeline.flatMap((e) => (e.kind === 'transition' ? [e] : []));
-    const p2 = list.find((x) => x.id === 'P2');
-    const r1 = list.find((x) => x.id === 'R1' && x.cluster === p2?.cluster);
     expect({
-      cluster: p2?.cluster,
-      removedAfter: r1 && p2 ? r1.t - p2.t : undefined,
-      reason: r1?.reason,
+      ...firstScaleIn(run.timeline),
       listedAtTheEnd: run.status.clusters?.map((c) => `${c.name} ${c.state}`),
     }).toEqual({
       cluster: 'fleet/us-east4',

@@ -102,13 +102,13 @@ export function health(
       countless && (entry.draining ? entry.draining.desiredMaxReplicas <= 1 : entry.signal.wantsScaleIn);
     // Without a drain nothing takes a cluster below its HPA minimum: at 2 or more it would hold R1 forever too.
     const floor = !entry.draining && entry.signal.fresh ? atHpaMinimum(entry) : undefined;
-    const timedOut =
-      (uncounted || floor !== undefined) && run.elapsedSeconds(entry.lastTransitionTime) >= b.evictionTimeoutSeconds;
+    const onTheClock = uncounted || floor !== undefined;
+    const timedOut = onTheClock && run.elapsedSeconds(entry.lastTransitionTime) >= b.evictionTimeoutSeconds;
     if ((replicas !== undefined && replicas <= 1) || timedOut) {
       // A cluster that may be kept warm (standby, linger) is decided by the standby phase.
       if (mayKeepWarm(entry)) entry.removalHeld = true;
       else removeScaledIn(run, entry);
-    } else if (uncounted || floor !== undefined) {
+    } else if (onTheClock) {
       run.timer(parseTime(entry.lastTransitionTime), b.evictionTimeoutSeconds);
       const by = run.timeAfter(entry.lastTransitionTime, b.evictionTimeoutSeconds);
       run.note(
