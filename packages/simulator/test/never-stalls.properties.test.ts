@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { parseScenario, simulate, type ScenarioInput } from '../src/index.js';
+import { parseScenario, simulate, type PolicyName, type ScenarioInput } from '../src/index.js';
 
 // Issue 41, "decisions that never stall": random fleets, signal sources
 // (complete, without readyReplicas, verdicts only), HPA minimums, draining on
@@ -37,16 +37,65 @@ const params = fc.record({
 
 type Params = typeof params extends fc.Arbitrary<infer T> ? T : never;
 
+function signalsOf(source: (typeof SOURCES)[number]) {
+  if (source === 'no readyReplicas') return { omitReadyReplicas: true };
+  if (source === 'undeclared') return { omitReadyReplicas: true, declareOmission: false };
+  return source === 'verdicts only' ? { verdictsOnly: true } : {};
+}
+
+// Up to the peak in half an hour, held until 3 h, then down to 5 requests/s by `quietFrom`.
+function stepDemand(peak: number, quietFrom: number) {
+  return {
+    piecewise: [
+      { at: 0, value: 20 },
+      { at: 1800, value: peak },
+      { at: 3 * 3600, value: peak },
+      { at: quietFrom, value: 5 },
+    ],
+    noise: { stddev: 0.05, correlation: 0.9 },
+  };
+}
+
+/** Runs the policies on the scenario; `end` is when it ends, in ms. */
+function run(input: ScenarioInput, policies: PolicyName[]) {
+  const parsed = parseScenario(input);
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));
+  return {
+    result: simulate(parsed.value, { policies }),
+    end: Date.parse(parsed.value.start) + parsed.value.duration * 1000,
+  };
+}
+
+// Clusters named `names`, dearer in their order, with their own node pool sizes.
+function fleetOf(names: string[], regions: string[], nodePool: (i: number) => object) {
+  return {
+    nodePool: { podsPerNode: 1, minNodes: 0, maxNodes: 24, scaleUpDelay: '4m', scaleDownDelay: '10m' },
+    clusters: names.map((name, i) => ({
+      name,
+      region: regions[i]!,
+      labels: { accelerator: 'gpu' },
+      gpuHourCost: 0.7 + i * 0.05,
+      nodePool: nodePool(i),
+    })),
+  };
+}
+
+// Every cluster is eligible; the cheapest is preferred.
+const AFFINITY = {
+  clusterAffinity: {
+    requiredDuringSchedulingRequiredDuringExecution: {
+      clusterSelectorTerms: [
+        { matchExpressions: [{ labelSelector: { key: 'accelerator', operator: 'In', values: ['gpu'] } }] },
+      ],
+    },
+    preferredDuringSchedulingIgnoredDuringExecution: [
+      { weight: 100, propertySorter: { name: 'gpu-hour-cost', sortOrder: 'Ascending' } },
+    ],
+  },
+};
+
 function scenarioOf(p: Params): ScenarioInput {
   const names = Array.from({ length: p.clusters }, (_, i) => `c${i}`);
-  const signals =
-    p.source === 'no readyReplicas'
-      ? { omitReadyReplicas: true }
-      : p.source === 'undeclared'
-        ? { omitReadyReplicas: true, declareOmission: false }
-        : p.source === 'verdicts only'
-          ? { verdictsOnly: true }
-          : {};
   return {
     name: 'never-stalls',
     seed: p.seed,
@@ -59,34 +108,14 @@ function scenarioOf(p: Params): ScenarioInput {
       removeDelay: '1m',
       hpa: { minReplicas: p.hpaMin, maxReplicas: 16, targetUtilization: 70, scaleDownStabilization: '5m' },
     },
-    fleet: {
-      nodePool: { podsPerNode: 1, minNodes: 0, maxNodes: 24, scaleUpDelay: '4m', scaleDownDelay: '10m' },
-      clusters: names.map((name, i) => ({
-        name,
-        region: p.regions[i]!,
-        labels: { accelerator: 'gpu' },
-        gpuHourCost: 0.7 + i * 0.05,
-        nodePool: { maxNodes: p.maxNodes[i]! },
-      })),
-    },
-    signals,
+    fleet: fleetOf(names, p.regions, (i) => ({ maxNodes: p.maxNodes[i]! })),
+    signals: signalsOf(p.source),
     placement: {
       apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
       kind: 'MultiKubernetesClusterPlacement',
       metadata: { name: 'w', namespace: 'default' },
       spec: {
-        affinity: {
-          clusterAffinity: {
-            requiredDuringSchedulingRequiredDuringExecution: {
-              clusterSelectorTerms: [
-                { matchExpressions: [{ labelSelector: { key: 'accelerator', operator: 'In', values: ['gpu'] } }] },
-              ],
-            },
-            preferredDuringSchedulingIgnoredDuringExecution: [
-              { weight: 100, propertySorter: { name: 'gpu-hour-cost', sortOrder: 'Ascending' } },
-            ],
-          },
-        },
+        affinity: AFFINITY,
         scaling: {
           autoscaleForCapacity: {
             minClustersBelowCapacityCeiling: p.minClusters,
@@ -96,15 +125,7 @@ function scenarioOf(p: Params): ScenarioInput {
         },
       },
     },
-    demand: {
-      piecewise: [
-        { at: 0, value: 20 },
-        { at: 1800, value: p.peak },
-        { at: 3 * 3600, value: p.peak },
-        { at: 3.5 * 3600, value: 5 },
-      ],
-      noise: { stddev: 0.05, correlation: 0.9 },
-    },
+    demand: stepDemand(p.peak, 3.5 * 3600),
     events: p.events.map((e) => {
       const base = { at: e.at, until: e.at + e.length, cluster: names[e.cluster % p.clusters]! };
       return e.type === 'signalNoise'
@@ -118,16 +139,15 @@ describe('random fleets, signal sources and events (issue 41: decisions that nev
   it('no scale-in is held for ever, and with fail-back a source with HPA figures ends on the clusters the load needs', () => {
     fc.assert(
       fc.property(params, (p) => {
-        const parsed = parseScenario(scenarioOf(p));
-        if (!parsed.ok) throw new Error(JSON.stringify(parsed.error));
-        const result = simulate(parsed.value, { policies: ['mco', 'mco-fail-back'] });
-        const end = Date.parse(parsed.value.start) + parsed.value.duration * 1000;
-        for (const run of result.runs) {
+        const { result, end } = run(scenarioOf(p), ['mco', 'mco-fail-back']);
+        for (const policyRun of result.runs) {
           // evictionTimeoutSeconds (1800) bounds a scale-in that cannot show one replica; a drain adds minutes.
-          const held = (run.status.clusters ?? []).filter(
+          const held = (policyRun.status.clusters ?? []).filter(
             (c) => c.state === 'SCALING_IN' && end - Date.parse(c.lastTransitionTime) > 2400 * 1000,
           );
-          expect(held.map((c) => `${run.policy}: ${c.name} SCALING_IN since ${c.lastTransitionTime}`)).toEqual([]);
+          expect(held.map((c) => `${policyRun.policy}: ${c.name} SCALING_IN since ${c.lastTransitionTime}`)).toEqual(
+            [],
+          );
         }
         const failBack = result.runs.find((r) => r.policy === 'mco-fail-back')!;
         if (p.source !== 'verdicts only') {
@@ -139,4 +159,148 @@ describe('random fleets, signal sources and events (issue 41: decisions that nev
       { numRuns: 16, seed: 41 },
     );
   }, 300_000); // 16 eight-hour runs of two policies: about 8 s idle, 50 s beside a full test run
+});
+
+// The same question with what the first property holds fixed: each
+// placement's own behavior (windows, drain clock, timeouts, staleness),
+// fail-back, warm standbys and spread, two workloads sharing node pools,
+// eligibility lost and regained, control-plane health and a capacity source.
+// Every run ends after four hours of almost no load: by then every listed
+// cluster but a warm standby is ACTIVE, or on its way out within its bound.
+
+const pickOne = <T>(...values: T[]) => fc.constantFrom(...values);
+
+const workloadParams = fc.record({
+  hpaMin: fc.integer({ min: 1, max: 3 }),
+  hpaMax: pickOne(6, 16, 24),
+  target: pickOne(60, 70, 80),
+  peak: fc.integer({ min: 30, max: 180 }),
+});
+
+const wideParams = fc.record({
+  clusters: fc.integer({ min: 2, max: 5 }),
+  regions: fc.array(pickOne('r1', 'r2', 'r3'), { minLength: 5, maxLength: 5 }),
+  maxNodes: fc.array(pickOne(4, 8, 12, 24), { minLength: 5, maxLength: 5 }),
+  podsPerNode: fc.array(pickOne(1, 2, 4), { minLength: 5, maxLength: 5 }),
+  source: fc.constantFrom(...SOURCES),
+  workloads: fc.array(workloadParams, { minLength: 1, maxLength: 2 }),
+  minClusters: fc.integer({ min: 1, max: 3 }),
+  useDraining: fc.boolean(),
+  failBack: fc.boolean(),
+  warmStandby: fc.boolean(),
+  spread: fc.boolean(),
+  scaleIn: fc.option(fc.record({ stabilizationWindowSeconds: pickOne(0, 60, 900), cooldownSeconds: pickOne(0, 600) })),
+  drain: fc.option(fc.record({ stepIntervalSeconds: pickOne(30, 120, 600), stepPercent: pickOne(10, 50, 100) })),
+  evictionTimeoutSeconds: fc.option(pickOne(300, 1800)),
+  unhealthyTimeoutSeconds: fc.option(pickOne(120, 900)),
+  signalStaleAfterSeconds: fc.option(pickOne(60, 600)),
+  events: fc.array(
+    fc.record({
+      type: pickOne('stockout', 'outage', 'signalNoise', 'controlPlaneHealthy', 'labels'),
+      at: fc.integer({ min: 0, max: 3 * 3600 }),
+      length: fc.integer({ min: 300, max: 3600 }),
+      cluster: fc.integer({ min: 0, max: 4 }),
+      status: pickOne('False', 'Unknown'),
+      // A label removed for good: the cluster must leave by rule R3 (its count or its timeout).
+      restore: fc.boolean(),
+    }),
+    { maxLength: 4 },
+  ),
+  capacitySource: fc.option(fc.record({ dropout: pickOne(0, 0.2), unknown: pickOne(0, 0.2), wrong: pickOne(0, 0.05) })),
+  seed: fc.integer({ min: 1, max: 1000 }),
+});
+
+type WideParams = typeof wideParams extends fc.Arbitrary<infer T> ? T : never;
+
+function wideScenarioOf(p: WideParams): ScenarioInput {
+  const names = Array.from({ length: p.clusters }, (_, i) => `c${i}`);
+  const minClusters = Math.min(p.minClusters, p.clusters);
+  const behavior = {
+    ...(p.scaleIn ? { scaleIn: p.scaleIn } : {}),
+    ...(p.drain ? { drain: p.drain } : {}),
+    ...(p.useDraining && p.failBack ? { failBack: { enabled: true } } : {}),
+    ...(p.evictionTimeoutSeconds ? { evictionTimeoutSeconds: p.evictionTimeoutSeconds } : {}),
+    ...(p.unhealthyTimeoutSeconds ? { unhealthyTimeoutSeconds: p.unhealthyTimeoutSeconds } : {}),
+    ...(p.signalStaleAfterSeconds ? { signalStaleAfterSeconds: p.signalStaleAfterSeconds } : {}),
+  };
+  const placement = (name: string) => ({
+    apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
+    kind: 'MultiKubernetesClusterPlacement',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      affinity: AFFINITY,
+      scaling: {
+        autoscaleForCapacity: {
+          minClustersBelowCapacityCeiling: minClusters,
+          useDraining: p.useDraining,
+          workloadDetails: { namespace: 'ml', deploymentName: name, hpaName: name },
+          behavior,
+          ...(p.useDraining && p.warmStandby ? { warmStandbyClusters: 1 } : {}),
+          ...(p.spread && minClusters >= 2 ? { spread: { minGroups: 2 } } : {}),
+        },
+      },
+    },
+  });
+  const events = p.events.flatMap((e): object[] => {
+    const cluster = names[e.cluster % p.clusters]!;
+    const window = { at: e.at, until: e.at + e.length, cluster };
+    if (e.type === 'signalNoise') return [{ ...window, type: e.type, dropout: 0.3, unhealthy: 0.05 }];
+    if (e.type === 'controlPlaneHealthy') return [{ ...window, type: e.type, status: e.status }];
+    if (e.type !== 'labels') return [{ ...window, type: e.type }];
+    const lost = { type: e.type, at: e.at, cluster, labels: { accelerator: null } };
+    return e.restore ? [lost, { type: e.type, at: e.at + e.length, cluster, labels: { accelerator: 'gpu' } }] : [lost];
+  });
+  return {
+    name: 'never-stalls-wide',
+    seed: p.seed,
+    duration: '8h',
+    tick: '30s',
+    fleet: fleetOf(names, p.regions, (i) => ({ maxNodes: p.maxNodes[i]!, podsPerNode: p.podsPerNode[i]! })),
+    signals: signalsOf(p.source),
+    placements: p.workloads.map((w, i) => ({
+      placement: placement(`w${i}`),
+      workload: {
+        capacityPerReplica: 10,
+        podStartup: '2m',
+        deployDelay: '1m',
+        removeDelay: '1m',
+        hpa: {
+          minReplicas: w.hpaMin,
+          maxReplicas: w.hpaMax,
+          targetUtilization: w.target,
+          scaleDownStabilization: '5m',
+        },
+      },
+      demand: stepDemand(w.peak, 4 * 3600),
+    })),
+    events,
+    ...(p.capacitySource ? { capacitySource: p.capacitySource } : {}),
+  } as ScenarioInput;
+}
+
+describe('random placements, behaviors, workloads and events (issue 41: decisions that never stall)', () => {
+  it('after four quiet hours every listed cluster but a warm standby is ACTIVE or leaving within its bound', () => {
+    fc.assert(
+      fc.property(wideParams, (p) => {
+        const capacity: PolicyName[] = p.capacitySource ? ['mco-capacity'] : [];
+        const { result, end } = run(wideScenarioOf(p), ['mco', 'mco-fail-back', ...capacity]);
+        for (const policyRun of result.runs) {
+          for (const placement of policyRun.placements) {
+            // The longest bound: evictionTimeoutSeconds (at most 1800 here) and a drain's last steps;
+            // a cluster fail-back drained lingers for lingerSeconds (3600) on top.
+            const held = (placement.status.clusters ?? []).filter(
+              (c) =>
+                c.state !== 'ACTIVE' &&
+                c.reason !== 'WarmStandby' &&
+                end - Date.parse(c.lastTransitionTime) > (c.reason === 'Lingering' ? 6000 : 2400) * 1000,
+            );
+            expect(
+              held.map((c) => `${policyRun.policy}: ${c.name} ${c.state} (${c.reason}) since ${c.lastTransitionTime}`),
+            ).toEqual([]);
+          }
+        }
+      }),
+      { numRuns: 12, seed: 4141 },
+    );
+  }, 300_000);
 });
