@@ -10,6 +10,44 @@ export interface ClusterConditions {
   dropout: number;
   /** Probability that an observation reports workloadHealthy false. */
   unhealthy: number;
+  /**
+   * The windowed events in force, from which the fields above are derived, so
+   * that overlapping events compose: a cluster stays unreachable until the
+   * last outage over it ends, not the first.
+   */
+  readonly active: ActiveEvents;
+}
+
+/** Events in force on one cluster; each entry is removed by identity when its event ends. */
+export interface ActiveEvents {
+  stockouts: number;
+  outages: number;
+  readonly health: Set<{ readonly status: 'False' | 'Unknown' }>;
+  readonly noise: Set<{ readonly dropout: number; readonly unhealthy: number }>;
+}
+
+/** A cluster's conditions with no event in force. */
+export function initialConditions(labels: Readonly<Record<string, string>>): ClusterConditions {
+  return {
+    labels: { ...labels },
+    stockedOut: false,
+    reachable: true,
+    controlPlaneHealthy: 'True',
+    dropout: 0,
+    unhealthy: 0,
+    active: { stockouts: 0, outages: 0, health: new Set(), noise: new Set() },
+  };
+}
+
+/** Derives the conditions from the events in force: False over Unknown, the worst noise. */
+function settle(c: ClusterConditions): void {
+  const { stockouts, outages, health, noise } = c.active;
+  c.stockedOut = stockouts > 0;
+  c.reachable = outages === 0;
+  const statuses = [...health].map((h) => h.status);
+  c.controlPlaneHealthy = statuses.includes('False') ? 'False' : statuses.length > 0 ? 'Unknown' : 'True';
+  c.dropout = Math.max(0, ...[...noise].map((n) => n.dropout));
+  c.unhealthy = Math.max(0, ...[...noise].map((n) => n.unhealthy));
 }
 
 /** One change of the world at one time, from a scenario event (an event with `until` makes two). */
@@ -19,6 +57,8 @@ export interface Action {
   readonly clusters: readonly string[];
   /** One line for the timeline. */
   readonly text: string;
+  /** Overlapping events of its kind compose (every kind but labels): it may change nothing while another is in force. */
+  readonly composes: boolean;
   readonly apply: (c: ClusterConditions) => void;
 }
 
@@ -32,29 +72,56 @@ export function expandEvents(scenario: Scenario): Action[] {
       event.type !== 'labels' && event.region !== undefined
         ? `region ${event.region} (${targets.map((n) => `${ns}/${n}`).join(', ')})`
         : `${ns}/${targets[0]}`;
-    const push = (t: number, text: string, apply: (c: ClusterConditions) => void) =>
-      actions.push({ action: { t, clusters: targets, text, apply }, order: index });
+    const push = (t: number, text: string, change: (c: ClusterConditions) => void) =>
+      actions.push({
+        action: {
+          t,
+          clusters: targets,
+          text,
+          composes: event.type !== 'labels',
+          apply: (c) => {
+            change(c);
+            settle(c);
+          },
+        },
+        order: index,
+      });
+    // An entry per target cluster, so that the event's end removes what its start added there.
+    const entries = <T extends object>(make: () => T) => {
+      const byActive = new Map<ActiveEvents, T>();
+      return (a: ActiveEvents) => byActive.get(a) ?? byActive.set(a, make()).get(a)!;
+    };
     switch (event.type) {
       case 'stockout':
-        push(event.at, `stockout: no new nodes can be provisioned in ${scope}`, (c) => (c.stockedOut = true));
+        push(event.at, `stockout: no new nodes can be provisioned in ${scope}`, ({ active: a }) => a.stockouts++);
         if (event.until !== undefined) {
-          push(event.until, `stockout over: nodes can be provisioned again in ${scope}`, (c) => (c.stockedOut = false));
+          push(event.until, `stockout over: nodes can be provisioned again in ${scope}`, ({ active: a }) => {
+            a.stockouts = Math.max(0, a.stockouts - 1);
+          });
         }
         break;
       case 'recovery':
-        push(event.at, `capacity recovered: nodes can be provisioned again in ${scope}`, (c) => (c.stockedOut = false));
+        // Ends every stockout in force: capacity is back, whatever event took it.
+        push(
+          event.at,
+          `capacity recovered: nodes can be provisioned again in ${scope}`,
+          ({ active: a }) => (a.stockouts = 0),
+        );
         break;
       case 'outage': {
         const report = event.reportUnhealthyAfter;
-        push(event.at, `outage: ${scope} unreachable`, (c) => (c.reachable = false));
-        push(event.at + report, `ClusterProfile ControlPlaneHealthy=False for ${scope}`, (c) => {
-          c.controlPlaneHealthy = 'False';
-        });
+        const down = entries(() => ({ status: 'False' as const }));
+        push(event.at, `outage: ${scope} unreachable`, ({ active: a }) => a.outages++);
+        push(event.at + report, `ClusterProfile ControlPlaneHealthy=False for ${scope}`, ({ active: a }) =>
+          a.health.add(down(a)),
+        );
         if (event.until !== undefined) {
-          push(event.until, `outage over: ${scope} reachable again`, (c) => (c.reachable = true));
-          push(event.until + report, `ClusterProfile ControlPlaneHealthy=True for ${scope}`, (c) => {
-            c.controlPlaneHealthy = 'True';
+          push(event.until, `outage over: ${scope} reachable again`, ({ active: a }) => {
+            a.outages = Math.max(0, a.outages - 1);
           });
+          push(event.until + report, `ClusterProfile ControlPlaneHealthy=True for ${scope}`, ({ active: a }) =>
+            a.health.delete(down(a)),
+          );
         }
         break;
       }
@@ -70,31 +137,34 @@ export function expandEvents(scenario: Scenario): Action[] {
         });
         break;
       }
-      case 'controlPlaneHealthy':
-        push(event.at, `ClusterProfile ControlPlaneHealthy=${event.status} for ${scope}`, (c) => {
-          c.controlPlaneHealthy = event.status;
-        });
+      case 'controlPlaneHealthy': {
+        const status = event.status;
+        if (status === 'True') {
+          // Ends every report in force, as a recovery ends every stockout.
+          push(event.at, `ClusterProfile ControlPlaneHealthy=True for ${scope}`, ({ active: a }) => a.health.clear());
+          break;
+        }
+        const report = entries(() => ({ status }));
+        push(event.at, `ClusterProfile ControlPlaneHealthy=${status} for ${scope}`, ({ active: a }) =>
+          a.health.add(report(a)),
+        );
         if (event.until !== undefined) {
-          push(event.until, `ClusterProfile ControlPlaneHealthy=True for ${scope}`, (c) => {
-            c.controlPlaneHealthy = 'True';
-          });
+          push(event.until, `ClusterProfile ControlPlaneHealthy=True for ${scope}`, ({ active: a }) =>
+            a.health.delete(report(a)),
+          );
         }
         break;
+      }
       case 'signalNoise': {
+        const noise = entries(() => ({ dropout: event.dropout, unhealthy: event.unhealthy }));
         const pct = (p: number) => `${Math.round(p * 100)}%`;
         push(
           event.at,
           `flaky signals from ${scope}: ${pct(event.dropout)} of observations missed, ${pct(event.unhealthy)} report the workload unhealthy`,
-          (c) => {
-            c.dropout = event.dropout;
-            c.unhealthy = event.unhealthy;
-          },
+          ({ active: a }) => a.noise.add(noise(a)),
         );
         if (event.until !== undefined) {
-          push(event.until, `signals from ${scope} steady again`, (c) => {
-            c.dropout = 0;
-            c.unhealthy = 0;
-          });
+          push(event.until, `signals from ${scope} steady again`, ({ active: a }) => a.noise.delete(noise(a)));
         }
         break;
       }

@@ -122,7 +122,9 @@ const EventSchema = z.discriminatedUnion('type', [
   z
     .strictObject({ type: z.literal('stockout'), at, until, ...target })
     .describe('No new nodes can be provisioned (running nodes stay).'),
-  z.strictObject({ type: z.literal('recovery'), at, ...target }).describe('Ends a stockout.'),
+  z
+    .strictObject({ type: z.literal('recovery'), at, ...target })
+    .describe('Ends every stockout in force on its clusters.'),
   z
     .strictObject({
       type: z.literal('outage'),

@@ -21,7 +21,7 @@ import {
   type TransitionId,
 } from '@mco/core';
 import { demandSeries } from './demand.js';
-import { expandEvents, targetsOf, type Action, type ClusterConditions } from './events.js';
+import { expandEvents, initialConditions, targetsOf, type Action, type ClusterConditions } from './events.js';
 import {
   HorizontalPodAutoscaler,
   NodePoolModel,
@@ -327,14 +327,7 @@ class SimCluster {
     namespace: string,
   ) {
     this.key = clusterKey(namespace, spec.name);
-    this.conditions = {
-      labels: { ...spec.labels },
-      stockedOut: false,
-      reachable: true,
-      controlPlaneHealthy: 'True',
-      dropout: 0,
-      unhealthy: 0,
-    };
+    this.conditions = initialConditions(spec.labels);
     this.pool = new NodePoolModel(spec.nodePool);
   }
 }
@@ -829,13 +822,16 @@ class Run {
   private applyActions(t: number): void {
     while (this.nextAction < this.actions.length && this.actions[this.nextAction]!.t <= t) {
       const action = this.actions[this.nextAction++]!;
+      let changed = false;
       for (const name of action.clusters) {
         const c = this.clusters.find((x) => x.spec.name === name)!;
-        const before = c.conditions.controlPlaneHealthy;
+        const { labels: _labels, active: _active, ...before } = c.conditions;
         action.apply(c.conditions);
-        if (c.conditions.controlPlaneHealthy !== before) c.controlPlaneSince = action.t;
+        if (c.conditions.controlPlaneHealthy !== before.controlPlaneHealthy) c.controlPlaneSince = action.t;
+        changed ||= Object.entries(before).some(([k, v]) => c.conditions[k as keyof typeof before] !== v);
       }
-      this.timeline.push({ t: action.t, kind: 'event', text: action.text });
+      const text = action.composes && !changed ? `${action.text} (no change: another event is in force)` : action.text;
+      this.timeline.push({ t: action.t, kind: 'event', text });
     }
   }
 
