@@ -823,15 +823,21 @@ class Run {
     while (this.nextAction < this.actions.length && this.actions[this.nextAction]!.t <= t) {
       const action = this.actions[this.nextAction++]!;
       let changed = false;
+      let inForce = false;
       for (const name of action.clusters) {
         const c = this.clusters.find((x) => x.spec.name === name)!;
-        const { labels: _labels, active: _active, ...before } = c.conditions;
+        const { labels: _labels, active, ...before } = c.conditions;
         action.apply(c.conditions);
         if (c.conditions.controlPlaneHealthy !== before.controlPlaneHealthy) c.controlPlaneSince = action.t;
         changed ||= Object.entries(before).some(([k, v]) => c.conditions[k as keyof typeof before] !== v);
+        inForce ||= active.stockouts + active.outages + active.health.size + active.noise.size > 0;
       }
-      const text = action.composes && !changed ? `${action.text} (no change: another event is in force)` : action.text;
-      this.timeline.push({ t: action.t, kind: 'event', text });
+      const unchanged = inForce ? ' (no change: another event is in force)' : ' (no change)';
+      this.timeline.push({
+        t: action.t,
+        kind: 'event',
+        text: action.text + (action.composes && !changed ? unchanged : ''),
+      });
     }
   }
 

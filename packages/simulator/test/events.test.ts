@@ -93,10 +93,11 @@ describe('overlapping events', () => {
     expect(at(7200)).toEqual(['True', 0, 0]);
   });
 
-  it('the timeline says when an event changes nothing because another is in force', () => {
+  it('the timeline says when an event changes nothing, and whether another is in force', () => {
     const s = scenario([
       { type: 'outage', at: '1h', until: '2h', region: 'r1' },
       { type: 'outage', at: '1h30m', until: '3h', cluster: 'c0' },
+      { type: 'recovery', at: '3h30m', cluster: 'c1' },
     ]);
     const texts = simulate(s, { policies: ['always-on'] })
       .runs[0]!.timeline.filter((e) => e.kind === 'event')
@@ -110,6 +111,7 @@ describe('overlapping events', () => {
       '122m ClusterProfile ControlPlaneHealthy=True for region r1 (fleet/c0, fleet/c1)',
       '180m outage over: fleet/c0 reachable again',
       '182m ClusterProfile ControlPlaneHealthy=True for fleet/c0',
+      '210m capacity recovered: nodes can be provisioned again in fleet/c1 (no change)',
     ]);
   });
 });
