@@ -164,7 +164,8 @@ describe('random fleets, signal sources and events (issue 41: decisions that nev
 // The same question with what the first property holds fixed: each
 // placement's own behavior (windows, drain clock, timeouts, staleness),
 // fail-back, warm standbys and spread, two workloads sharing node pools,
-// eligibility lost and regained, control-plane health and a capacity source.
+// eligibility lost for a while or for good, control-plane health and a
+// capacity source.
 // Every run ends after four hours of almost no load: by then every listed
 // cluster but a warm standby is ACTIVE, or on its way out within its bound.
 
