@@ -57,10 +57,17 @@ export interface Action {
   readonly clusters: readonly string[];
   /** One line for the timeline. */
   readonly text: string;
-  /** Overlapping events of its kind compose (every kind but labels): it may change nothing while another is in force. */
-  readonly composes: boolean;
-  readonly apply: (c: ClusterConditions) => void;
+  /** Applies the action to one cluster; returns whether its derived conditions changed. */
+  readonly apply: (c: ClusterConditions) => boolean;
+  /**
+   * The timeline's mark when the action changed nothing on any of its clusters
+   * (overlapping events compose): `(no change)`, and why when another event is in force.
+   */
+  readonly unchangedMark: (clusters: readonly ClusterConditions[]) => string;
 }
+
+const inForce = ({ stockouts, outages, health, noise }: ActiveEvents) =>
+  stockouts + outages + health.size + noise.size > 0;
 
 /** Every action of a scenario, in time order (ties keep the order of the events). */
 export function expandEvents(scenario: Scenario): Action[] {
@@ -78,11 +85,19 @@ export function expandEvents(scenario: Scenario): Action[] {
           t,
           clusters: targets,
           text,
-          composes: event.type !== 'labels',
           apply: (c) => {
+            const { labels: _labels, active: _active, ...before } = c;
             change(c);
             settle(c);
+            return Object.entries(before).some(([k, v]) => c[k as keyof typeof before] !== v);
           },
+          // Label events compose with nothing, so they get no mark.
+          unchangedMark: (clusters) =>
+            event.type === 'labels'
+              ? ''
+              : clusters.some((c) => inForce(c.active))
+                ? ' (no change: another event is in force)'
+                : ' (no change)',
         },
         order: index,
       });

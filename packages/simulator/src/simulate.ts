@@ -822,22 +822,15 @@ class Run {
   private applyActions(t: number): void {
     while (this.nextAction < this.actions.length && this.actions[this.nextAction]!.t <= t) {
       const action = this.actions[this.nextAction++]!;
+      const targets = action.clusters.map((name) => this.clusters.find((x) => x.spec.name === name)!);
       let changed = false;
-      let inForce = false;
-      for (const name of action.clusters) {
-        const c = this.clusters.find((x) => x.spec.name === name)!;
-        const { labels: _labels, active, ...before } = c.conditions;
-        action.apply(c.conditions);
-        if (c.conditions.controlPlaneHealthy !== before.controlPlaneHealthy) c.controlPlaneSince = action.t;
-        changed ||= Object.entries(before).some(([k, v]) => c.conditions[k as keyof typeof before] !== v);
-        inForce ||= active.stockouts + active.outages + active.health.size + active.noise.size > 0;
+      for (const c of targets) {
+        const health = c.conditions.controlPlaneHealthy;
+        changed = action.apply(c.conditions) || changed;
+        if (c.conditions.controlPlaneHealthy !== health) c.controlPlaneSince = action.t;
       }
-      const unchanged = inForce ? ' (no change: another event is in force)' : ' (no change)';
-      this.timeline.push({
-        t: action.t,
-        kind: 'event',
-        text: action.text + (action.composes && !changed ? unchanged : ''),
-      });
+      const mark = changed ? '' : action.unchangedMark(targets.map((c) => c.conditions));
+      this.timeline.push({ t: action.t, kind: 'event', text: action.text + mark });
     }
   }
 

@@ -94,6 +94,24 @@ const AFFINITY = {
   },
 };
 
+/** A placement of the workload `name`, with the given `autoscaleForCapacity` fields. */
+function placementOf<A extends object>(name: string, autoscale: A) {
+  return {
+    apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
+    kind: 'MultiKubernetesClusterPlacement',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      affinity: AFFINITY,
+      scaling: {
+        autoscaleForCapacity: {
+          ...autoscale,
+          workloadDetails: { namespace: 'ml', deploymentName: name, hpaName: name },
+        },
+      },
+    },
+  };
+}
+
 function scenarioOf(p: Params): ScenarioInput {
   const names = Array.from({ length: p.clusters }, (_, i) => `c${i}`);
   return {
@@ -110,21 +128,7 @@ function scenarioOf(p: Params): ScenarioInput {
     },
     fleet: fleetOf(names, p.regions, (i) => ({ maxNodes: p.maxNodes[i]! })),
     signals: signalsOf(p.source),
-    placement: {
-      apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
-      kind: 'MultiKubernetesClusterPlacement',
-      metadata: { name: 'w', namespace: 'default' },
-      spec: {
-        affinity: AFFINITY,
-        scaling: {
-          autoscaleForCapacity: {
-            minClustersBelowCapacityCeiling: p.minClusters,
-            useDraining: p.useDraining,
-            workloadDetails: { namespace: 'ml', deploymentName: 'w', hpaName: 'w' },
-          },
-        },
-      },
-    },
+    placement: placementOf('w', { minClustersBelowCapacityCeiling: p.minClusters, useDraining: p.useDraining }),
     demand: stepDemand(p.peak, 3.5 * 3600),
     events: p.events.map((e) => {
       const base = { at: e.at, until: e.at + e.length, cluster: names[e.cluster % p.clusters]! };
@@ -224,24 +228,14 @@ function wideScenarioOf(p: WideParams): ScenarioInput {
     ...(p.unhealthyTimeoutSeconds ? { unhealthyTimeoutSeconds: p.unhealthyTimeoutSeconds } : {}),
     ...(p.signalStaleAfterSeconds ? { signalStaleAfterSeconds: p.signalStaleAfterSeconds } : {}),
   };
-  const placement = (name: string) => ({
-    apiVersion: 'orchestra.multicluster.x-k8s.io/v1alpha1',
-    kind: 'MultiKubernetesClusterPlacement',
-    metadata: { name, namespace: 'default' },
-    spec: {
-      affinity: AFFINITY,
-      scaling: {
-        autoscaleForCapacity: {
-          minClustersBelowCapacityCeiling: minClusters,
-          useDraining: p.useDraining,
-          workloadDetails: { namespace: 'ml', deploymentName: name, hpaName: name },
-          behavior,
-          ...(p.useDraining && p.warmStandby ? { warmStandbyClusters: 1 } : {}),
-          ...(p.spread && minClusters >= 2 ? { spread: { minGroups: 2 } } : {}),
-        },
-      },
-    },
-  });
+  const placement = (name: string) =>
+    placementOf(name, {
+      minClustersBelowCapacityCeiling: minClusters,
+      useDraining: p.useDraining,
+      behavior,
+      ...(p.useDraining && p.warmStandby ? { warmStandbyClusters: 1 } : {}),
+      ...(p.spread && minClusters >= 2 ? { spread: { minGroups: 2 } } : {}),
+    });
   const events = p.events.flatMap((e): object[] => {
     const cluster = names[e.cluster % p.clusters]!;
     const window = { at: e.at, until: e.at + e.length, cluster };
