@@ -15,6 +15,14 @@ const GOOGLE_MONITORING_PREFIX = 'https://monitoring.googleapis.com/';
 export const QUERY_VARIABLES = ['cluster', 'namespace', 'deployment', 'hpa', 'window', 'healthWindow'] as const;
 
 const HPA = '${cluster}namespace="${namespace}",horizontalpodautoscaler="${hpa}"';
+/** cluster-autoscaler's counter (metrics/metrics.go); a size limit is not a failed scale-up and never counts. */
+const CA_FAILED_SCALE_UPS = 'sum(increase(cluster_autoscaler_failed_scale_ups_total{${cluster}}[${window}]))';
+/**
+ * Karpenter's CloudProvider errors (sigs.k8s.io/karpenter pkg/cloudprovider/metrics): a NodeClaim's
+ * launch refused for want of capacity, as its InsufficientCapacityError Event says per pod.
+ */
+const KARPENTER_INSUFFICIENT_CAPACITY =
+  'sum(increase(karpenter_cloudprovider_errors_total{${cluster}method="Create",error="InsufficientCapacityError"}[${window}]))';
 
 /**
  * The default queries, on kube-state-metrics and cluster-autoscaler metric
@@ -37,7 +45,9 @@ export const DEFAULT_QUERIES = {
     ' * on (namespace, replicaset) group_left () max by (namespace, replicaset) (' +
     'kube_replicaset_owner{${cluster}namespace="${namespace}",owner_kind="Deployment",owner_name="${deployment}"})))' +
     ' or on () (0 * count(kube_replicaset_owner{${cluster}namespace="${namespace}",owner_kind="Deployment",owner_name="${deployment}"}))',
-  failedScaleUp: 'sum(increase(cluster_autoscaler_failed_scale_ups_total{${cluster}}[${window}]))',
+  // The cluster autoscaler's failed scale-ups and Karpenter's launches the cloud had no capacity for,
+  // summed where a cluster runs both; neither autoscaler's series leaves the field unknown.
+  failedScaleUp: `(${CA_FAILED_SCALE_UPS} + ${KARPENTER_INSUFFICIENT_CAPACITY}) or ${CA_FAILED_SCALE_UPS} or ${KARPENTER_INSUFFICIENT_CAPACITY}`,
   workloadHealthy:
     'max_over_time(kube_deployment_status_condition{${cluster}namespace="${namespace}",deployment="${deployment}",condition="Available",status="true"}[${healthWindow}])',
   // The Deployment's status.readyReplicas, for make-before-break draining (rule D1). Set it to null

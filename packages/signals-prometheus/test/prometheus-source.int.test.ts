@@ -16,6 +16,13 @@ import {
 
 const hpaLabels = (cluster: string) => ({ cluster, namespace: 'shop', horizontalpodautoscaler: 'web' });
 const pod = (cluster: string, name: string) => ({ cluster, namespace: 'shop', pod: name });
+const karpenterError = (cluster: string, method: string, error: string) => ({
+  cluster,
+  controller: 'nodeclaim.lifecycle',
+  method,
+  provider: 'kwok',
+  error,
+});
 
 const SERIES = openMetrics([
   {
@@ -162,6 +169,33 @@ const SERIES = openMetrics([
     series: [
       [{ cluster: 'east', reason: 'cloudProviderError' }, held(0).map(([t], i) => [t, i < 6 ? 0 : 2] as const)],
       [{ cluster: 'west', reason: 'cloudProviderError' }, held(1)],
+      [{ cluster: 'both', reason: 'cloudProviderError' }, held(1)],
+    ],
+  },
+  {
+    // As Karpenter names it (sigs.k8s.io/karpenter pkg/cloudprovider/metrics): south runs Karpenter
+    // alone and the cloud refused a launch 4 minutes ago; quiet's errors are not a want of capacity;
+    // both runs both autoscalers.
+    name: 'karpenter_cloudprovider_errors',
+    type: 'counter',
+    series: [
+      [
+        karpenterError('south', 'Create', 'InsufficientCapacityError'),
+        held(0).map(([t], i) => [t, i < 6 ? 0 : 1] as const),
+      ],
+      [
+        karpenterError('quiet', 'Create', 'NodeClassNotReadyError'),
+        held(0).map(([t], i) => [t, i < 6 ? 0 : 3] as const),
+      ],
+      [
+        karpenterError('quiet', 'Delete', 'InsufficientCapacityError'),
+        held(0).map(([t], i) => [t, i < 6 ? 0 : 1] as const),
+      ],
+      [karpenterError('quiet', 'Create', 'InsufficientCapacityError'), held(2)],
+      [
+        karpenterError('both', 'Create', 'InsufficientCapacityError'),
+        held(0).map(([t], i) => [t, i < 9 ? 0 : 1] as const),
+      ],
     ],
   },
   {
@@ -253,6 +287,18 @@ describe.skipIf(!!skip)('the prometheus signal source against a real Prometheus 
       .map((v) => `${v.labels.cluster} ${v.labels.result}`)
       .sort();
     expect(results).toEqual(['fleet/ghost failed', 'fleet/north ok']);
+  });
+
+  it("reads Karpenter's launches refused for want of capacity as failedScaleUp, alone or beside the cluster autoscaler's", async () => {
+    const result = await source().observe(request('south', 'quiet', 'both', 'east'));
+    expect(result.signals.map((s) => `${s.cluster} ${s.failedScaleUp}`)).toEqual([
+      'fleet/south true',
+      // Another launch error, a Delete, and a counter that did not move in the window: no.
+      'fleet/quiet false',
+      // The cluster autoscaler's counter did not move, Karpenter's did: the sum counts both.
+      'fleet/both true',
+      'fleet/east true',
+    ]);
   });
 
   it('uses an overridden query and turns off a query set to null', async () => {
