@@ -25,7 +25,7 @@ const KARPENTER_INSUFFICIENT_CAPACITY =
   'sum(increase(karpenter_cloudprovider_errors_total{${cluster}method="Create",error="InsufficientCapacityError"}[${window}]))';
 
 /**
- * The default queries, on kube-state-metrics and cluster-autoscaler metric
+ * The default queries, on kube-state-metrics, cluster-autoscaler and Karpenter metric
  * names. Each returns one number for one cluster's workload; no series means
  * unknown.
  */
