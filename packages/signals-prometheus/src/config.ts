@@ -18,7 +18,7 @@ const HPA = '${cluster}namespace="${namespace}",horizontalpodautoscaler="${hpa}"
 /** cluster-autoscaler's counter (metrics/metrics.go); a size limit is not a failed scale-up and never counts. */
 const CA_FAILED_SCALE_UPS = 'sum(increase(cluster_autoscaler_failed_scale_ups_total{${cluster}}[${window}]))';
 /**
- * Karpenter's CloudProvider errors (sigs.k8s.io/karpenter pkg/cloudprovider/metrics): a NodeClaim's
+ * Karpenter's CloudProvider errors (sigs.k8s.io/karpenter v1.15.0 pkg/cloudprovider/metrics): a NodeClaim's
  * launch refused for want of capacity, as its InsufficientCapacityError Event says per pod.
  */
 const KARPENTER_INSUFFICIENT_CAPACITY =

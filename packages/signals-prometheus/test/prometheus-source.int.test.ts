@@ -22,6 +22,7 @@ const karpenterError = (cluster: string, method: string, error: string) => ({
   method,
   provider: 'kwok',
   error,
+  nodepool: 'gpu',
 });
 
 const SERIES = openMetrics([
@@ -173,7 +174,7 @@ const SERIES = openMetrics([
     ],
   },
   {
-    // As Karpenter names it (sigs.k8s.io/karpenter pkg/cloudprovider/metrics): south runs Karpenter
+    // As Karpenter names it (sigs.k8s.io/karpenter v1.15.0 pkg/cloudprovider/metrics): south runs Karpenter
     // alone and the cloud refused a launch 4 minutes ago; quiet's errors are not a want of capacity;
     // both runs both autoscalers.
     name: 'karpenter_cloudprovider_errors',
