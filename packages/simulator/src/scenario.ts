@@ -202,6 +202,12 @@ export const ScenarioSchema = z.strictObject({
         .describe(
           "A signal source that reports only the verdicts atCapacityCeiling and wantsScaleIn (and the workload's health), with no HPA figures, pending pods or ready replicas, as a custom source may: true for every cluster, or the names of the clusters it reads.",
         ),
+      autoscalerMetrics: z
+        .union([z.boolean(), z.array(name).max(100)])
+        .optional()
+        .describe(
+          "A signal source that reads the node autoscaler's metrics, not its Events (as the Prometheus source does): failedScaleUp counts failed scale-ups only, so a pool at its maximum size is no ceiling, and nodeLimitReached is not reported. true for every cluster, or the names of the clusters it reads.",
+        ),
       declareOmission: z
         .boolean()
         .default(true)
@@ -368,7 +374,7 @@ export function parseScenario(document: unknown): Result<Scenario, readonly Scen
     });
   });
 
-  for (const field of ['omitReadyReplicas', 'verdictsOnly'] as const) {
+  for (const field of ['omitReadyReplicas', 'verdictsOnly', 'autoscalerMetrics'] as const) {
     const list = s.signals[field];
     if (Array.isArray(list))
       list.forEach((c, i) => {

@@ -442,12 +442,13 @@ function reportsReadyReplicas(scenario: Scenario, cluster: string): boolean {
 
 /**
  * What each reading of the cluster-autoscaler sees. MCO's documented metric is log-based on the
- * autoscaler's failed scale-ups (`FailedScaleUp` here). mco's Kubernetes source reads the Events on
- * the workload's pods, and upstream writes only `NotTriggerScaleUp` there (a failed scale-up goes
- * to its status ConfigMap, then shows on the pods as the backoff): docs/signals.md.
+ * autoscaler's failed scale-ups (`FailedScaleUp` here), and so are the autoscalers' own metrics
+ * (`signals.autoscalerMetrics`, as the Prometheus source reads them). mco's Kubernetes source reads
+ * the Events on the workload's pods, and upstream writes only `NotTriggerScaleUp` there (a failed
+ * scale-up goes to its status ConfigMap, then shows on the pods as the backoff): docs/signals.md.
  */
-export function autoscalerEventsRead(policy: PolicyName): readonly AutoscalerEventReason[] {
-  return policy === 'mco-v0.2' ? ['FailedScaleUp'] : ['NotTriggerScaleUp'];
+export function autoscalerEventsRead(policy: PolicyName, metrics = false): readonly AutoscalerEventReason[] {
+  return policy === 'mco-v0.2' || metrics ? ['FailedScaleUp'] : ['NotTriggerScaleUp'];
 }
 
 class Run {
@@ -691,6 +692,7 @@ class Run {
     const flap = hashRandom(this.seed, 'unhealthy', tenant.drawKey(c), k) < c.cluster.conditions.unhealthy;
     // A source cannot tell a workload that is still starting from a broken one: no ready pod is unknown.
     const healthy = flap ? false : c.pods.ready > 0 ? true : undefined;
+    const metrics = listsCluster(this.scenario.signals.autoscalerMetrics, c.cluster.spec.name);
     return {
       cluster: c.key,
       observedAt: this.timestamp(t),
@@ -712,10 +714,12 @@ class Run {
       failedScaleUp: c.cluster.pool.failedScaleUpWithin(
         t,
         this.scenario.signals.failedScaleUpWindow,
-        autoscalerEventsRead(this.policy),
+        autoscalerEventsRead(this.policy, metrics),
       ),
       // What the Kubernetes source reads from the same Events: the pool is at its maximum size, not stocked out.
-      nodeLimitReached: c.cluster.pool.nodeLimitWithin(t, this.scenario.signals.failedScaleUpWindow),
+      ...(metrics
+        ? {}
+        : { nodeLimitReached: c.cluster.pool.nodeLimitWithin(t, this.scenario.signals.failedScaleUpWindow) }),
       ...(healthy !== undefined && usesHealth(this.policy) ? { workloadHealthy: healthy } : {}),
     };
   }

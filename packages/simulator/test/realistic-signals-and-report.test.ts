@@ -182,6 +182,29 @@ describe('MCO v0.2 reads FailedScaleUp only, as MCO documents its metric', () =>
     expect(pool.failedScaleUpWithin(120, 600, mco)).toBe(true);
     expect(autoscalerEventsRead('mco-fail-back')).toEqual(mco);
   });
+
+  it("a source of the autoscaler's metrics (signals.autoscalerMetrics) sees failed scale-ups, never a size limit", () => {
+    expect(autoscalerEventsRead('mco', true)).toEqual(['FailedScaleUp']);
+    // shared-gpu-quota: the preferred pool reaches its maximum with pods pending, and no scale-up fails.
+    const base = loadScenario('shared-gpu-quota');
+    const run = (autoscalerMetrics: boolean) => {
+      const scenario = { ...base, signals: { ...base.signals, autoscalerMetrics } };
+      const signals: { nodeLimitReached?: boolean }[] = [];
+      const result = simulate(scenario, {
+        seed: 1,
+        policies: ['mco'],
+        onEvaluation: (e) => signals.push(...(e.input.signals ?? [])),
+      });
+      return { lost: result.runs[0]!.summary.unservedPercent, limits: signals.some((s) => s.nodeLimitReached) };
+    };
+    const events = run(false);
+    const metrics = run(true);
+    expect(events.limits).toBe(true);
+    expect(events.lost).toBeLessThan(0.01);
+    // No ceiling at the limit: mco stays on the full pool and loses requests there (docs/signals.md).
+    expect(metrics.limits).toBe(false);
+    expect(metrics.lost).toBeGreaterThan(5);
+  });
 });
 
 describe('report charts', () => {
