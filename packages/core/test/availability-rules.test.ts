@@ -582,6 +582,20 @@ describe('D1: make-before-break draining', () => {
       pendingPods,
       failedScaleUp: false,
     });
+  /** fleet/a held at its HPA minimum of 3 by TooFewReplicas, one pod of that floor pending (its pool is full). */
+  const atFloor = (ready: number): Signal =>
+    aSignal('fleet/a', at(fresh), {
+      hpa: {
+        currentReplicas: 3,
+        desiredReplicas: 3,
+        minReplicas: 3,
+        maxReplicas: 20,
+        scalingLimited: { status: 'True', reason: 'TooFewReplicas' },
+      },
+      readyReplicas: ready,
+      pendingPods: 1,
+      failedScaleUp: false,
+    });
   const input = (status: Case['status'], a: Signal, spec = specOf()): Case => ({
     spec,
     status,
@@ -630,6 +644,52 @@ describe('D1: make-before-break draining', () => {
       input: input(draining({ desiredMaxReplicas: 6 }), receiver(5, 5, 1)),
       moves: [],
       draining: held(6, 'ReceiversNotReady'),
+      requeue: 60,
+    },
+    {
+      // Its load asks at most minReplicas − 1 (2), which are ready: what it lacks is its floor, which may never be placed.
+      name: 'a receiver held at its HPA minimum (TooFewReplicas), 2 of 3 ready and one pending: settled, one step',
+      input: input(draining({ desiredMaxReplicas: 6 }), atFloor(2)),
+      moves: [],
+      draining: stepped(4),
+      requeue: 60,
+    },
+    {
+      name: 'the same receiver with 1 of 3 ready: its load may ask for 2, paused',
+      input: input(draining({ desiredMaxReplicas: 6 }), atFloor(1)),
+      moves: [],
+      draining: held(6, 'ReceiversNotReady'),
+      requeue: 60,
+    },
+    {
+      name: 'a receiver whose pending pods the node autoscaler failed to place is not waited on: c is settled, one step',
+      input: {
+        ...input(draining({ desiredMaxReplicas: 6 }), { ...receiver(5, 7, 2), failedScaleUp: true }),
+        status: {
+          clusters: [...draining({ desiredMaxReplicas: 6 }).clusters, listed('fleet/c', 'ACTIVE', 0)],
+        },
+        signals: [
+          { ...receiver(5, 7, 2), failedScaleUp: true },
+          aSignal('fleet/b', at(fresh), { hpa: { currentReplicas: 8, maxReplicas: 8 } }),
+          { ...receiver(3, 3), cluster: 'fleet/c' },
+        ],
+      },
+      moves: [],
+      draining: stepped(4),
+      requeue: 60,
+    },
+    {
+      name: 'the only receiver has pods the node autoscaler failed to place: it is at its ceiling, so b returns (P3) rather than drain onto it',
+      input: input(draining({ desiredMaxReplicas: 6 }), { ...receiver(5, 7, 2), failedScaleUp: true }),
+      moves: ['P3 fleet/b SCALING_IN->ACTIVE'],
+      draining: undefined,
+      requeue: 170, // the signals' staleness, as for any cluster with nothing due
+    },
+    {
+      name: 'receivers short for evictionTimeoutSeconds (1800) since the last step: the step is taken, a drain never waits for ever',
+      input: input(draining({ desiredMaxReplicas: 6, lastReplicaCountDecrease: at(NOW - 1800) }), receiver(6, 9)),
+      moves: [],
+      draining: stepped(4),
       requeue: 60,
     },
     {
@@ -1017,6 +1077,32 @@ describe('T1: scale-out adds the next cluster when the ceiling is in sight', () 
   });
 });
 
+/** b drains from 8 (now at 6), its last step `lastStepAgo` s ago; a, the receiver, has 6 of 9 desired replicas ready (5 at the start). */
+const shortReceivers = (lastStepAgo: number): Case => ({
+  spec: specOf(),
+  status: {
+    clusters: [
+      listed('fleet/a', 'ACTIVE', 0),
+      listed('fleet/b', 'SCALING_IN', NOW - 600 - lastStepAgo, {
+        draining: {
+          desiredMaxReplicas: 6,
+          lastReplicaCountDecrease: at(NOW - lastStepAgo),
+          initialDesiredMaxReplicas: 8,
+          receiversReadyReplicas: 5,
+        },
+      }),
+    ],
+  },
+  profiles: fleet,
+  signals: [
+    aSignal('fleet/a', at(fresh), {
+      hpa: { currentReplicas: 9, desiredReplicas: 9, maxReplicas: 20 },
+      readyReplicas: 6,
+      pendingPods: 0,
+    }),
+  ],
+  now: NOW,
+});
 describe('mco explain names each new reason', () => {
   const notesOf = (c: Case, cluster?: string) => {
     const e = explainOf(c);
@@ -1064,33 +1150,15 @@ describe('mco explain names each new reason', () => {
     },
     {
       name: 'why a drain is paused',
-      input: {
-        spec: specOf(),
-        status: {
-          clusters: [
-            listed('fleet/a', 'ACTIVE', 0),
-            listed('fleet/b', 'SCALING_IN', NOW - 600, {
-              draining: {
-                desiredMaxReplicas: 6,
-                lastReplicaCountDecrease: at(NOW - 60),
-                initialDesiredMaxReplicas: 8,
-                receiversReadyReplicas: 5,
-              },
-            }),
-          ],
-        },
-        profiles: fleet,
-        signals: [
-          aSignal('fleet/a', at(fresh), {
-            hpa: { currentReplicas: 9, desiredReplicas: 9, maxReplicas: 20 },
-            readyReplicas: 6,
-            pendingPods: 0,
-          }),
-        ],
-        now: NOW,
-      },
+      input: shortReceivers(60),
       cluster: 'fleet/b',
       note: /^drain paused \(ReceiversNotReady\): the drop so far \(2\) exceeds the receivers' ready-replica growth \(1: 5 → 6\), and fleet\/a has 6 of 9 desired replicas ready$/,
+    },
+    {
+      name: 'why a drain steps although its receivers are short',
+      input: shortReceivers(1800),
+      cluster: 'fleet/b',
+      note: /^drain stepped after waiting behavior.evictionTimeoutSeconds \(1800s\) since its last step for receivers that did not catch up \(rule D1\): the drop so far \(2\) exceeds the receivers' ready-replica growth \(1: 5 → 6\), and fleet\/a has 6 of 9 desired replicas ready$/,
     },
     {
       name: 'why a standby is kept',

@@ -10,7 +10,7 @@ import {
   UNPROTECTED_REASON,
   type ReceiverCheck,
 } from '../scaling/draining.js';
-import { sourceReportsReadyReplicas } from '../scaling/signals.js';
+import { sourceReportsReadyReplicas, type SignalAssessment } from '../scaling/signals.js';
 import { formatTime, parseTime, SECOND } from '../time.js';
 import type { Entry, Evaluation } from './evaluation.js';
 
@@ -27,6 +27,8 @@ import type { Entry, Evaluation } from './evaluation.js';
  */
 function receivers(run: Evaluation, learn: boolean): ReceiverCheck {
   let ready = 0;
+  let counted = 0;
+  const onCapacity: string[] = [];
   const short: string[] = [];
   const unknown: string[] = [];
   const unreported: string[] = [];
@@ -37,6 +39,13 @@ function receivers(run: Evaluation, learn: boolean): ReceiverCheck {
     if (!s.fresh) unknown.push(`${e.key} has no fresh signal`);
     else if (s.readyReplicas !== undefined) {
       ready += s.readyReplicas;
+      counted++;
+      // Pods the node autoscaler cannot place wait on capacity, not on time: waiting for them protects nothing.
+      if (waitsOnCapacity(s)) {
+        onCapacity.push(e.key);
+        continue;
+      }
+      if (servesAtFloor(s)) continue;
       // Without the HPA's desiredReplicas its currentReplicas (the scale it set) stands in: a source that
       // reports neither cannot show a receiver short by it, and must not stall the drain on that.
       const wanted = s.desiredReplicas ?? s.currentReplicas;
@@ -57,7 +66,25 @@ function receivers(run: Evaluation, learn: boolean): ReceiverCheck {
       `the signal source of ${silent.join(', ')} has sent no readyReplicas during this drain and does not declare reportsReadyReplicas`,
     );
   if (why.length > 0) return { kind: 'unprotected', why: why.join('; ') };
+  if (counted > 0 && onCapacity.length === counted)
+    short.push(`every receiver has pods the node autoscaler cannot place (${onCapacity.join(', ')})`);
   return { kind: 'checked', receivers: { ready, short: short.length > 0 ? short.join(', ') : undefined } };
+}
+
+/** Pending pods that the node autoscaler failed to place, or that wait on a node pool at its size limit. */
+function waitsOnCapacity(s: SignalAssessment): boolean {
+  return (s.pendingPods ?? 0) > 0 && (s.failedScaleUp === true || s.nodeLimitReached);
+}
+
+/**
+ * A receiver held at its HPA's minimum because its load asks for fewer
+ * (wantsScaleIn: TooFewReplicas) asks at most minReplicas − 1 for its load, so
+ * that many ready serve it: what it lacks is its floor, which a node pool
+ * full of other workloads may never place. It is settled (rule D1), or a
+ * drain would wait on it for ever.
+ */
+function servesAtFloor(s: SignalAssessment): boolean {
+  return s.wantsScaleIn && (s.readyReplicas ?? 0) >= Math.max(1, (s.minReplicas ?? 1) - 1);
 }
 
 /**
@@ -95,9 +122,17 @@ export function drain(run: Evaluation, useDraining: boolean): void {
         stepPercent: b.drainStepPercent,
         floor,
         receivers: ready,
-        ...(entry.reason === FAIL_BACK ? { lead: nextStepSize(entry.draining, b.drainStepPercent, floor) } : {}),
+        // A fail-back never steps ahead of its receivers; it is abandoned instead (rule F6).
+        ...(entry.reason === FAIL_BACK
+          ? { lead: nextStepSize(entry.draining, b.drainStepPercent, floor) }
+          : { waitAtMostSeconds: b.evictionTimeoutSeconds }),
       });
       entry.draining = step.draining;
+      if (step.waitedOut)
+        run.note(
+          entry.key,
+          `drain stepped after waiting behavior.evictionTimeoutSeconds (${b.evictionTimeoutSeconds}s) since its last step for receivers that did not catch up (rule D1): ${step.waitedOut}`,
+        );
       // A standby is kept at its size (rule W1): its size grows when the HPA's
       // minReplicas becomes known (a standby added before any signal) or
       // warmStandbyReplicas is raised, and its cap follows at once. A lingering

@@ -9,7 +9,8 @@ import type { SignalAssessment } from './signals.js';
  * the drop so far: either their ready replicas have grown by at least the
  * drop since the drain began, or they are settled (every one reports ready
  * replicas at least its HPA's desiredReplicas, and no pending pods: their
- * autoscalers ask for nothing that is not running). Unknown ready replicas
+ * autoscalers ask for nothing that is not running; one held at its HPA's
+ * minimum by low load needs only minReplicas − 1). Unknown ready replicas
  * mean no step; a receiver whose signal source never reports them leaves
  * nothing to check, and the drain steps on the clock alone, unprotected
  * (missing data never stalls a decision forever). Growth alone cannot be the
@@ -83,6 +84,12 @@ export interface DrainStepOptions {
    * far and this many more (the next step) before it is taken, settled or not.
    */
   readonly lead?: number;
+  /**
+   * A due step that has waited this long since the last decrease for receivers
+   * that are short (ReceiversNotReady) is taken: they are not catching up, and
+   * the drain must end (`behavior.evictionTimeoutSeconds`). Never for doubt.
+   */
+  readonly waitAtMostSeconds?: number;
 }
 
 export type DrainPause = 'ReadyReplicasUnknown' | 'ReceiversNotReady';
@@ -91,6 +98,8 @@ export interface DrainStep {
   readonly draining: Draining;
   /** Why a due step was not taken, with the figures. */
   readonly paused?: { readonly reason: DrainPause; readonly message: string };
+  /** A step taken after waiting `waitAtMostSeconds` for short receivers: why they were short. */
+  readonly waitedOut?: string;
 }
 
 /**
@@ -123,8 +132,13 @@ export function stepDraining(
   if (draining.desiredMaxReplicas <= o.floor || nowMs - last < o.stepIntervalSeconds * SECOND)
     return { draining: base };
   const paused = drainPause(initial - draining.desiredMaxReplicas, baseline, o.receivers, o.lead ?? 0);
-  if (paused) return { draining: { ...base, pausedReason: paused.reason }, paused };
+  const waitedOut =
+    paused?.reason === 'ReceiversNotReady' &&
+    o.waitAtMostSeconds !== undefined &&
+    nowMs - last >= o.waitAtMostSeconds * SECOND;
+  if (paused && !waitedOut) return { draining: { ...base, pausedReason: paused.reason }, paused };
   return {
+    ...(paused ? { waitedOut: paused.message } : {}),
     draining: {
       ...base,
       desiredMaxReplicas: Math.max(
