@@ -219,7 +219,7 @@ const BehaviorFields = z
       .optional()
       .describe('mco extension: fail-back to preferred clusters after a stockout.'),
     evictionTimeoutSeconds: seconds(
-      'An EVICTING cluster is removed after this time at the latest (default 1800); so is a SCALING_IN one that cannot show 1 replica (no replica count reported, or no drain at an HPA minimum above 1).',
+      'An EVICTING cluster is removed after this time at the latest (default 1800); so is a SCALING_IN one that cannot show 1 replica (no replica count reported, or no drain at an HPA minimum above 1). mco: a drain step waits at most this long for receivers that do not catch up.',
     ),
     unhealthyTimeoutSeconds: seconds('An UNHEALTHY cluster is removed after this time (default 900).'),
     signalStaleAfterSeconds: z
